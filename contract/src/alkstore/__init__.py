@@ -1,0 +1,108 @@
+"""alkstore: the contract for durable background work.
+
+Open a store with ``alkstore.open(url)``; the URL scheme picks an engine
+registered under the entry-point group ``alkstore.engines``.
+"""
+
+from . import backoff, testing
+from .api import JobHandle, Lock, Outbox, Queue, QueueConsumer, Store, Transaction
+from .backoff import retry_delay
+from .clock import Clock, OffsetClock, RealtimeClock, SystemClock
+from .constants import (
+    BACKOFF_CAP_S,
+    CATCH_UP_CAP,
+    CONTRACT_VERSION,
+    MAX_NAME_LENGTH,
+    RESERVED_PREFIX,
+    SCHEDULER_LOCK,
+)
+from .engine import (
+    ENGINE_GROUP,
+    Capabilities,
+    EngineProvider,
+    EngineSpec,
+    installed_engines,
+    load_engine,
+    open,
+)
+from .errors import (
+    AlkstoreError,
+    EngineNotFound,
+    EngineUnavailable,
+    InvalidName,
+    InvalidOptions,
+    InvalidSpec,
+    LeadershipLost,
+    PayloadError,
+    ReservedName,
+    StoreClosed,
+)
+from .names import outbox_queue_name, validate_name
+from .options import (
+    DEFAULT_QUEUE_OPTS,
+    OUTBOX_QUEUE_OPTS,
+    EnqueueOpts,
+    QueueOpts,
+    ScheduleOpts,
+)
+from .spec import parse_spec
+from .stop import StopToken
+from .values import Job, JobState, LockInfo, Schedule, StreamEvent, SweepResult, TickResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BACKOFF_CAP_S",
+    "CATCH_UP_CAP",
+    "CONTRACT_VERSION",
+    "DEFAULT_QUEUE_OPTS",
+    "ENGINE_GROUP",
+    "MAX_NAME_LENGTH",
+    "OUTBOX_QUEUE_OPTS",
+    "RESERVED_PREFIX",
+    "SCHEDULER_LOCK",
+    "AlkstoreError",
+    "Capabilities",
+    "Clock",
+    "EngineNotFound",
+    "EngineProvider",
+    "EngineSpec",
+    "EngineUnavailable",
+    "EnqueueOpts",
+    "InvalidName",
+    "InvalidOptions",
+    "InvalidSpec",
+    "Job",
+    "JobHandle",
+    "JobState",
+    "LeadershipLost",
+    "Lock",
+    "LockInfo",
+    "OffsetClock",
+    "Outbox",
+    "PayloadError",
+    "Queue",
+    "QueueConsumer",
+    "QueueOpts",
+    "RealtimeClock",
+    "ReservedName",
+    "Schedule",
+    "ScheduleOpts",
+    "StopToken",
+    "Store",
+    "StoreClosed",
+    "StreamEvent",
+    "SweepResult",
+    "SystemClock",
+    "TickResult",
+    "Transaction",
+    "backoff",
+    "installed_engines",
+    "load_engine",
+    "open",
+    "outbox_queue_name",
+    "parse_spec",
+    "retry_delay",
+    "testing",
+    "validate_name",
+]

@@ -1,0 +1,33 @@
+"""Contract constants (CONTRACT.md §9)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+CONTRACT_VERSION: Final = "1"
+
+RESERVED_PREFIX: Final = "__alkstore"
+"""Names starting with this are the engine's own and are refused from callers."""
+
+MAX_NAME_LENGTH: Final = 200
+
+BACKOFF_CAP_S: Final = 3600
+"""No computed retry delay exceeds one hour."""
+
+CATCH_UP_CAP: Final = 64
+"""At most this many missed boundaries of one schedule fire in one tick."""
+
+SCHEDULER_LOCK: Final = "__alkstore_scheduler"
+"""The leadership lock ``run_schedules`` holds."""
+
+OUTBOX_QUEUE_PREFIX: Final = "__alkstore_outbox:"
+"""An outbox named ``n`` is backed by the queue ``OUTBOX_QUEUE_PREFIX + n``."""
+
+MAX_SECONDS: Final = 2**40
+"""Upper bound of any accepted duration or instant, so stamps fit every engine's int64."""
+
+PRIORITY_RANGE: Final = (-(2**31), 2**31 - 1)
+"""Priorities are 32-bit signed integers on every engine."""
+
+MAX_BATCH: Final = 10_000
+"""Largest ``claim_batch`` limit."""

@@ -1,0 +1,279 @@
+"""Queue, outbox and job-handle front ends over a ``Driver`` (CONTRACT.md §2, §4)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..backoff import retry_delay
+from ..constants import MAX_BATCH
+from ..driver import ERROR_EXHAUSTED, queue_topic
+from ..errors import InvalidOptions
+from ..names import validate_identifier
+from ..options import DEFAULT_ENQUEUE_OPTS, EnqueueOpts, QueueOpts, check_type, resolve_new_job
+from ..payload import encode_payload
+from ..stop import StopToken
+from ..timeconv import Duration, duration_seconds
+from ..values import Job, SweepResult
+from .waiting import Deadline, wait_budget
+
+if TYPE_CHECKING:
+    from .store import CoreStore
+
+
+def check_job_id(job_id: object) -> int:
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise InvalidOptions(f"job_id must be an int, got {type(job_id).__name__}")
+    return job_id
+
+
+def check_error(error: object) -> str:
+    if not isinstance(error, str):
+        raise InvalidOptions(f"error must be a str, got {type(error).__name__}")
+    return error
+
+
+def _claim_order(job: Job) -> tuple[int, int, int]:
+    return (-job.priority, job.run_at, job.id)
+
+
+class CoreJobHandle:
+    """One claim: ``(job.id, job.attempts)`` identifies it for every handle op."""
+
+    __slots__ = ("_job", "_queue")
+
+    def __init__(self, queue: CoreQueue, job: Job) -> None:
+        self._queue = queue
+        self._job = job
+
+    @property
+    def job(self) -> Job:
+        return self._job
+
+    @property
+    def id(self) -> int:
+        return self._job.id
+
+    @property
+    def payload(self) -> Any:
+        return self._job.payload
+
+    @property
+    def attempts(self) -> int:
+        return self._job.attempts
+
+    @property
+    def queue(self) -> str:
+        return self._job.queue
+
+    @property
+    def worker_id(self) -> str | None:
+        return self._job.worker_id
+
+    def ack(self) -> bool:
+        store = self._queue._store
+        now = store._now()
+        job = self._job
+        return store._write(lambda c: store._driver.ack(c, job.id, job.attempts, now))
+
+    def heartbeat(self, extend: Duration) -> bool:
+        seconds = duration_seconds(extend, "extend", minimum=1)
+        store = self._queue._store
+        now = store._now()
+        job = self._job
+        return store._write(
+            lambda c: store._driver.heartbeat(c, job.id, job.attempts, now, now + seconds)
+        )
+
+    def retry(self, error: str, delay: Duration | None = None) -> bool:
+        check_error(error)
+        job = self._job
+        store = self._queue._store
+        if job.attempts >= job.max_attempts:
+            return self._bury(ERROR_EXHAUSTED)
+        if delay is not None:
+            seconds = duration_seconds(delay, "delay")
+        else:
+            seconds = retry_delay(job.backoff_base_s, job.attempts, store._rng)
+        now = store._now()
+        ok = store._write(
+            lambda c: store._driver.reschedule(c, job.id, job.attempts, now, now + seconds)
+        )
+        if ok and seconds == 0:
+            store._hub.notify(queue_topic(job.queue))
+        return ok
+
+    def fail(self, error: str) -> bool:
+        return self._bury(check_error(error))
+
+    def _bury(self, error: str) -> bool:
+        store = self._queue._store
+        now = store._now()
+        job = self._job
+        return store._write(lambda c: store._driver.bury(c, job.id, job.attempts, now, error))
+
+    def __repr__(self) -> str:
+        return (
+            f"<JobHandle queue={self._job.queue!r} id={self._job.id} attempt={self._job.attempts}>"
+        )
+
+
+class CoreQueue:
+    """A queue is a name plus the opts its enqueues stamp; it touches no storage."""
+
+    def __init__(self, store: CoreStore, name: str, opts: QueueOpts) -> None:
+        self._store = store
+        self._name = name
+        self._opts = opts
+        self._topic = queue_topic(name)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def opts(self) -> QueueOpts:
+        return self._opts
+
+    # -- producing --------------------------------------------------------
+    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
+        return self.enqueue_many([payload], opts)[0]
+
+    def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
+        store = self._store
+        store._check_open()
+        if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
+            raise InvalidOptions("payloads must be a sequence (list or tuple) of payloads")
+        resolved = _enqueue_opts(opts)
+        texts = [encode_payload(p) for p in payloads]  # refuse bad payloads before writing
+        if not texts:
+            return []
+        now = store._now()
+        jobs = [resolve_new_job(self._name, t, self._opts, resolved, now) for t in texts]
+        driver = store._driver
+        topics = [self._topic]
+
+        def work(c: Any) -> list[int]:
+            ids = driver.insert_jobs(c, jobs)
+            driver.announce(c, topics)
+            return ids
+
+        ids = store._write(work)
+        store._hub.notify(self._topic)
+        return ids
+
+    # -- consuming --------------------------------------------------------
+    def claim(self, worker_id: str) -> CoreJobHandle | None:
+        handles = self.claim_batch(worker_id, 1)
+        return handles[0] if handles else None
+
+    def claim_batch(self, worker_id: str, limit: int) -> list[CoreJobHandle]:
+        validate_identifier(worker_id, "worker_id")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
+            raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
+        store = self._store
+        driver = store._driver
+        now = store._now()
+        name = self._name
+
+        def work(c: Any) -> list[Job]:
+            # A lapsed row whose budget is spent is never handed out again.
+            driver.bury_exhausted(c, name, now)
+            return driver.claim(c, name, worker_id, now, limit)
+
+        jobs = store._write(work)
+        if len(jobs) > 1:
+            jobs.sort(key=_claim_order)
+        return [CoreJobHandle(self, job) for job in jobs]
+
+    def claim_wait(
+        self,
+        worker_id: str,
+        timeout: Duration | None = None,
+        stop: StopToken | None = None,
+    ) -> CoreJobHandle | None:
+        validate_identifier(worker_id, "worker_id")
+        if stop is not None:
+            check_type(stop, StopToken, "stop")
+        store = self._store
+        deadline = Deadline(timeout)
+        with store._hub.waiter(self._topic) as waiter:
+            store._driver.start_watching(store._hub)
+            if stop is not None:
+                stop.add_callback(waiter.wake)
+            try:
+                while True:
+                    if stop is not None and stop.is_set():
+                        return None
+                    waiter.clear()
+                    handle = self.claim(worker_id)
+                    if handle is not None:
+                        return handle
+                    if deadline.expired():
+                        return None
+                    now = store._now()
+                    next_due = store._read(lambda c: store._driver.next_wake_at(c, self._name, now))
+                    waiter.wait(wait_budget(store.clock, deadline, next_due, store._repoll_s))
+                    store._check_open()
+            finally:
+                if stop is not None:
+                    stop.remove_callback(waiter.wake)
+
+    def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
+        validate_identifier(worker_id, "worker_id")
+        ids = [check_job_id(i) for i in job_ids]
+        if not ids:
+            return 0
+        store = self._store
+        now = store._now()
+        return store._write(lambda c: store._driver.ack_batch(c, self._name, ids, worker_id, now))
+
+    def cancel(self, job_id: int) -> bool:
+        check_job_id(job_id)
+        store = self._store
+        store._check_open()
+        return store._write(lambda c: store._driver.cancel(c, self._name, job_id))
+
+    def get_job(self, job_id: int) -> Job | None:
+        """Id-global: finds the job whatever its queue (CONTRACT.md §2)."""
+        check_job_id(job_id)
+        store = self._store
+        store._check_open()
+        return store._read(lambda c: store._driver.get_job(c, job_id, None))
+
+    def sweep_expired(self) -> SweepResult:
+        store = self._store
+        now = store._now()
+        driver = store._driver
+        name = self._name
+        # Each step is its own atomic statement (CONTRACT.md §2); expiry first so a
+        # row that is both expired and exhausted records "expired".
+        expired = store._write(lambda c: driver.bury_expired(c, name, now))
+        exhausted = store._write(lambda c: driver.bury_exhausted(c, name, now))
+        purged = store._write(lambda c: driver.purge_dead(c, name, now))
+        return SweepResult(expired=expired, exhausted=exhausted, purged=purged)
+
+    def __repr__(self) -> str:
+        return f"<Queue {self._name!r}>"
+
+
+class CoreOutbox(CoreQueue):
+    """The queue surface over the outbox's reserved backing queue (CONTRACT.md §4)."""
+
+    def __init__(self, store: CoreStore, name: str, backing_queue: str, opts: QueueOpts) -> None:
+        super().__init__(store, backing_queue, opts)
+        self._outbox_name = name
+
+    @property
+    def outbox_name(self) -> str:
+        return self._outbox_name
+
+    def __repr__(self) -> str:
+        return f"<Outbox {self._outbox_name!r}>"
+
+
+def _enqueue_opts(opts: EnqueueOpts | None) -> EnqueueOpts:
+    if opts is None:
+        return DEFAULT_ENQUEUE_OPTS
+    check_type(opts, EnqueueOpts, "opts")
+    return opts

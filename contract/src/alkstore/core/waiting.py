@@ -1,0 +1,51 @@
+"""Turning clock instants into bounded real waits."""
+
+from __future__ import annotations
+
+import time
+
+from ..clock import Clock, RealtimeClock
+from ..timeconv import duration_seconds
+
+
+class Deadline:
+    """A caller's timeout in monotonic time (``None`` = no timeout)."""
+
+    def __init__(self, timeout: object, field: str = "timeout") -> None:
+        if timeout is None:
+            self._at: float | None = None
+        else:
+            seconds = _seconds(timeout, field)
+            self._at = time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        if self._at is None:
+            return None
+        return max(0.0, self._at - time.monotonic())
+
+    def expired(self) -> bool:
+        remaining = self.remaining()
+        return remaining is not None and remaining <= 0.0
+
+
+def _seconds(value: object, field: str) -> float:
+    # Timeouts are real waits: keep sub-second precision, but validate like durations.
+    duration_seconds(value, field)
+    if isinstance(value, (int, float)):
+        return float(value)
+    from datetime import timedelta
+
+    assert isinstance(value, timedelta)
+    return value.total_seconds()
+
+
+def wait_budget(clock: Clock, deadline: Deadline, next_due: int | None, repoll: float) -> float:
+    """How long to block: until the caller's timeout, the next due instant
+    (on a realtime clock) or the safety-net re-poll, whichever is first."""
+    budget = repoll
+    if next_due is not None and isinstance(clock, RealtimeClock):
+        budget = min(budget, max(0.0, next_due - clock.now()))
+    remaining = deadline.remaining()
+    if remaining is not None:
+        budget = min(budget, remaining)
+    return budget

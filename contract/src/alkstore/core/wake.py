@@ -1,0 +1,83 @@
+"""In-process wake fan-out: waiters block on a topic, drivers and commits notify.
+
+A waiter is registered *before* the caller checks for work and cleared before
+each check, so a notification that lands between the check and the wait is
+never lost (the event is already set when the wait begins).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+
+class Waiter:
+    def __init__(self, hub: WakeHub, topic: str) -> None:
+        self._hub = hub
+        self.topic = topic
+        self.event = threading.Event()
+
+    def clear(self) -> None:
+        self.event.clear()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self.event.wait(timeout)
+
+    def wake(self) -> None:
+        self.event.set()
+
+    def close(self) -> None:
+        self._hub._remove(self)
+
+    def __enter__(self) -> Waiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class WakeHub:
+    """Topic-keyed fan-out of wakes to the waiters of one store."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[str, set[Waiter]] = defaultdict(set)
+        self._closed = False
+
+    def waiter(self, topic: str) -> Waiter:
+        waiter = Waiter(self, topic)
+        with self._lock:
+            self._waiters[topic].add(waiter)
+            if self._closed:
+                waiter.wake()
+        return waiter
+
+    def _remove(self, waiter: Waiter) -> None:
+        with self._lock:
+            group = self._waiters.get(waiter.topic)
+            if group is not None:
+                group.discard(waiter)
+                if not group:
+                    del self._waiters[waiter.topic]
+
+    def notify(self, topic: str) -> None:
+        with self._lock:
+            group = list(self._waiters.get(topic, ()))
+        for waiter in group:
+            waiter.wake()
+
+    def notify_all(self) -> None:
+        with self._lock:
+            everyone = [w for group in self._waiters.values() for w in group]
+        for waiter in everyone:
+            waiter.wake()
+
+    def has_waiters(self) -> bool:
+        with self._lock:
+            return bool(self._waiters)
+
+    def close(self) -> None:
+        """Wake everyone so blocked calls notice the store closed."""
+        with self._lock:
+            self._closed = True
+        self.notify_all()

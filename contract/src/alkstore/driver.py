@@ -1,0 +1,235 @@
+"""The engine seam: what an engine implements so the shared core can drive it.
+
+The core (``alkstore.core``) owns every rule that is not storage-specific:
+validation, option resolution, backoff, the claim path's order of steps,
+handle validity, waiting and wakes. An engine implements ``Driver``: its
+transaction handling plus one method per SQL statement (or per atomic move).
+Methods never validate input; they receive resolved, whole-second values.
+
+``C`` is the engine's handle on a connection inside an open transaction;
+the core only passes it back to the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+
+from .options import NewJob
+from .payload import decode_payload
+from .values import Job, JobState, LockInfo
+
+C = TypeVar("C")
+T = TypeVar("T")
+
+JOB_COLUMNS: tuple[str, ...] = (
+    "id",
+    "queue",
+    "state",
+    "payload",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "created_at",
+    "run_at",
+    "claimed_at",
+    "expires_at",
+    "worker_id",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+    "last_error",
+    "died_at",
+)
+"""The column order ``job_from_row`` expects (the engine selects in this order)."""
+
+ERROR_EXHAUSTED = "max attempts exceeded"
+ERROR_EXPIRED = "expired"
+
+
+def job_from_row(row: Sequence[Any]) -> Job:
+    """Build a ``Job`` from a row in ``JOB_COLUMNS`` order (payload as JSON text)."""
+    (
+        id_,
+        queue,
+        state,
+        payload,
+        priority,
+        attempts,
+        max_attempts,
+        created_at,
+        run_at,
+        claimed_at,
+        expires_at,
+        worker_id,
+        visibility_timeout_s,
+        backoff_base_s,
+        dead_letter_retention_s,
+        last_error,
+        died_at,
+    ) = row
+    return Job(
+        id=id_,
+        queue=queue,
+        state=JobState(state),
+        payload=decode_payload(payload),
+        priority=priority,
+        attempts=attempts,
+        max_attempts=max_attempts,
+        created_at=created_at,
+        run_at=run_at,
+        claimed_at=claimed_at,
+        expires_at=expires_at,
+        worker_id=worker_id,
+        visibility_timeout_s=visibility_timeout_s,
+        backoff_base_s=backoff_base_s,
+        dead_letter_retention_s=dead_letter_retention_s,
+        last_error=last_error,
+        died_at=died_at,
+    )
+
+
+class WakeSink(Protocol):
+    """Where a driver reports changes it learns of (from any process)."""
+
+    def notify(self, topic: str) -> None: ...
+
+    def notify_all(self) -> None: ...
+
+    def has_waiters(self) -> bool: ...
+
+
+def queue_topic(queue: str) -> str:
+    return "queue:" + queue
+
+
+class Driver(Protocol[C]):
+    """One opened engine's storage operations.
+
+    Transaction methods
+        ``write(work)`` runs ``work(c)`` in a short write transaction and
+        commits (retrying transient lock conflicts only where it is safe);
+        ``read(work)`` runs it on a consistent read. ``transaction()`` opens
+        the caller-visible transaction (commit on normal exit, rollback on
+        exception); ``attach(native)`` joins a caller-owned connection's open
+        transaction and never commits or rolls it back. Connection failures
+        raise ``EngineUnavailable`` with the driver error chained.
+
+    Statement methods
+        Each takes the transaction handle ``c`` and resolved values. Handle ops
+        carry the claim identity ``(job_id, attempt)``: the row's ``attempts``
+        counts claims, so it names one claim uniquely. "Valid" means the row is
+        processing, ``attempts = attempt`` and its deadline ``> now``.
+        Timestamps compare as: claimable when ``run_at <= now`` (pending) or
+        ``deadline <= now`` (processing); expired when ``expires_at <= now``.
+    """
+
+    # -- transactions -----------------------------------------------------
+    def write(self, work: Callable[[C], T]) -> T: ...
+
+    def read(self, work: Callable[[C], T]) -> T: ...
+
+    def transaction(self) -> AbstractContextManager[C]: ...
+
+    def attach(self, native: Any) -> AbstractContextManager[C]: ...
+
+    def native_connection(self, c: C) -> Any:
+        """The DB-API connection behind ``c`` (``tx.connection``)."""
+        ...
+
+    # -- wakes --------------------------------------------------------------
+    def start_watching(self, sink: WakeSink) -> None:
+        """Begin reporting other processes' commits to ``sink`` (idempotent)."""
+        ...
+
+    def announce(self, c: C, topics: Sequence[str]) -> None:
+        """Inside ``c``'s transaction: make other processes wake for ``topics`` on commit."""
+        ...
+
+    def close(self) -> None: ...
+
+    # -- queues -------------------------------------------------------------
+    def insert_jobs(self, c: C, jobs: Sequence[NewJob]) -> list[int]:
+        """Insert pending rows; return their new ids in input order."""
+        ...
+
+    def claim(self, c: C, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+        """One statement: up to ``limit`` claimable rows of ``queue`` (pending with
+        ``run_at <= now`` or processing with ``deadline <= now``; not expired;
+        ``attempts < max_attempts``), in order priority DESC, run_at ASC, id ASC,
+        set processing with ``attempts + 1``, ``claimed_at = now``, ``worker_id``,
+        ``deadline = now + visibility_timeout_s``. Return the updated rows."""
+        ...
+
+    def bury_exhausted(self, c: C, queue: str, now: int) -> int:
+        """Move processing rows of ``queue`` with ``deadline <= now`` and
+        ``attempts >= max_attempts`` to dead (``ERROR_EXHAUSTED``, ``died_at = now``)."""
+        ...
+
+    def bury_expired(self, c: C, queue: str, now: int) -> int:
+        """Move pending and processing rows of ``queue`` with ``expires_at <= now``
+        to dead (``ERROR_EXPIRED``, ``died_at = now``)."""
+        ...
+
+    def purge_dead(self, c: C, queue: str, now: int) -> int:
+        """Delete dead rows of ``queue`` with ``died_at + dead_letter_retention_s < now``."""
+        ...
+
+    def ack(self, c: C, job_id: int, attempt: int, now: int) -> bool:
+        """Delete the row if the claim ``(job_id, attempt)`` is valid."""
+        ...
+
+    def ack_batch(self, c: C, queue: str, job_ids: Sequence[int], worker_id: str, now: int) -> int:
+        """Delete rows of ``queue`` among ``job_ids`` that are processing under
+        ``worker_id`` with ``deadline > now``; return how many."""
+        ...
+
+    def heartbeat(self, c: C, job_id: int, attempt: int, now: int, deadline: int) -> bool:
+        """Set the deadline if the claim is valid."""
+        ...
+
+    def reschedule(self, c: C, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+        """If the claim is valid: back to pending at ``run_at``; ``worker_id`` and
+        ``claimed_at`` cleared."""
+        ...
+
+    def bury(self, c: C, job_id: int, attempt: int, now: int, error: str) -> bool:
+        """If the claim is valid: move the row to dead with ``error``, ``died_at = now``."""
+        ...
+
+    def cancel(self, c: C, queue: str, job_id: int) -> bool:
+        """Delete a pending or processing row of ``queue``; dead rows are untouched."""
+        ...
+
+    def get_job(self, c: C, job_id: int, queue: str | None) -> Job | None:
+        """The live or dead row with ``job_id`` (of ``queue`` when given)."""
+        ...
+
+    def next_wake_at(self, c: C, queue: str, now: int) -> int | None:
+        """The earliest instant ``> now`` at which a row of ``queue`` becomes
+        claimable (a pending ``run_at`` or a processing deadline), or ``None``."""
+        ...
+
+    # -- locks --------------------------------------------------------------
+    def lock_acquire(self, c: C, name: str, owner: str, now: int, expires_at: int) -> bool:
+        """Take the lock if free, lapsed (``expires_at <= now``) or already ``owner``'s."""
+        ...
+
+    def lock_renew(self, c: C, name: str, owner: str, now: int, expires_at: int) -> bool:
+        """Extend only a live lock held by ``owner``."""
+        ...
+
+    def lock_release(self, c: C, name: str, owner: str, now: int) -> bool:
+        """Release a live lock held by ``owner``."""
+        ...
+
+    def lock_holder(self, c: C, name: str, now: int) -> LockInfo | None:
+        """The live holder, or ``None`` when free or lapsed."""
+        ...
+
+
+def iter_chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Split ``items`` for statements with a bound on parameters."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

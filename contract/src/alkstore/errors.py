@@ -1,0 +1,61 @@
+"""The error taxonomy (CONTRACT.md §8).
+
+An error exists only where the caller acts differently: "no work" is ``None``,
+a lapsed deadline is ``False``, a dead-lettered job is a state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class AlkstoreError(Exception):
+    """Base of every error alkstore raises on purpose."""
+
+
+class InvalidName(AlkstoreError, ValueError):
+    """A name (queue, outbox, stream, lock, schedule, channel) is malformed."""
+
+
+class ReservedName(InvalidName):
+    """A caller passed a name under the engine's reserved prefix."""
+
+
+class InvalidSpec(AlkstoreError, ValueError):
+    """A schedule spec is not in the v1 grammar (``@every <n><s|m|h|d>``)."""
+
+    def __init__(self, spec: object, reason: str | None = None) -> None:
+        self.spec = spec
+        self.reason = reason
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"invalid schedule spec {spec!r}{detail}; expected '@every <n><s|m|h|d>'")
+
+
+class InvalidOptions(AlkstoreError, ValueError):
+    """An option value is out of range or of the wrong type; the message names the field."""
+
+
+class PayloadError(AlkstoreError, TypeError):
+    """A payload is not JSON-serializable (nothing was written)."""
+
+
+class LeadershipLost(AlkstoreError):
+    """The scheduler leader's lock lapsed or was taken; it stopped before ticking."""
+
+
+class EngineNotFound(AlkstoreError, LookupError):
+    """No installed engine matches the URL scheme or engine name."""
+
+    def __init__(self, wanted: str, installed: Sequence[str]) -> None:
+        self.wanted = wanted
+        self.installed = tuple(sorted(installed))
+        names = ", ".join(self.installed) or "none"
+        super().__init__(f"no alkstore engine named {wanted!r}; installed engines: {names}")
+
+
+class StoreClosed(AlkstoreError):
+    """The store (or the transaction) was closed; open a new one."""
+
+
+class EngineUnavailable(AlkstoreError):
+    """The database cannot be reached; the driver's error is chained as ``__cause__``."""

@@ -1,0 +1,32 @@
+"""Name validation (CONTRACT.md §0): one rule for every name-taking surface."""
+
+from __future__ import annotations
+
+from .constants import MAX_NAME_LENGTH, OUTBOX_QUEUE_PREFIX, RESERVED_PREFIX
+from .errors import InvalidName, ReservedName
+
+
+def validate_identifier(value: object, what: str) -> str:
+    """Check a name-shaped value: a non-empty ``str`` of at most 200 characters, no NUL."""
+    if not isinstance(value, str):
+        raise InvalidName(f"{what} must be a str, got {type(value).__name__}")
+    if not value:
+        raise InvalidName(f"{what} must not be empty")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidName(f"{what} is {len(value)} characters long; the limit is {MAX_NAME_LENGTH}")
+    if "\x00" in value:
+        raise InvalidName(f"{what} must not contain NUL")
+    return value
+
+
+def validate_name(value: object, what: str = "name") -> str:
+    """Check a caller-supplied name and refuse the reserved prefix."""
+    name = validate_identifier(value, what)
+    if name.startswith(RESERVED_PREFIX):
+        raise ReservedName(f"{what} {name!r} starts with the reserved prefix {RESERVED_PREFIX!r}")
+    return name
+
+
+def outbox_queue_name(outbox: str) -> str:
+    """The reserved queue that backs the outbox named ``outbox``."""
+    return OUTBOX_QUEUE_PREFIX + validate_name(outbox, "outbox name")
