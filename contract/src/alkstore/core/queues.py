@@ -211,13 +211,17 @@ class CoreQueue:
                         return handle
                     if deadline.expired():
                         return None
-                    now = store._now()
-                    next_due = store._read(lambda c: store._driver.next_wake_at(c, self._name, now))
+                    next_due = self._next_wake_at()
                     waiter.wait(wait_budget(store.clock, deadline, next_due, store._repoll_s))
                     store._check_open()
             finally:
                 if stop is not None:
                     stop.remove_callback(waiter.wake)
+
+    def _next_wake_at(self) -> int | None:
+        store = self._store
+        now = store._now()
+        return store._read(lambda c: store._driver.next_wake_at(c, self._name, now))
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
         validate_identifier(worker_id, "worker_id")
