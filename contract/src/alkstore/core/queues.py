@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..backoff import retry_delay
 from ..constants import MAX_BATCH
 from ..driver import ERROR_EXHAUSTED, queue_topic
-from ..errors import InvalidOptions
+from ..errors import EngineUnavailable, InvalidOptions
 from ..names import validate_identifier
 from ..options import DEFAULT_ENQUEUE_OPTS, EnqueueOpts, QueueOpts, check_type, resolve_new_job
 from ..payload import encode_payload
@@ -206,12 +206,19 @@ class CoreQueue:
                     if stop is not None and stop.is_set():
                         return None
                     waiter.clear()
-                    handle = self.claim(worker_id)
-                    if handle is not None:
-                        return handle
+                    try:
+                        handle = self.claim(worker_id)
+                        if handle is not None:
+                            return handle
+                        next_due = self._next_wake_at()
+                    except EngineUnavailable:
+                        # A waiting worker outlives a database restart: keep re-polling
+                        # until the caller's own timeout, then report the outage.
+                        if deadline.expired():
+                            raise
+                        next_due = None
                     if deadline.expired():
                         return None
-                    next_due = self._next_wake_at()
                     waiter.wait(wait_budget(store.clock, deadline, next_due, store._repoll_s))
                     store._check_open()
             finally:
