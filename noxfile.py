@@ -1,0 +1,126 @@
+"""Developer and CI entry points.
+
+    nox -s conformance [-- --engine NAME ...]   the conformance kit against one engine
+    nox -s tests                                 every unit test + the kit on every reference engine
+    nox -s lint                                  ruff + mypy
+    nox -s bench                                 benchmarks, both engines side by side
+
+Sessions that need PostgreSQL use ``ALKSTORE_PG_DSN`` when it is set, else a
+Docker daemon via testcontainers, else the local server binaries (a throwaway
+cluster in a temp dir, always stopped at the end of the session).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import nox
+
+ROOT = Path(__file__).parent
+CONTRACT = "contract"
+SQLITE = "engines/sqlite"
+POSTGRES = "engines/postgres"
+KIT = "conformance"
+REFERENCE_ENGINES = ("sqlite", "postgresql")
+POSTGRES_ENGINES = {"postgresql", "postgres"}
+
+nox.options.sessions = ["conformance"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _install_all(session: nox.Session, *extra: str) -> None:
+    session.install("-e", CONTRACT, "-e", SQLITE, "-e", POSTGRES, "-e", KIT, "sqlalchemy", *extra)
+
+
+def _server_module() -> Any:
+    # The provisioner is stdlib-only, so the nox process can load it from source.
+    path = ROOT / POSTGRES / "src" / "alkstore_postgres" / "server.py"
+    spec = importlib.util.spec_from_file_location("_alkstore_pg_server", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def _postgres(session: nox.Session) -> Iterator[dict[str, str]]:
+    """One PostgreSQL for the whole session, exported to every test process."""
+    with _server_module().provision_server() as server:
+        session.log(f"PostgreSQL via {server.route}: {server.server_version or 'external'}")
+        yield {"ALKSTORE_PG_DSN": server.dsn}
+
+
+def _engine_from(posargs: list[str]) -> tuple[str, list[str]]:
+    args = list(posargs)
+    engine = "sqlite"
+    for i, arg in enumerate(args):
+        if arg == "--engine" and i + 1 < len(args):
+            engine = args[i + 1]
+            del args[i : i + 2]
+            break
+        if arg.startswith("--engine="):
+            engine = arg.split("=", 1)[1]
+            del args[i]
+            break
+    return engine, args
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Run the conformance kit against one engine (default: sqlite)."""
+    _install_all(session)
+    engine, rest = _engine_from(session.posargs)
+    needs_pg = engine in POSTGRES_ENGINES
+    with _postgres(session) if needs_pg else nullcontext({}) as env:
+        session.run("alkstore-conformance", "run", "--engine", engine, *rest, env=env)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every package's unit tests, then the kit against every reference engine."""
+    _install_all(session)
+    with _postgres(session) as env:
+        session.run(
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "contract/tests",
+            "engines/sqlite/tests",
+            "engines/postgres/tests",
+            "conformance/tests",
+            "scenarios",
+            env=env,
+        )
+        for engine in REFERENCE_ENGINES:
+            session.run("alkstore-conformance", "run", "--engine", engine, env=env)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format check) and mypy --strict."""
+    _install_all(session, "ruff", "mypy")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", "--strict", "contract/src/alkstore")
+    session.run(
+        "mypy",
+        "engines/sqlite/src/alkstore_sqlite",
+        "engines/postgres/src/alkstore_postgres",
+        "conformance/src/alkstore_conformance",
+    )
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks of both reference engines, side by side in one run."""
+    _install_all(session)
+    with _postgres(session) as env:
+        session.run("python", "scenarios/benchmarks/run.py", *session.posargs, env=env)
