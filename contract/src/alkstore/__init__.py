@@ -5,7 +5,17 @@ registered under the entry-point group ``alkstore.engines``.
 """
 
 from . import backoff, testing
-from .api import JobHandle, Lock, Outbox, Queue, QueueConsumer, Store, Transaction
+from .api import (
+    JobHandle,
+    Lock,
+    Outbox,
+    Queue,
+    QueueConsumer,
+    Store,
+    Stream,
+    Subscription,
+    Transaction,
+)
 from .backoff import retry_delay
 from .clock import Clock, OffsetClock, RealtimeClock, SystemClock
 from .constants import (
@@ -14,6 +24,7 @@ from .constants import (
     CONTRACT_VERSION,
     MAX_NAME_LENGTH,
     RESERVED_PREFIX,
+    SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
 )
 from .engine import (
@@ -60,6 +71,7 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "OUTBOX_QUEUE_OPTS",
     "RESERVED_PREFIX",
+    "SCHEDULER_LEASE_S",
     "SCHEDULER_LOCK",
     "AlkstoreError",
     "Capabilities",
@@ -91,7 +103,9 @@ __all__ = [
     "StopToken",
     "Store",
     "StoreClosed",
+    "Stream",
     "StreamEvent",
+    "Subscription",
     "SweepResult",
     "SystemClock",
     "TickResult",

@@ -1,4 +1,4 @@
-"""The public surface every engine's store presents (CONTRACT.md §1-§4, §6).
+"""The public surface every engine's store presents (CONTRACT.md §1-§7).
 
 These are ``Protocol``s: applications type against them; the shared core
 (``alkstore.core``) is the reference implementation engines reuse.
@@ -6,16 +6,16 @@ These are ``Protocol``s: applications type against them; the shared core
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
 from .clock import Clock
-from .options import EnqueueOpts, QueueOpts
+from .options import EnqueueOpts, QueueOpts, ScheduleOpts
 from .stop import StopToken
 from .timeconv import Duration
-from .values import Job, LockInfo, SweepResult
+from .values import Job, LockInfo, Schedule, StreamEvent, SweepResult, TickResult
 
 
 class JobHandle(Protocol):
@@ -96,6 +96,40 @@ class Lock(Protocol):
     def holder(self) -> LockInfo | None: ...
 
 
+class Stream(Protocol):
+    """An append-only log with durable consumer offsets."""
+
+    @property
+    def name(self) -> str: ...
+
+    def append(self, payload: Any) -> int: ...
+
+    def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]: ...
+
+    def commit(self, consumer: str, offset: int) -> None: ...
+
+    def offset(self, consumer: str) -> int: ...
+
+    def wait(
+        self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
+    ) -> bool: ...
+
+    def trim_to(self, offset: int) -> int: ...
+
+
+class Subscription(Protocol):
+    """Ephemeral messages of one channel, from the moment of subscribing."""
+
+    @property
+    def channel(self) -> str: ...
+
+    def get(self, timeout: Duration | None = None) -> Any: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
+
+
 class Transaction(Protocol):
     """Work that commits or rolls back with the caller's business writes."""
 
@@ -109,6 +143,10 @@ class Transaction(Protocol):
     def outbox_enqueue(self, outbox: str, payload: Any) -> int: ...
 
     def get_job_tx(self, queue: str, job_id: int) -> Job | None: ...
+
+    def stream_append(self, stream: str, payload: Any) -> int: ...
+
+    def notify(self, channel: str, payload: Any) -> None: ...
 
 
 class Store(Protocol):
@@ -124,6 +162,26 @@ class Store(Protocol):
     def transaction(self) -> AbstractContextManager[Transaction]: ...
 
     def attach(self, connection: Any) -> AbstractContextManager[Transaction]: ...
+
+    def schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
+    ) -> Schedule: ...
+
+    def unschedule(self, name: str) -> bool: ...
+
+    def get_schedule(self, name: str) -> Schedule | None: ...
+
+    def schedules(self) -> list[Schedule]: ...
+
+    def tick_schedules(self, worker_id: str) -> TickResult: ...
+
+    def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None: ...
+
+    def stream(self, name: str) -> Stream: ...
+
+    def notify(self, channel: str, payload: Any) -> None: ...
+
+    def subscribe(self, channel: str) -> Subscription: ...
 
     def close(self) -> None: ...
 

@@ -31,3 +31,6 @@ PRIORITY_RANGE: Final = (-(2**31), 2**31 - 1)
 
 MAX_BATCH: Final = 10_000
 """Largest ``claim_batch`` limit."""
+
+SCHEDULER_LEASE_S: Final = 30
+"""TTL of the scheduler leadership lock; the leader renews it at least every third of it."""

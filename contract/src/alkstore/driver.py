@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from .options import NewJob
+from .options import NewJob, ScheduleOpts
 from .payload import decode_payload
-from .values import Job, JobState, LockInfo
+from .values import Job, JobState, LockInfo, Schedule, StreamEvent
 
 C = TypeVar("C")
+C_contra = TypeVar("C_contra", contravariant=True)
 T = TypeVar("T")
 
 JOB_COLUMNS: tuple[str, ...] = (
@@ -98,6 +100,10 @@ class WakeSink(Protocol):
     def notify_all(self) -> None: ...
 
     def has_waiters(self) -> bool: ...
+
+    def deliver(self, channel: str, payload: str) -> None:
+        """A pub/sub message committed by any process (payload as JSON text)."""
+        ...
 
 
 def queue_topic(queue: str) -> str:
@@ -233,3 +239,107 @@ def iter_chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     """Split ``items`` for statements with a bound on parameters."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+# -- optional profiles ------------------------------------------------------
+# Engines that declare the scheduler / streams / pubsub capabilities implement
+# these too. They are separate protocols so the queue core stays the minimum.
+
+
+def stream_topic(stream: str) -> str:
+    return "stream:" + stream
+
+
+def channel_topic(channel: str) -> str:
+    return "channel:" + channel
+
+
+SCHEDULES_TOPIC = "schedules"
+"""Announced when a schedule is added or changed, so a sleeping leader re-plans."""
+
+
+class SchedulerDriver(Protocol[C_contra]):
+    """Schedule rows. ``payload`` is JSON text; ``expires_s`` may be ``None``."""
+
+    def schedule_upsert(self, c: C_contra, record: ScheduleRecord) -> None:
+        """Insert or update by name; keep the stored ``next_fire_at`` when the stored
+        spec equals ``record.spec``, else take ``record.next_fire_at``. One statement."""
+        ...
+
+    def schedule_delete(self, c: C_contra, name: str) -> bool: ...
+
+    def schedule_get(self, c: C_contra, name: str) -> ScheduleRecord | None: ...
+
+    def schedule_list(self, c: C_contra) -> list[ScheduleRecord]:
+        """Every schedule, ordered by name."""
+        ...
+
+    def schedules_due(self, c: C_contra, now: int) -> list[ScheduleRecord]:
+        """Schedules with ``next_fire_at <= now``, ordered by ``next_fire_at``, name."""
+        ...
+
+    def schedule_advance(self, c: C_contra, name: str, expected: int, new_fire_at: int) -> bool:
+        """Compare-and-set under the row lock: move ``next_fire_at`` from ``expected``
+        to ``new_fire_at``; ``False`` if another ticker already moved it."""
+        ...
+
+    def schedule_next_fire_at(self, c: C_contra) -> int | None:
+        """The earliest ``next_fire_at`` of all schedules."""
+        ...
+
+
+class StreamDriver(Protocol[C_contra]):
+    def stream_append(
+        self, c: C_contra, stream: str, payloads: Sequence[str], now: int
+    ) -> list[int]:
+        """Append in order; offsets strictly increasing per stream from 1, never reused,
+        and assigned so no reader can pass a smaller offset that commits later."""
+        ...
+
+    def stream_read(
+        self, c: C_contra, stream: str, after: int, limit: int
+    ) -> list[StreamEvent]: ...
+
+    def stream_commit(self, c: C_contra, stream: str, consumer: str, offset: int) -> None: ...
+
+    def stream_offset(self, c: C_contra, stream: str, consumer: str) -> int: ...
+
+    def stream_trim(self, c: C_contra, stream: str, before: int) -> int:
+        """Delete events with ``offset < before``; return how many."""
+        ...
+
+
+class PubSubDriver(Protocol[C_contra]):
+    def publish(self, c: C_contra, channel: str, payload: str, now: int) -> None:
+        """Deliver ``(channel, payload)`` to every process's sink on commit of ``c``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecord:
+    name: str
+    spec: str
+    queue: str
+    payload: str
+    priority: int
+    max_attempts: int | None
+    expires_s: int | None
+    interval_s: int
+    next_fire_at: int
+
+    def to_schedule(self) -> Schedule:
+        return Schedule(
+            name=self.name,
+            spec=self.spec,
+            queue=self.queue,
+            payload=decode_payload(self.payload),
+            opts=ScheduleOpts(
+                priority=self.priority, max_attempts=self.max_attempts, expires=self.expires_s
+            ),
+            interval_s=self.interval_s,
+            next_fire_at=self.next_fire_at,
+        )
+
+
+def stream_event(offset: int, payload: str, created_at: int) -> StreamEvent:
+    return StreamEvent(offset=offset, payload=decode_payload(payload), created_at=created_at)

@@ -23,6 +23,10 @@ def _ceil_seconds(value: float, field: str) -> int:
     return math.ceil(value)
 
 
+def _negative(value: int | float | timedelta) -> bool:
+    return value < timedelta(0) if isinstance(value, timedelta) else value < 0
+
+
 def duration_seconds(value: object, field: str, *, minimum: int = 0) -> int:
     """Whole seconds of a duration, rounded up; ``InvalidOptions`` names ``field``."""
     if isinstance(value, bool):
@@ -39,7 +43,8 @@ def duration_seconds(value: object, field: str, *, minimum: int = 0) -> int:
         raise InvalidOptions(
             f"{field} must be int | float seconds or a timedelta, got {type(value).__name__}"
         )
-    if seconds < minimum:
+    # Check the sign before rounding too: -0.5 s rounds up to 0 but is still negative.
+    if seconds < minimum or _negative(value):
         raise InvalidOptions(f"{field} must be at least {minimum} s, got {value!r}")
     if seconds > MAX_SECONDS:
         raise InvalidOptions(f"{field} must be at most {MAX_SECONDS} s, got {value!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..api import JobHandle
 from ..backoff import retry_delay
 from ..constants import MAX_BATCH
 from ..driver import ERROR_EXHAUSTED, queue_topic
@@ -163,11 +164,11 @@ class CoreQueue:
         return ids
 
     # -- consuming --------------------------------------------------------
-    def claim(self, worker_id: str) -> CoreJobHandle | None:
+    def claim(self, worker_id: str) -> JobHandle | None:
         handles = self.claim_batch(worker_id, 1)
         return handles[0] if handles else None
 
-    def claim_batch(self, worker_id: str, limit: int) -> list[CoreJobHandle]:
+    def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]:
         validate_identifier(worker_id, "worker_id")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
             raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
@@ -184,14 +185,15 @@ class CoreQueue:
         jobs = store._write(work)
         if len(jobs) > 1:
             jobs.sort(key=_claim_order)
-        return [CoreJobHandle(self, job) for job in jobs]
+        handles: list[JobHandle] = [CoreJobHandle(self, job) for job in jobs]
+        return handles
 
     def claim_wait(
         self,
         worker_id: str,
         timeout: Duration | None = None,
         stop: StopToken | None = None,
-    ) -> CoreJobHandle | None:
+    ) -> JobHandle | None:
         validate_identifier(worker_id, "worker_id")
         if stop is not None:
             check_type(stop, StopToken, "stop")

@@ -7,16 +7,23 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..api import Store
 from ..clock import Clock, SystemClock
-from ..driver import Driver
+from ..driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
 from ..errors import InvalidOptions, StoreClosed
 from ..names import outbox_queue_name, validate_name
-from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, check_type
+from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
+from ..payload import encode_payload
+from ..stop import StopToken
 from ..timeconv import whole_now
+from ..values import Schedule, TickResult
 from .locks import CoreLock
+from .pubsub import CoreSubscription
 from .queues import CoreOutbox, CoreQueue
+from .scheduler import CoreScheduler
+from .streams import CoreStream
 from .transaction import CoreTransaction
 from .wake import WakeHub
 
@@ -52,6 +59,7 @@ class CoreStore:
         self._rng = random.Random()
         self._closed = False
         self._close_lock = threading.Lock()
+        self._scheduler_front = CoreScheduler(self)
         self.engine_name = engine_name
 
     # -- plumbing shared by the front ends --------------------------------
@@ -79,6 +87,26 @@ class CoreStore:
         self._check_open()
         return self._driver.read(work)
 
+    def _profile(self, method: str, profile: str) -> Any:
+        self._check_open()
+        if not hasattr(self._driver, method):
+            raise NotImplementedError(
+                f"the {self.engine_name or 'this'} engine does not implement the {profile} profile"
+            )
+        return self._driver
+
+    def _scheduler(self) -> SchedulerDriver[Any]:
+        driver: SchedulerDriver[Any] = self._profile("schedule_upsert", "scheduler")
+        return driver
+
+    def _streams(self) -> StreamDriver[Any]:
+        driver: StreamDriver[Any] = self._profile("stream_append", "streams")
+        return driver
+
+    def _pubsub(self) -> PubSubDriver[Any]:
+        driver: PubSubDriver[Any] = self._profile("publish", "pubsub")
+        return driver
+
     def _queue_opts_for(self, queue: str) -> QueueOpts:
         # Transactions name queues without a handle: they stamp the engine defaults.
         return DEFAULT_QUEUE_OPTS
@@ -103,6 +131,45 @@ class CoreStore:
 
     def _internal_lock(self, name: str) -> CoreLock:
         return CoreLock(self, name)
+
+    # -- scheduler (CONTRACT.md §5) ---------------------------------------
+    def schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
+    ) -> Schedule:
+        return self._scheduler_front.schedule(name, spec, queue, payload, opts)
+
+    def unschedule(self, name: str) -> bool:
+        return self._scheduler_front.unschedule(name)
+
+    def get_schedule(self, name: str) -> Schedule | None:
+        return self._scheduler_front.get_schedule(name)
+
+    def schedules(self) -> list[Schedule]:
+        return self._scheduler_front.schedules()
+
+    def tick_schedules(self, worker_id: str) -> TickResult:
+        return self._scheduler_front.tick(worker_id)
+
+    def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
+        self._scheduler_front.run(stop, worker_id)
+
+    # -- streams and pub/sub (CONTRACT.md §7) --------------------------------
+    def stream(self, name: str) -> CoreStream:
+        validate_name(name, "stream name")
+        self._streams()
+        return CoreStream(self, name)
+
+    def notify(self, channel: str, payload: Any) -> None:
+        validate_name(channel, "channel")
+        text = encode_payload(payload)
+        driver = self._pubsub()
+        now = self._now()
+        self._write(lambda c: driver.publish(c, channel, text, now))
+
+    def subscribe(self, channel: str) -> CoreSubscription:
+        validate_name(channel, "channel")
+        self._pubsub()
+        return CoreSubscription(self, channel)
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
@@ -155,3 +222,9 @@ class CoreStore:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<alkstore Store engine={self.engine_name!r} {state}>"
+
+
+if TYPE_CHECKING:
+    # Static proof that the reference core presents the whole public surface.
+    def _conforms(store: CoreStore) -> Store:
+        return store

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..driver import queue_topic
+from ..driver import queue_topic, stream_topic
 from ..errors import StoreClosed
 from ..names import outbox_queue_name, validate_name
 from ..options import OUTBOX_QUEUE_OPTS, EnqueueOpts, QueueOpts, resolve_new_job
@@ -43,6 +43,23 @@ class CoreTransaction:
         backing = outbox_queue_name(outbox)
         return self._insert(backing, payload, OUTBOX_QUEUE_OPTS, _enqueue_opts(None))
 
+    def stream_append(self, stream: str, payload: Any) -> int:
+        validate_name(stream, "stream name")
+        text = encode_payload(payload)
+        self._check_live()
+        store = self._store
+        (offset,) = store._streams().stream_append(self._handle, stream, [text], store._now())
+        self._announce(stream_topic(stream))
+        return offset
+
+    def notify(self, channel: str, payload: Any) -> None:
+        """Delivered to subscribers only if the transaction commits."""
+        validate_name(channel, "channel")
+        text = encode_payload(payload)
+        self._check_live()
+        store = self._store
+        store._pubsub().publish(self._handle, channel, text, store._now())
+
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         """Queue-filtered read inside the transaction (CONTRACT.md §2)."""
         validate_name(queue, "queue name")
@@ -57,10 +74,13 @@ class CoreTransaction:
         job = resolve_new_job(queue, text, queue_opts, opts, store._now())
         topic = queue_topic(queue)
         (job_id,) = store._driver.insert_jobs(self._handle, [job])
-        if topic not in self._topics:
-            store._driver.announce(self._handle, [topic])
-            self._topics.add(topic)
+        self._announce(topic)
         return job_id
+
+    def _announce(self, topic: str) -> None:
+        if topic not in self._topics:
+            self._store._driver.announce(self._handle, [topic])
+            self._topics.add(topic)
 
     def _check_live(self) -> None:
         if self._finished:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Callable
+
+Deliver = Callable[[str], None]
 
 
 class Waiter:
@@ -42,6 +45,7 @@ class WakeHub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[str, set[Waiter]] = defaultdict(set)
+        self._listeners: dict[str, set[Deliver]] = defaultdict(set)
         self._closed = False
 
     def waiter(self, topic: str) -> Waiter:
@@ -74,7 +78,26 @@ class WakeHub:
 
     def has_waiters(self) -> bool:
         with self._lock:
-            return bool(self._waiters)
+            return bool(self._waiters) or bool(self._listeners)
+
+    # -- pub/sub: messages rather than wakes --------------------------------
+    def listen(self, channel: str, deliver: Deliver) -> None:
+        with self._lock:
+            self._listeners[channel].add(deliver)
+
+    def unlisten(self, channel: str, deliver: Deliver) -> None:
+        with self._lock:
+            group = self._listeners.get(channel)
+            if group is not None:
+                group.discard(deliver)
+                if not group:
+                    del self._listeners[channel]
+
+    def deliver(self, channel: str, payload: str) -> None:
+        with self._lock:
+            group = list(self._listeners.get(channel, ()))
+        for deliver in group:
+            deliver(payload)
 
     def close(self) -> None:
         """Wake everyone so blocked calls notice the store closed."""

@@ -1,0 +1,86 @@
+"""Ephemeral pub/sub (CONTRACT.md §7): delivered to every subscription open at commit."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreClosed
+from ..payload import decode_payload
+from ..timeconv import Duration
+from .waiting import Deadline
+
+if TYPE_CHECKING:
+    from .store import CoreStore
+
+_CLOSED = object()
+
+
+class CoreSubscription:
+    """Messages arrive from the engine's listener; ``get`` blocks for the next one."""
+
+    def __init__(self, store: CoreStore, channel: str) -> None:
+        self._store = store
+        self._channel = channel
+        self._messages: deque[Any] = deque()
+        self._ready = threading.Condition()
+        self._closed = False
+        store._hub.listen(channel, self._deliver)
+        store._driver.start_watching(store._hub)
+
+    @property
+    def channel(self) -> str:
+        return self._channel
+
+    def _deliver(self, payload: str) -> None:
+        with self._ready:
+            if not self._closed:
+                self._messages.append(decode_payload(payload))
+                self._ready.notify()
+
+    def get(self, timeout: Duration | None = None) -> Any:
+        """The next message, or ``None`` on timeout or once closed."""
+        deadline = Deadline(timeout)
+        with self._ready:
+            while not self._messages:
+                if self._closed or self._store.closed:
+                    return None
+                remaining = deadline.remaining()
+                if remaining is not None and remaining <= 0:
+                    return None
+                # Bounded waits notice a store closed under us without extra plumbing.
+                self._ready.wait(0.5 if remaining is None else min(remaining, 0.5))
+            return self._messages.popleft()
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            message = self.get()
+            if message is None and (self._closed or self._store.closed):
+                return
+            if message is not None:
+                yield message
+
+    def close(self) -> None:
+        with self._ready:
+            if self._closed:
+                return
+            self._closed = True
+            self._ready.notify_all()
+        self._store._hub.unlisten(self._channel, self._deliver)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> CoreSubscription:
+        if self._closed:
+            raise StoreClosed("this subscription is closed")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Subscription {self._channel!r}>"

@@ -1,0 +1,213 @@
+"""The scheduler collapsed into queues (CONTRACT.md §5, ADR-009).
+
+Each boundary fire is its own transaction: enqueue the payload and advance
+``next_fire_at`` by one interval with a compare-and-set on the schedule row.
+A crash mid-tick therefore refires at most the boundary in flight, and two
+tickers never fire one boundary twice (the loser's compare-and-set fails).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..clock import RealtimeClock
+from ..constants import CATCH_UP_CAP, SCHEDULER_LEASE_S, SCHEDULER_LOCK
+from ..driver import SCHEDULES_TOPIC, ScheduleRecord, queue_topic
+from ..errors import LeadershipLost
+from ..names import validate_identifier, validate_name
+from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_new_job
+from ..payload import encode_payload
+from ..spec import parse_spec
+from ..stop import StopToken
+from ..values import Schedule, TickResult
+from .locks import CoreLock
+from .wake import Waiter
+
+if TYPE_CHECKING:
+    from .store import CoreStore
+
+# The leader re-plans at least this often, so its lease never lapses while it sleeps.
+_MAX_SLEEP_S = SCHEDULER_LEASE_S / 3
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class CoreScheduler:
+    def __init__(self, store: CoreStore) -> None:
+        self._store = store
+
+    # -- registry ----------------------------------------------------------
+    def schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
+    ) -> Schedule:
+        validate_name(name, "schedule name")
+        validate_name(queue, "queue name")
+        interval = parse_spec(spec)
+        if opts is None:
+            opts = ScheduleOpts()
+        check_type(opts, ScheduleOpts, "opts")
+        text = encode_payload(payload)
+        store = self._store
+        driver = store._scheduler()
+        now = store._now()
+        expires = opts.expires
+        assert expires is None or isinstance(expires, int)  # normalized by ScheduleOpts
+        record = ScheduleRecord(
+            name=name,
+            spec=spec,
+            queue=queue,
+            payload=text,
+            priority=opts.priority,
+            max_attempts=opts.max_attempts,
+            expires_s=expires,
+            interval_s=interval,
+            next_fire_at=now + interval,
+        )
+
+        def work(c: Any) -> ScheduleRecord | None:
+            driver.schedule_upsert(c, record)
+            store._driver.announce(c, [SCHEDULES_TOPIC])
+            return driver.schedule_get(c, name)
+
+        stored = store._write(work)
+        store._hub.notify(SCHEDULES_TOPIC)
+        assert stored is not None
+        return stored.to_schedule()
+
+    def unschedule(self, name: str) -> bool:
+        validate_name(name, "schedule name")
+        store = self._store
+        driver = store._scheduler()
+        return store._write(lambda c: driver.schedule_delete(c, name))
+
+    def get_schedule(self, name: str) -> Schedule | None:
+        validate_name(name, "schedule name")
+        store = self._store
+        driver = store._scheduler()
+        record = store._read(lambda c: driver.schedule_get(c, name))
+        return None if record is None else record.to_schedule()
+
+    def schedules(self) -> list[Schedule]:
+        store = self._store
+        driver = store._scheduler()
+        return [r.to_schedule() for r in store._read(driver.schedule_list)]
+
+    # -- firing ------------------------------------------------------------
+    def tick(self, worker_id: str) -> TickResult:
+        """One tick as ``worker_id``: take (or renew) the leadership lock, then fire.
+        A live lock held by someone else means another leader ticks: fire nothing."""
+        validate_identifier(worker_id, "worker_id")
+        store = self._store
+        store._scheduler()
+        if not store._internal_lock(SCHEDULER_LOCK).acquire(worker_id, SCHEDULER_LEASE_S):
+            return TickResult(fired=0, skipped=0)
+        return self._fire_due()
+
+    def _fire_due(self) -> TickResult:
+        store = self._store
+        driver = store._scheduler()
+        now = store._now()
+        fired = skipped = 0
+        for record in store._read(lambda c: driver.schedules_due(c, now)):
+            n, k = self._fire_schedule(record, now)
+            fired += n
+            skipped += k
+        return TickResult(fired=fired, skipped=skipped)
+
+    def _fire_schedule(self, record: ScheduleRecord, now: int) -> tuple[int, int]:
+        store = self._store
+        driver = store._scheduler()
+        opts = ScheduleOpts(record.priority, record.max_attempts, record.expires_s)
+        job = resolve_new_job(
+            record.queue, record.payload, DEFAULT_QUEUE_OPTS, opts.as_enqueue_opts(), now
+        )
+        topics = [queue_topic(record.queue)]
+        interval = record.interval_s
+        at = record.next_fire_at
+        fired = 0
+
+        def fire(c: Any) -> bool:
+            if not driver.schedule_advance(c, record.name, at, at + interval):
+                return False  # another ticker fired this boundary
+            store._driver.insert_jobs(c, [job])
+            store._driver.announce(c, topics)
+            return True
+
+        while at <= now and fired < CATCH_UP_CAP:
+            if not store._write(fire):
+                return fired, 0
+            fired += 1
+            at += interval
+        if fired:
+            store._hub.notify(topics[0])
+        if at > now:
+            return fired, 0
+        # Past the catch-up cap: skip forward to the first boundary after now.
+        missed = (now - at) // interval + 1
+        target = at + missed * interval
+        moved = store._write(lambda c: driver.schedule_advance(c, record.name, at, target))
+        return fired, missed if moved else 0
+
+    # -- the leader loop -----------------------------------------------------
+    def run(self, stop: StopToken, worker_id: str | None = None) -> None:
+        check_type(stop, StopToken, "stop")
+        owner = worker_id if worker_id is not None else default_worker_id()
+        validate_identifier(owner, "worker_id")
+        store = self._store
+        store._scheduler()
+        lock = store._internal_lock(SCHEDULER_LOCK)
+        with store._hub.waiter(SCHEDULES_TOPIC) as waiter:
+            store._driver.start_watching(store._hub)
+            stop.add_callback(waiter.wake)
+            try:
+                if not self._become_leader(lock, owner, stop, waiter):
+                    return
+                try:
+                    self._lead(lock, owner, stop, waiter)
+                except LeadershipLost:
+                    raise  # the lock is no longer ours to release
+                except BaseException:
+                    lock.release(owner)
+                    raise
+                lock.release(owner)
+            finally:
+                stop.remove_callback(waiter.wake)
+
+    def _become_leader(self, lock: CoreLock, owner: str, stop: StopToken, waiter: Waiter) -> bool:
+        """Wait while someone else leads; ``False`` if stopped first."""
+        while not stop.is_set():
+            waiter.clear()
+            if lock.acquire(owner, SCHEDULER_LEASE_S):
+                return True
+            holder = lock.holder()
+            wait = 1.0 if holder is None else holder.expires_at - self._store.clock.now()
+            self._pause(min(max(wait, 0.0), _MAX_SLEEP_S), waiter)
+        return False
+
+    def _lead(self, lock: CoreLock, owner: str, stop: StopToken, waiter: Waiter) -> None:
+        store = self._store
+        driver = store._scheduler()
+        while not stop.is_set():
+            if not lock.renew(owner, SCHEDULER_LEASE_S):
+                raise LeadershipLost(f"scheduler leadership of {owner!r} lapsed or was taken")
+            waiter.clear()
+            self._fire_due()
+            next_at = store._read(driver.schedule_next_fire_at)
+            sleep = _MAX_SLEEP_S
+            if next_at is not None:
+                sleep = min(sleep, max(0.0, next_at - store.clock.now()))
+            if not stop.is_set():
+                self._pause(sleep, waiter)
+
+    def _pause(self, seconds: float, waiter: Waiter) -> None:
+        """Sleep on the store's clock; a realtime wait also ends on stop or a schedule change."""
+        clock = self._store.clock
+        if isinstance(clock, RealtimeClock):
+            waiter.wait(seconds)
+        else:
+            clock.sleep(max(seconds, 0.001))

@@ -1,0 +1,105 @@
+"""Durable append-only streams with consumer offsets (CONTRACT.md §7, ADR-015 §5)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..constants import MAX_BATCH
+from ..driver import stream_topic
+from ..errors import InvalidOptions
+from ..names import validate_identifier
+from ..payload import encode_payload
+from ..stop import StopToken
+from ..timeconv import Duration
+from ..values import StreamEvent
+from .waiting import Deadline, wait_budget
+
+if TYPE_CHECKING:
+    from .store import CoreStore
+
+
+def check_offset(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOptions(f"{field} must be an int >= 0, got {value!r}")
+    return value
+
+
+class CoreStream:
+    def __init__(self, store: CoreStore, name: str) -> None:
+        self._store = store
+        self._name = name
+        self._topic = stream_topic(name)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def append(self, payload: Any) -> int:
+        text = encode_payload(payload)
+        store = self._store
+        now = store._now()
+        driver = store._streams()
+        topics = [self._topic]
+
+        def work(c: Any) -> int:
+            (offset,) = driver.stream_append(c, self._name, [text], now)
+            store._driver.announce(c, topics)
+            return offset
+
+        offset = store._write(work)
+        store._hub.notify(self._topic)
+        return offset
+
+    def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
+        check_offset(after, "after")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
+            raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
+        store = self._store
+        driver = store._streams()
+        return store._read(lambda c: driver.stream_read(c, self._name, after, limit))
+
+    def commit(self, consumer: str, offset: int) -> None:
+        validate_identifier(consumer, "consumer")
+        check_offset(offset, "offset")
+        store = self._store
+        driver = store._streams()
+        store._write(lambda c: driver.stream_commit(c, self._name, consumer, offset))
+
+    def offset(self, consumer: str) -> int:
+        validate_identifier(consumer, "consumer")
+        store = self._store
+        driver = store._streams()
+        return store._read(lambda c: driver.stream_offset(c, self._name, consumer))
+
+    def trim_to(self, offset: int) -> int:
+        check_offset(offset, "offset")
+        store = self._store
+        driver = store._streams()
+        return store._write(lambda c: driver.stream_trim(c, self._name, offset))
+
+    def wait(
+        self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
+    ) -> bool:
+        """``True`` as soon as an event with an offset greater than ``after`` exists."""
+        check_offset(after, "after")
+        store = self._store
+        deadline = Deadline(timeout)
+        with store._hub.waiter(self._topic) as waiter:
+            store._driver.start_watching(store._hub)
+            if stop is not None:
+                stop.add_callback(waiter.wake)
+            try:
+                while True:
+                    waiter.clear()
+                    if self.read(after, 1):
+                        return True
+                    if (stop is not None and stop.is_set()) or deadline.expired():
+                        return False
+                    waiter.wait(wait_budget(store.clock, deadline, None, store._repoll_s))
+                    store._check_open()
+            finally:
+                if stop is not None:
+                    stop.remove_callback(waiter.wake)
+
+    def __repr__(self) -> str:
+        return f"<Stream {self._name!r}>"

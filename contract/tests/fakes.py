@@ -1,0 +1,366 @@
+"""An in-memory ``Driver`` that records every call, for testing the shared core.
+
+Rows live in dicts; each transaction works on a deep copy of the state and
+swaps it in on commit, so a rolled-back transaction leaves nothing behind.
+Every statement is logged as a ``Call`` tagged with the number of the
+transaction it ran in, so tests can check *what* the core asked for and
+*in which transaction*.
+
+Announcements are recorded but never delivered to the wake sink: there are no
+other processes here, so every wake a test observes comes from the core itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS, WakeSink, job_from_row
+from alkstore.errors import EngineUnavailable
+from alkstore.options import NewJob
+from alkstore.values import Job, LockInfo
+
+T = TypeVar("T")
+
+LIFECYCLE = frozenset({"begin", "commit", "rollback"})
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    txn: int
+    args: tuple[Any, ...]
+
+
+@dataclass
+class State:
+    live: dict[int, dict[str, Any]] = field(default_factory=dict)
+    dead: dict[int, dict[str, Any]] = field(default_factory=dict)
+    locks: dict[str, LockInfo] = field(default_factory=dict)
+    next_id: int = 1
+
+
+class FakeTx:
+    """The transaction handle ``C`` the core passes back to the driver."""
+
+    def __init__(self, number: int, state: State) -> None:
+        self.number = number
+        self.state = state
+        self.announced: list[str] = []
+
+
+def _as_job(row: dict[str, Any]) -> Job:
+    return job_from_row([row[column] for column in JOB_COLUMNS])
+
+
+def _claimable(row: dict[str, Any], now: int) -> bool:
+    due = (row["state"] == "pending" and row["run_at"] <= now) or (
+        row["state"] == "processing" and row["deadline"] <= now
+    )
+    alive = row["expires_at"] is None or row["expires_at"] > now
+    return due and alive and row["attempts"] < row["max_attempts"]
+
+
+def _valid_claim(row: dict[str, Any] | None, attempt: int, now: int) -> bool:
+    return (
+        row is not None
+        and row["state"] == "processing"
+        and row["attempts"] == attempt
+        and row["deadline"] > now
+    )
+
+
+class FakeDriver:
+    def __init__(self) -> None:
+        self._mutex = threading.RLock()
+        self._state = State()
+        self._numbers = itertools.count(1)
+        self.calls: list[Call] = []
+        self.committed_announcements: list[str] = []
+        self.sink: WakeSink | None = None
+        self.watching = threading.Event()
+        self.closed = False
+        self.close_count = 0
+        self.down = False
+        """While true, every transaction is refused with ``EngineUnavailable``."""
+        self.fail_next = 0
+        """Refuse this many more transactions, then recover."""
+        self.refused = 0
+
+    # -- inspection helpers ------------------------------------------------
+    def statements(self) -> list[Call]:
+        return [call for call in self.calls if call.name not in LIFECYCLE]
+
+    def statement_names(self) -> list[str]:
+        return [call.name for call in self.statements()]
+
+    def calls_named(self, name: str) -> list[Call]:
+        return [call for call in self.calls if call.name == name]
+
+    def row(self, job_id: int) -> dict[str, Any] | None:
+        with self._mutex:
+            found = self._state.live.get(job_id) or self._state.dead.get(job_id)
+            return dict(found) if found is not None else None
+
+    # -- transactions --------------------------------------------------------
+    def _record(self, name: str, c: FakeTx, *args: Any) -> None:
+        self.calls.append(Call(name, c.number, args))
+
+    def _check_usable(self) -> None:
+        if self.closed:
+            raise AssertionError("the core used the driver after close()")
+        if self.down or self.fail_next > 0:
+            if self.fail_next > 0:
+                self.fail_next -= 1
+            self.refused += 1
+            raise EngineUnavailable("fake database unreachable") from ConnectionRefusedError(
+                "connection refused"
+            )
+
+    @contextmanager
+    def _tx(self, kind: str, *, commit: bool) -> Iterator[FakeTx]:
+        with self._mutex:
+            self._check_usable()
+            c = FakeTx(next(self._numbers), copy.deepcopy(self._state))
+            self._record("begin", c, kind)
+            try:
+                yield c
+            except BaseException:
+                self._record("rollback", c)
+                raise
+            if commit:
+                self._state = c.state
+                self.committed_announcements.extend(c.announced)
+            self._record("commit", c)
+
+    def write(self, work: Callable[[FakeTx], T]) -> T:
+        with self._tx("write", commit=True) as c:
+            return work(c)
+
+    def read(self, work: Callable[[FakeTx], T]) -> T:
+        with self._tx("read", commit=False) as c:
+            return work(c)
+
+    def transaction(self) -> Iterator[FakeTx]:
+        return self._tx("transaction", commit=True)
+
+    def attach(self, native: Any) -> Iterator[FakeTx]:
+        # The caller owns commit and rollback; here the work simply lands.
+        return self._tx("attach", commit=True)
+
+    def native_connection(self, c: FakeTx) -> Any:
+        return c
+
+    # -- wakes -----------------------------------------------------------------
+    def start_watching(self, sink: WakeSink) -> None:
+        if self.closed:
+            raise AssertionError("the core started watching a closed driver")
+        self.sink = sink
+        self.watching.set()
+
+    def announce(self, c: FakeTx, topics: Sequence[str]) -> None:
+        self._record("announce", c, tuple(topics))
+        c.announced.extend(topics)
+
+    def close(self) -> None:
+        self.closed = True
+        self.close_count += 1
+
+    # -- queues ------------------------------------------------------------------
+    def insert_jobs(self, c: FakeTx, jobs: Sequence[NewJob]) -> list[int]:
+        self._record("insert_jobs", c, tuple(jobs))
+        ids = []
+        for job in jobs:
+            job_id = c.state.next_id
+            c.state.next_id += 1
+            c.state.live[job_id] = {
+                "id": job_id,
+                "queue": job.queue,
+                "state": "pending",
+                "payload": job.payload,
+                "priority": job.priority,
+                "attempts": 0,
+                "max_attempts": job.max_attempts,
+                "created_at": job.created_at,
+                "run_at": job.run_at,
+                "claimed_at": None,
+                "expires_at": job.expires_at,
+                "worker_id": None,
+                "visibility_timeout_s": job.visibility_timeout_s,
+                "backoff_base_s": job.backoff_base_s,
+                "dead_letter_retention_s": job.dead_letter_retention_s,
+                "last_error": None,
+                "died_at": None,
+                "deadline": None,
+            }
+            ids.append(job_id)
+        return ids
+
+    def claim(self, c: FakeTx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+        self._record("claim", c, queue, worker_id, now, limit)
+        rows = sorted(
+            (r for r in c.state.live.values() if r["queue"] == queue and _claimable(r, now)),
+            key=lambda r: (-r["priority"], r["run_at"], r["id"]),
+        )[:limit]
+        for row in rows:
+            row.update(
+                state="processing",
+                attempts=row["attempts"] + 1,
+                claimed_at=now,
+                worker_id=worker_id,
+                deadline=now + row["visibility_timeout_s"],
+            )
+        return [_as_job(row) for row in rows]
+
+    def _move_to_dead(self, c: FakeTx, job_id: int, now: int, error: str) -> None:
+        row = c.state.live.pop(job_id)
+        row.update(state="dead", last_error=error, died_at=now, deadline=None)
+        c.state.dead[job_id] = row
+
+    def bury_exhausted(self, c: FakeTx, queue: str, now: int) -> int:
+        self._record("bury_exhausted", c, queue, now)
+        doomed = [
+            r["id"]
+            for r in c.state.live.values()
+            if r["queue"] == queue
+            and r["state"] == "processing"
+            and r["deadline"] <= now
+            and r["attempts"] >= r["max_attempts"]
+        ]
+        for job_id in doomed:
+            self._move_to_dead(c, job_id, now, ERROR_EXHAUSTED)
+        return len(doomed)
+
+    def bury_expired(self, c: FakeTx, queue: str, now: int) -> int:
+        self._record("bury_expired", c, queue, now)
+        doomed = [
+            r["id"]
+            for r in c.state.live.values()
+            if r["queue"] == queue and r["expires_at"] is not None and r["expires_at"] <= now
+        ]
+        for job_id in doomed:
+            self._move_to_dead(c, job_id, now, ERROR_EXPIRED)
+        return len(doomed)
+
+    def purge_dead(self, c: FakeTx, queue: str, now: int) -> int:
+        self._record("purge_dead", c, queue, now)
+        doomed = [
+            r["id"]
+            for r in c.state.dead.values()
+            if r["queue"] == queue
+            and r["dead_letter_retention_s"] is not None
+            and r["died_at"] + r["dead_letter_retention_s"] < now
+        ]
+        for job_id in doomed:
+            del c.state.dead[job_id]
+        return len(doomed)
+
+    def ack(self, c: FakeTx, job_id: int, attempt: int, now: int) -> bool:
+        self._record("ack", c, job_id, attempt, now)
+        if not _valid_claim(c.state.live.get(job_id), attempt, now):
+            return False
+        del c.state.live[job_id]
+        return True
+
+    def ack_batch(
+        self, c: FakeTx, queue: str, job_ids: Sequence[int], worker_id: str, now: int
+    ) -> int:
+        self._record("ack_batch", c, queue, tuple(job_ids), worker_id, now)
+        acked = 0
+        for job_id in set(job_ids):
+            row = c.state.live.get(job_id)
+            if (
+                row is not None
+                and row["queue"] == queue
+                and row["state"] == "processing"
+                and row["worker_id"] == worker_id
+                and row["deadline"] > now
+            ):
+                del c.state.live[job_id]
+                acked += 1
+        return acked
+
+    def heartbeat(self, c: FakeTx, job_id: int, attempt: int, now: int, deadline: int) -> bool:
+        self._record("heartbeat", c, job_id, attempt, now, deadline)
+        row = c.state.live.get(job_id)
+        if not _valid_claim(row, attempt, now):
+            return False
+        assert row is not None
+        row["deadline"] = deadline
+        return True
+
+    def reschedule(self, c: FakeTx, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+        self._record("reschedule", c, job_id, attempt, now, run_at)
+        row = c.state.live.get(job_id)
+        if not _valid_claim(row, attempt, now):
+            return False
+        assert row is not None
+        row.update(state="pending", run_at=run_at, worker_id=None, claimed_at=None, deadline=None)
+        return True
+
+    def bury(self, c: FakeTx, job_id: int, attempt: int, now: int, error: str) -> bool:
+        self._record("bury", c, job_id, attempt, now, error)
+        if not _valid_claim(c.state.live.get(job_id), attempt, now):
+            return False
+        self._move_to_dead(c, job_id, now, error)
+        return True
+
+    def cancel(self, c: FakeTx, queue: str, job_id: int) -> bool:
+        self._record("cancel", c, queue, job_id)
+        row = c.state.live.get(job_id)
+        if row is None or row["queue"] != queue:
+            return False
+        del c.state.live[job_id]
+        return True
+
+    def get_job(self, c: FakeTx, job_id: int, queue: str | None) -> Job | None:
+        self._record("get_job", c, job_id, queue)
+        row = c.state.live.get(job_id) or c.state.dead.get(job_id)
+        if row is None or (queue is not None and row["queue"] != queue):
+            return None
+        return _as_job(row)
+
+    def next_wake_at(self, c: FakeTx, queue: str, now: int) -> int | None:
+        self._record("next_wake_at", c, queue, now)
+        instants = [
+            r["run_at"] if r["state"] == "pending" else r["deadline"]
+            for r in c.state.live.values()
+            if r["queue"] == queue
+        ]
+        future = [t for t in instants if t > now]
+        return min(future) if future else None
+
+    # -- locks -------------------------------------------------------------------
+    def lock_acquire(self, c: FakeTx, name: str, owner: str, now: int, expires_at: int) -> bool:
+        self._record("lock_acquire", c, name, owner, now, expires_at)
+        held = c.state.locks.get(name)
+        if held is not None and held.expires_at > now and held.owner != owner:
+            return False
+        c.state.locks[name] = LockInfo(owner, expires_at)
+        return True
+
+    def lock_renew(self, c: FakeTx, name: str, owner: str, now: int, expires_at: int) -> bool:
+        self._record("lock_renew", c, name, owner, now, expires_at)
+        held = c.state.locks.get(name)
+        if held is None or held.owner != owner or held.expires_at <= now:
+            return False
+        c.state.locks[name] = LockInfo(owner, expires_at)
+        return True
+
+    def lock_release(self, c: FakeTx, name: str, owner: str, now: int) -> bool:
+        self._record("lock_release", c, name, owner, now)
+        held = c.state.locks.get(name)
+        if held is None or held.owner != owner or held.expires_at <= now:
+            return False
+        del c.state.locks[name]
+        return True
+
+    def lock_holder(self, c: FakeTx, name: str, now: int) -> LockInfo | None:
+        self._record("lock_holder", c, name, now)
+        held = c.state.locks.get(name)
+        return held if held is not None and held.expires_at > now else None
