@@ -16,7 +16,7 @@ import copy
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -63,7 +63,7 @@ def _claimable(row: dict[str, Any], now: int) -> bool:
         row["state"] == "processing" and row["deadline"] <= now
     )
     alive = row["expires_at"] is None or row["expires_at"] > now
-    return due and alive and row["attempts"] < row["max_attempts"]
+    return bool(due and alive and row["attempts"] < row["max_attempts"])
 
 
 def _valid_claim(row: dict[str, Any] | None, attempt: int, now: int) -> bool:
@@ -84,6 +84,8 @@ class FakeDriver:
         self.committed_announcements: list[str] = []
         self.sink: WakeSink | None = None
         self.watching = threading.Event()
+        self.looked_ahead = threading.Event()
+        """Set once ``next_wake_at`` ran: a waiter found no work and is about to block."""
         self.closed = False
         self.close_count = 0
         self.down = False
@@ -146,10 +148,10 @@ class FakeDriver:
         with self._tx("read", commit=False) as c:
             return work(c)
 
-    def transaction(self) -> Iterator[FakeTx]:
+    def transaction(self) -> AbstractContextManager[FakeTx]:
         return self._tx("transaction", commit=True)
 
-    def attach(self, native: Any) -> Iterator[FakeTx]:
+    def attach(self, native: Any) -> AbstractContextManager[FakeTx]:
         # The caller owns commit and rollback; here the work simply lands.
         return self._tx("attach", commit=True)
 
@@ -327,6 +329,7 @@ class FakeDriver:
 
     def next_wake_at(self, c: FakeTx, queue: str, now: int) -> int | None:
         self._record("next_wake_at", c, queue, now)
+        self.looked_ahead.set()
         instants = [
             r["run_at"] if r["state"] == "pending" else r["deadline"]
             for r in c.state.live.values()

@@ -41,7 +41,7 @@ def test_a_non_str_name_is_refused(value: object) -> None:
 
 
 def test_invalid_name_is_a_value_error() -> None:
-    with pytest.raises(ValueError):  # noqa: PT011 - the point is the builtin base
+    with pytest.raises(ValueError):
         validate_name("")
     assert issubclass(InvalidName, AlkstoreError)
 

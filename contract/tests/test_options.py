@@ -24,7 +24,7 @@ NOW = 1_000
 
 
 def test_default_queue_opts_match_the_contract() -> None:
-    assert DEFAULT_QUEUE_OPTS == QueueOpts(300, 3, 5, None)
+    assert QueueOpts(300, 3, 5, None) == DEFAULT_QUEUE_OPTS
     assert (
         DEFAULT_QUEUE_OPTS.visibility_timeout_s,
         DEFAULT_QUEUE_OPTS.max_attempts,
@@ -38,7 +38,7 @@ def test_queue_opts_constructed_without_arguments_are_the_defaults() -> None:
 
 
 def test_outbox_queue_opts_match_the_contract() -> None:
-    assert OUTBOX_QUEUE_OPTS == QueueOpts(60, 5, 5, None)
+    assert QueueOpts(60, 5, 5, None) == OUTBOX_QUEUE_OPTS
 
 
 def test_enqueue_opts_default_to_ready_now_priority_zero() -> None:

@@ -42,7 +42,7 @@ def test_encoded_payload_is_json_text() -> None:
 @pytest.mark.parametrize(
     "value",
     [object(), {1, 2}, b"bytes", datetime(2024, 1, 1, tzinfo=UTC), {"k": object()}],
-    ids=repr,
+    ids=["object", "set", "bytes", "datetime", "nested-object"],
 )
 def test_a_non_serializable_payload_is_refused(value: Any) -> None:
     with pytest.raises(PayloadError):

@@ -88,12 +88,14 @@ class CoreJobHandle:
 
     def retry(self, error: str, delay: Duration | None = None) -> bool:
         check_error(error)
+        # Validate the delay first: a bad argument is refused even when the budget is spent.
+        explicit = None if delay is None else duration_seconds(delay, "delay")
         job = self._job
         store = self._queue._store
         if job.attempts >= job.max_attempts:
             return self._bury(ERROR_EXHAUSTED)
-        if delay is not None:
-            seconds = duration_seconds(delay, "delay")
+        if explicit is not None:
+            seconds = explicit
         else:
             seconds = retry_delay(job.backoff_base_s, job.attempts, store._rng)
         now = store._now()
@@ -199,6 +201,7 @@ class CoreQueue:
             check_type(stop, StopToken, "stop")
         store = self._store
         deadline = Deadline(timeout)
+        store._check_open()  # never start an engine's watcher on a closed store
         with store._hub.waiter(self._topic) as waiter:
             store._driver.start_watching(store._hub)
             if stop is not None:

@@ -1,0 +1,279 @@
+"""The shared core's queue rules, checked over a recording fake driver."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from fakes import FakeDriver
+
+from alkstore.backoff import retry_delay_range
+from alkstore.core import CoreStore
+from alkstore.driver import ERROR_EXHAUSTED
+from alkstore.errors import InvalidOptions, PayloadError
+from alkstore.options import EnqueueOpts, QueueOpts
+from alkstore.testing import FakeClock
+from alkstore.values import JobState
+
+
+def test_store_queue_touches_no_storage(store: CoreStore, driver: FakeDriver) -> None:
+    store.queue("emails", QueueOpts(max_attempts=9))
+    assert driver.calls == []
+
+
+def test_enqueue_stamps_the_queue_opts_on_the_row(store: CoreStore, driver: FakeDriver) -> None:
+    queue = store.queue("emails", QueueOpts(42, 7, 3, 99))
+    job = queue.get_job(queue.enqueue({"to": "a@b"}))
+    assert job is not None
+    assert (
+        job.queue,
+        job.state,
+        job.payload,
+        job.visibility_timeout_s,
+        job.max_attempts,
+        job.backoff_base_s,
+        job.dead_letter_retention_s,
+    ) == ("emails", JobState.PENDING, {"to": "a@b"}, 42, 7, 3, 99)
+
+
+def test_enqueue_uses_the_clock_floored_to_a_second(
+    store: CoreStore, clock: FakeClock, driver: FakeDriver
+) -> None:
+    clock.set(1_700_000_000.9)
+    job = store.queue("q").get_job(store.queue("q").enqueue(1, EnqueueOpts(delay=5)))
+    assert job is not None
+    assert (job.created_at, job.run_at) == (1_700_000_000, 1_700_000_005)
+
+
+def test_enqueue_many_inserts_every_job_in_one_write(store: CoreStore, driver: FakeDriver) -> None:
+    ids = store.queue("q").enqueue_many([1, 2, 3])
+    assert len(set(ids)) == 3
+    statements = driver.statements()
+    assert [call.name for call in statements] == ["insert_jobs", "announce"]
+    assert len({call.txn for call in statements}) == 1
+
+
+def test_enqueue_many_with_a_bad_payload_writes_nothing(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    with pytest.raises(PayloadError):
+        store.queue("q").enqueue_many([{"ok": 1}, {"bad": object()}])
+    assert driver.calls == []
+
+
+def test_enqueue_many_of_nothing_writes_nothing(store: CoreStore, driver: FakeDriver) -> None:
+    assert store.queue("q").enqueue_many([]) == []
+    assert driver.calls == []
+
+
+def test_enqueue_many_refuses_a_string_as_the_payload_list(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    with pytest.raises(InvalidOptions):
+        store.queue("q").enqueue_many("abc")
+    assert driver.calls == []
+
+
+def test_enqueue_refuses_opts_of_the_wrong_type(store: CoreStore) -> None:
+    with pytest.raises(InvalidOptions, match="opts"):
+        store.queue("q").enqueue(1, QueueOpts())  # type: ignore[arg-type]
+
+
+def test_claim_buries_exhausted_rows_before_claiming_in_the_same_write(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    driver.calls.clear()
+    assert queue.claim("w1") is not None
+    statements = driver.statements()
+    assert [call.name for call in statements] == ["bury_exhausted", "claim"]
+    assert statements[0].txn == statements[1].txn
+    assert [call.args[0] for call in driver.calls_named("begin")] == ["write"]
+
+
+def test_claim_never_hands_out_a_lapsed_exhausted_row(store: CoreStore, clock: FakeClock) -> None:
+    queue = store.queue("q", QueueOpts(visibility_timeout_s=10, max_attempts=1))
+    job_id = queue.enqueue(1)
+    assert queue.claim("w1") is not None
+    clock.advance(10)
+    assert queue.claim("w2") is None
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert (job.state, job.last_error) == (JobState.DEAD, ERROR_EXHAUSTED)
+
+
+def test_claim_batch_returns_jobs_in_claim_order(store: CoreStore) -> None:
+    queue = store.queue("q")
+    low = queue.enqueue("low", EnqueueOpts(priority=0))
+    high = queue.enqueue("high", EnqueueOpts(priority=5))
+    later_low = queue.enqueue("later", EnqueueOpts(priority=0))
+    assert [h.id for h in queue.claim_batch("w1", 10)] == [high, low, later_low]
+
+
+@pytest.mark.parametrize("limit", [0, -1, 10_001, True, 1.0], ids=repr)
+def test_claim_batch_refuses_a_bad_limit(
+    store: CoreStore, driver: FakeDriver, limit: object
+) -> None:
+    with pytest.raises(InvalidOptions, match="limit"):
+        store.queue("q").claim_batch("w1", limit)  # type: ignore[arg-type]
+    assert driver.calls == []
+
+
+def test_retry_at_budget_buries_with_max_attempts_exceeded(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q", QueueOpts(max_attempts=1))
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.retry("boom") is True
+    (bury,) = driver.calls_named("bury")
+    assert bury.args[-1] == ERROR_EXHAUSTED
+    assert "reschedule" not in driver.statement_names()
+    job = queue.get_job(handle.id)
+    assert job is not None
+    assert (job.state, job.last_error) == (JobState.DEAD, ERROR_EXHAUSTED)
+
+
+def test_retry_at_budget_ignores_an_explicit_delay(store: CoreStore, driver: FakeDriver) -> None:
+    queue = store.queue("q", QueueOpts(max_attempts=1))
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.retry("boom", delay=5) is True
+    assert "reschedule" not in driver.statement_names()
+    assert driver.calls_named("bury")[0].args[-1] == ERROR_EXHAUSTED
+
+
+def test_retry_refuses_a_bad_delay_even_at_budget(store: CoreStore, driver: FakeDriver) -> None:
+    queue = store.queue("q", QueueOpts(max_attempts=1))
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    driver.calls.clear()
+    with pytest.raises(InvalidOptions, match="delay"):
+        handle.retry("boom", delay=-1)
+    assert driver.calls == []
+
+
+def test_retry_refuses_a_non_str_error(store: CoreStore, driver: FakeDriver) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    driver.calls.clear()
+    with pytest.raises(InvalidOptions, match="error"):
+        handle.retry(RuntimeError("boom"))  # type: ignore[arg-type]
+    assert driver.calls == []
+
+
+def test_retry_without_delay_reschedules_within_the_backoff_range(
+    store: CoreStore, driver: FakeDriver, clock: FakeClock
+) -> None:
+    queue = store.queue("q", QueueOpts(backoff_base_s=10, max_attempts=6))
+    queue.enqueue(1)
+    for attempt in range(1, 6):
+        handle = queue.claim("w1")
+        assert handle is not None
+        assert handle.attempts == attempt
+        assert handle.retry("boom") is True
+        job_id, claim_attempt, now, run_at = driver.calls_named("reschedule")[-1].args
+        assert (job_id, claim_attempt) == (handle.id, attempt)
+        low, high = retry_delay_range(10, attempt)
+        assert low <= run_at - now <= high
+        clock.set(run_at)
+
+
+def test_retry_with_delay_reschedules_at_now_plus_the_delay_rounded_up(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.retry("later", delay=2.5) is True
+    _, _, now, run_at = driver.calls_named("reschedule")[0].args
+    assert run_at == now + 3
+
+
+def test_fail_buries_with_the_callers_error(store: CoreStore, driver: FakeDriver) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.fail("bad input") is True
+    job = queue.get_job(handle.id)
+    assert job is not None
+    assert (job.state, job.last_error) == (JobState.DEAD, "bad input")
+
+
+@pytest.mark.parametrize(
+    ("extend", "seconds"), [(60, 60), (2.1, 3), (timedelta(seconds=1, microseconds=1), 2)]
+)
+def test_heartbeat_passes_now_plus_extend_rounded_up(
+    store: CoreStore, driver: FakeDriver, clock: FakeClock, extend: object, seconds: int
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    clock.advance(1.7)
+    assert handle.heartbeat(extend) is True  # type: ignore[arg-type]
+    job_id, attempt, now, deadline = driver.calls_named("heartbeat")[0].args
+    assert (job_id, attempt) == (handle.id, 1)
+    assert now == int(clock.now())
+    assert deadline == now + seconds
+
+
+def test_heartbeat_refuses_a_zero_extension(store: CoreStore, driver: FakeDriver) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    with pytest.raises(InvalidOptions, match="extend"):
+        handle.heartbeat(0)
+    assert driver.calls_named("heartbeat") == []
+
+
+def test_a_handle_from_an_earlier_claim_is_invalid_after_a_reclaim(
+    store: CoreStore, clock: FakeClock
+) -> None:
+    queue = store.queue("q", QueueOpts(visibility_timeout_s=10))
+    queue.enqueue(1)
+    first = queue.claim("w1")
+    assert first is not None
+    clock.advance(10)
+    second = queue.claim("w2")
+    assert second is not None
+    assert first.ack() is False
+    assert second.ack() is True
+
+
+def test_sweep_runs_expiry_exhaustion_and_purge_in_that_order(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    store.queue("q").sweep_expired()
+    assert driver.statement_names() == ["bury_expired", "bury_exhausted", "purge_dead"]
+
+
+def test_get_job_is_id_global(store: CoreStore) -> None:
+    job_id = store.queue("a").enqueue(1)
+    job = store.queue("b").get_job(job_id)
+    assert job is not None
+    assert job.queue == "a"
+
+
+def test_get_job_of_an_absent_id_is_none(store: CoreStore) -> None:
+    assert store.queue("q").get_job(12345) is None
+
+
+@pytest.mark.parametrize("job_id", ["1", 1.0, True, None], ids=repr)
+def test_job_ids_must_be_ints(store: CoreStore, job_id: object) -> None:
+    with pytest.raises(InvalidOptions, match="job_id"):
+        store.queue("q").get_job(job_id)  # type: ignore[arg-type]
+
+
+def test_ack_batch_of_nothing_writes_nothing(store: CoreStore, driver: FakeDriver) -> None:
+    assert store.queue("q").ack_batch([], "w1") == 0
+    assert driver.calls == []
