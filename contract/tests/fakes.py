@@ -8,22 +8,38 @@ transaction it ran in, so tests can check *what* the core asked for and
 
 Announcements are recorded but never delivered to the wake sink: there are no
 other processes here, so every wake a test observes comes from the core itself.
+
+``FakeProfilesDriver`` adds the optional scheduler, streams and pub/sub
+profiles. Published messages *are* delivered on commit, like a real engine's
+listener, and only to the sink given to ``start_watching``.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS, WakeSink, job_from_row
+from alkstore.driver import (
+    ERROR_EXHAUSTED,
+    ERROR_EXPIRED,
+    JOB_COLUMNS,
+    PubSubDriver,
+    SchedulerDriver,
+    ScheduleRecord,
+    StreamDriver,
+    WakeSink,
+    job_from_row,
+    stream_event,
+)
 from alkstore.errors import EngineUnavailable
 from alkstore.options import NewJob
-from alkstore.values import Job, LockInfo
+from alkstore.values import Job, LockInfo, StreamEvent
 
 T = TypeVar("T")
 
@@ -43,6 +59,12 @@ class State:
     dead: dict[int, dict[str, Any]] = field(default_factory=dict)
     locks: dict[str, LockInfo] = field(default_factory=dict)
     next_id: int = 1
+    schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
+    events: dict[str, dict[int, tuple[str, int]]] = field(default_factory=dict)
+    """Per stream: offset -> (payload JSON text, created_at)."""
+    last_offset: dict[str, int] = field(default_factory=dict)
+    """Per stream: the highest offset ever given out (trimming never lowers it)."""
+    consumer_offsets: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class FakeTx:
@@ -52,6 +74,7 @@ class FakeTx:
         self.number = number
         self.state = state
         self.announced: list[str] = []
+        self.published: list[tuple[str, str]] = []
 
 
 def _as_job(row: dict[str, Any]) -> Job:
@@ -93,6 +116,9 @@ class FakeDriver:
         self.fail_next = 0
         """Refuse this many more transactions, then recover."""
         self.refused = 0
+        self.after_transaction: Callable[[FakeTx], None] | None = None
+        """Runs after each transaction that did not raise, outside the driver's lock:
+        a test acts there as another process between the core's transactions."""
 
     # -- inspection helpers ------------------------------------------------
     def statements(self) -> list[Call]:
@@ -104,10 +130,25 @@ class FakeDriver:
     def calls_named(self, name: str) -> list[Call]:
         return [call for call in self.calls if call.name == name]
 
+    def statement_names_in(self, txn: int) -> list[str]:
+        return [call.name for call in self.statements() if call.txn == txn]
+
     def row(self, job_id: int) -> dict[str, Any] | None:
         with self._mutex:
             found = self._state.live.get(job_id) or self._state.dead.get(job_id)
             return dict(found) if found is not None else None
+
+    def live_rows(self, queue: str) -> list[dict[str, Any]]:
+        """The committed live rows of ``queue``, oldest id first."""
+        with self._mutex:
+            rows = [dict(r) for r in self._state.live.values() if r["queue"] == queue]
+        return sorted(rows, key=lambda r: r["id"])
+
+    # -- acting as another process ---------------------------------------------
+    def hold_lock(self, name: str, owner: str, expires_at: int) -> None:
+        """Another process holds (or steals) the lock ``name``, unrecorded."""
+        with self._mutex:
+            self._state.locks[name] = LockInfo(owner, expires_at)
 
     # -- transactions --------------------------------------------------------
     def _record(self, name: str, c: FakeTx, *args: Any) -> None:
@@ -139,6 +180,14 @@ class FakeDriver:
                 self._state = c.state
                 self.committed_announcements.extend(c.announced)
             self._record("commit", c)
+        # Outside the lock, as a listener thread or another process would run.
+        if commit:
+            self._committed(c)
+        if self.after_transaction is not None:
+            self.after_transaction(c)
+
+    def _committed(self, c: FakeTx) -> None:
+        """What a commit makes visible beyond the database (nothing, without profiles)."""
 
     def write(self, work: Callable[[FakeTx], T]) -> T:
         with self._tx("write", commit=True) as c:
@@ -367,3 +416,112 @@ class FakeDriver:
         self._record("lock_holder", c, name, now)
         held = c.state.locks.get(name)
         return held if held is not None and held.expires_at > now else None
+
+
+class FakeProfilesDriver(FakeDriver):
+    """``FakeDriver`` plus the optional profiles: ``SchedulerDriver``,
+    ``StreamDriver`` and ``PubSubDriver``, faithful to their docstrings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stream_read_seen = threading.Event()
+        """Set once ``stream_read`` ran: a stream waiter checked for events."""
+
+    # -- acting as another process ---------------------------------------------
+    def move_next_fire_at(self, name: str, next_fire_at: int) -> None:
+        """Another ticker advances the schedule row ``name``, unrecorded."""
+        with self._mutex:
+            record = self._state.schedules[name]
+            self._state.schedules[name] = dataclasses.replace(record, next_fire_at=next_fire_at)
+
+    # -- scheduler ---------------------------------------------------------------
+    def schedule_upsert(self, c: FakeTx, record: ScheduleRecord) -> None:
+        self._record("schedule_upsert", c, record)
+        stored = c.state.schedules.get(record.name)
+        if stored is not None and stored.spec == record.spec:
+            record = dataclasses.replace(record, next_fire_at=stored.next_fire_at)
+        c.state.schedules[record.name] = record
+
+    def schedule_delete(self, c: FakeTx, name: str) -> bool:
+        self._record("schedule_delete", c, name)
+        return c.state.schedules.pop(name, None) is not None
+
+    def schedule_get(self, c: FakeTx, name: str) -> ScheduleRecord | None:
+        self._record("schedule_get", c, name)
+        return c.state.schedules.get(name)
+
+    def schedule_list(self, c: FakeTx) -> list[ScheduleRecord]:
+        self._record("schedule_list", c)
+        return sorted(c.state.schedules.values(), key=lambda r: r.name)
+
+    def schedules_due(self, c: FakeTx, now: int) -> list[ScheduleRecord]:
+        self._record("schedules_due", c, now)
+        due = (r for r in c.state.schedules.values() if r.next_fire_at <= now)
+        return sorted(due, key=lambda r: (r.next_fire_at, r.name))
+
+    def schedule_advance(self, c: FakeTx, name: str, expected: int, new_fire_at: int) -> bool:
+        self._record("schedule_advance", c, name, expected, new_fire_at)
+        stored = c.state.schedules.get(name)
+        if stored is None or stored.next_fire_at != expected:
+            return False
+        c.state.schedules[name] = dataclasses.replace(stored, next_fire_at=new_fire_at)
+        return True
+
+    def schedule_next_fire_at(self, c: FakeTx) -> int | None:
+        self._record("schedule_next_fire_at", c)
+        return min((r.next_fire_at for r in c.state.schedules.values()), default=None)
+
+    # -- streams -----------------------------------------------------------------
+    def stream_append(self, c: FakeTx, stream: str, payloads: Sequence[str], now: int) -> list[int]:
+        self._record("stream_append", c, stream, tuple(payloads), now)
+        events = c.state.events.setdefault(stream, {})
+        offsets = []
+        for payload in payloads:
+            offset = c.state.last_offset.get(stream, 0) + 1
+            c.state.last_offset[stream] = offset
+            events[offset] = (payload, now)
+            offsets.append(offset)
+        return offsets
+
+    def stream_read(self, c: FakeTx, stream: str, after: int, limit: int) -> list[StreamEvent]:
+        self._record("stream_read", c, stream, after, limit)
+        self.stream_read_seen.set()
+        events = c.state.events.get(stream, {})
+        offsets = sorted(offset for offset in events if offset > after)[:limit]
+        return [stream_event(offset, *events[offset]) for offset in offsets]
+
+    def stream_commit(self, c: FakeTx, stream: str, consumer: str, offset: int) -> None:
+        self._record("stream_commit", c, stream, consumer, offset)
+        c.state.consumer_offsets[(stream, consumer)] = offset
+
+    def stream_offset(self, c: FakeTx, stream: str, consumer: str) -> int:
+        self._record("stream_offset", c, stream, consumer)
+        return c.state.consumer_offsets.get((stream, consumer), 0)
+
+    def stream_trim(self, c: FakeTx, stream: str, before: int) -> int:
+        self._record("stream_trim", c, stream, before)
+        events = c.state.events.get(stream, {})
+        doomed = [offset for offset in events if offset < before]
+        for offset in doomed:
+            del events[offset]
+        return len(doomed)
+
+    # -- pub/sub -------------------------------------------------------------------
+    def publish(self, c: FakeTx, channel: str, payload: str, now: int) -> None:
+        self._record("publish", c, channel, payload, now)
+        c.published.append((channel, payload))
+
+    def _committed(self, c: FakeTx) -> None:
+        # Only a watching process hears messages; nobody replays them later.
+        sink = self.sink
+        if sink is not None:
+            for channel, payload in c.published:
+                sink.deliver(channel, payload)
+
+
+if TYPE_CHECKING:
+    # Static proof that the fake implements every optional profile's protocol.
+    def _implements_the_profiles(
+        driver: FakeProfilesDriver,
+    ) -> tuple[SchedulerDriver[FakeTx], StreamDriver[FakeTx], PubSubDriver[FakeTx]]:
+        return driver, driver, driver

@@ -67,6 +67,7 @@ class CoreSubscription:
             if self._closed:
                 return
             self._closed = True
+            self._messages.clear()  # closed means nothing more is received, queued or not
             self._ready.notify_all()
         self._store._hub.unlisten(self._channel, self._deliver)
 

@@ -138,14 +138,16 @@ class CoreScheduler:
             store._driver.announce(c, topics)
             return True
 
+        overtaken = False
         while at <= now and fired < CATCH_UP_CAP:
             if not store._write(fire):
-                return fired, 0
+                overtaken = True  # another ticker owns this schedule's remaining boundaries
+                break
             fired += 1
             at += interval
         if fired:
-            store._hub.notify(topics[0])
-        if at > now:
+            store._hub.notify(topics[0])  # also when overtaken: the jobs fired so far are real
+        if overtaken or at > now:
             return fired, 0
         # Past the catch-up cap: skip forward to the first boundary after now.
         missed = (now - at) // interval + 1

@@ -8,6 +8,7 @@ from ..constants import MAX_BATCH
 from ..driver import stream_topic
 from ..errors import InvalidOptions
 from ..names import validate_identifier
+from ..options import check_type
 from ..payload import encode_payload
 from ..stop import StopToken
 from ..timeconv import Duration
@@ -82,6 +83,8 @@ class CoreStream:
     ) -> bool:
         """``True`` as soon as an event with an offset greater than ``after`` exists."""
         check_offset(after, "after")
+        if stop is not None:
+            check_type(stop, StopToken, "stop")
         store = self._store
         deadline = Deadline(timeout)
         with store._hub.waiter(self._topic) as waiter:
