@@ -26,6 +26,7 @@ CONTRACT = "contract"
 SQLITE = "engines/sqlite"
 POSTGRES = "engines/postgres"
 KIT = "conformance"
+MEMORY = "scenarios/third_party_engine"
 REFERENCE_ENGINES = ("sqlite", "postgresql")
 POSTGRES_ENGINES = {"postgresql", "postgres"}
 
@@ -34,7 +35,8 @@ nox.options.reuse_existing_virtualenvs = True
 
 
 def _install_all(session: nox.Session, *extra: str) -> None:
-    session.install("-e", CONTRACT, "-e", SQLITE, "-e", POSTGRES, "-e", KIT, "sqlalchemy", *extra)
+    packages = (CONTRACT, SQLITE, POSTGRES, KIT, MEMORY)
+    session.install(*(arg for path in packages for arg in ("-e", path)), "sqlalchemy", *extra)
 
 
 def _server_module() -> Any:

@@ -131,13 +131,14 @@ def test_installed_engines_lists_entry_point_names_sorted(
 
 
 def test_default_capabilities_profiles() -> None:
-    assert Capabilities().profiles() == {"transactions", "attach", "locks", "multi_process"}
+    assert Capabilities().profiles() == {"transactions", "sql", "attach", "locks", "multi_process"}
 
 
 def test_full_capabilities_list_every_profile() -> None:
     full = Capabilities(scheduler=True, streams=True, pubsub=True)
     assert full.profiles() == {
         "transactions",
+        "sql",
         "attach",
         "locks",
         "multi_process",

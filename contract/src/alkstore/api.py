@@ -129,6 +129,10 @@ class Subscription(Protocol):
 
     def close(self) -> None: ...
 
+    def __enter__(self) -> Subscription: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
 
 class Transaction(Protocol):
     """Work that commits or rolls back with the caller's business writes."""

@@ -25,6 +25,8 @@ class Capabilities:
     """Which optional profiles an engine implements (the queue core is never optional)."""
 
     transactions: bool = True
+    sql: bool = True
+    """``tx.connection`` is a DB-API connection, so business writes share the transaction."""
     attach: bool = True
     locks: bool = True
     multi_process: bool = True
