@@ -1,0 +1,95 @@
+"""alkstore-memory: an example third-party alkstore engine, kept in memory.
+
+This package shows the whole path for an outside engine author:
+
+1. **Implement the seam** (``driver.py``): one class with the methods of
+   ``alkstore.driver.Driver`` (transactions plus one method per statement),
+   and of any optional profile you declare (``SchedulerDriver``,
+   ``StreamDriver``, ``PubSubDriver``). Rules live in the shared core; the
+   driver only stores and selects.
+2. **Hand the driver to the core**: ``alkstore.core.CoreStore(driver, ...)``
+   is the ``Store`` applications use, identical on every engine.
+3. **Publish a provider** (this module): an object with ``name``,
+   ``version``, ``contract_version``, ``capabilities``, ``open(url, clock=,
+   **opts)`` and ``provision()``, registered in ``pyproject.toml`` under the
+   entry-point group ``alkstore.engines``. ``alkstore.open("memory://x")``
+   then finds it by the URL's scheme, and the conformance kit gets stores
+   from ``provision()``.
+
+The engine itself: one process, data in Python dicts, one re-entrant lock
+per database. ``memory://name`` names a process-global database, so
+reopening the URL sees the same data (until the process exits, or until the
+``provision()`` that created it ends).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from alkstore import Capabilities, EngineSpec, InvalidOptions, Store
+from alkstore.clock import Clock
+from alkstore.constants import CONTRACT_VERSION
+from alkstore.core import DEFAULT_REPOLL_S, CoreStore
+
+from .database import database, drop
+from .driver import MemoryDriver
+
+__version__ = "0.1.0"
+
+SCHEME = "memory://"
+
+
+def _database_name(url: str) -> str:
+    if not url.lower().startswith(SCHEME) or not url[len(SCHEME) :]:
+        raise InvalidOptions(f"a memory engine URL looks like 'memory://<name>', got {url!r}")
+    return url[len(SCHEME) :]
+
+
+class MemoryEngine:
+    """The ``alkstore.EngineProvider`` registered as ``memory``."""
+
+    name = "memory"
+    version = __version__
+    contract_version = CONTRACT_VERSION
+    # Every profile except the two a single-process, connection-less engine cannot offer.
+    capabilities = Capabilities(
+        transactions=True,
+        sql=False,
+        attach=False,
+        locks=True,
+        multi_process=False,
+        scheduler=True,
+        streams=True,
+        pubsub=True,
+    )
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        """Open ``memory://<name>``; an unknown name starts an empty database.
+
+        The only option is ``repoll_s`` (the core's safety-net re-poll interval)."""
+        repoll_s = opts.pop("repoll_s", DEFAULT_REPOLL_S)
+        if opts:
+            raise InvalidOptions(f"unknown memory engine option(s): {', '.join(sorted(opts))}")
+        driver = MemoryDriver(database(_database_name(url)))
+        return CoreStore(driver, clock=clock, repoll_s=repoll_s, engine_name=self.name)
+
+    @contextmanager
+    def provision(self) -> Iterator[EngineSpec]:
+        """A fresh, empty database for the conformance kit, forgotten afterwards."""
+        name = f"provisioned-{uuid.uuid4().hex}"
+        try:
+            yield EngineSpec(url=SCHEME + name, opts={})
+        finally:
+            drop(name)
+
+    def __repr__(self) -> str:
+        return f"<alkstore engine {self.name} {self.version}>"
+
+
+ENGINE = MemoryEngine()
+"""The entry point's target (``alkstore.engines: memory = "alkstore_memory:ENGINE"``)."""
+
+__all__ = ["ENGINE", "MemoryDriver", "MemoryEngine"]

@@ -1,0 +1,358 @@
+"""``MemoryDriver``: the ``alkstore.driver.Driver`` seam over plain Python data.
+
+An engine does not implement the contract's rules. ``alkstore.core.CoreStore``
+validates every argument, resolves options, computes backoff, orders the
+claim path's steps, reads the clock and runs the waiting loops; it then calls
+one driver method per statement, inside a transaction the driver opened. So
+each method below is the in-memory equivalent of one SQL statement: it
+*stores and selects*, with the predicates spelled out in ``driver.py``'s
+docstrings, and decides nothing else. Time arrives as whole epoch seconds
+(``now``); the engine never reads a clock of its own.
+
+Besides the queue core and locks, this engine implements the three optional
+profiles (``SchedulerDriver``, ``StreamDriver``, ``PubSubDriver``) and says so
+in its ``Capabilities``. It does not support ``attach`` (there is no
+caller-owned connection to join) and has no DB-API connection to expose.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
+
+from alkstore.driver import (
+    ERROR_EXHAUSTED,
+    ERROR_EXPIRED,
+    ScheduleRecord,
+    WakeSink,
+    stream_event,
+)
+from alkstore.options import NewJob
+from alkstore.values import Job, JobState, LockInfo, StreamEvent
+
+from .database import Database, Tx
+from .tables import EventRow, JobRow, Tables
+
+if TYPE_CHECKING:
+    from alkstore.driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
+
+T = TypeVar("T")
+
+PENDING, PROCESSING, DEAD = JobState.PENDING, JobState.PROCESSING, JobState.DEAD
+
+
+class NoConnection:
+    """What ``tx.connection`` returns: there is no SQL connection behind this engine."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def execute(self, *args: Any) -> NoReturn:
+        raise NotImplementedError("the memory engine has no SQL connection to execute on")
+
+    def __repr__(self) -> str:
+        return "<memory engine: no connection>"
+
+
+NO_CONNECTION = NoConnection()
+
+
+# -- predicates, named after the contract's words ------------------------------------
+def _claimable(row: JobRow, now: int) -> bool:
+    due = (row.state == PENDING and row.run_at <= now) or (
+        row.state == PROCESSING and row.deadline is not None and row.deadline <= now
+    )
+    not_expired = row.expires_at is None or row.expires_at > now
+    return due and not_expired and row.attempts < row.max_attempts
+
+
+def _claim_order(row: JobRow) -> tuple[int, int, int]:
+    return (-row.priority, row.run_at, row.id)  # priority DESC, run_at ASC, id ASC
+
+
+def _valid_claim(row: JobRow | None, attempt: int, now: int) -> TypeGuard[JobRow]:
+    """The handle-op predicate: processing under this very claim, deadline not passed."""
+    return (
+        row is not None
+        and row.state == PROCESSING
+        and row.attempts == attempt
+        and row.deadline is not None
+        and row.deadline > now
+    )
+
+
+def _lapsed(row: JobRow, now: int) -> bool:
+    return row.state == PROCESSING and row.deadline is not None and row.deadline <= now
+
+
+def _expired(row: JobRow, now: int) -> bool:
+    return row.expires_at is not None and row.expires_at <= now
+
+
+def _to_dead(tables: Tables, row: JobRow, error: str, now: int) -> None:
+    """The dead-letter move: same id, out of the live table, into the dead one."""
+    del tables.jobs[row.id]
+    tables.dead[row.id] = replace(row, state=DEAD, last_error=error, died_at=now, deadline=None)
+
+
+def _bury_where(tx: Tx, queue: str, now: int, error: str, test: Callable[[JobRow], bool]) -> int:
+    rows = [r for r in tx.tables.jobs.values() if r.queue == queue and test(r)]
+    for row in rows:
+        _to_dead(tx.tables, row, error, now)
+    return len(rows)
+
+
+def _live_lock(tables: Tables, name: str, now: int) -> LockInfo | None:
+    lock = tables.locks.get(name)
+    return lock if lock is not None and lock.expires_at > now else None  # lapsed: <= now
+
+
+class MemoryDriver:
+    """One store's driver; several drivers may share one ``Database``."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    # -- transactions ---------------------------------------------------------------
+    def write(self, work: Callable[[Tx], T]) -> T:
+        with self._db.write_transaction() as tx:
+            return work(tx)
+
+    def read(self, work: Callable[[Tx], T]) -> T:
+        return self._db.read(work)
+
+    def transaction(self) -> AbstractContextManager[Tx]:
+        return self._db.write_transaction()
+
+    def attach(self, native: Any) -> AbstractContextManager[Tx]:
+        raise NotImplementedError(
+            "the memory engine cannot attach to a caller's connection: it has none "
+            "(Capabilities.attach is False); use store.transaction() instead"
+        )
+
+    def native_connection(self, c: Tx) -> Any:
+        return NO_CONNECTION
+
+    # -- wakes ------------------------------------------------------------------------
+    def start_watching(self, sink: WakeSink) -> None:
+        self._db.watch(self, sink)
+
+    def announce(self, c: Tx, topics: Sequence[str]) -> None:
+        c.topics.update(topics)  # delivered by the database after commit
+
+    def close(self) -> None:
+        self._db.unwatch(self)
+
+    # -- queues -----------------------------------------------------------------------
+    def insert_jobs(self, c: Tx, jobs: Sequence[NewJob]) -> list[int]:
+        ids = []
+        for job in jobs:
+            job_id = self._db.next_job_id()
+            c.tables.jobs[job_id] = JobRow.pending(job_id, job)
+            ids.append(job_id)
+        return ids
+
+    def claim(self, c: Tx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+        candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
+        claimed = []
+        for row in heapq.nsmallest(limit, candidates, key=_claim_order):
+            row = replace(
+                row,
+                state=PROCESSING,
+                attempts=row.attempts + 1,
+                claimed_at=now,
+                worker_id=worker_id,
+                deadline=now + row.visibility_timeout_s,
+            )
+            c.tables.jobs[row.id] = row
+            claimed.append(row.to_job())
+        return claimed
+
+    def bury_exhausted(self, c: Tx, queue: str, now: int) -> int:
+        def exhausted(row: JobRow) -> bool:
+            return _lapsed(row, now) and row.attempts >= row.max_attempts
+
+        return _bury_where(c, queue, now, ERROR_EXHAUSTED, exhausted)
+
+    def bury_expired(self, c: Tx, queue: str, now: int) -> int:
+        return _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
+
+    def purge_dead(self, c: Tx, queue: str, now: int) -> int:
+        doomed = [
+            r.id
+            for r in c.tables.dead.values()
+            if r.queue == queue
+            and r.dead_letter_retention_s is not None
+            and r.died_at is not None
+            and r.died_at + r.dead_letter_retention_s < now
+        ]
+        for job_id in doomed:
+            del c.tables.dead[job_id]
+        return len(doomed)
+
+    def ack(self, c: Tx, job_id: int, attempt: int, now: int) -> bool:
+        if not _valid_claim(c.tables.jobs.get(job_id), attempt, now):
+            return False
+        del c.tables.jobs[job_id]
+        return True
+
+    def ack_batch(self, c: Tx, queue: str, job_ids: Sequence[int], worker_id: str, now: int) -> int:
+        acked = 0
+        for job_id in set(job_ids):  # a repeated id is still one row
+            row = c.tables.jobs.get(job_id)
+            if (
+                row is not None
+                and row.queue == queue
+                and row.state == PROCESSING
+                and row.worker_id == worker_id
+                and row.deadline is not None
+                and row.deadline > now
+            ):
+                del c.tables.jobs[job_id]
+                acked += 1
+        return acked
+
+    def heartbeat(self, c: Tx, job_id: int, attempt: int, now: int, deadline: int) -> bool:
+        row = c.tables.jobs.get(job_id)
+        if not _valid_claim(row, attempt, now):
+            return False
+        c.tables.jobs[job_id] = replace(row, deadline=deadline)
+        return True
+
+    def reschedule(self, c: Tx, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+        row = c.tables.jobs.get(job_id)
+        if not _valid_claim(row, attempt, now):
+            return False
+        c.tables.jobs[job_id] = replace(
+            row, state=PENDING, run_at=run_at, worker_id=None, claimed_at=None, deadline=None
+        )
+        return True
+
+    def bury(self, c: Tx, job_id: int, attempt: int, now: int, error: str) -> bool:
+        row = c.tables.jobs.get(job_id)
+        if not _valid_claim(row, attempt, now):
+            return False
+        _to_dead(c.tables, row, error, now)
+        return True
+
+    def cancel(self, c: Tx, queue: str, job_id: int) -> bool:
+        row = c.tables.jobs.get(job_id)  # the live table only: dead rows are untouched
+        if row is None or row.queue != queue:
+            return False
+        del c.tables.jobs[job_id]
+        return True
+
+    def get_job(self, c: Tx, job_id: int, queue: str | None) -> Job | None:
+        row = c.tables.jobs.get(job_id) or c.tables.dead.get(job_id)
+        if row is None or (queue is not None and row.queue != queue):
+            return None
+        return row.to_job()
+
+    def next_wake_at(self, c: Tx, queue: str, now: int) -> int | None:
+        instants = [
+            r.run_at if r.state == PENDING else r.deadline
+            for r in c.tables.jobs.values()
+            if r.queue == queue
+        ]
+        future = [t for t in instants if t is not None and t > now]
+        return min(future, default=None)
+
+    # -- locks ------------------------------------------------------------------------
+    def lock_acquire(self, c: Tx, name: str, owner: str, now: int, expires_at: int) -> bool:
+        held = _live_lock(c.tables, name, now)
+        if held is not None and held.owner != owner:
+            return False
+        c.tables.locks[name] = LockInfo(owner=owner, expires_at=expires_at)
+        return True
+
+    def lock_renew(self, c: Tx, name: str, owner: str, now: int, expires_at: int) -> bool:
+        held = _live_lock(c.tables, name, now)
+        if held is None or held.owner != owner:
+            return False
+        c.tables.locks[name] = LockInfo(owner=owner, expires_at=expires_at)
+        return True
+
+    def lock_release(self, c: Tx, name: str, owner: str, now: int) -> bool:
+        held = _live_lock(c.tables, name, now)
+        if held is None or held.owner != owner:
+            return False
+        del c.tables.locks[name]
+        return True
+
+    def lock_holder(self, c: Tx, name: str, now: int) -> LockInfo | None:
+        return _live_lock(c.tables, name, now)
+
+    # -- scheduler profile ------------------------------------------------------------
+    def schedule_upsert(self, c: Tx, record: ScheduleRecord) -> None:
+        stored = c.tables.schedules.get(record.name)
+        if stored is not None and stored.spec == record.spec:
+            record = replace(record, next_fire_at=stored.next_fire_at)  # keep the boundary
+        c.tables.schedules[record.name] = record
+
+    def schedule_delete(self, c: Tx, name: str) -> bool:
+        return c.tables.schedules.pop(name, None) is not None
+
+    def schedule_get(self, c: Tx, name: str) -> ScheduleRecord | None:
+        return c.tables.schedules.get(name)
+
+    def schedule_list(self, c: Tx) -> list[ScheduleRecord]:
+        return sorted(c.tables.schedules.values(), key=lambda s: s.name)
+
+    def schedules_due(self, c: Tx, now: int) -> list[ScheduleRecord]:
+        due = (s for s in c.tables.schedules.values() if s.next_fire_at <= now)
+        return sorted(due, key=lambda s: (s.next_fire_at, s.name))
+
+    def schedule_advance(self, c: Tx, name: str, expected: int, new_fire_at: int) -> bool:
+        # The write lock is held for the whole transaction, so this check-then-set is
+        # the compare-and-set a SQL engine gets from "UPDATE ... WHERE next_fire_at = ?".
+        stored = c.tables.schedules.get(name)
+        if stored is None or stored.next_fire_at != expected:
+            return False
+        c.tables.schedules[name] = replace(stored, next_fire_at=new_fire_at)
+        return True
+
+    def schedule_next_fire_at(self, c: Tx) -> int | None:
+        return min((s.next_fire_at for s in c.tables.schedules.values()), default=None)
+
+    # -- streams profile --------------------------------------------------------------
+    def stream_append(self, c: Tx, stream: str, payloads: Sequence[str], now: int) -> list[int]:
+        # Offsets come from a per-stream sequence, not from the events left after a
+        # trim, so they are never reused.
+        added = tuple(EventRow(self._db.next_offset(stream), p, now) for p in payloads)
+        c.tables.streams[stream] = c.tables.streams.get(stream, ()) + added
+        return [event.offset for event in added]
+
+    def stream_read(self, c: Tx, stream: str, after: int, limit: int) -> list[StreamEvent]:
+        events = c.tables.streams.get(stream, ())
+        start = bisect.bisect_right(events, after, key=lambda e: e.offset)
+        page = events[start : start + limit]
+        return [stream_event(e.offset, e.payload, e.created_at) for e in page]
+
+    def stream_commit(self, c: Tx, stream: str, consumer: str, offset: int) -> None:
+        c.tables.offsets[(stream, consumer)] = offset
+
+    def stream_offset(self, c: Tx, stream: str, consumer: str) -> int:
+        return c.tables.offsets.get((stream, consumer), 0)
+
+    def stream_trim(self, c: Tx, stream: str, before: int) -> int:
+        events = c.tables.streams.get(stream, ())
+        cut = bisect.bisect_left(events, before, key=lambda e: e.offset)
+        if cut:
+            c.tables.streams[stream] = events[cut:]
+        return cut
+
+    # -- pub/sub profile --------------------------------------------------------------
+    def publish(self, c: Tx, channel: str, payload: str, now: int) -> None:
+        c.messages.append((channel, payload))  # delivered by the database after commit
+
+
+if TYPE_CHECKING:
+    # Static proof that this class fills the seam and every profile it declares.
+    def _conforms(
+        d: MemoryDriver,
+    ) -> tuple[Driver[Tx], SchedulerDriver[Tx], StreamDriver[Tx], PubSubDriver[Tx]]:
+        return d, d, d, d

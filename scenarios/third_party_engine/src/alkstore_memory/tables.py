@@ -1,0 +1,103 @@
+"""The engine's "tables": plain dicts of immutable rows.
+
+Every value stored here is immutable (frozen dataclasses, tuples, ints), so a
+shallow copy of each dict is a complete snapshot. That is what makes the
+transactions in ``database.py`` simple: a write transaction works on
+``Tables.copy()`` and commits by swapping the copy in; a rollback just drops
+it. A row is never changed in place; the driver puts a ``replace``-d row back.
+
+The layout mirrors what a SQL engine would create: a live job table, a
+separate dead-letter table (same ids), locks, schedules, stream events and
+consumer offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from alkstore.driver import JOB_COLUMNS, ScheduleRecord, job_from_row
+from alkstore.options import NewJob
+from alkstore.values import Job, JobState, LockInfo
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One job; live rows sit in ``Tables.jobs``, dead ones in ``Tables.dead``.
+
+    ``deadline`` is storage-only (it is not part of ``Job``): the instant a
+    processing row's claim lapses.
+    """
+
+    id: int
+    queue: str
+    state: JobState
+    payload: str  # JSON text exactly as the core encoded it
+    priority: int
+    attempts: int
+    max_attempts: int
+    created_at: int
+    run_at: int
+    claimed_at: int | None
+    expires_at: int | None
+    worker_id: str | None
+    visibility_timeout_s: int
+    backoff_base_s: int
+    dead_letter_retention_s: int | None
+    last_error: str | None = None
+    died_at: int | None = None
+    deadline: int | None = None
+
+    @classmethod
+    def pending(cls, job_id: int, job: NewJob) -> JobRow:
+        return cls(
+            id=job_id,
+            queue=job.queue,
+            state=JobState.PENDING,
+            payload=job.payload,
+            priority=job.priority,
+            attempts=0,
+            max_attempts=job.max_attempts,
+            created_at=job.created_at,
+            run_at=job.run_at,
+            claimed_at=None,
+            expires_at=job.expires_at,
+            worker_id=None,
+            visibility_timeout_s=job.visibility_timeout_s,
+            backoff_base_s=job.backoff_base_s,
+            dead_letter_retention_s=job.dead_letter_retention_s,
+        )
+
+    def to_job(self) -> Job:
+        # The same path a SQL engine takes: a row in JOB_COLUMNS order.
+        return job_from_row(tuple(getattr(self, column) for column in JOB_COLUMNS))
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    offset: int
+    payload: str
+    created_at: int
+
+
+@dataclass(slots=True)
+class Tables:
+    jobs: dict[int, JobRow] = field(default_factory=dict)
+    dead: dict[int, JobRow] = field(default_factory=dict)
+    locks: dict[str, LockInfo] = field(default_factory=dict)
+    schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
+    # Each stream's events in offset order; a tuple so the snapshot stays shallow.
+    streams: dict[str, tuple[EventRow, ...]] = field(default_factory=dict)
+    # (stream, consumer) -> committed offset
+    offsets: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def copy(self) -> Tables:
+        """A snapshot: O(rows) per write transaction, the price of simplicity here
+        (a production engine would keep an undo log or a persistent map instead)."""
+        return Tables(
+            jobs=dict(self.jobs),
+            dead=dict(self.dead),
+            locks=dict(self.locks),
+            schedules=dict(self.schedules),
+            streams=dict(self.streams),
+            offsets=dict(self.offsets),
+        )
