@@ -1,0 +1,41 @@
+"""alkstore's PostgreSQL reference engine.
+
+``alkstore.open("postgresql://user@host/db", schema="alkstore")`` reaches it
+through the ``alkstore.engines`` entry points ``postgresql`` and ``postgres``,
+which both name ``ENGINE``.
+"""
+
+from .clock import ServerClock
+from .driver import PostgresDriver, wake_channel
+from .engine import (
+    ENGINE,
+    ENGINE_NAME,
+    PostgresEngine,
+    __version__,
+    libpq_url,
+    migrate,
+    open_store,
+)
+from .errors import SchemaNotMigrated
+from .migrations import LATEST_VERSION
+from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options
+from .provisioning import provision
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "ENGINE",
+    "ENGINE_NAME",
+    "LATEST_VERSION",
+    "PostgresDriver",
+    "PostgresEngine",
+    "PostgresOptions",
+    "SchemaNotMigrated",
+    "ServerClock",
+    "__version__",
+    "libpq_url",
+    "migrate",
+    "open_store",
+    "parse_options",
+    "provision",
+    "wake_channel",
+]

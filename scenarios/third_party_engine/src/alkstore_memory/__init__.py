@@ -54,7 +54,7 @@ class MemoryEngine:
     name = "memory"
     version = __version__
     contract_version = CONTRACT_VERSION
-    # Every profile except the two a single-process, connection-less engine cannot offer.
+    # Every profile except those a single-process engine without SQL cannot offer.
     capabilities = Capabilities(
         transactions=True,
         sql=False,
