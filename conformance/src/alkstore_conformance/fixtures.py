@@ -1,0 +1,120 @@
+"""The fixtures every suite test codes against (registered only with ``--engine``).
+
+Stores come only from the engine's ``provision()`` and ``open()``: the kit
+never reaches into an engine's internals, so it certifies third-party engines
+exactly as it certifies ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+
+from alkstore import Clock, EngineProvider, EngineSpec, Store
+from alkstore.testing import FakeClock
+
+from .hooks import NATIVE_CONNECTION_HOOK, native_connection_factory
+from .state import KitState, kit_state, not_applicable_reason
+
+FAKE_CLOCK_START = 1_700_000_000
+
+
+class StoreFactory(Protocol):
+    """``open_store(clock=None)``: a NEW store on the test's provisioned spec."""
+
+    def __call__(self, clock: Clock | None = None) -> Store: ...
+
+
+def _state(request: pytest.FixtureRequest) -> KitState:
+    state = kit_state(request.config)
+    if state is None:  # pragma: no cover - the fixtures are registered only when active
+        raise pytest.UsageError("the alkstore conformance fixtures need --engine NAME")
+    return state
+
+
+@pytest.fixture(scope="session")
+def engine_name(request: pytest.FixtureRequest) -> str:
+    """The engine reference as given to ``--engine`` (picklable, for child processes)."""
+    return _state(request).engine_name
+
+
+@pytest.fixture(scope="session")
+def engine_group(request: pytest.FixtureRequest) -> str:
+    """The entry-point group ``engine_name`` is looked up in."""
+    return _state(request).engine_group
+
+
+@pytest.fixture(scope="session")
+def engine(request: pytest.FixtureRequest) -> EngineProvider:
+    return _state(request).provider
+
+
+@pytest.fixture
+def engine_spec(engine: EngineProvider) -> Iterator[EngineSpec]:
+    """A fresh, empty, isolated store, removed after the test."""
+    with engine.provision() as spec:
+        yield spec
+
+
+@pytest.fixture
+def open_store(engine: EngineProvider, engine_spec: EngineSpec) -> Iterator[StoreFactory]:
+    opened: list[Store] = []
+
+    def open_(clock: Clock | None = None) -> Store:
+        store = engine.open(engine_spec.url, clock=clock, **engine_spec.opts)
+        opened.append(store)
+        return store
+
+    yield open_
+    # Close every store (close is idempotent) before the spec is removed.
+    errors: list[BaseException] = []
+    for store in reversed(opened):
+        try:
+            store.close()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def store(open_store: StoreFactory) -> Store:
+    """A store on the system clock."""
+    return open_store()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(FAKE_CLOCK_START)
+
+
+@pytest.fixture
+def clocked_store(open_store: StoreFactory, clock: FakeClock) -> Store:
+    """A store whose time is the test's ``clock``."""
+    return open_store(clock=clock)
+
+
+@pytest.fixture
+def requires(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """``requires("locks")`` skips the test as not_applicable when the engine lacks it."""
+    profiles = _state(request).engine_profiles()
+
+    def check(profile: str) -> None:
+        if profile not in profiles:
+            pytest.skip(not_applicable_reason(profile))
+
+    return check
+
+
+@pytest.fixture
+def native_connect(engine: EngineProvider, engine_spec: EngineSpec) -> Callable[[], Any]:
+    """The engine's factory of caller-owned connections (see ``alkstore_conformance.hooks``)."""
+    factory = native_connection_factory(engine, engine_spec)
+    if factory is None:
+        pytest.skip(
+            f"not_applicable: engine provides no {NATIVE_CONNECTION_HOOK}(spec) hook, "
+            "so the kit cannot open a connection of its own to attach"
+        )
+    return factory

@@ -1,0 +1,98 @@
+"""The property manifest shipped with the suite (CONTRACT.md §10).
+
+Each property has a stable id, a title, the contract section it checks and the
+profile it belongs to (``queues`` for the core, else an optional profile named
+like a field of ``alkstore.Capabilities``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from importlib import resources
+from typing import Any
+
+from alkstore import Capabilities
+
+CORE_PROFILE = "queues"
+"""The profile every engine implements; it is never not-applicable."""
+
+PROFILES: frozenset[str] = frozenset({CORE_PROFILE, *(f.name for f in fields(Capabilities))})
+
+_ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
+_SECTION = re.compile(r"§[0-9]+")
+_MANIFEST_FILE = "manifest.toml"
+_PACKAGE = "alkstore_conformance"
+
+
+class ManifestError(ValueError):
+    """The manifest is malformed (a packaging bug, not an engine's fault)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    id: str
+    title: str
+    contract: str
+    profile: str
+
+
+class Manifest(Mapping[str, Property]):
+    """Properties by id, in manifest order."""
+
+    def __init__(self, properties: list[Property]) -> None:
+        self._by_id: dict[str, Property] = {}
+        for prop in properties:
+            if prop.id in self._by_id:
+                raise ManifestError(f"property id {prop.id!r} appears twice")
+            self._by_id[prop.id] = prop
+
+    def __getitem__(self, key: str) -> Property:
+        return self._by_id[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+
+def parse_manifest(text: str) -> Manifest:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"manifest is not valid TOML: {exc}") from exc
+    entries = data.get("property")
+    if not isinstance(entries, list) or not entries:
+        raise ManifestError("manifest has no [[property]] entries")
+    return Manifest([_property(entry) for entry in entries])
+
+
+def _property(entry: Any) -> Property:
+    if not isinstance(entry, dict):
+        raise ManifestError(f"a property must be a table, got {entry!r}")
+    expected = {"id", "title", "contract", "profile"}
+    if set(entry) != expected:
+        raise ManifestError(f"property {entry!r} must have exactly the keys {sorted(expected)}")
+    if not all(isinstance(entry[key], str) and entry[key] for key in expected):
+        raise ManifestError(f"property {entry!r}: every field is a non-empty string")
+    prop = Property(
+        id=entry["id"], title=entry["title"], contract=entry["contract"], profile=entry["profile"]
+    )
+    if not _ID.fullmatch(prop.id):
+        raise ManifestError(f"property id {prop.id!r} is not of the form WORD-WORD[-WORD...]")
+    if not _SECTION.fullmatch(prop.contract):
+        raise ManifestError(f"property {prop.id}: contract section {prop.contract!r} is not '§N'")
+    if prop.profile not in PROFILES:
+        raise ManifestError(
+            f"property {prop.id}: unknown profile {prop.profile!r} (known: {sorted(PROFILES)})"
+        )
+    return prop
+
+
+def load_manifest() -> Manifest:
+    """The manifest shipped as package data."""
+    text = resources.files(_PACKAGE).joinpath(_MANIFEST_FILE).read_text(encoding="utf-8")
+    return parse_manifest(text)

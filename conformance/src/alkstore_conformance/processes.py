@@ -1,0 +1,178 @@
+"""Work done by concurrent claimers (threads, or spawned child processes).
+
+Child processes reopen the test's store from its picklable ``EngineSpec``
+through ``alkstore.load_engine(name, group)``, on the system clock. Every loop
+is bounded in count and in time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from alkstore import EngineSpec, JobHandle, QueueConsumer, Store, load_engine
+
+
+class SharedCounter(Protocol):
+    """What ``multiprocessing.Value`` offers (and ``ThreadCounter`` mimics)."""
+
+    value: int
+
+    def get_lock(self) -> Any: ...
+
+
+class ThreadCounter:
+    def __init__(self) -> None:
+        import threading
+
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def get_lock(self) -> Any:
+        return self._lock
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    """One claim as its claimer saw it."""
+
+    job_id: int
+    attempt: int
+    claimed_at: int
+    deadline: int
+    acked: bool
+    worker_id: str
+
+
+def abandon_first_claim_of_every(n: int) -> Callable[[JobHandle], bool]:
+    """Simulate a crashed worker: leave the first claim of every n-th job unacked.
+
+    Jobs carry ``{"n": index}`` payloads; the choice uses the index, not the
+    engine's ids (which need not be consecutive)."""
+    return lambda handle: handle.attempts == 1 and handle.payload["n"] % n == 0
+
+
+def claim_until_all_acked(
+    queue: QueueConsumer,
+    worker_id: str,
+    *,
+    total: int,
+    acked: SharedCounter,
+    abandon: Callable[[JobHandle], bool],
+    batch: int,
+    time_limit_s: float,
+) -> list[ClaimRecord]:
+    """Claim (``claim`` and ``claim_batch`` alternately) and ack until ``total``
+    acks landed across all claimers, or ``time_limit_s`` passed."""
+    records: list[ClaimRecord] = []
+    give_up_at = time.monotonic() + time_limit_s
+    rounds = 0
+    while time.monotonic() < give_up_at:
+        rounds += 1
+        if rounds % 2:
+            one = queue.claim(worker_id)
+            handles = [one] if one is not None else []
+        else:
+            handles = queue.claim_batch(worker_id, batch)
+        if not handles:
+            with acked.get_lock():
+                if acked.value >= total:
+                    break
+            time.sleep(0.02)  # abandoned claims lapse on the store's clock
+            continue
+        for handle in handles:
+            job = handle.job
+            assert job.claimed_at is not None
+            done = False if abandon(handle) else handle.ack()
+            if done:
+                with acked.get_lock():
+                    acked.value += 1
+            records.append(
+                ClaimRecord(
+                    job_id=job.id,
+                    attempt=job.attempts,
+                    claimed_at=job.claimed_at,
+                    deadline=job.claimed_at + job.visibility_timeout_s,
+                    acked=done,
+                    worker_id=worker_id,
+                )
+            )
+    return records
+
+
+def open_from_spec(engine_name: str, engine_group: str, spec: EngineSpec) -> Store:
+    return load_engine(engine_name, engine_group).open(spec.url, **spec.opts)
+
+
+def claimer_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    worker_id: str,
+    barrier: Any,
+    acked: SharedCounter,
+    total: int,
+    abandon_every: int,
+    time_limit_s: float,
+    results: Any,
+) -> None:
+    """Child process: open the store, meet the others at the barrier, claim."""
+    try:
+        with open_from_spec(engine_name, engine_group, spec) as store:
+            queue = store.queue(queue_name)
+            barrier.wait(timeout=time_limit_s)  # so the first claims collide
+            records = claim_until_all_acked(
+                queue,
+                worker_id,
+                total=total,
+                acked=acked,
+                abandon=abandon_first_claim_of_every(abandon_every),
+                batch=3,
+                time_limit_s=time_limit_s,
+            )
+        results.put((worker_id, records, None))
+    except BaseException as exc:
+        results.put((worker_id, [], f"{type(exc).__name__}: {exc}"))
+
+
+def opener_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    barrier: Any,
+    time_limit_s: float,
+    results: Any,
+) -> None:
+    """Child process: open the store at the same moment as the others, enqueue one job."""
+    try:
+        barrier.wait(timeout=time_limit_s)
+        with open_from_spec(engine_name, engine_group, spec) as store:
+            job_id = store.queue(queue_name).enqueue({"opened_by": queue_name})
+        results.put((job_id, None))
+    except BaseException as exc:
+        results.put((None, f"{type(exc).__name__}: {exc}"))
+
+
+def enqueuer_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    go: Any,
+    time_limit_s: float,
+    results: Any,
+) -> None:
+    """Child process: once told to go, enqueue one job and report its id."""
+    try:
+        with open_from_spec(engine_name, engine_group, spec) as store:
+            queue = store.queue(queue_name)
+            results.put(("ready", None))
+            if not go.wait(timeout=time_limit_s):
+                raise TimeoutError("never told to enqueue")
+            results.put(("enqueued", queue.enqueue({"from": "another process"})))
+    except BaseException as exc:
+        results.put(("error", f"{type(exc).__name__}: {exc}"))

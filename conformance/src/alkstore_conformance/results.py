@@ -1,0 +1,212 @@
+"""Per-property results: what the terminal table and the JSON report say.
+
+Statuses (CONTRACT.md §10): ``pass | fail | error | not_applicable``. A test's
+status comes from its phases (a failing call is ``fail``; a failing setup or
+teardown, or a skip that is not a not-applicable profile, is ``error``); a
+property's status is the worst of its tests', where a property with only
+not-applicable tests is ``not_applicable``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .manifest import Manifest, Property
+
+PASS = "pass"
+FAIL = "fail"
+ERROR = "error"
+NOT_APPLICABLE = "not_applicable"
+STATUSES = (PASS, FAIL, ERROR, NOT_APPLICABLE)
+
+NOT_APPLICABLE_PREFIX = "not_applicable:"
+"""Skip reasons starting with this are the only skips the suite allows."""
+
+PROPERTY_KEY = "alkstore_property"
+SEED_KEY = "alkstore_seed"
+"""``user_properties`` keys a worker attaches to each test's reports."""
+
+_FAILURE_TEXT_LIMIT = 6000
+_ERROR_MARGIN = re.compile(r"E *")
+_SEVERITY = {FAIL: 3, ERROR: 2, PASS: 1, NOT_APPLICABLE: 0}
+
+
+@dataclass
+class CaseRecord:
+    """One test's phases folded into a status."""
+
+    nodeid: str
+    property_id: str
+    duration_s: float = 0.0
+    failed_call: bool = False
+    errored: bool = False
+    passed_call: bool = False
+    not_applicable: bool = False
+    failure: str | None = None
+
+    def add(self, when: str, outcome: str, duration: float, text: str, skip_reason: str) -> None:
+        self.duration_s += duration
+        if outcome == "failed":
+            if when == "call":
+                self.failed_call = True
+            else:
+                self.errored = True
+            self.failure = self.failure or f"[{when}] {text}"
+        elif outcome == "skipped":
+            if skip_reason.startswith(NOT_APPLICABLE_PREFIX):
+                self.not_applicable = True
+            else:
+                self.errored = True
+                if self.failure is None:
+                    self.failure = (
+                        f"[{when}] skipped without a not_applicable reason: {skip_reason}"
+                    )
+        elif when == "call":
+            self.passed_call = True
+
+    @property
+    def status(self) -> str:
+        if self.failed_call:
+            return FAIL
+        if self.errored:
+            return ERROR
+        if self.not_applicable:
+            return NOT_APPLICABLE
+        return PASS if self.passed_call else ERROR
+
+
+@dataclass
+class PropertyResult:
+    prop: Property
+    tests: list[CaseRecord] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return max((t.status for t in self.tests), key=_SEVERITY.__getitem__)
+
+    @property
+    def duration_s(self) -> float:
+        return sum(t.duration_s for t in self.tests)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for test in self.tests:
+            counts[test.status] += 1
+        return counts
+
+
+class ResultBook:
+    """Collects test reports (from this process or xdist workers) by property."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+        self._tests: dict[str, CaseRecord] = {}
+        self.seeds: set[str] = set()
+
+    def record(self, report: Any) -> None:
+        """Fold in one ``pytest.TestReport`` (duck-typed so it is testable alone)."""
+        user = dict(getattr(report, "user_properties", ()) or ())
+        property_id = user.get(PROPERTY_KEY)
+        if not isinstance(property_id, str):
+            return  # not a suite test
+        if SEED_KEY in user:
+            self.seeds.add(str(user[SEED_KEY]))
+        record = self._tests.get(report.nodeid)
+        if record is None:
+            record = self._tests[report.nodeid] = CaseRecord(report.nodeid, property_id)
+        text = report.longreprtext if report.outcome == "failed" else ""
+        record.add(report.when, report.outcome, report.duration, text, _skip_reason(report))
+
+    def results(self) -> list[PropertyResult]:
+        """Properties with at least one recorded test, in manifest order."""
+        grouped: dict[str, PropertyResult] = {}
+        for record in self._tests.values():
+            prop = self._manifest.get(record.property_id)
+            if prop is None:
+                continue
+            grouped.setdefault(prop.id, PropertyResult(prop)).tests.append(record)
+        return [grouped[pid] for pid in self._manifest if pid in grouped]
+
+    def not_run(self) -> list[str]:
+        ran = {record.property_id for record in self._tests.values()}
+        return [pid for pid in self._manifest if pid not in ran]
+
+
+def _skip_reason(report: Any) -> str:
+    if report.outcome != "skipped":
+        return ""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def falsifying_example(text: str) -> str | None:
+    """The Hypothesis 'Falsifying example' block of a failure, if any, without
+    the margin pytest puts before error lines (``E   ``)."""
+    start = text.find("Falsifying example")
+    if start < 0:
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    margin = text[line_start:start]
+    if not _ERROR_MARGIN.fullmatch(margin):
+        margin = ""
+    block: list[str] = []
+    for line in text[line_start:].splitlines():
+        if margin and line.rstrip() == margin.rstrip():
+            line = ""  # a blank error line, trailing spaces trimmed
+        line = line.removeprefix(margin) if margin else line
+        if block and not line.strip():
+            break
+        block.append(line)
+    return "\n".join(block)
+
+
+def summary_counts(results: Iterable[PropertyResult]) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    for result in results:
+        counts[result.status] += 1
+    return counts
+
+
+def property_entry(result: PropertyResult) -> dict[str, Any]:
+    prop = result.prop
+    failures = [
+        {
+            "test": t.nodeid,
+            "status": t.status,
+            "falsifying_example": falsifying_example(t.failure or ""),
+            "message": _tail(t.failure or ""),
+        }
+        for t in result.tests
+        if t.status in (FAIL, ERROR)
+    ]
+    return {
+        "id": prop.id,
+        "title": prop.title,
+        "contract": prop.contract,
+        "profile": prop.profile,
+        "status": result.status,
+        "tests": len(result.tests),
+        "counts": result.counts(),
+        "duration_s": round(result.duration_s, 3),
+        "failures": failures,
+    }
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= _FAILURE_TEXT_LIMIT else "…" + text[-_FAILURE_TEXT_LIMIT:]
+
+
+def format_table(results: list[PropertyResult]) -> list[str]:
+    """The terminal summary's per-property table."""
+    width = max([len("property"), *(len(r.prop.id) for r in results)])
+    lines = [f"{'property':<{width}}  {'status':<14}  {'tests':>5}  {'duration':>9}"]
+    for result in results:
+        lines.append(
+            f"{result.prop.id:<{width}}  {result.status:<14}  {len(result.tests):>5}  "
+            f"{result.duration_s:>8.2f}s"
+        )
+    return lines

@@ -1,0 +1,1 @@
+"""The conformance property tests (run with ``--engine NAME``; see the plugin)."""

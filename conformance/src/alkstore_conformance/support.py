@@ -1,0 +1,128 @@
+"""Small helpers the suite shares (public API only; no engine internals)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, NoReturn
+
+from alkstore import JobHandle, QueueConsumer, StopToken, Store, Transaction
+
+_TABLE = re.compile(r"kit_[a-z0-9_]{1,40}")
+
+
+class Rollback(Exception):
+    """Raised inside a transaction so that it rolls back."""
+
+
+def raise_inside(
+    transaction: AbstractContextManager[Transaction], work: Callable[[Transaction], object]
+) -> NoReturn:
+    """Run ``work(tx)`` in ``transaction``, then raise ``Rollback`` out of it."""
+    with transaction as tx:
+        work(tx)
+        raise Rollback
+
+
+def unique_name(prefix: str) -> str:
+    """A fresh queue/lock name, so Hypothesis examples sharing a store never meet."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def paramstyle(connection: Any) -> str:
+    """The DB-API ``paramstyle`` of the module that made ``connection`` (PEP 249)."""
+    module_name = type(connection).__module__.partition(".")[0]
+    style = getattr(importlib.import_module(module_name), "paramstyle", None)
+    if not isinstance(style, str):
+        raise TypeError(f"{module_name} declares no DB-API paramstyle")
+    return style
+
+
+def native_sql(connection: Any, sql: str) -> str:
+    """Rewrite ``?`` markers into ``connection``'s positional parameter style."""
+    style = paramstyle(connection)
+    if style == "qmark":
+        return sql
+    if style in ("format", "pyformat"):
+        return sql.replace("?", "%s")
+    if style == "numeric":
+        parts = sql.split("?")
+        return "".join(f"{part}:{i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+    raise TypeError(f"paramstyle {style!r} is not positional; the kit needs ? / %s / :1")
+
+
+def quoted_table(name: str) -> str:
+    """A kit-generated table name, validated and quoted (never caller input)."""
+    if not _TABLE.fullmatch(name):
+        raise ValueError(f"not a kit table name: {name!r}")
+    return f'"{name}"'
+
+
+@contextmanager
+def business_table(store: Store) -> Iterator[str]:
+    """A throwaway business table ``(id INTEGER PRIMARY KEY)``; yields its quoted name.
+
+    Created and dropped through ``store.transaction()`` with portable SQL, so
+    it works on any engine whose connection speaks SQL.
+    """
+    table = quoted_table(f"kit_orders_{uuid.uuid4().hex[:12]}")
+    with store.transaction() as tx:
+        tx.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY)")
+    try:
+        yield table
+    finally:
+        if not store.closed:
+            with store.transaction() as tx:
+                tx.execute(f"DROP TABLE {table}")
+
+
+def business_ids(store: Store, table: str) -> list[int]:
+    """The ids committed in a business table, read in a transaction of the store."""
+    with store.transaction() as tx:
+        cursor = tx.connection.cursor()
+        try:
+            cursor.execute(f"SELECT id FROM {table} ORDER BY id")
+            return [int(row[0]) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+
+def insert_business_row(connection: Any, table: str, row_id: int) -> None:
+    """A caller's own business write on a DB-API connection, parameterized."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(native_sql(connection, f"INSERT INTO {table} (id) VALUES (?)"), (row_id,))
+    finally:
+        cursor.close()
+
+
+def claim_wait_in_thread(
+    queue: QueueConsumer, timeout: float | None, stop: StopToken | None = None
+) -> Callable[[], JobHandle | None]:
+    """Start ``claim_wait`` in a thread; the returned call joins it and gives its result.
+
+    Without a timeout the caller must set ``stop``; the join is bounded either way.
+    """
+    result: list[JobHandle | None] = []
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            result.append(queue.claim_wait("waiter", timeout=timeout, stop=stop))
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+
+    def join() -> JobHandle | None:
+        thread.join((timeout or 0) + 30)
+        assert not thread.is_alive(), "claim_wait did not return"
+        assert errors == []
+        return result[0]
+
+    return join

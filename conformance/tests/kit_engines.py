@@ -1,0 +1,58 @@
+"""Engines the kit's own tests load with ``--engine kit_engines:NAME``.
+
+This directory is put on ``PYTHONPATH`` for the pytest runs the tests start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import AbstractContextManager
+from typing import Any
+
+from alkstore import Capabilities, Clock, EngineProvider, EngineSpec, Store, load_engine
+
+REFERENCE_ENGINE = "sqlite"
+
+
+class StubProvider:
+    """Enough of a provider to load and collect against; it opens no store."""
+
+    name = "stub"
+    version = "0"
+    contract_version = "1"
+    capabilities = Capabilities()
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        raise AssertionError("the stub engine opens no stores")
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        raise AssertionError("the stub engine provisions no stores")
+
+
+stub = StubProvider()
+
+
+class WrongContractVersion(StubProvider):
+    """Claims a contract the kit does not certify: the provider-surface property fails."""
+
+    contract_version = "0"
+
+
+wrong_contract_version = WrongContractVersion()
+
+
+class ReferenceWithoutLocks:
+    """The reference engine, claiming not to implement the ``locks`` profile."""
+
+    def __init__(self) -> None:
+        self._inner: EngineProvider = load_engine(REFERENCE_ENGINE)
+        self.name = self._inner.name
+        self.version = self._inner.version
+        self.contract_version = self._inner.contract_version
+        self.capabilities = dataclasses.replace(self._inner.capabilities, locks=False)
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        return self._inner.open(url, clock=clock, **opts)
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        return self._inner.provision()

@@ -1,0 +1,55 @@
+"""Child pytest / CLI runs for the kit's own tests, bounded in time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+TESTS_DIR = Path(__file__).parent
+
+
+def kit_env() -> dict[str, str]:
+    """The environment of child runs: this directory importable (``kit_engines``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS_DIR), env.get("PYTHONPATH")]))
+    for inherited in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(inherited, None)
+    return env
+
+
+class RunIn:
+    """Run commands in a scratch directory with the kit environment."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def __call__(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args,
+            cwd=self.cwd,
+            env=kit_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def pytest(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return self(
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=timeout
+        )
+
+    def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        return self(sys.executable, "-m", "alkstore_conformance.cli", *args, timeout=timeout)
+
+    def report(self, name: str = "report.json") -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.cwd / name).read_text(encoding="utf-8"))
+        return data
+
+
+def output(result: subprocess.CompletedProcess[str]) -> str:
+    return result.stdout + result.stderr

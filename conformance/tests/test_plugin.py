@@ -1,0 +1,106 @@
+"""The plugin: inert without --engine; with it, header, seed, profiles, not_applicable."""
+
+from __future__ import annotations
+
+import pytest
+from kit_runs import RunIn, output
+
+PLAIN_TEST = """
+import hypothesis
+
+def test_plain():
+    assert hypothesis.settings.get_current_profile_name() == "default"
+"""
+
+
+def test_plugin_is_inert_without_an_engine(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain=PLAIN_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    text = result.stdout.str()
+    assert "alkstore-conformance: hypothesis profile" not in text
+    assert "via --engine" not in text
+    assert "per property" not in text
+
+
+def test_suite_without_an_engine_is_a_usage_error(run_in: RunIn) -> None:
+    result = run_in.pytest("--pyargs", "alkstore_conformance.suite", "--collect-only", "-q")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "pass --engine NAME" in output(result)
+
+
+def test_unknown_engine_is_a_usage_error_naming_installed_engines(run_in: RunIn) -> None:
+    result = run_in.pytest("--pyargs", "alkstore_conformance.suite", "--engine", "no-such-engine")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "no alkstore engine named 'no-such-engine'; installed engines:" in output(result)
+
+
+def test_header_names_the_engine_and_the_seed(run_in: RunIn) -> None:
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:stub",
+        "--collect-only",
+        "--hypothesis-seed=1234",
+    )
+    assert result.returncode == 0, output(result)
+    assert "engine stub 0 (contract 1) via --engine kit_engines:stub" in result.stdout
+    assert "hypothesis profile alkstore-dev, seed 1234" in result.stdout
+    assert "--hypothesis-seed=1234" in result.stdout
+
+
+def test_hypothesis_profile_can_be_chosen(run_in: RunIn) -> None:
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:stub",
+        "--collect-only",
+        "--hypothesis-profile",
+        "alkstore-ci",
+    )
+    assert result.returncode == 0, output(result)
+    assert "hypothesis profile alkstore-ci, seed" in result.stdout
+
+
+def test_missing_profile_is_reported_not_applicable(run_in: RunIn) -> None:
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:ReferenceWithoutLocks",
+        "-k",
+        "test_locks or lock_calls_after_close",
+        "--alkstore-report",
+        "report.json",
+        "-q",
+        "-rs",
+    )
+    assert result.returncode == 0, output(result)
+    report = run_in.report()
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert {pid: s for pid, s in statuses.items() if pid.startswith("LOCK-")} == {
+        "LOCK-ACQUIRE-EXCLUSIVE": "not_applicable",
+        "LOCK-REACQUIRE-RENEWS": "not_applicable",
+        "LOCK-RENEW": "not_applicable",
+        "LOCK-RELEASE": "not_applicable",
+        "LOCK-HOLDER": "not_applicable",
+    }
+    assert statuses["STORE-CLOSED"] == "not_applicable"
+    assert "not_applicable: engine lacks profile locks" in result.stdout
+    assert "locks" not in report["engine"]["profiles"]
+
+
+def test_engine_is_looked_up_in_the_given_group(run_in: RunIn) -> None:
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "sqlite",
+        "--engine-group",
+        "alkstore.engines.nothing-here",
+        "--collect-only",
+    )
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "no alkstore engine named 'sqlite'; installed engines: none" in output(result)

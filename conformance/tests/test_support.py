@@ -1,0 +1,62 @@
+"""The suite's SQL helpers speak each DB-API driver's parameter style."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from alkstore_conformance.support import native_sql, paramstyle, quoted_table
+
+SQL = "INSERT INTO t (a, b) VALUES (?, ?)"
+
+
+@pytest.fixture
+def fake_driver() -> Iterator[types.ModuleType]:
+    """A stand-in DB-API module whose connections report its paramstyle."""
+    module = types.ModuleType("kit_fake_dbapi")
+    connection_type = type("Connection", (), {"__module__": "kit_fake_dbapi.connection"})
+    module.Connection = connection_type  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    yield module
+    del sys.modules[module.__name__]
+
+
+def test_qmark_sql_is_unchanged() -> None:
+    connection = sqlite3.connect(":memory:")
+    try:
+        assert paramstyle(connection) == "qmark"
+        assert native_sql(connection, SQL) == SQL
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("style", "expected"),
+    [
+        ("pyformat", "INSERT INTO t (a, b) VALUES (%s, %s)"),
+        ("format", "INSERT INTO t (a, b) VALUES (%s, %s)"),
+        ("numeric", "INSERT INTO t (a, b) VALUES (:1, :2)"),
+    ],
+)
+def test_positional_styles_are_rewritten(
+    fake_driver: types.ModuleType, style: str, expected: str
+) -> None:
+    fake_driver.paramstyle = style  # type: ignore[attr-defined]
+    assert native_sql(fake_driver.Connection(), SQL) == expected
+
+
+def test_named_style_is_refused(fake_driver: types.ModuleType) -> None:
+    fake_driver.paramstyle = "named"  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="not positional"):
+        native_sql(fake_driver.Connection(), SQL)
+
+
+@pytest.mark.parametrize("name", ['kit_x"; DROP TABLE y; --', "orders", "kit_", "KIT_ORDERS"])
+def test_only_kit_table_names_are_quoted(name: str) -> None:
+    with pytest.raises(ValueError, match="not a kit table name"):
+        quoted_table(name)
+    assert quoted_table("kit_orders_ab12") == '"kit_orders_ab12"'
