@@ -28,6 +28,14 @@ POSTGRES = "engines/postgres"
 KIT = "conformance"
 MEMORY = "scenarios/third_party_engine"
 REFERENCE_ENGINES = ("sqlite", "postgresql")
+UNIT_TEST_DIRS = (
+    "contract/tests",
+    "engines/sqlite/tests",
+    "engines/postgres/tests",
+    "conformance/tests",
+    f"{MEMORY}/tests",
+    "scenarios/test_scenarios.py",
+)
 POSTGRES_ENGINES = {"postgresql", "postgres"}
 
 nox.options.sessions = ["conformance"]
@@ -89,18 +97,9 @@ def tests(session: nox.Session) -> None:
     """Every package's unit tests, then the kit against every reference engine."""
     _install_all(session)
     with _postgres(session) as env:
-        session.run(
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "contract/tests",
-            "engines/sqlite/tests",
-            "engines/postgres/tests",
-            "conformance/tests",
-            "scenarios",
-            env=env,
-        )
+        # One pytest run per package: each has its own conftest and helpers.
+        for tests_dir in UNIT_TEST_DIRS:
+            session.run("pytest", "-q", "-p", "no:cacheprovider", tests_dir, env=env)
         for engine in REFERENCE_ENGINES:
             session.run("alkstore-conformance", "run", "--engine", engine, env=env)
 
