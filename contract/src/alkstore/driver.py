@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
 from .options import NewJob, ScheduleOpts
@@ -50,46 +50,18 @@ ERROR_EXHAUSTED = "max attempts exceeded"
 ERROR_EXPIRED = "expired"
 
 
+_STATES = {state.value: state for state in JobState}
+
+# job_from_row builds a Job positionally: its fields must be JOB_COLUMNS, in order.
+assert tuple(f.name for f in fields(Job)) == JOB_COLUMNS
+
+
 def job_from_row(row: Sequence[Any]) -> Job:
     """Build a ``Job`` from a row in ``JOB_COLUMNS`` order (payload as JSON text)."""
-    (
-        id_,
-        queue,
-        state,
-        payload,
-        priority,
-        attempts,
-        max_attempts,
-        created_at,
-        run_at,
-        claimed_at,
-        expires_at,
-        worker_id,
-        visibility_timeout_s,
-        backoff_base_s,
-        dead_letter_retention_s,
-        last_error,
-        died_at,
-    ) = row
-    return Job(
-        id=id_,
-        queue=queue,
-        state=JobState(state),
-        payload=decode_payload(payload),
-        priority=priority,
-        attempts=attempts,
-        max_attempts=max_attempts,
-        created_at=created_at,
-        run_at=run_at,
-        claimed_at=claimed_at,
-        expires_at=expires_at,
-        worker_id=worker_id,
-        visibility_timeout_s=visibility_timeout_s,
-        backoff_base_s=backoff_base_s,
-        dead_letter_retention_s=dead_letter_retention_s,
-        last_error=last_error,
-        died_at=died_at,
-    )
+    # Positional and with a dict for the state: this runs once per claimed job,
+    # and keyword construction plus JobState(...) added a fifth to its cost.
+    id_, queue, state, payload, *stamps = row
+    return Job(id_, queue, _STATES[state], decode_payload(payload), *stamps)
 
 
 class WakeSink(Protocol):
@@ -116,7 +88,13 @@ class Driver(Protocol[C]):
     Transaction methods
         ``write(work)`` runs ``work(c)`` in a short write transaction and
         commits (retrying transient lock conflicts only where it is safe);
-        ``read(work)`` runs it on a consistent read. ``transaction()`` opens
+        ``read(work)`` runs it on a consistent read. Every queue and lock
+        ``write`` of the core is a sequence of statements that are each
+        correct committed on their own (the claim path's ``bury_exhausted``
+        before ``claim``; ``insert_jobs`` before ``announce``), so an engine
+        may run those statement by statement in autocommit, one round trip
+        each; the scheduler's fire (``schedule_advance`` then ``insert_jobs``)
+        is the unit that must commit as one. ``transaction()`` opens
         the caller-visible transaction (commit on normal exit, rollback on
         exception); ``attach(native)`` joins a caller-owned connection's open
         transaction and never commits or rolls it back. Connection failures

@@ -1,0 +1,27 @@
+"""alkstore's SQLite reference engine.
+
+``alkstore.open("sqlite:///app.db")`` reaches it through the ``alkstore.engines``
+entry point ``sqlite``, which names ``provider``. Stdlib ``sqlite3`` only: WAL
+mode, writes under ``BEGIN IMMEDIATE`` serialized by a cross-process file lock,
+one-statement claims, and a ``data_version`` watcher for cross-process wakes.
+"""
+
+from .driver import SqliteDriver
+from .options import SYNCHRONOUS_LEVELS, SqliteOptions, parse_options
+from .provider import ENGINE_NAME, SqliteEngine, __version__, provider
+from .schema import LATEST_VERSION
+from .url import database_path, database_url
+
+__all__ = [
+    "ENGINE_NAME",
+    "LATEST_VERSION",
+    "SYNCHRONOUS_LEVELS",
+    "SqliteDriver",
+    "SqliteEngine",
+    "SqliteOptions",
+    "__version__",
+    "database_path",
+    "database_url",
+    "parse_options",
+    "provider",
+]

@@ -1,0 +1,402 @@
+"""``alkstore.driver.Driver`` over stdlib ``sqlite3``: transactions plus one method per statement.
+
+The transaction handle ``c`` is the ``sqlite3.Connection`` itself (so
+``tx.connection`` and ``tx.execute("... ?", params)`` are plain sqlite3).
+
+Writes run as ``BEGIN IMMEDIATE … COMMIT`` on a pooled connection while the
+process holds the database's writer gate (``gate.py``), so alkstore writers
+queue in the kernel rather than in SQLite's sleeping busy handler. A write
+that is refused with SQLITE_BUSY anyway (a lock held outside alkstore) rolled
+back, so it is retried until ``busy_timeout_s`` has passed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from itertools import groupby
+from operator import attrgetter
+from typing import Any, NoReturn, TypeVar
+
+from alkstore import EngineUnavailable, InvalidOptions
+from alkstore.driver import WakeSink, job_from_row
+from alkstore.options import NewJob
+from alkstore.values import Job, LockInfo
+
+from . import statements as sql
+from .connections import ConnectionPool, connect, is_busy, is_unavailable, unavailable
+from .gate import NoGate, WriterGate
+from .options import SqliteOptions
+from .schema import LATEST_VERSION, migrate, schema_version
+from .shared import SharedDatabase, release, share
+
+T = TypeVar("T")
+
+NEW_JOB_PARAMS: Callable[[NewJob], tuple[Any, ...]] = attrgetter(
+    "queue",
+    "payload",
+    "priority",
+    "created_at",
+    "run_at",
+    "expires_at",
+    "max_attempts",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+)
+"""A ``NewJob`` as the positional parameters of ``statements.INSERT_JOB``."""
+
+STAMPS: Callable[[NewJob], tuple[Any, ...]] = attrgetter(
+    "queue",
+    "priority",
+    "created_at",
+    "run_at",
+    "expires_at",
+    "max_attempts",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+)
+"""Everything of a ``NewJob`` but its payload: the shared part of ``INSERT_JOBS_ALIKE``."""
+
+_BUSY_PAUSE_S = 0.001
+
+_NESTED_WRITE = (
+    "a store.transaction() is open on this thread, and SQLite has one writer at a "
+    "time: a store write outside that transaction would wait for it forever. Do the "
+    "work through the transaction (tx.enqueue, tx.execute, ...) or after it ends."
+)
+
+
+class SqliteDriver:
+    def __init__(
+        self, path: str, options: SqliteOptions, *, serialize_writers: bool = True
+    ) -> None:
+        """Open (creating if needed) and migrate the database file at ``path``.
+
+        ``serialize_writers=False`` leaves writers to SQLite's busy handler alone;
+        it exists to measure what the writer gate buys.
+        """
+        self.path = path
+        self._options = options
+        self._pool = ConnectionPool(partial(connect, path, options))
+        self._sinks: set[WakeSink] = set()
+        self._closed = False
+        first = self._pool.take()  # EngineUnavailable, with sqlite3's error chained
+        try:
+            self._shared: SharedDatabase = share(path)
+        except OSError as exc:
+            first.close()
+            raise EngineUnavailable(f"cannot open the writer lock of {path!r}: {exc}") from exc
+        self._gate: WriterGate | NoGate = self._shared.gate if serialize_writers else NoGate()
+        try:
+            self._prepare(first)
+        except BaseException:
+            first.close()
+            self.close()
+            raise
+        self._pool.give(first)
+
+    # -- opening ------------------------------------------------------------------
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the latest schema; a no-op read when both are already there."""
+        wal = self._retrying(lambda: _journal_mode(conn) == "wal")
+        if wal and self._transact(conn, schema_version, sql.BEGIN_READ) == LATEST_VERSION:
+            return
+        self._gate.acquire()
+        try:
+            if not wal:
+                self._retrying(lambda: self._enable_wal(conn))
+            self._transact(conn, migrate, sql.BEGIN_WRITE)
+        finally:
+            self._gate.release()
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        (mode,) = conn.execute(sql.JOURNAL_MODE_WAL).fetchone()
+        if str(mode).lower() != "wal":
+            raise EngineUnavailable(
+                f"SQLite database {self.path!r} stays in journal mode {mode!r}; alkstore "
+                "needs WAL mode (a local file system that supports shared memory)"
+            )
+
+    # -- transactions ---------------------------------------------------------------
+    def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        gate = self._gate
+        if gate.owner == threading.get_ident():
+            raise RuntimeError(_NESTED_WRITE)
+        conn = self._pool.take()
+        try:
+            gate.acquire()
+            try:
+                return self._transact(conn, work, sql.BEGIN_WRITE)
+            finally:
+                gate.release()
+        finally:
+            self._pool.give(conn)
+
+    def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._pool.take()
+        try:
+            return self._transact(conn, work, sql.BEGIN_READ)
+        finally:
+            self._pool.give(conn)
+
+    def _transact(
+        self, conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], begin: str
+    ) -> T:
+        give_up_at: float | None = None
+        while True:
+            try:
+                conn.execute(begin)
+                try:
+                    result = work(conn)
+                    conn.execute(sql.COMMIT)
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                return result
+            except sqlite3.Error as exc:
+                give_up_at = self._retry_or_raise(exc, give_up_at)
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        give_up_at: float | None = None
+        while True:
+            try:
+                return attempt()
+            except sqlite3.Error as exc:
+                give_up_at = self._retry_or_raise(exc, give_up_at)
+
+    def _retry_or_raise(self, exc: sqlite3.Error, give_up_at: float | None) -> float:
+        """After a failed attempt: pause and return the retry deadline, or raise."""
+        if not is_busy(exc):
+            self._raise_mapped(exc)
+        now = time.monotonic()
+        if give_up_at is None:
+            give_up_at = now + self._options.busy_timeout_s
+        if now < give_up_at:
+            time.sleep(_BUSY_PAUSE_S)
+            return give_up_at
+        raise EngineUnavailable(
+            f"SQLite database {self.path!r} stayed locked by a connection outside "
+            f"alkstore for longer than busy_timeout_s={self._options.busy_timeout_s:g}"
+        ) from exc
+
+    def _raise_mapped(self, exc: sqlite3.Error) -> NoReturn:
+        if is_busy(exc) or is_unavailable(exc):
+            raise unavailable(exc, self.path) from exc
+        raise exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        gate = self._gate
+        if gate.owner == threading.get_ident():
+            raise RuntimeError(_NESTED_WRITE)
+        conn = self._pool.take()
+        try:
+            gate.acquire()
+            try:
+                self._retrying(partial(conn.execute, sql.BEGIN_WRITE))
+                try:
+                    yield conn
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                if conn.in_transaction:  # the caller may have ended it with its own COMMIT
+                    try:
+                        conn.execute(sql.COMMIT)
+                    except sqlite3.Error as exc:
+                        _rollback(conn)  # the caller's work cannot be replayed: report it
+                        self._raise_mapped(exc)
+            finally:
+                gate.release()
+        finally:
+            self._pool.give(conn)
+
+    @contextmanager
+    def attach(self, native: Any) -> Iterator[sqlite3.Connection]:
+        self._check_attachable(native)
+        yield native
+
+    def _check_attachable(self, native: Any) -> None:
+        if not isinstance(native, sqlite3.Connection):
+            raise InvalidOptions(
+                f"attach() takes a sqlite3.Connection to {self.path!r}, got {type(native).__name__}"
+            )
+        try:
+            cursor = native.cursor()
+            cursor.row_factory = None  # the caller's connection may have its own
+            files = {row[1]: row[2] for row in cursor.execute(sql.DATABASE_LIST).fetchall()}
+        except sqlite3.Error as exc:
+            raise InvalidOptions(f"attach() cannot use that connection: {exc}") from exc
+        main = files.get("main") or ""
+        if not main or not _same_file(main, self.path):
+            raise InvalidOptions(
+                f"attach() needs a connection to this store's database file {self.path!r}; "
+                f"that connection's main database is {main or 'in memory'!r}"
+            )
+        if not native.in_transaction:
+            raise InvalidOptions(
+                "attach() joins the caller's open transaction, and that connection has none "
+                "(it is in autocommit mode, or its implicit transaction has not begun): each "
+                "engine statement would commit on its own and could not roll back with your "
+                "writes. Run conn.execute('BEGIN IMMEDIATE') first (or make your business "
+                "write first in sqlite3's default isolation mode)."
+            )
+
+    def native_connection(self, c: sqlite3.Connection) -> sqlite3.Connection:
+        return c
+
+    # -- wakes ----------------------------------------------------------------------
+    def start_watching(self, sink: WakeSink) -> None:
+        if self._closed:
+            return
+        if sink not in self._sinks:
+            self._sinks.add(sink)
+        self._shared.watcher.watch(sink, self._options.wake_poll_s)
+
+    def announce(self, c: sqlite3.Connection, topics: Sequence[str]) -> None:
+        """Nothing to do: every process's watcher sees the commit itself."""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for sink in list(self._sinks):
+            self._shared.watcher.forget(sink)
+        self._pool.close()
+        release(self._shared)
+
+    # -- queues ---------------------------------------------------------------------
+    def insert_jobs(self, c: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[int]:
+        if len(jobs) == 1:
+            job_id = c.execute(sql.INSERT_JOB, NEW_JOB_PARAMS(jobs[0])).lastrowid
+            assert job_id is not None
+            return [job_id]
+        # The core stamps one batch alike: bind the stamps once per statement and
+        # only a payload per row (runs of different stamps each get their own).
+        for stamps, alike in groupby(jobs, key=STAMPS):
+            payloads = [job.payload for job in alike]
+            for start, size in _batches(len(payloads)):
+                c.execute(sql.INSERT_JOBS_ALIKE[size], [*stamps, *payloads[start : start + size]])
+        (last,) = c.execute(sql.LAST_INSERT_ID).fetchone()
+        # AUTOINCREMENT gives each row max(ever used) + 1, in VALUES order, and this
+        # transaction is the only writer: one batch's ids are consecutive, ending at last.
+        return list(range(last - len(jobs) + 1, last + 1))
+
+    def claim(
+        self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
+    ) -> list[Job]:
+        params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
+        return [job_from_row(row) for row in c.execute(sql.CLAIM, params).fetchall()]
+
+    def bury_exhausted(self, c: sqlite3.Connection, queue: str, now: int) -> int:
+        return c.execute(sql.BURY_EXHAUSTED, {"queue": queue, "now": now}).rowcount
+
+    def bury_expired(self, c: sqlite3.Connection, queue: str, now: int) -> int:
+        return c.execute(sql.BURY_EXPIRED, {"queue": queue, "now": now}).rowcount
+
+    def purge_dead(self, c: sqlite3.Connection, queue: str, now: int) -> int:
+        return c.execute(sql.PURGE_DEAD, {"queue": queue, "now": now}).rowcount
+
+    def ack(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now}
+        return c.execute(sql.ACK, params).rowcount == 1
+
+    def ack_batch(
+        self, c: sqlite3.Connection, queue: str, job_ids: Sequence[int], worker_id: str, now: int
+    ) -> int:
+        acked = 0
+        for start, size in _batches(len(job_ids)):
+            params = [*job_ids[start : start + size], queue, worker_id, now]
+            acked += c.execute(sql.ACK_FOR_WORKER[size], params).rowcount
+        return acked
+
+    def heartbeat(
+        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, deadline: int
+    ) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
+        return c.execute(sql.HEARTBEAT, params).rowcount == 1
+
+    def reschedule(
+        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int
+    ) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now, "run_at": run_at}
+        return c.execute(sql.RESCHEDULE, params).rowcount == 1
+
+    def bury(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, error: str) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now, "error": error}
+        return c.execute(sql.BURY, params).rowcount == 1
+
+    def cancel(self, c: sqlite3.Connection, queue: str, job_id: int) -> bool:
+        return c.execute(sql.CANCEL, {"id": job_id, "queue": queue}).rowcount == 1
+
+    def get_job(self, c: sqlite3.Connection, job_id: int, queue: str | None) -> Job | None:
+        cursor = c.cursor()
+        cursor.row_factory = None  # an attached caller's connection may have its own
+        if queue is None:
+            row = cursor.execute(sql.GET_JOB, {"id": job_id}).fetchone()
+        else:
+            row = cursor.execute(sql.GET_JOB_IN_QUEUE, {"id": job_id, "queue": queue}).fetchone()
+        return None if row is None else job_from_row(row)
+
+    def next_wake_at(self, c: sqlite3.Connection, queue: str, now: int) -> int | None:
+        row = c.execute(sql.NEXT_WAKE_AT, {"queue": queue, "now": now}).fetchone()
+        due = [instant for instant in row if instant is not None]  # next run_at, next deadline
+        return int(min(due)) if due else None
+
+    # -- locks ----------------------------------------------------------------------
+    def lock_acquire(
+        self, c: sqlite3.Connection, name: str, owner: str, now: int, expires_at: int
+    ) -> bool:
+        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
+        return c.execute(sql.LOCK_ACQUIRE, params).rowcount == 1
+
+    def lock_renew(
+        self, c: sqlite3.Connection, name: str, owner: str, now: int, expires_at: int
+    ) -> bool:
+        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
+        return c.execute(sql.LOCK_RENEW, params).rowcount == 1
+
+    def lock_release(self, c: sqlite3.Connection, name: str, owner: str, now: int) -> bool:
+        params = {"name": name, "owner": owner, "now": now}
+        return c.execute(sql.LOCK_RELEASE, params).rowcount == 1
+
+    def lock_holder(self, c: sqlite3.Connection, name: str, now: int) -> LockInfo | None:
+        row = c.execute(sql.LOCK_HOLDER, {"name": name, "now": now}).fetchone()
+        return None if row is None else LockInfo(owner=row[0], expires_at=row[1])
+
+
+def _batches(count: int) -> Iterator[tuple[int, int]]:
+    """``(start, size)`` slices covering ``count`` items, sizes from ``BATCH_SIZES``."""
+    start = 0
+    for size in sql.BATCH_SIZES:
+        while count - start >= size:
+            yield start, size
+            start += size
+
+
+def _journal_mode(conn: sqlite3.Connection) -> str:
+    (mode,) = conn.execute(sql.JOURNAL_MODE).fetchone()
+    return str(mode).lower()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is open; a failing rollback must not hide the
+    error that caused it (the pool discards a connection left in a transaction)."""
+    if conn.in_transaction:
+        try:
+            conn.execute(sql.ROLLBACK)
+        except sqlite3.Error:
+            pass
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -1,0 +1,78 @@
+"""The ``alkstore.EngineProvider`` registered under the entry point ``sqlite``."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from alkstore import Capabilities, EngineSpec, Store
+from alkstore.clock import Clock
+from alkstore.constants import CONTRACT_VERSION
+from alkstore.core import CoreStore
+
+from .driver import SqliteDriver
+from .options import parse_options
+from .url import database_path, database_url
+
+__version__ = "0.1.0"
+
+ENGINE_NAME = "sqlite"
+PROVISIONED_FILE = "store.db"
+
+
+class SqliteEngine:
+    name = ENGINE_NAME
+    version = __version__
+    contract_version = CONTRACT_VERSION
+    # The scheduler, streams and pub/sub profiles come later (their tables'
+    # names are kept free in schema.py; pub/sub will ride the watcher).
+    capabilities = Capabilities(scheduler=False, streams=False, pubsub=False)
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        """Open ``sqlite:///relative.db`` or ``sqlite:////abs/path.db``, creating the
+        file and migrating the engine's tables as needed.
+
+        Options: ``synchronous`` (``"NORMAL"`` default, or ``"FULL"``),
+        ``busy_timeout_s`` (5), ``wake_poll_s`` (0.0003), ``repoll_s`` (the core's
+        safety-net re-poll, 1). Raises ``InvalidOptions`` for a bad URL or option,
+        ``EngineUnavailable`` when the file cannot be opened as a database.
+        """
+        path = database_path(url)
+        options = parse_options(opts)
+        driver = SqliteDriver(path, options)
+        try:
+            return CoreStore(driver, clock=clock, repoll_s=options.repoll_s, engine_name=self.name)
+        except BaseException:
+            driver.close()
+            raise
+
+    @contextmanager
+    def provision(self) -> Iterator[EngineSpec]:
+        """A fresh database file in a new temp dir; the dir is removed afterwards."""
+        directory = tempfile.mkdtemp(prefix="alkstore-sqlite-")
+        try:
+            yield EngineSpec(url=database_url(f"{directory}/{PROVISIONED_FILE}"), opts={})
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def native_connection_factory(self, spec: EngineSpec) -> Callable[[], sqlite3.Connection]:
+        """The conformance kit's hook for ``attach``: each call opens a caller-owned
+        connection to ``spec``'s file with a transaction already begun."""
+        path = database_path(spec.url)
+
+        def connect() -> sqlite3.Connection:
+            conn = sqlite3.connect(path, isolation_level=None)
+            conn.execute("BEGIN")
+            return conn
+
+        return connect
+
+    def __repr__(self) -> str:
+        return f"<alkstore engine {self.name!r} {self.version}>"
+
+
+provider = SqliteEngine()

@@ -1,0 +1,175 @@
+"""The engine-owned tables (``__alkstore_*``) and their versioned migrations.
+
+Every migration runs inside one ``BEGIN IMMEDIATE`` transaction under the
+cross-process writer lock, so processes opening the same file at once apply
+it exactly once: the first applies it, the others find the new version. The
+DDL is ``IF NOT EXISTS`` as well, so a re-run is harmless.
+
+Names kept free for later profiles: ``__alkstore_stream_events`` and
+``__alkstore_stream_offsets`` (streams), ``__alkstore_schedules``
+(scheduler), ``__alkstore_notifications`` (pub/sub).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from alkstore import EngineUnavailable
+
+JOBS = "__alkstore_jobs"
+DEAD = "__alkstore_dead"
+LOCKS = "__alkstore_locks"
+META = "__alkstore_meta"
+
+CLAIM_INDEX = "__alkstore_jobs_claim"
+LAPSE_INDEX = "__alkstore_jobs_lapse"
+EXPIRY_INDEX = "__alkstore_jobs_expiry"
+PURGE_INDEX = "__alkstore_dead_purge"
+
+_V1 = (
+    f"""
+    CREATE TABLE IF NOT EXISTS {META} (
+        key   TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    ) WITHOUT ROWID
+    """,
+    # Live jobs: pending and processing. AUTOINCREMENT, not a plain rowid alias,
+    # so an id is never handed out again after the highest row is acked or
+    # moved to dead (sqlite_sequence remembers the largest id ever used).
+    # 'dead' appears only inside one statement: the trigger below moves the row.
+    # (The CHECK is spelled with OR: an IN list builds a lookup table on every
+    # statement run, which costs a third of a batch insert.)
+    f"""
+    CREATE TABLE IF NOT EXISTS {JOBS} (
+        id                      INTEGER PRIMARY KEY AUTOINCREMENT,
+        queue                   TEXT    NOT NULL,
+        state                   TEXT    NOT NULL
+            CHECK (state = 'pending' OR state = 'processing' OR state = 'dead'),
+        payload                 TEXT    NOT NULL,
+        priority                INTEGER NOT NULL,
+        attempts                INTEGER NOT NULL DEFAULT 0,
+        max_attempts            INTEGER NOT NULL,
+        created_at              INTEGER NOT NULL,
+        run_at                  INTEGER NOT NULL,
+        claimed_at              INTEGER,
+        deadline                INTEGER,
+        expires_at              INTEGER,
+        worker_id               TEXT,
+        visibility_timeout_s    INTEGER NOT NULL,
+        backoff_base_s          INTEGER NOT NULL,
+        dead_letter_retention_s INTEGER,
+        last_error              TEXT,
+        died_at                 INTEGER
+    )
+    """,
+    # The claim path: pending rows of a queue in claim order, so a claim reads
+    # the first rows of the index and stops, whatever the backlog (the rowid,
+    # i.e. the id, ends every index entry and breaks ties).
+    f"""
+    CREATE INDEX IF NOT EXISTS {CLAIM_INDEX}
+        ON {JOBS} (queue, priority DESC, run_at) WHERE state = 'pending'
+    """,
+    # Claimed rows by deadline: lapsed claims (reclaim, exhaustion) and the next
+    # deadline are a range read over in-flight work only.
+    f"""
+    CREATE INDEX IF NOT EXISTS {LAPSE_INDEX}
+        ON {JOBS} (queue, deadline) WHERE state = 'processing'
+    """,
+    # Only jobs enqueued with `expires` are indexed for the expiry sweep.
+    f"""
+    CREATE INDEX IF NOT EXISTS {EXPIRY_INDEX}
+        ON {JOBS} (queue, expires_at) WHERE expires_at IS NOT NULL
+    """,
+    # Dead rows keep their id, never sit on the claim path, and carry why they died.
+    f"""
+    CREATE TABLE IF NOT EXISTS {DEAD} (
+        id                      INTEGER PRIMARY KEY,
+        queue                   TEXT    NOT NULL,
+        payload                 TEXT    NOT NULL,
+        priority                INTEGER NOT NULL,
+        attempts                INTEGER NOT NULL,
+        max_attempts            INTEGER NOT NULL,
+        created_at              INTEGER NOT NULL,
+        run_at                  INTEGER NOT NULL,
+        claimed_at              INTEGER,
+        expires_at              INTEGER,
+        worker_id               TEXT,
+        visibility_timeout_s    INTEGER NOT NULL,
+        backoff_base_s          INTEGER NOT NULL,
+        dead_letter_retention_s INTEGER,
+        last_error              TEXT    NOT NULL,
+        died_at                 INTEGER NOT NULL
+    )
+    """,
+    # Retention purge: only rows with a retention are indexed, by their purge instant.
+    f"""
+    CREATE INDEX IF NOT EXISTS {PURGE_INDEX}
+        ON {DEAD} (queue, died_at + dead_letter_retention_s)
+        WHERE dead_letter_retention_s IS NOT NULL
+    """,
+    # Setting state = 'dead' moves the row to the dead table. A statement and
+    # the triggers it fires are atomic in SQLite, so every move (fail, retry at
+    # budget, exhaustion, expiry) is ONE statement: it cannot half-happen, in
+    # the engine's own transactions or inside a caller's.
+    f"""
+    CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_move_to_dead
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+    f"""
+    CREATE TABLE IF NOT EXISTS {LOCKS} (
+        name       TEXT    PRIMARY KEY,
+        owner      TEXT    NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+"""``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
+
+LATEST_VERSION = len(MIGRATIONS)
+
+_META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
+_READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"
+_WRITE_VERSION = (
+    f"INSERT INTO {META} (key, value) VALUES ('schema_version', :version) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The version stored in the file (0 for a database alkstore never opened)."""
+    (exists,) = conn.execute(_META_EXISTS).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute(_READ_VERSION).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Inside the caller's write transaction: bring the schema to ``LATEST_VERSION``."""
+    version = schema_version(conn)
+    if version > LATEST_VERSION:
+        raise EngineUnavailable(
+            f"the database's alkstore schema is version {version}, newer than this "
+            f"alkstore-sqlite understands ({LATEST_VERSION}); upgrade alkstore-sqlite"
+        )
+    for statements in MIGRATIONS[version:]:
+        for statement in statements:
+            conn.execute(statement)
+    if version != LATEST_VERSION:
+        conn.execute(_WRITE_VERSION, {"version": LATEST_VERSION})
+    return LATEST_VERSION

@@ -1,0 +1,211 @@
+"""Every SQL statement the driver runs, one named constant each.
+
+Values are always bound parameters (``:name``; positional ``?`` where rows are
+bound in bulk); identifiers are the fixed table and index names of ``schema``.
+"now" is always a parameter from the store's clock, never SQLite's own time.
+Python's sqlite3 caches prepared statements by their text, so these constants
+are compiled once per connection.
+"""
+
+from __future__ import annotations
+
+from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
+
+from .schema import CLAIM_INDEX, DEAD, EXPIRY_INDEX, JOBS, LAPSE_INDEX, LOCKS, PURGE_INDEX
+
+BEGIN_WRITE = "BEGIN IMMEDIATE"
+BEGIN_READ = "BEGIN"
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
+
+SYNCHRONOUS = {
+    "NORMAL": "PRAGMA synchronous = NORMAL",
+    "FULL": "PRAGMA synchronous = FULL",
+}
+# Claims sort a handful of rows in a temp b-tree; on disk that costs a temp file per statement.
+TEMP_STORE_MEMORY = "PRAGMA temp_store = MEMORY"
+# A checkpoint runs inside the COMMIT that crosses this many WAL pages, with two
+# fsyncs, while the writer gate is held. Checkpointing every ~16 MB (4 KiB
+# pages) instead of SQLite's ~4 MB makes those stalls four times rarer.
+WAL_AUTOCHECKPOINT = "PRAGMA wal_autocheckpoint = 4000"
+JOURNAL_MODE = "PRAGMA journal_mode"
+JOURNAL_MODE_WAL = "PRAGMA journal_mode = WAL"
+DATA_VERSION = "PRAGMA data_version"
+DATABASE_LIST = "PRAGMA database_list"
+
+_LIVE_COLUMNS = ", ".join(JOB_COLUMNS)
+_DEAD_COLUMNS = ", ".join("'dead' AS state" if c == "state" else c for c in JOB_COLUMNS)
+
+# -- queues ---------------------------------------------------------------------
+
+INSERT_JOB = f"""
+INSERT INTO {JOBS} (
+    queue, state, payload, priority, created_at, run_at, expires_at, max_attempts,
+    visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+"""Positional, in the order of ``driver.NEW_JOB_PARAMS``."""
+
+BATCH_SIZES = (64, 32, 16, 8, 4, 2, 1)
+"""Batches run as multi-row statements of these sizes: one statement per 64 rows
+runs far faster than a statement per row, and a fixed set of sizes keeps the
+prepared-statement cache small."""
+
+
+def _insert_alike(rows: int) -> str:
+    payloads = ", ".join(f"(?{10 + row})" for row in range(rows))
+    return f"""
+INSERT INTO {JOBS} (
+    queue, state, payload, priority, created_at, run_at, expires_at, max_attempts,
+    visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+)
+SELECT ?1, 'pending', column1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM (VALUES {payloads})
+"""
+
+
+INSERT_JOBS_ALIKE = {size: _insert_alike(size) for size in BATCH_SIZES}
+"""Jobs stamped alike (one enqueue_many): ``?1``-``?9`` are the stamps in the order of
+``driver.STAMPS``, then one payload per row, inserted in VALUES order."""
+
+LAST_INSERT_ID = "SELECT last_insert_rowid()"
+
+# One statement. An OR over "pending and due" / "processing and lapsed" would
+# defeat ordered index use, so each kind is read by its own index, each
+# already LIMITed: pending rows straight off the claim index in claim order
+# (INDEXED BY pins that plan: a run_at range over any other index would sort
+# the whole ready backlog), lapsed rows off the deadline index (only lapsed
+# claims are sorted). At most 2 * limit candidates are then ordered and cut.
+CLAIM = f"""
+UPDATE {JOBS}
+   SET state = 'processing',
+       attempts = attempts + 1,
+       claimed_at = :now,
+       worker_id = :worker_id,
+       deadline = :now + visibility_timeout_s
+ WHERE id IN (
+    SELECT id FROM (
+        SELECT id, priority, run_at FROM (
+            SELECT id, priority, run_at FROM {JOBS} INDEXED BY {CLAIM_INDEX}
+             WHERE queue = :queue AND state = 'pending' AND run_at <= :now
+               AND (expires_at IS NULL OR expires_at > :now)
+               AND attempts < max_attempts
+             ORDER BY priority DESC, run_at, id
+             LIMIT :limit)
+        UNION ALL
+        SELECT id, priority, run_at FROM (
+            SELECT id, priority, run_at FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+             WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+               AND (expires_at IS NULL OR expires_at > :now)
+               AND attempts < max_attempts
+             ORDER BY priority DESC, run_at, id
+             LIMIT :limit))
+     ORDER BY priority DESC, run_at, id
+     LIMIT :limit)
+RETURNING {_LIVE_COLUMNS}
+"""
+
+# Moves: setting state = 'dead' fires the trigger that moves the row (see schema).
+BURY_EXHAUSTED = f"""
+UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
+   SET state = 'dead', last_error = '{ERROR_EXHAUSTED}', died_at = :now
+ WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+   AND attempts >= max_attempts
+"""
+
+BURY_EXPIRED = f"""
+UPDATE {JOBS} INDEXED BY {EXPIRY_INDEX}
+   SET state = 'dead', last_error = '{ERROR_EXPIRED}', died_at = :now
+ WHERE queue = :queue AND expires_at <= :now
+"""
+
+PURGE_DEAD = f"""
+DELETE FROM {DEAD} INDEXED BY {PURGE_INDEX}
+ WHERE queue = :queue AND dead_letter_retention_s IS NOT NULL
+   AND died_at + dead_letter_retention_s < :now
+"""
+
+# Handle ops: valid only under the very claim (id, attempt) with its deadline ahead.
+_VALID_CLAIM = "id = :id AND state = 'processing' AND attempts = :attempt AND deadline > :now"
+
+ACK = f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}"
+
+# NOT INDEXED still allows the primary key: the rows are fetched by id, never by
+# a range over every in-flight claim of the queue (which the planner may prefer).
+ACK_FOR_WORKER = {
+    size: f"""
+DELETE FROM {JOBS} NOT INDEXED
+ WHERE id IN ({", ".join(["?"] * size)})
+   AND queue = ? AND worker_id = ? AND state = 'processing' AND deadline > ?
+"""
+    for size in BATCH_SIZES
+}
+"""Positional: ``size`` ids, then queue, worker_id, now."""
+
+HEARTBEAT = f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}"
+
+RESCHEDULE = f"""
+UPDATE {JOBS}
+   SET state = 'pending', run_at = :run_at, worker_id = NULL, claimed_at = NULL, deadline = NULL
+ WHERE {_VALID_CLAIM}
+"""
+
+BURY = f"""
+UPDATE {JOBS} SET state = 'dead', last_error = :error, died_at = :now WHERE {_VALID_CLAIM}
+"""
+
+CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue"
+
+GET_JOB = f"""
+SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id
+UNION ALL
+SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id
+"""
+
+GET_JOB_IN_QUEUE = f"""
+SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id AND queue = :queue
+UNION ALL
+SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
+"""
+
+# The earliest future run_at among pending rows without a second index on
+# (queue, run_at), which every enqueue would pay for: walk the claim index's
+# distinct priorities (one seek each) and take the first run_at > now in each.
+# Cost grows with the number of distinct pending priorities, not the backlog.
+# The earliest future deadline comes straight off the deadline index.
+NEXT_WAKE_AT = f"""
+WITH RECURSIVE priorities (priority) AS (
+    SELECT max(priority) FROM {JOBS} INDEXED BY {CLAIM_INDEX}
+     WHERE queue = :queue AND state = 'pending'
+    UNION ALL
+    SELECT (SELECT max(j.priority) FROM {JOBS} AS j INDEXED BY {CLAIM_INDEX}
+             WHERE j.queue = :queue AND j.state = 'pending' AND j.priority < p.priority)
+      FROM priorities AS p
+     WHERE p.priority IS NOT NULL
+)
+SELECT
+    (SELECT min((SELECT min(j.run_at) FROM {JOBS} AS j INDEXED BY {CLAIM_INDEX}
+                  WHERE j.queue = :queue AND j.state = 'pending'
+                    AND j.priority = p.priority AND j.run_at > :now))
+       FROM priorities AS p
+      WHERE p.priority IS NOT NULL),
+    (SELECT min(deadline) FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+      WHERE queue = :queue AND state = 'processing' AND deadline > :now)
+"""
+
+# -- locks ----------------------------------------------------------------------
+
+LOCK_ACQUIRE = f"""
+INSERT INTO {LOCKS} (name, owner, expires_at) VALUES (:name, :owner, :expires_at)
+ON CONFLICT (name) DO UPDATE
+   SET owner = excluded.owner, expires_at = excluded.expires_at
+ WHERE {LOCKS}.expires_at <= :now OR {LOCKS}.owner = excluded.owner
+"""
+
+LOCK_RENEW = f"""
+UPDATE {LOCKS} SET expires_at = :expires_at
+ WHERE name = :name AND owner = :owner AND expires_at > :now
+"""
+
+LOCK_RELEASE = f"DELETE FROM {LOCKS} WHERE name = :name AND owner = :owner AND expires_at > :now"
+
+LOCK_HOLDER = f"SELECT owner, expires_at FROM {LOCKS} WHERE name = :name AND expires_at > :now"

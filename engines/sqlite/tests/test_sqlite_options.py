@@ -1,0 +1,83 @@
+"""Engine options: validated by name before anything opens, and applied to every connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_helpers import StoreFactory, shared_state
+
+import alkstore
+from alkstore import InvalidOptions
+from alkstore_sqlite import SqliteOptions, parse_options
+
+
+def _pragma(store: alkstore.Store, name: str) -> Any:
+    with store.transaction() as tx:
+        return tx.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+def test_defaults() -> None:
+    assert parse_options({}) == SqliteOptions(
+        synchronous="NORMAL", busy_timeout_s=5.0, wake_poll_s=0.0003, repoll_s=1.0
+    )
+
+
+def test_synchronous_normal_is_the_default(open_store: StoreFactory) -> None:
+    assert _pragma(open_store(), "synchronous") == 1  # NORMAL
+
+
+def test_synchronous_full_is_applied(open_store: StoreFactory) -> None:
+    assert _pragma(open_store(synchronous="FULL"), "synchronous") == 2  # FULL
+
+
+def test_synchronous_is_case_insensitive() -> None:
+    assert parse_options({"synchronous": "full"}).synchronous == "FULL"
+
+
+def test_busy_timeout_is_applied(open_store: StoreFactory) -> None:
+    assert _pragma(open_store(busy_timeout_s=2.5), "busy_timeout") == 2500
+
+
+def test_the_database_is_in_wal_mode(open_store: StoreFactory) -> None:
+    assert _pragma(open_store(), "journal_mode") == "wal"
+
+
+@pytest.mark.parametrize(
+    ("opts", "field"),
+    [
+        ({"synchronous": "OFF"}, "synchronous"),
+        ({"synchronous": "EXTRA"}, "synchronous"),
+        ({"synchronous": 1}, "synchronous"),
+        ({"busy_timeout_s": 0}, "busy_timeout_s"),
+        ({"busy_timeout_s": -1}, "busy_timeout_s"),
+        ({"busy_timeout_s": True}, "busy_timeout_s"),
+        ({"busy_timeout_s": float("nan")}, "busy_timeout_s"),
+        ({"busy_timeout_s": "5"}, "busy_timeout_s"),
+        ({"wake_poll_s": 0}, "wake_poll_s"),
+        ({"wake_poll_s": 2}, "wake_poll_s"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidOptions, match=field):
+        parse_options(opts)
+
+
+def test_unknown_options_are_refused_naming_them_and_the_known_ones() -> None:
+    with pytest.raises(InvalidOptions, match=r"schema.*the options are busy_timeout_s"):
+        parse_options({"schema": "x"})
+
+
+@pytest.mark.parametrize("repoll_s", [0, -1, "1", 7200])
+def test_a_bad_repoll_is_refused_and_leaves_nothing_open(url: str, repoll_s: Any) -> None:
+    with pytest.raises(InvalidOptions, match="repoll_s"):
+        alkstore.open(url, repoll_s=repoll_s)
+    assert shared_state(url) is None
+
+
+def test_bad_options_are_refused_before_the_file_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "never.db"
+    with pytest.raises(InvalidOptions):
+        alkstore.open(f"sqlite:///{path}", synchronous="sometimes")
+    assert not path.exists()

@@ -1,0 +1,172 @@
+"""The hot statements read the partial indexes, and their cost does not grow with the backlog.
+
+Plans are checked with ``EXPLAIN QUERY PLAN`` (no full scan of an engine
+table, no sort over rows read from the pending backlog), and cost with the
+number of SQLite VM instructions one run executes, at a backlog of 100 and
+of 20,000 rows: a deterministic measure, unlike time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_helpers import StoreFactory, instructions, query_plan, sorted_beside
+
+import alkstore
+from alkstore import EnqueueOpts, QueueOpts, Store
+from alkstore.testing import FakeClock
+from alkstore_sqlite import database_url
+from alkstore_sqlite import statements as sql
+from alkstore_sqlite.schema import CLAIM_INDEX, EXPIRY_INDEX, LAPSE_INDEX, PURGE_INDEX
+
+NOW = 1_700_000_000
+DEPTH = 20_000
+QUEUE = "backlog"
+
+CLAIM = {"queue": QUEUE, "worker_id": "w", "now": NOW, "limit": 10}
+QUEUE_NOW = {"queue": QUEUE, "now": NOW}
+HANDLE = {"id": 1, "attempt": 1, "now": NOW, "deadline": NOW, "run_at": NOW, "error": "e"}
+
+
+def _fill(store: Store, depth: int, opts: EnqueueOpts | None = None) -> None:
+    queue = store.queue(QUEUE, QueueOpts(dead_letter_retention_s=60))
+    for start in range(0, depth, 1000):
+        queue.enqueue_many([{"n": n} for n in range(start, min(depth, start + 1000))], opts)
+
+
+def _backlog(store: Store, depth: int) -> None:
+    """``depth`` ready jobs, some in flight, some delayed, some dead, some expiring."""
+    _fill(store, depth)
+    _fill(store, 50, EnqueueOpts(delay=3600, priority=5))
+    _fill(store, 50, EnqueueOpts(expires=3600))
+    queue = store.queue(QUEUE)
+    for handle in queue.claim_batch("w", 20)[:10]:
+        handle.fail("dead")
+
+
+@pytest.fixture
+def conn(db_path: Path) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(str(db_path), isolation_level=None)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def deep(open_store: StoreFactory, conn: sqlite3.Connection) -> sqlite3.Connection:
+    """A database with a backlog of DEPTH ready jobs, statistics gathered by ANALYZE
+    (so the planner sees the real shape of the data)."""
+    _backlog(open_store(clock=FakeClock(NOW)), DEPTH)
+    conn.execute("ANALYZE")
+    return conn
+
+
+def _details(plan: list[tuple[int, int, str]]) -> list[str]:
+    return [detail for _, _, detail in plan]
+
+
+def _assert_no_table_scan(plan: list[tuple[int, int, str]]) -> None:
+    scans = [d for d in _details(plan) if d.startswith("SCAN __alkstore")]
+    assert scans == [], plan
+
+
+def test_claim_reads_pending_rows_in_claim_index_order_without_sorting_them(
+    deep: sqlite3.Connection,
+) -> None:
+    plan = query_plan(deep, sql.CLAIM, CLAIM)
+    details = _details(plan)
+    assert f"SEARCH __alkstore_jobs USING INDEX {CLAIM_INDEX} (queue=?)" in details
+    assert f"SEARCH __alkstore_jobs USING INDEX {LAPSE_INDEX} (queue=? AND deadline<?)" in details
+    _assert_no_table_scan(plan)
+    # Sorts happen only over lapsed claims and over the 2 * limit candidates.
+    assert not [d for d in sorted_beside(plan) if CLAIM_INDEX in d], plan
+
+
+def test_claim_updates_its_rows_by_primary_key(deep: sqlite3.Connection) -> None:
+    details = _details(query_plan(deep, sql.CLAIM, CLAIM))
+    assert "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)" in details
+
+
+def test_bury_exhausted_is_a_range_read_of_lapsed_claims(deep: sqlite3.Connection) -> None:
+    plan = query_plan(deep, sql.BURY_EXHAUSTED, QUEUE_NOW)
+    assert _details(plan) == [
+        f"SEARCH __alkstore_jobs USING INDEX {LAPSE_INDEX} (queue=? AND deadline<?)"
+    ]
+
+
+def test_next_wake_at_seeks_the_claim_and_deadline_indexes(deep: sqlite3.Connection) -> None:
+    plan = query_plan(deep, sql.NEXT_WAKE_AT, QUEUE_NOW)
+    details = _details(plan)
+    assert any(CLAIM_INDEX in d and d.startswith("SEARCH") for d in details), plan
+    assert f"SEARCH __alkstore_jobs USING INDEX {LAPSE_INDEX} (queue=? AND deadline>?)" in details
+    _assert_no_table_scan(plan)
+    assert not [d for d in details if "TEMP B-TREE" in d], plan
+
+
+def test_sweeping_expired_rows_reads_only_rows_with_an_expiry(deep: sqlite3.Connection) -> None:
+    (step,) = _details(query_plan(deep, sql.BURY_EXPIRED, QUEUE_NOW))
+    assert step.startswith("SEARCH __alkstore_jobs USING")
+    assert step.endswith(f"INDEX {EXPIRY_INDEX} (queue=? AND expires_at<?)")
+
+
+def test_purging_dead_rows_reads_only_rows_with_a_retention(deep: sqlite3.Connection) -> None:
+    plan = query_plan(deep, sql.PURGE_DEAD, QUEUE_NOW)
+    assert _details(plan) == [
+        f"SEARCH __alkstore_dead USING INDEX {PURGE_INDEX} (queue=? AND <expr><?)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "statement", [sql.ACK, sql.HEARTBEAT, sql.RESCHEDULE, sql.BURY, sql.CANCEL], ids=str.split
+)
+def test_handle_ops_touch_one_row_by_primary_key(deep: sqlite3.Connection, statement: str) -> None:
+    params: dict[str, Any] = {**HANDLE, "queue": QUEUE}
+    plan = query_plan(deep, statement, params)
+    assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
+
+
+def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:
+    params = [1, 2, 3, 4, QUEUE, "w", NOW]
+    plan = query_plan(deep, sql.ACK_FOR_WORKER[4], params)
+    assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
+
+
+def test_get_job_looks_up_both_tables_by_primary_key(deep: sqlite3.Connection) -> None:
+    plan = query_plan(deep, sql.GET_JOB, {"id": 1})
+    searches = [d for d in _details(plan) if d.startswith(("SEARCH", "SCAN"))]
+    assert searches == [
+        "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)",
+        "SEARCH __alkstore_dead USING INTEGER PRIMARY KEY (rowid=?)",
+    ]
+
+
+# -- cost does not grow with the backlog ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [sql.CLAIM, sql.BURY_EXHAUSTED, sql.NEXT_WAKE_AT, sql.BURY_EXPIRED, sql.PURGE_DEAD],
+    ids=["claim", "bury_exhausted", "next_wake_at", "bury_expired", "purge_dead"],
+)
+def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement: str) -> None:
+    costs = []
+    for depth in (100, DEPTH):
+        path = tmp_path / f"depth-{depth}.db"
+        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
+        try:
+            _backlog(store, depth)
+        finally:
+            store.close()
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            params = CLAIM if statement is sql.CLAIM else QUEUE_NOW
+            costs.append(instructions(conn, statement, params))
+        finally:
+            conn.close()
+    shallow, deep_cost = costs
+    # A handful of extra b-tree levels at most; a scan of the backlog would be 200x.
+    assert deep_cost <= shallow * 1.2 + 50, costs
