@@ -105,6 +105,19 @@ def claim_ack_single(url: str, n: int) -> tuple[float, float]:
         return timer.rates(n)
 
 
+def claim_wait_ack(url: str, n: int) -> tuple[float, float]:
+    """A worker loop over a full queue: every claim_wait registers with the watcher."""
+    with alkstore.open(url) as store:
+        fill(store, n)
+        queue = store.queue(QUEUE)
+        done = 0
+        with Timer() as timer:
+            while (handle := queue.claim_wait("w", timeout=0)) is not None:
+                done += handle.ack()
+        assert done == n, done
+        return timer.rates(n)
+
+
 def claim_batch_100(url: str, n: int) -> tuple[float, float]:
     with alkstore.open(url) as store:
         fill(store, n)
@@ -272,6 +285,78 @@ def wake_latency(url: str, rounds: int = 300, idle_s: float = 3.0) -> tuple[floa
     return p50, p99, cpu
 
 
+# -- the profiles ------------------------------------------------------------------
+
+STREAM = "bench-stream"
+CHANNEL = "bench-channel"
+
+
+def stream_append_single(url: str, n: int) -> tuple[float, float]:
+    with alkstore.open(url) as store:
+        stream = store.stream(STREAM)
+        items = [payload(i) for i in range(n)]
+        with Timer() as timer:
+            for item in items:
+                stream.append(item)
+        return timer.rates(n)
+
+
+def stream_read_100(url: str, n: int) -> tuple[float, float]:
+    with alkstore.open(url) as store:
+        for start in range(0, n, 1000):
+            with store.transaction() as tx:
+                for i in range(start, min(n, start + 1000)):
+                    tx.stream_append(STREAM, payload(i))
+        stream = store.stream(STREAM)
+        seen = 0
+        with Timer() as timer:
+            while events := stream.read(after=seen, limit=100):
+                seen = events[-1].offset
+        assert seen == n, seen
+        return timer.rates(n)
+
+
+def _subscriber(url: str, rounds: int, idle_s: float, conn: Any) -> None:
+    with alkstore.open(url) as store, store.subscribe(CHANNEL) as subscription:
+        # The watcher's CPU cost while a subscription is open and nothing arrives.
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        assert subscription.get(timeout=idle_s) is None
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        conn.send(cpu / idle_s)
+        for _ in range(rounds):
+            message = subscription.get(timeout=10)
+            arrived = time.monotonic()
+            assert message is not None
+            conn.send(arrived)
+
+
+def pubsub_latency(url: str, rounds: int = 300, idle_s: float = 3.0) -> tuple[float, float, float]:
+    """(p50 ms, p99 ms, subscriber CPU fraction of one core while idle), from the moment
+    the publisher's notify returned (committed) to the other process's get returning."""
+    with alkstore.open(url):
+        pass  # create the schema before the subscriber starts
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_subscriber, args=(url, rounds, idle_s, child))
+    proc.start()
+    latencies = []
+    with alkstore.open(url) as store:
+        cpu = parent.recv()
+        for i in range(rounds):
+            time.sleep(0.005)  # one message in flight at a time
+            store.notify(CHANNEL, payload(i))
+            committed = time.monotonic()
+            latencies.append(parent.recv() - committed)
+    proc.join()
+    latencies.sort()
+    p50 = statistics.median(latencies) * 1000
+    p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
+    return p50, p99, cpu
+
+
+LATENCIES = ("wake_latency", "pubsub_latency")
+
 WORKLOADS: dict[str, Callable[..., Any]] = {
     "plain_insert": plain_insert,
     "plain_insert_many_1000": plain_insert_many_1000,
@@ -279,10 +364,14 @@ WORKLOADS: dict[str, Callable[..., Any]] = {
     "enqueue": enqueue_single,
     "enqueue_many_1000": enqueue_many_1000,
     "claim_ack": claim_ack_single,
+    "claim_wait_ack": claim_wait_ack,
     "claim_batch_100": claim_batch_100,
     "drain_4_processes": drain_4_processes,
     "drain_4_processes_no_gate": drain_4_processes_no_gate,
     "wake_latency": wake_latency,
+    "stream_append": stream_append_single,
+    "stream_read_100": stream_read_100,
+    "pubsub_latency": pubsub_latency,
 }
 
 
@@ -296,11 +385,11 @@ def main(argv: list[str]) -> None:
         runs = []
         for _ in range(args.repeat):
             with fresh_url() as url:
-                if name == "wake_latency":
-                    runs.append(wake_latency(url))
+                if name in LATENCIES:
+                    runs.append(WORKLOADS[name](url))
                 else:
                     runs.append(WORKLOADS[name](url, args.jobs))
-        if name == "wake_latency":
+        if name in LATENCIES:
             best = min(runs)
             print(
                 f"{name:28} p50 {best[0]:.3f} ms  p99 {best[1]:.3f} ms  "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -154,5 +155,74 @@ def open_and_enqueue(url: str, results: Any) -> None:
     try:
         with alkstore.open(url, clock=FakeClock(1_700_000_000)) as store:
             results.put(store.queue("q").enqueue({"opened": True}))
+    except Exception as exc:
+        results.put(repr(exc))
+
+
+# -- profiles: scheduler, streams, pub/sub ------------------------------------------
+
+
+def append_events(
+    url: str, stream: str, writer: str, threads: int, count: int, results: Any
+) -> None:
+    """From ``threads`` threads, append ``count`` events each to ``stream``, alternating
+    lone appends with transactions that hold the offsets they took for a moment
+    before committing; put ``(offsets, errors)`` on ``results``."""
+    store = alkstore.open(url)
+    offsets: list[int] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def work(thread: int) -> None:
+        stream_handle = store.stream(stream)
+        for n in range(count):
+            payload = {"writer": writer, "thread": thread, "n": n}
+            try:
+                if n % 2:
+                    taken = [stream_handle.append(payload)]
+                else:
+                    with store.transaction() as tx:
+                        taken = [tx.stream_append(stream, payload), tx.stream_append(stream, n)]
+                        time.sleep(0.001)  # a reader polls meanwhile (widening the window)
+                with lock:
+                    offsets.extend(taken)
+            except Exception as exc:
+                with lock:
+                    errors.append(repr(exc))
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    store.close()
+    results.put((offsets, errors))
+
+
+def publish_messages(url: str, channel: str, count: int) -> None:
+    """Publish ``0 .. count - 1`` on ``channel`` (every third in a transaction, plus one
+    rolled-back transaction's message), then ``"done"``."""
+    with alkstore.open(url) as store:
+        for n in range(count):
+            if n % 3:
+                store.notify(channel, n)
+            else:
+                with store.transaction() as tx:
+                    tx.notify(channel, n)
+        try:
+            with store.transaction() as tx:
+                tx.notify(channel, "rolled back")
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        store.notify(channel, "done")
+
+
+def tick_at(url: str, now: int, worker_id: str, rounds: int, results: Any) -> None:
+    """Tick the schedules ``rounds`` times at ``now`` as ``worker_id``; put the total of
+    fired boundaries (or the error) on ``results``."""
+    try:
+        with alkstore.open(url, clock=FakeClock(now)) as store:
+            results.put(sum(store.tick_schedules(worker_id).fired for _ in range(rounds)))
     except Exception as exc:
         results.put(repr(exc))

@@ -20,7 +20,11 @@ def _pragma(store: alkstore.Store, name: str) -> Any:
 
 def test_defaults() -> None:
     assert parse_options({}) == SqliteOptions(
-        synchronous="NORMAL", busy_timeout_s=5.0, wake_poll_s=0.0003, repoll_s=1.0
+        synchronous="NORMAL",
+        busy_timeout_s=5.0,
+        wake_poll_s=0.0003,
+        repoll_s=1.0,
+        notifications_keep=10_000,
     )
 
 
@@ -57,6 +61,10 @@ def test_the_database_is_in_wal_mode(open_store: StoreFactory) -> None:
         ({"busy_timeout_s": "5"}, "busy_timeout_s"),
         ({"wake_poll_s": 0}, "wake_poll_s"),
         ({"wake_poll_s": 2}, "wake_poll_s"),
+        ({"notifications_keep": 0}, "notifications_keep"),
+        ({"notifications_keep": 2.5}, "notifications_keep"),
+        ({"notifications_keep": True}, "notifications_keep"),
+        ({"notifications_keep": "10"}, "notifications_keep"),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:

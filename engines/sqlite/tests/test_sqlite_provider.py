@@ -22,8 +22,15 @@ def test_the_entry_point_sqlite_loads_the_provider() -> None:
 
 def test_the_provider_names_itself_and_its_capabilities() -> None:
     assert (provider.name, provider.contract_version) == ("sqlite", "1")
-    assert provider.capabilities == Capabilities(scheduler=False, streams=False, pubsub=False)
-    assert provider.capabilities.profiles() >= {"transactions", "attach", "locks"}
+    assert provider.capabilities == Capabilities(scheduler=True, streams=True, pubsub=True)
+    assert provider.capabilities.profiles() >= {
+        "transactions",
+        "attach",
+        "locks",
+        "scheduler",
+        "streams",
+        "pubsub",
+    }
 
 
 def test_provision_yields_a_fresh_file_in_a_temp_dir_and_removes_the_dir() -> None:

@@ -21,7 +21,17 @@ from alkstore import EnqueueOpts, QueueOpts, Store
 from alkstore.testing import FakeClock
 from alkstore_sqlite import database_url
 from alkstore_sqlite import statements as sql
-from alkstore_sqlite.schema import CLAIM_INDEX, EXPIRY_INDEX, LAPSE_INDEX, PURGE_INDEX
+from alkstore_sqlite.schema import (
+    CLAIM_INDEX,
+    DUE_INDEX,
+    EXPIRY_INDEX,
+    LAPSE_INDEX,
+    NOTIFICATIONS,
+    PURGE_INDEX,
+    SCHEDULES,
+    STREAM_EVENTS,
+    STREAM_OFFSETS,
+)
 
 NOW = 1_700_000_000
 DEPTH = 20_000
@@ -169,4 +179,99 @@ def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement
             conn.close()
     shallow, deep_cost = costs
     # A handful of extra b-tree levels at most; a scan of the backlog would be 200x.
+    assert deep_cost <= shallow * 1.2 + 50, costs
+
+
+# -- the profiles: schedules, streams, pub/sub ----------------------------------------
+
+STREAM = {"stream": "s1", "after": 0, "limit": 10, "before": 5, "consumer": "c"}
+
+
+def _fill_profiles(store: Store, depth: int) -> None:
+    """``depth`` schedules, events in each of three streams, and notifications."""
+    for n in range(depth):
+        store.schedule(f"schedule-{n:05}", f"@every {n % 500 + 1}s", "q", {"n": n})
+    with store.transaction() as tx:
+        for n in range(depth):
+            for stream in ("s0", "s1", "s2"):
+                tx.stream_append(stream, {"n": n})
+            tx.notify("c", {"n": n})
+    store.stream("s1").commit("c", depth // 2)
+
+
+@pytest.fixture
+def profiles(open_store: StoreFactory, conn: sqlite3.Connection) -> sqlite3.Connection:
+    _fill_profiles(open_store(clock=FakeClock(NOW)), 2_000)
+    conn.execute("ANALYZE")
+    return conn
+
+
+def test_due_schedules_are_read_off_the_due_index_in_order(profiles: sqlite3.Connection) -> None:
+    plan = _details(query_plan(profiles, sql.SCHEDULES_DUE, {"now": NOW + 60}))
+    assert plan == [f"SEARCH {SCHEDULES} USING INDEX {DUE_INDEX} (next_fire_at<?)"]
+
+
+def test_the_next_fire_at_is_one_seek_of_the_due_index(profiles: sqlite3.Connection) -> None:
+    plan = _details(query_plan(profiles, sql.SCHEDULE_NEXT_FIRE_AT, {}))
+    assert plan == [f"SEARCH {SCHEDULES} USING COVERING INDEX {DUE_INDEX}"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [sql.SCHEDULE_GET, sql.SCHEDULE_ADVANCE, sql.SCHEDULE_DELETE],
+    ids=["get", "advance", "delete"],
+)
+def test_a_schedule_row_is_found_by_its_name(profiles: sqlite3.Connection, statement: str) -> None:
+    params = {"name": "schedule-00007", "expected": NOW, "new_fire_at": NOW + 1}
+    plan = _details(query_plan(profiles, statement, params))
+    assert plan == [f"SEARCH {SCHEDULES} USING PRIMARY KEY (name=?)"]
+
+
+def test_a_stream_read_is_one_range_of_the_primary_key(profiles: sqlite3.Connection) -> None:
+    plan = _details(query_plan(profiles, sql.STREAM_READ, STREAM))
+    assert plan == [f"SEARCH {STREAM_EVENTS} USING PRIMARY KEY (stream=? AND offset>?)"]
+
+
+def test_trimming_a_stream_is_one_range_of_the_primary_key(profiles: sqlite3.Connection) -> None:
+    plan = _details(query_plan(profiles, sql.STREAM_TRIM, STREAM))
+    assert plan == [f"SEARCH {STREAM_EVENTS} USING PRIMARY KEY (stream=? AND offset<?)"]
+
+
+def test_a_consumer_offset_is_found_by_its_key(profiles: sqlite3.Connection) -> None:
+    plan = _details(query_plan(profiles, sql.STREAM_OFFSET, STREAM))
+    assert plan == [f"SEARCH {STREAM_OFFSETS} USING PRIMARY KEY (stream=? AND consumer=?)"]
+
+
+def test_the_watcher_reads_new_notifications_by_id(profiles: sqlite3.Connection) -> None:
+    plan = _details(query_plan(profiles, sql.NOTIFICATIONS_AFTER, {"after": 10, "limit": 100}))
+    assert plan == [f"SEARCH {NOTIFICATIONS} USING INTEGER PRIMARY KEY (rowid>?)"]
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"),
+    [
+        (sql.STREAM_READ, {**STREAM, "after": 50}),
+        (sql.SCHEDULE_NEXT_FIRE_AT, {}),
+        (sql.NOTIFICATIONS_AFTER, {"after": 50, "limit": 10}),
+        (sql.NOTIFICATIONS_OVERFLOW, {"keep": 10_000}),
+    ],
+    ids=["stream_read", "schedule_next_fire_at", "notifications_after", "notifications_overflow"],
+)
+def test_profile_statement_cost_does_not_grow_with_the_rows(
+    tmp_path: Path, statement: str, params: dict[str, Any]
+) -> None:
+    costs = []
+    for depth in (100, 5_000):
+        path = tmp_path / f"depth-{depth}.db"
+        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
+        try:
+            _fill_profiles(store, depth)
+        finally:
+            store.close()
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            costs.append(instructions(conn, statement, params))
+        finally:
+            conn.close()
+    shallow, deep_cost = costs
     assert deep_cost <= shallow * 1.2 + 50, costs

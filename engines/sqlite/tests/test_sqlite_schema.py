@@ -12,6 +12,7 @@ from sqlite_helpers import StoreFactory, open_and_enqueue
 import alkstore
 from alkstore import EngineUnavailable
 from alkstore_sqlite import LATEST_VERSION
+from alkstore_sqlite.schema import MIGRATIONS
 
 
 def _tables(db_path: Path) -> set[str]:
@@ -37,7 +38,17 @@ def test_every_engine_table_and_index_is_under_the_reserved_prefix(
 ) -> None:
     open_store()
     names = _tables(db_path)
-    assert {"__alkstore_jobs", "__alkstore_dead", "__alkstore_locks", "__alkstore_meta"} <= names
+    assert {
+        "__alkstore_jobs",
+        "__alkstore_dead",
+        "__alkstore_locks",
+        "__alkstore_meta",
+        "__alkstore_schedules",
+        "__alkstore_streams",
+        "__alkstore_stream_events",
+        "__alkstore_stream_offsets",
+        "__alkstore_notifications",
+    } <= names
     assert all(name.startswith("__alkstore_") for name in names), names
 
 
@@ -65,6 +76,27 @@ def test_reopening_keeps_the_data_and_the_version(open_store: StoreFactory, db_p
     reopened = open_store()
     assert reopened.queue("q").get_job(job_id) is not None
     assert _version(db_path) == LATEST_VERSION
+
+
+def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
+    db_path: Path, url: str
+) -> None:
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    for statement in MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', 1)")
+    conn.execute(
+        "INSERT INTO __alkstore_jobs (queue, state, payload, priority, max_attempts, created_at,"
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', 'pending', '7', 0, 3, 1, 1,"
+        " 300, 5)"
+    )
+    conn.close()
+    with alkstore.open(url) as store:
+        handle = store.queue("q").claim("w")
+        assert handle is not None
+        assert handle.payload == 7
+        assert store.stream("s").append("works") == 1
+    assert _version(db_path) == LATEST_VERSION == 2
 
 
 def test_a_schema_newer_than_the_engine_is_refused(

@@ -192,24 +192,32 @@ class CoreScheduler:
         return False
 
     def _lead(self, lock: CoreLock, owner: str, stop: StopToken, waiter: Waiter) -> None:
-        store = self._store
-        driver = store._scheduler()
         while not stop.is_set():
             if not lock.renew(owner, SCHEDULER_LEASE_S):
                 raise LeadershipLost(f"scheduler leadership of {owner!r} lapsed or was taken")
-            waiter.clear()
             self._fire_due()
-            next_at = store._read(driver.schedule_next_fire_at)
-            sleep = _MAX_SLEEP_S
-            if next_at is not None:
-                sleep = min(sleep, max(0.0, next_at - store.clock.now()))
-            if not stop.is_set():
-                self._pause(sleep, waiter)
+            self._sleep_until_due(stop, waiter)
 
-    def _pause(self, seconds: float, waiter: Waiter) -> None:
-        """Sleep on the store's clock; a realtime wait also ends on stop or a schedule change."""
+    def _sleep_until_due(self, stop: StopToken, waiter: Waiter) -> None:
+        """Sleep until the next boundary, for at most a third of the lease. A wake
+        before then (a schedule changed, or an engine's wake that cannot tell topics
+        apart) only re-reads the next boundary: renewing and ticking on every wake
+        would make the leader write once per commit on such an engine."""
+        store = self._store
+        driver = store._scheduler()
+        renew_at = store.clock.now() + _MAX_SLEEP_S
+        while not stop.is_set():
+            waiter.clear()  # before the read: a change committed after it wakes the pause
+            next_at = store._read(driver.schedule_next_fire_at)
+            wake_at = renew_at if next_at is None else min(renew_at, next_at)
+            if not self._pause(wake_at - store.clock.now(), waiter):
+                return
+
+    def _pause(self, seconds: float, waiter: Waiter) -> bool:
+        """Sleep on the store's clock; a realtime wait also ends on stop or a schedule
+        change. ``True`` if it ended early for one of those."""
         clock = self._store.clock
         if isinstance(clock, RealtimeClock):
-            waiter.wait(seconds)
-        else:
-            clock.sleep(max(seconds, 0.001))
+            return waiter.wait(max(seconds, 0.0))
+        clock.sleep(max(seconds, 0.001))
+        return False

@@ -3,7 +3,8 @@
 ``alkstore.open("sqlite:///app.db")`` reaches it through the ``alkstore.engines``
 entry point ``sqlite``, which names ``provider``. Stdlib ``sqlite3`` only: WAL
 mode, writes under ``BEGIN IMMEDIATE`` serialized by a cross-process file lock,
-one-statement claims, and a ``data_version`` watcher for cross-process wakes.
+one-statement claims, and a ``data_version`` watcher for cross-process wakes and
+pub/sub delivery. Implements every optional profile: scheduler, streams, pub/sub.
 """
 
 from .driver import SqliteDriver

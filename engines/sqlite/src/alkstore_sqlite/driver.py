@@ -1,5 +1,7 @@
 """``alkstore.driver.Driver`` over stdlib ``sqlite3``: transactions plus one method per statement.
 
+The optional profiles (scheduler, streams, pub/sub) are mixed in from ``profiles``.
+
 The transaction handle ``c`` is the ``sqlite3.Connection`` itself (so
 ``tx.connection`` and ``tx.execute("... ?", params)`` are plain sqlite3).
 
@@ -23,7 +25,7 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any, NoReturn, TypeVar
 
-from alkstore import EngineUnavailable, InvalidOptions
+from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
 from alkstore.driver import WakeSink, job_from_row
 from alkstore.options import NewJob
 from alkstore.values import Job, LockInfo
@@ -32,6 +34,7 @@ from . import statements as sql
 from .connections import ConnectionPool, connect, is_busy, is_unavailable, unavailable
 from .gate import NoGate, WriterGate
 from .options import SqliteOptions
+from .profiles import ProfileStatements
 from .schema import LATEST_VERSION, migrate, schema_version
 from .shared import SharedDatabase, release, share
 
@@ -73,7 +76,7 @@ _NESTED_WRITE = (
 )
 
 
-class SqliteDriver:
+class SqliteDriver(ProfileStatements):
     def __init__(
         self, path: str, options: SqliteOptions, *, serialize_writers: bool = True
     ) -> None:
@@ -104,17 +107,31 @@ class SqliteDriver:
 
     # -- opening ------------------------------------------------------------------
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        """WAL mode and the latest schema; a no-op read when both are already there."""
+        """WAL mode, the latest schema and a pruned notifications table; a read when
+        all three are already there."""
         wal = self._retrying(lambda: _journal_mode(conn) == "wal")
-        if wal and self._transact(conn, schema_version, sql.BEGIN_READ) == LATEST_VERSION:
+        if wal and self._transact(conn, self._is_ready, sql.BEGIN_READ):
             return
         self._gate.acquire()
         try:
             if not wal:
                 self._retrying(lambda: self._enable_wal(conn))
-            self._transact(conn, migrate, sql.BEGIN_WRITE)
+            self._transact(conn, self._migrate_and_prune, sql.BEGIN_WRITE)
         finally:
             self._gate.release()
+
+    def _is_ready(self, conn: sqlite3.Connection) -> bool:
+        if schema_version(conn) != LATEST_VERSION:
+            return False
+        params = {"keep": self._options.notifications_keep}
+        (overflowing,) = conn.execute(sql.NOTIFICATIONS_OVERFLOW, params).fetchone()
+        return not overflowing
+
+    def _migrate_and_prune(self, conn: sqlite3.Connection) -> None:
+        # Pub/sub's hygiene happens here, when a store opens, and nowhere else: the
+        # engine runs nothing on a timer (CONTRACT.md's no-ambient-timers rule).
+        migrate(conn)
+        conn.execute(sql.PRUNE_NOTIFICATIONS, {"keep": self._options.notifications_keep})
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         (mode,) = conn.execute(sql.JOURNAL_MODE_WAL).fetchone()
@@ -257,7 +274,22 @@ class SqliteDriver:
             return
         if sink not in self._sinks:
             self._sinks.add(sink)
-        self._shared.watcher.watch(sink, self._options.wake_poll_s)
+        self._shared.watcher.watch(sink, self._options.wake_poll_s, self._latest_notification)
+
+    def _latest_notification(self) -> int | None:
+        """The newest notification id, in one autocommit read (``None`` if the file
+        cannot be read now: the watcher then starts from its own first read)."""
+        try:
+            conn = self._pool.take()
+        except (StoreClosed, EngineUnavailable):
+            return None
+        try:
+            (latest,) = conn.execute(sql.LATEST_NOTIFICATION).fetchone()
+            return int(latest)
+        except sqlite3.Error:
+            return None
+        finally:
+            self._pool.give(conn)
 
     def announce(self, c: sqlite3.Connection, topics: Sequence[str]) -> None:
         """Nothing to do: every process's watcher sees the commit itself."""

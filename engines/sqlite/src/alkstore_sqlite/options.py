@@ -16,6 +16,8 @@ an OS crash or power loss. ``FULL``: every commit is fsynced and survives both."
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 DEFAULT_WAKE_POLL_S = 0.0003
+DEFAULT_NOTIFICATIONS_KEEP = 10_000
+MAX_NOTIFICATIONS_KEEP = 1_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,8 @@ class SqliteOptions:
     """How often the watcher checks for other connections' commits while someone waits."""
     repoll_s: Any = DEFAULT_REPOLL_S
     """The core's safety-net re-poll of waiting calls (validated by ``CoreStore``)."""
+    notifications_keep: int = DEFAULT_NOTIFICATIONS_KEEP
+    """Opening a store prunes pub/sub's notifications table to the newest this many rows."""
 
 
 _FIELDS = frozenset(SqliteOptions.__dataclass_fields__)
@@ -47,6 +51,11 @@ def parse_options(opts: Mapping[str, Any]) -> SqliteOptions:
         ),
         wake_poll_s=_seconds(opts.get("wake_poll_s", DEFAULT_WAKE_POLL_S), "wake_poll_s", 1.0),
         repoll_s=opts.get("repoll_s", DEFAULT_REPOLL_S),
+        notifications_keep=_count(
+            opts.get("notifications_keep", DEFAULT_NOTIFICATIONS_KEEP),
+            "notifications_keep",
+            MAX_NOTIFICATIONS_KEEP,
+        ),
     )
 
 
@@ -69,3 +78,9 @@ def _seconds(value: object, field: str, maximum: float) -> float:
             f"{field} must be a number of seconds in (0, {maximum:g}], got {value!r}"
         )
     return float(value)
+
+
+def _count(value: object, field: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidOptions(f"{field} must be an int in [1, {maximum:_}], got {value!r}")
+    return value

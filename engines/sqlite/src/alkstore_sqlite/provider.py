@@ -28,9 +28,7 @@ class SqliteEngine:
     name = ENGINE_NAME
     version = __version__
     contract_version = CONTRACT_VERSION
-    # The scheduler, streams and pub/sub profiles come later (their tables'
-    # names are kept free in schema.py; pub/sub will ride the watcher).
-    capabilities = Capabilities(scheduler=False, streams=False, pubsub=False)
+    capabilities = Capabilities(scheduler=True, streams=True, pubsub=True)
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
         """Open ``sqlite:///relative.db`` or ``sqlite:////abs/path.db``, creating the
@@ -38,8 +36,10 @@ class SqliteEngine:
 
         Options: ``synchronous`` (``"NORMAL"`` default, or ``"FULL"``),
         ``busy_timeout_s`` (5), ``wake_poll_s`` (0.0003), ``repoll_s`` (the core's
-        safety-net re-poll, 1). Raises ``InvalidOptions`` for a bad URL or option,
-        ``EngineUnavailable`` when the file cannot be opened as a database.
+        safety-net re-poll, 1), ``notifications_keep`` (10,000: opening prunes
+        pub/sub's transport table to that many newest rows). Raises
+        ``InvalidOptions`` for a bad URL or option, ``EngineUnavailable`` when the
+        file cannot be opened as a database.
         """
         path = database_path(url)
         options = parse_options(opts)

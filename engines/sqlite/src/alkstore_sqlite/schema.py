@@ -5,9 +5,9 @@ cross-process writer lock, so processes opening the same file at once apply
 it exactly once: the first applies it, the others find the new version. The
 DDL is ``IF NOT EXISTS`` as well, so a re-run is harmless.
 
-Names kept free for later profiles: ``__alkstore_stream_events`` and
-``__alkstore_stream_offsets`` (streams), ``__alkstore_schedules``
-(scheduler), ``__alkstore_notifications`` (pub/sub).
+Version 1 holds the queue core (jobs, dead jobs, locks); version 2 adds the
+optional profiles: schedules, streams (events, per-stream offset counters,
+consumer offsets) and the pub/sub notifications table.
 """
 
 from __future__ import annotations
@@ -25,6 +25,14 @@ CLAIM_INDEX = "__alkstore_jobs_claim"
 LAPSE_INDEX = "__alkstore_jobs_lapse"
 EXPIRY_INDEX = "__alkstore_jobs_expiry"
 PURGE_INDEX = "__alkstore_dead_purge"
+
+SCHEDULES = "__alkstore_schedules"
+STREAMS = "__alkstore_streams"
+STREAM_EVENTS = "__alkstore_stream_events"
+STREAM_OFFSETS = "__alkstore_stream_offsets"
+NOTIFICATIONS = "__alkstore_notifications"
+
+DUE_INDEX = "__alkstore_schedules_due"
 
 _V1 = (
     f"""
@@ -137,7 +145,69 @@ _V1 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    # Schedules by name. WITHOUT ROWID: the name is the key, and an index on
+    # next_fire_at then ends with the name, so "due, by next_fire_at then name"
+    # reads the index in order and sorts nothing.
+    f"""
+    CREATE TABLE IF NOT EXISTS {SCHEDULES} (
+        name         TEXT    PRIMARY KEY,
+        spec         TEXT    NOT NULL,
+        queue        TEXT    NOT NULL,
+        payload      TEXT    NOT NULL,
+        priority     INTEGER NOT NULL,
+        max_attempts INTEGER,
+        expires_s    INTEGER,
+        interval_s   INTEGER NOT NULL,
+        next_fire_at INTEGER NOT NULL
+    ) WITHOUT ROWID
+    """,
+    f"""
+    CREATE INDEX IF NOT EXISTS {DUE_INDEX} ON {SCHEDULES} (next_fire_at)
+    """,
+    # One counter row per stream: the last offset ever handed out. Appends take
+    # their offsets by updating it, so offsets survive trim_to deleting every
+    # event (MAX(offset) would hand them out again), and the write lock taken by
+    # that update orders appenders (see the engine doc: gap safety).
+    f"""
+    CREATE TABLE IF NOT EXISTS {STREAMS} (
+        stream      TEXT    PRIMARY KEY,
+        last_offset INTEGER NOT NULL
+    ) WITHOUT ROWID
+    """,
+    # Events clustered by (stream, offset): a read "after n" and a trim "before n"
+    # are one range of the primary key.
+    f"""
+    CREATE TABLE IF NOT EXISTS {STREAM_EVENTS} (
+        stream     TEXT    NOT NULL,
+        offset     INTEGER NOT NULL,
+        payload    TEXT    NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (stream, offset)
+    ) WITHOUT ROWID
+    """,
+    f"""
+    CREATE TABLE IF NOT EXISTS {STREAM_OFFSETS} (
+        stream   TEXT    NOT NULL,
+        consumer TEXT    NOT NULL,
+        offset   INTEGER NOT NULL,
+        PRIMARY KEY (stream, consumer)
+    ) WITHOUT ROWID
+    """,
+    # Pub/sub's transport: each process's watcher reads the rows committed after
+    # its cursor (an id). AUTOINCREMENT: should the table ever be emptied, a plain
+    # rowid would start again at 1, below every watcher's cursor.
+    f"""
+    CREATE TABLE IF NOT EXISTS {NOTIFICATIONS} (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel    TEXT    NOT NULL,
+        payload    TEXT    NOT NULL,
+        created_at INTEGER NOT NULL
+    )
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

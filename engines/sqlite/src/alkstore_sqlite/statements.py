@@ -11,7 +11,20 @@ from __future__ import annotations
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
 
-from .schema import CLAIM_INDEX, DEAD, EXPIRY_INDEX, JOBS, LAPSE_INDEX, LOCKS, PURGE_INDEX
+from .schema import (
+    CLAIM_INDEX,
+    DEAD,
+    EXPIRY_INDEX,
+    JOBS,
+    LAPSE_INDEX,
+    LOCKS,
+    NOTIFICATIONS,
+    PURGE_INDEX,
+    SCHEDULES,
+    STREAM_EVENTS,
+    STREAM_OFFSETS,
+    STREAMS,
+)
 
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 BEGIN_READ = "BEGIN"
@@ -209,3 +222,111 @@ UPDATE {LOCKS} SET expires_at = :expires_at
 LOCK_RELEASE = f"DELETE FROM {LOCKS} WHERE name = :name AND owner = :owner AND expires_at > :now"
 
 LOCK_HOLDER = f"SELECT owner, expires_at FROM {LOCKS} WHERE name = :name AND expires_at > :now"
+
+# -- scheduler ------------------------------------------------------------------
+
+SCHEDULE_COLUMNS = (
+    "name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at"
+)
+"""In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
+
+# One statement: an unchanged spec keeps its stored boundary (re-registering must
+# not push the next fire away), a new or changed spec takes the one given.
+# (Every right-hand side of DO UPDATE reads the row as it was before the update.)
+SCHEDULE_UPSERT = f"""
+INSERT INTO {SCHEDULES} ({SCHEDULE_COLUMNS})
+VALUES (:name, :spec, :queue, :payload, :priority, :max_attempts, :expires_s, :interval_s,
+        :next_fire_at)
+ON CONFLICT (name) DO UPDATE
+   SET spec = excluded.spec,
+       queue = excluded.queue,
+       payload = excluded.payload,
+       priority = excluded.priority,
+       max_attempts = excluded.max_attempts,
+       expires_s = excluded.expires_s,
+       interval_s = excluded.interval_s,
+       next_fire_at = CASE WHEN {SCHEDULES}.spec = excluded.spec
+                           THEN {SCHEDULES}.next_fire_at
+                           ELSE excluded.next_fire_at END
+"""
+
+SCHEDULE_DELETE = f"DELETE FROM {SCHEDULES} WHERE name = :name"
+
+SCHEDULE_GET = f"SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULES} WHERE name = :name"
+
+SCHEDULE_LIST = f"SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULES} ORDER BY name"
+
+SCHEDULES_DUE = f"""
+SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULES}
+ WHERE next_fire_at <= :now
+ ORDER BY next_fire_at, name
+"""
+
+# The compare-and-set of a boundary fire: a ticker that read a stale boundary
+# updates nothing. The write lock is held from here to the commit of the fire.
+SCHEDULE_ADVANCE = f"""
+UPDATE {SCHEDULES} SET next_fire_at = :new_fire_at
+ WHERE name = :name AND next_fire_at = :expected
+"""
+
+SCHEDULE_NEXT_FIRE_AT = f"SELECT min(next_fire_at) FROM {SCHEDULES}"
+
+# -- streams ----------------------------------------------------------------------
+
+# Takes :count offsets from the stream's counter row and returns the last one.
+# The update holds SQLite's write lock until the transaction ends, so no other
+# transaction can take the next offsets before this one commits or rolls back.
+STREAM_ALLOCATE = f"""
+INSERT INTO {STREAMS} (stream, last_offset) VALUES (:stream, :count)
+ON CONFLICT (stream) DO UPDATE SET last_offset = {STREAMS}.last_offset + excluded.last_offset
+RETURNING last_offset
+"""
+
+STREAM_INSERT = f"""
+INSERT INTO {STREAM_EVENTS} (stream, offset, payload, created_at) VALUES (?, ?, ?, ?)
+"""
+"""Positional: stream, offset, payload, created_at."""
+
+STREAM_READ = f"""
+SELECT offset, payload, created_at FROM {STREAM_EVENTS}
+ WHERE stream = :stream AND offset > :after
+ ORDER BY offset
+ LIMIT :limit
+"""
+
+STREAM_COMMIT = f"""
+INSERT INTO {STREAM_OFFSETS} (stream, consumer, offset) VALUES (:stream, :consumer, :offset)
+ON CONFLICT (stream, consumer) DO UPDATE SET offset = excluded.offset
+"""
+
+STREAM_OFFSET = f"""
+SELECT offset FROM {STREAM_OFFSETS} WHERE stream = :stream AND consumer = :consumer
+"""
+
+STREAM_TRIM = f"DELETE FROM {STREAM_EVENTS} WHERE stream = :stream AND offset < :before"
+
+# -- pub/sub ----------------------------------------------------------------------
+
+PUBLISH = f"""
+INSERT INTO {NOTIFICATIONS} (channel, payload, created_at) VALUES (:channel, :payload, :now)
+"""
+
+LATEST_NOTIFICATION = f"SELECT coalesce(max(id), 0) FROM {NOTIFICATIONS}"
+"""Where a watcher that starts tracking begins: messages up to here are not for it."""
+
+NOTIFICATIONS_AFTER = f"""
+SELECT id, channel, payload FROM {NOTIFICATIONS} WHERE id > :after ORDER BY id LIMIT :limit
+"""
+
+# Pruning keeps the rows with the newest :keep ids (so at most :keep rows).
+# Both read the table's two ends by primary key; opening a store runs the first
+# on its read, and takes the writer lock for the second only when it is needed.
+NOTIFICATIONS_OVERFLOW = f"""
+SELECT EXISTS (
+    SELECT 1 FROM {NOTIFICATIONS} WHERE id <= (SELECT max(id) FROM {NOTIFICATIONS}) - :keep
+)
+"""
+
+PRUNE_NOTIFICATIONS = f"""
+DELETE FROM {NOTIFICATIONS} WHERE id <= (SELECT max(id) FROM {NOTIFICATIONS}) - :keep
+"""

@@ -1,0 +1,117 @@
+"""The optional driver profiles over ``sqlite3``: scheduler, streams and pub/sub.
+
+Each method is one statement (or, for a stream append, the offset allocation
+and its inserts) on the transaction's connection ``c``; the driver mixes them
+in. Ordering needs no extra machinery here: SQLite admits one writer at a
+time, and a write transaction keeps the write lock from its first write to its
+end, so whatever a transaction numbers (stream offsets from the counter row,
+notification ids from AUTOINCREMENT) commits before the next transaction can
+number anything. A reader's snapshot is a prefix of the commit order, so it
+never holds offset n + 1 without n.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from alkstore.driver import ScheduleRecord, stream_event
+from alkstore.values import StreamEvent
+
+from . import statements as sql
+
+
+class ProfileStatements:
+    """``SchedulerDriver``, ``StreamDriver`` and ``PubSubDriver`` for ``SqliteDriver``."""
+
+    # -- scheduler ------------------------------------------------------------------
+    def schedule_upsert(self, c: sqlite3.Connection, record: ScheduleRecord) -> None:
+        c.execute(sql.SCHEDULE_UPSERT, asdict(record))
+
+    def schedule_delete(self, c: sqlite3.Connection, name: str) -> bool:
+        return c.execute(sql.SCHEDULE_DELETE, {"name": name}).rowcount == 1
+
+    def schedule_get(self, c: sqlite3.Connection, name: str) -> ScheduleRecord | None:
+        row = _cursor(c).execute(sql.SCHEDULE_GET, {"name": name}).fetchone()
+        return None if row is None else ScheduleRecord(*row)
+
+    def schedule_list(self, c: sqlite3.Connection) -> list[ScheduleRecord]:
+        return [ScheduleRecord(*row) for row in _cursor(c).execute(sql.SCHEDULE_LIST)]
+
+    def schedules_due(self, c: sqlite3.Connection, now: int) -> list[ScheduleRecord]:
+        rows = _cursor(c).execute(sql.SCHEDULES_DUE, {"now": now})
+        return [ScheduleRecord(*row) for row in rows]
+
+    def schedule_advance(
+        self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
+    ) -> bool:
+        params = {"name": name, "expected": expected, "new_fire_at": new_fire_at}
+        return c.execute(sql.SCHEDULE_ADVANCE, params).rowcount == 1
+
+    def schedule_next_fire_at(self, c: sqlite3.Connection) -> int | None:
+        (next_fire_at,) = _cursor(c).execute(sql.SCHEDULE_NEXT_FIRE_AT).fetchone()
+        return None if next_fire_at is None else int(next_fire_at)
+
+    # -- streams ----------------------------------------------------------------------
+    def stream_append(
+        self, c: sqlite3.Connection, stream: str, payloads: Sequence[str], now: int
+    ) -> list[int]:
+        count = len(payloads)
+        if count == 0:
+            return []
+        params = {"stream": stream, "count": count}
+        (last,) = _cursor(c).execute(sql.STREAM_ALLOCATE, params).fetchone()
+        first = last - count + 1
+        if count == 1:
+            c.execute(sql.STREAM_INSERT, (stream, first, payloads[0], now))
+        else:
+            rows = [(stream, first + n, payload, now) for n, payload in enumerate(payloads)]
+            c.executemany(sql.STREAM_INSERT, rows)
+        return list(range(first, last + 1))
+
+    def stream_read(
+        self, c: sqlite3.Connection, stream: str, after: int, limit: int
+    ) -> list[StreamEvent]:
+        params = {"stream": stream, "after": after, "limit": limit}
+        return [stream_event(*row) for row in _cursor(c).execute(sql.STREAM_READ, params)]
+
+    def stream_commit(self, c: sqlite3.Connection, stream: str, consumer: str, offset: int) -> None:
+        c.execute(sql.STREAM_COMMIT, {"stream": stream, "consumer": consumer, "offset": offset})
+
+    def stream_offset(self, c: sqlite3.Connection, stream: str, consumer: str) -> int:
+        params = {"stream": stream, "consumer": consumer}
+        row = _cursor(c).execute(sql.STREAM_OFFSET, params).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def stream_trim(self, c: sqlite3.Connection, stream: str, before: int) -> int:
+        return c.execute(sql.STREAM_TRIM, {"stream": stream, "before": before}).rowcount
+
+    # -- pub/sub ------------------------------------------------------------------------
+    def publish(self, c: sqlite3.Connection, channel: str, payload: str, now: int) -> None:
+        """A row every process's watcher reads once it is committed (see ``watcher``);
+        a rolled-back transaction leaves no row, so it delivers nothing."""
+        c.execute(sql.PUBLISH, {"channel": channel, "payload": payload, "now": now})
+
+
+def _cursor(c: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor that returns plain tuples: an attached caller's connection may have
+    its own ``row_factory``."""
+    cursor = c.cursor()
+    cursor.row_factory = None
+    return cursor
+
+
+if TYPE_CHECKING:
+    from alkstore.driver import PubSubDriver, SchedulerDriver, StreamDriver
+
+    # Static proof that these methods fill every profile the engine declares.
+    def _conforms(
+        p: ProfileStatements,
+    ) -> tuple[
+        SchedulerDriver[sqlite3.Connection],
+        StreamDriver[sqlite3.Connection],
+        PubSubDriver[sqlite3.Connection],
+    ]:
+        return p, p, p
