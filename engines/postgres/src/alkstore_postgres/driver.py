@@ -1,0 +1,409 @@
+"""``PostgresDriver``: the ``alkstore.driver.Driver`` seam over psycopg 3 and a pool.
+
+Transactions
+    ``write``/``read`` run on a pooled connection in autocommit mode: every
+    statement the core issues there is one atomic statement (an ``UPDATE ...
+    RETURNING``, a ``DELETE`` moving rows to the dead table, ...), and no core
+    queue or lock unit needs two of them to commit together -- the claim path's
+    dead-lettering and its claim are each correct on their own. So a lone
+    enqueue, ack or heartbeat costs ONE round trip (the statement and its commit)
+    instead of three (BEGIN, statement, COMMIT), and a conflict (deadlock,
+    serialization failure) can be retried statement by statement, because each
+    one rolled back alone. A future statement that must commit together with what
+    follows it (e.g. the scheduler profile's compare-and-set advance) has to open
+    a real transaction on the handle first.
+
+    ``transaction()`` is a real transaction on a pooled connection;
+    ``attach(conn)`` runs on the caller's connection inside the caller's own
+    transaction and never commits or rolls it back.
+
+Connection loss
+    A pooled connection the server closed while it sat idle (a restart) is
+    noticed at checkout without a round trip -- unsolicited input on an idle
+    connection -- confirmed, and handed back to the pool, which replaces it.
+    Anything that still fails because the server is unreachable raises
+    ``alkstore.EngineUnavailable`` with the psycopg error chained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import select
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
+from typing import Any, Final, TypeVar
+
+import psycopg
+from psycopg import pq
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, job_from_row, queue_topic
+from alkstore.errors import InvalidOptions
+from alkstore.options import NewJob
+from alkstore.values import Job, LockInfo
+
+from .clock import ServerClock
+from .errors import is_unavailable, unavailable
+from .listener import NotifyListener, notify_payload
+from .migrations import ensure_schema
+from .options import PostgresOptions
+from .statements import Statements
+
+T = TypeVar("T")
+
+CONFLICT_RETRIES: Final = 3
+"""A standalone statement that lost a deadlock or serialization race is re-run this often."""
+
+APPLICATION_NAME: Final = "alkstore"
+
+_INT64_MAX: Final = 2**63 - 1
+_CHANNEL_MAX_BYTES: Final = 63
+
+
+def wake_channel(schema: str) -> str:
+    """The NOTIFY channel of the store in ``schema`` (an identifier of at most 63 bytes)."""
+    channel = f"{schema}.wake"
+    if len(channel) <= _CHANNEL_MAX_BYTES:
+        return channel
+    # A long schema name: keep it recognisable, keep the channel unique per schema.
+    digest = hashlib.sha256(schema.encode()).hexdigest()[:12]
+    return f"{schema[: _CHANNEL_MAX_BYTES - len(digest) - 6]}.{digest}.wake"
+
+
+@dataclass(eq=False, slots=True)
+class PgHandle:
+    """The driver's ``C``: a connection plus what this unit of work already announced."""
+
+    conn: psycopg.Connection[Any]
+    standalone: bool
+    """True for write()/read(): every statement commits on its own (autocommit)."""
+    announced: set[str] = field(default_factory=set)
+
+
+_STAMPS: Final = attrgetter(
+    "queue",
+    "priority",
+    "created_at",
+    "run_at",
+    "expires_at",
+    "max_attempts",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+)
+"""Everything about a new job but its payload: what one ``INSERT_JOBS`` shares."""
+
+
+def _int64(value: int) -> bool:
+    # Ids are bigint: a larger Python int names no row (and must not reach SQL
+    # as numeric, which would defeat the primary-key index).
+    return -_INT64_MAX - 1 <= value <= _INT64_MAX
+
+
+def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
+    fd = conn.fileno()
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
+def closed_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle pooled connection is unusable, at the cost of a round trip only
+    when the server sent something unasked (on shutdown: FATAL, then EOF)."""
+    if conn.closed or conn.broken or conn.pgconn.status != pq.ConnStatus.OK:
+        return True
+    if not _has_unread_input(conn):
+        return False
+    try:
+        conn.execute(b"")
+    except psycopg.Error:
+        return True
+    return False
+
+
+class PostgresDriver:
+    """One opened store: a connection pool, the rendered statements, a lazy listener."""
+
+    def __init__(
+        self, conninfo: str, options: PostgresOptions, server_clock: ServerClock | None
+    ) -> None:
+        self.schema = options.schema
+        self.channel = wake_channel(options.schema)
+        self._sql = Statements.for_schema(options.schema)
+        self._server_clock = server_clock
+        connect_kwargs: dict[str, Any] = {
+            # libpq takes whole seconds (and treats 1 as 2).
+            "connect_timeout": max(2, math.ceil(options.connect_timeout_s)),
+            # Shows in pg_stat_activity unless the URL names an application_name.
+            "fallback_application_name": APPLICATION_NAME,
+        }
+        self._prepare(conninfo, connect_kwargs, options)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            conninfo,
+            kwargs={"autocommit": True, **connect_kwargs},
+            min_size=options.pool_min_size,
+            max_size=options.pool_max_size,
+            timeout=options.connect_timeout_s,
+            configure=self._configure,
+            name=f"alkstore:{options.schema}",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise unavailable(exc, "opening the connection pool") from exc
+        self.listener = NotifyListener(conninfo, connect_kwargs, self.channel)
+        """The store's LISTEN connection and thread (started by ``start_watching``)."""
+
+    def _prepare(
+        self, conninfo: str, connect_kwargs: dict[str, Any], options: PostgresOptions
+    ) -> None:
+        """Migrate (or check) the schema and take the first clock reading.
+
+        A direct connection rather than the pool, so an unreachable server fails
+        fast with libpq's own reason chained (not a pool timeout)."""
+        try:
+            with psycopg.connect(conninfo, autocommit=True, **connect_kwargs) as conn:
+                ensure_schema(conn, options.schema, migrate=options.migrate)
+                if self._server_clock is not None:
+                    self._server_clock.measure(conn)
+        except psycopg.Error as exc:
+            if is_unavailable(exc):
+                raise unavailable(exc, "opening the store") from exc
+            raise
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        # Runs on every new pooled connection (after a restart, too).
+        if self._server_clock is not None:
+            self._server_clock.refresh(conn)
+
+    # -- connections ----------------------------------------------------------------
+    def _take(self) -> psycopg.Connection[Any]:
+        try:
+            return self._pool.getconn()
+        except psycopg.Error as exc:  # PoolTimeout included
+            raise unavailable(exc, "waiting for a connection") from exc
+
+    @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
+        conn = self._take()
+        # A server restart kills every idle connection at once: skip (and let the
+        # pool replace) each dead one, at most one pool's worth.
+        for _ in range(self._pool.max_size):
+            if not closed_by_server(conn):
+                break
+            self._pool.putconn(conn)
+            conn = self._take()
+        try:
+            if self._server_clock is not None and self._server_clock.due():
+                self._server_clock.refresh(conn)
+            yield conn
+        except psycopg.Error as exc:
+            if is_unavailable(exc):
+                raise unavailable(exc, "talking to the server") from exc
+            raise
+        finally:
+            self._pool.putconn(conn)
+
+    def _run(self, work: Callable[[PgHandle], T]) -> T:
+        with self._pooled() as conn:
+            return work(PgHandle(conn, standalone=True))
+
+    def _execute(
+        self, c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None
+    ) -> psycopg.Cursor[Any]:
+        retries = CONFLICT_RETRIES if c.standalone else 0
+        while True:
+            try:
+                return c.conn.execute(query, params)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                # Safe only for a standalone statement: it rolled back alone.
+                if retries <= 0:
+                    raise
+                retries -= 1
+            except psycopg.Error as exc:
+                if is_unavailable(exc):
+                    raise unavailable(exc, "running a statement") from exc
+                raise
+
+    def _rowcount(self, c: PgHandle, query: bytes, params: Mapping[str, Any]) -> int:
+        return self._execute(c, query, params).rowcount
+
+    # -- transactions ----------------------------------------------------------------
+    def write(self, work: Callable[[PgHandle], T]) -> T:
+        return self._run(work)
+
+    def read(self, work: Callable[[PgHandle], T]) -> T:
+        return self._run(work)
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgHandle]:
+        with self._pooled() as conn, conn.transaction():
+            yield PgHandle(conn, standalone=False)
+
+    @contextmanager
+    def attach(self, native: Any) -> Iterator[PgHandle]:
+        if not isinstance(native, psycopg.Connection):
+            raise InvalidOptions(
+                f"attach() takes a psycopg.Connection, got {type(native).__name__}"
+            )
+        status = native.info.transaction_status
+        if status == pq.TransactionStatus.INERROR:
+            raise InvalidOptions("attach(): the connection's transaction has failed; roll it back")
+        if native.autocommit and status == pq.TransactionStatus.IDLE:
+            # Each statement would commit on its own: nothing to be atomic with.
+            raise InvalidOptions(
+                "attach() needs a connection inside a transaction: an autocommit "
+                "connection must be inside conn.transaction()"
+            )
+        yield PgHandle(native, standalone=False)
+
+    def native_connection(self, c: PgHandle) -> psycopg.Connection[Any]:
+        return c.conn
+
+    # -- wakes -------------------------------------------------------------------------
+    def start_watching(self, sink: WakeSink) -> None:
+        self.listener.start(sink)
+
+    def announce(self, c: PgHandle, topics: Sequence[str]) -> None:
+        fresh = [t for t in dict.fromkeys(topics) if t not in c.announced]
+        if not fresh:
+            return
+        payloads = list(dict.fromkeys(notify_payload(t) for t in fresh))
+        self._execute(c, self._sql.notify, {"channel": self.channel, "topics": payloads})
+        c.announced.update(fresh)
+
+    def close(self) -> None:
+        self.listener.close()
+        self._pool.close()
+
+    # -- queues ------------------------------------------------------------------------
+    def insert_jobs(self, c: PgHandle, jobs: Sequence[NewJob]) -> list[int]:
+        ids: list[int] = []
+        # The core inserts jobs stamped alike; anything else goes in runs that are.
+        for _, alike in groupby(jobs, key=_STAMPS):
+            run = list(alike)
+            ids.extend(self._insert_alike(c, run[0], [job.payload for job in run]))
+        return ids
+
+    def _insert_alike(self, c: PgHandle, stamp: NewJob, payloads: list[str]) -> list[int]:
+        """One statement for jobs stamped like ``stamp``, differing only in payload."""
+        topic = queue_topic(stamp.queue)
+        params: dict[str, Any] = {
+            "queue": stamp.queue,
+            "priority": stamp.priority,
+            "max_attempts": stamp.max_attempts,
+            "created_at": stamp.created_at,
+            "run_at": stamp.run_at,
+            "expires_at": stamp.expires_at,
+            "visibility_timeout_s": stamp.visibility_timeout_s,
+            "backoff_base_s": stamp.backoff_base_s,
+            "dead_letter_retention_s": stamp.dead_letter_retention_s,
+            "channel": self.channel,
+            "topic": None if topic in c.announced else notify_payload(topic),
+        }
+        if len(payloads) == 1:
+            # A lone enqueue, the hottest path: plain VALUES, no array to build.
+            params["payload"] = payloads[0]
+            rows = self._execute(c, self._sql.insert_job, params).fetchall()
+        else:
+            params["payloads"] = payloads
+            rows = self._execute(c, self._sql.insert_jobs, params).fetchall()
+        c.announced.add(topic)
+        return [row[0] for row in rows]
+
+    def claim(self, c: PgHandle, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+        params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
+        rows = self._execute(c, self._sql.claim, params).fetchall()
+        return [job_from_row(row) for row in rows]
+
+    def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
+        params = {"queue": queue, "now": now, "error": ERROR_EXHAUSTED}
+        return self._rowcount(c, self._sql.bury_exhausted, params)
+
+    def bury_expired(self, c: PgHandle, queue: str, now: int) -> int:
+        params = {"queue": queue, "now": now, "error": ERROR_EXPIRED}
+        return self._rowcount(c, self._sql.bury_expired, params)
+
+    def purge_dead(self, c: PgHandle, queue: str, now: int) -> int:
+        return self._rowcount(c, self._sql.purge_dead, {"queue": queue, "now": now})
+
+    def ack(self, c: PgHandle, job_id: int, attempt: int, now: int) -> bool:
+        if not _int64(job_id):
+            return False
+        params = {"id": job_id, "attempt": attempt, "now": now}
+        return self._rowcount(c, self._sql.ack, params) == 1
+
+    def ack_batch(
+        self, c: PgHandle, queue: str, job_ids: Sequence[int], worker_id: str, now: int
+    ) -> int:
+        ids = sorted({i for i in job_ids if _int64(i)})
+        if not ids:
+            return 0
+        params = {"ids": ids, "queue": queue, "worker_id": worker_id, "now": now}
+        return self._rowcount(c, self._sql.ack_batch, params)
+
+    def heartbeat(self, c: PgHandle, job_id: int, attempt: int, now: int, deadline: int) -> bool:
+        if not _int64(job_id):
+            return False
+        params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
+        return self._rowcount(c, self._sql.heartbeat, params) == 1
+
+    def reschedule(self, c: PgHandle, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+        if not _int64(job_id):
+            return False
+        params = {
+            "id": job_id,
+            "attempt": attempt,
+            "now": now,
+            "run_at": run_at,
+            "channel": self.channel,
+            "topic_prefix": queue_topic(""),
+        }
+        return self._rowcount(c, self._sql.reschedule, params) == 1
+
+    def bury(self, c: PgHandle, job_id: int, attempt: int, now: int, error: str) -> bool:
+        if not _int64(job_id):
+            return False
+        params = {"id": job_id, "attempt": attempt, "now": now, "error": error}
+        return self._rowcount(c, self._sql.bury_claim, params) == 1
+
+    def cancel(self, c: PgHandle, queue: str, job_id: int) -> bool:
+        if not _int64(job_id):
+            return False
+        return self._rowcount(c, self._sql.cancel, {"id": job_id, "queue": queue}) == 1
+
+    def get_job(self, c: PgHandle, job_id: int, queue: str | None) -> Job | None:
+        if not _int64(job_id):
+            return None
+        row = self._execute(c, self._sql.get_job, {"id": job_id, "queue": queue}).fetchone()
+        return None if row is None else job_from_row(row)
+
+    def next_wake_at(self, c: PgHandle, queue: str, now: int) -> int | None:
+        row = self._execute(c, self._sql.next_wake_at, {"queue": queue, "now": now}).fetchone()
+        return None if row is None else row[0]
+
+    # -- locks -------------------------------------------------------------------------
+    def lock_acquire(self, c: PgHandle, name: str, owner: str, now: int, expires_at: int) -> bool:
+        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
+        return self._execute(c, self._sql.lock_acquire, params).fetchone() is not None
+
+    def lock_renew(self, c: PgHandle, name: str, owner: str, now: int, expires_at: int) -> bool:
+        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
+        return self._rowcount(c, self._sql.lock_renew, params) == 1
+
+    def lock_release(self, c: PgHandle, name: str, owner: str, now: int) -> bool:
+        params = {"name": name, "owner": owner, "now": now}
+        return self._rowcount(c, self._sql.lock_release, params) == 1
+
+    def lock_holder(self, c: PgHandle, name: str, now: int) -> LockInfo | None:
+        row = self._execute(c, self._sql.lock_holder, {"name": name, "now": now}).fetchone()
+        return None if row is None else LockInfo(owner=row[0], expires_at=row[1])

@@ -1,0 +1,121 @@
+"""The ``EngineProvider`` registered as ``postgresql`` (alias ``postgres``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Final
+
+import psycopg
+
+from alkstore.clock import Clock
+from alkstore.core import CoreStore
+from alkstore.engine import Capabilities, EngineSpec
+from alkstore.errors import InvalidOptions
+
+from .clock import ServerClock
+from .driver import PostgresDriver
+from .errors import is_unavailable, unavailable
+from .migrations import ensure_schema
+from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_schema_name
+from .provisioning import provision
+
+ENGINE_NAME: Final = "postgresql"
+__version__ = "0.1.0"
+
+_URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)
+
+
+def libpq_url(url: str) -> str:
+    """The connection string libpq understands: ``postgresql+psycopg://`` -> ``postgresql://``."""
+    if not isinstance(url, str):
+        raise InvalidOptions(f"url must be a str, got {type(url).__name__}")
+    match = _URL_SCHEME.match(url)
+    if match is None:
+        raise InvalidOptions(f"not a postgresql:// or postgres:// URL: {url.partition(':')[0]!r}")
+    return "postgresql://" + url[match.end() :]
+
+
+def open_store(url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
+    """Open (creating or migrating the schema unless ``migrate=False``) a store."""
+    options = parse_options(opts)  # before any connection: bad options touch nothing
+    conninfo = libpq_url(url)
+    # The default clock follows the server; a ServerClock passed in is kept measured too.
+    server_clock = clock if isinstance(clock, ServerClock) else None
+    if clock is None:
+        server_clock = ServerClock()
+    driver = PostgresDriver(conninfo, options, server_clock)
+    return CoreStore(
+        driver,
+        clock=clock if clock is not None else server_clock,
+        repoll_s=options.repoll_s,
+        engine_name=ENGINE_NAME,
+    )
+
+
+def migrate(url: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout_s: float = 10.0) -> int:
+    """Create or upgrade the engine schema (for deployments that open with
+    ``migrate=False``); returns the schema's migration version."""
+    name = validate_schema_name(schema)
+    timeout = parse_options({"connect_timeout_s": connect_timeout_s}).connect_timeout_s
+    try:
+        with psycopg.connect(
+            libpq_url(url), autocommit=True, connect_timeout=max(2, math.ceil(timeout))
+        ) as conn:
+            return ensure_schema(conn, name, migrate=True)
+    except psycopg.Error as exc:
+        if is_unavailable(exc):
+            raise unavailable(exc, "migrating") from exc
+        raise
+
+
+class PostgresEngine:
+    """``alkstore.EngineProvider`` for PostgreSQL."""
+
+    name: str = ENGINE_NAME
+    version: str = __version__
+    contract_version: str = "1"
+    capabilities: Capabilities = Capabilities(scheduler=False, streams=False, pubsub=False)
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
+        return open_store(url, clock=clock, **opts)
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        return provision()
+
+    def native_connection_factory(self, spec: EngineSpec) -> Callable[[], psycopg.Connection[Any]]:
+        """The conformance kit's hook for ``attach``: each call opens a new, caller-owned
+        ``psycopg.Connection`` (not autocommit: its first statement opens a transaction)."""
+        conninfo = libpq_url(spec.url)
+        return lambda: psycopg.connect(conninfo)
+
+    def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
+        """The conformance kit's hook for its report: the server and driver behind ``spec``."""
+        with psycopg.connect(libpq_url(spec.url), autocommit=True) as conn:
+            server_version = conn.info.parameter_status("server_version")
+        return {
+            "server_version": server_version,
+            "driver": f"psycopg {psycopg.__version__}",
+            "libpq": psycopg.pq.version(),
+            "provisioned": f"schema {spec.opts.get('schema')!s}, dropped afterwards",
+        }
+
+    def __repr__(self) -> str:
+        return f"<alkstore engine {self.name} {self.version}>"
+
+
+ENGINE: Final = PostgresEngine()
+"""The one provider instance both entry points (``postgresql``, ``postgres``) name."""
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "ENGINE",
+    "ENGINE_NAME",
+    "PostgresEngine",
+    "PostgresOptions",
+    "libpq_url",
+    "migrate",
+    "open_store",
+]

@@ -1,0 +1,208 @@
+"""Versioned, idempotent schema migrations, safe when many processes open at once.
+
+The schema records the versions applied in ``<schema>.migrations``. Opening a
+store reads that version (cheap, no lock) and returns at once when it is
+current. Otherwise the upgrade runs in ONE transaction under a
+transaction-scoped advisory lock keyed by the schema name: concurrent openers
+queue on the lock, and each re-reads the version once it holds it (from the
+catalogs as of that moment, not from its caches), so exactly one of them
+applies each migration and the rest find nothing left to do. DDL is
+transactional in PostgreSQL, so a failed upgrade leaves no half-built schema.
+
+Migrations are append-only and additive: a released migration is never edited,
+and a schema newer than this code knows is accepted (rolling deploys keep
+working). Later profiles (stream log + consumer offsets, schedules) arrive as
+new versions at the end of ``MIGRATIONS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+
+from .errors import SchemaNotMigrated
+from .statements import render
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+    """Templates naming the schema as ``{schema}``, run in order."""
+
+
+# Names (queues, workers, locks) are compared for equality only: COLLATE "C" keeps
+# their index comparisons byte-wise, whatever the database's locale.
+V1_QUEUES_AND_LOCKS = Migration(
+    1,
+    "queues (live and dead jobs) and locks",
+    (
+        """
+        CREATE TABLE {schema}.jobs (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            queue text COLLATE "C" NOT NULL,
+            state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'processing')),
+            payload text NOT NULL,
+            priority integer NOT NULL,
+            attempts integer NOT NULL DEFAULT 0,
+            max_attempts integer NOT NULL,
+            created_at bigint NOT NULL,
+            run_at bigint NOT NULL,
+            claimed_at bigint,
+            deadline bigint,
+            expires_at bigint,
+            worker_id text COLLATE "C",
+            visibility_timeout_s bigint NOT NULL,
+            backoff_base_s bigint NOT NULL,
+            dead_letter_retention_s bigint,
+            CHECK ((state = 'processing') = (deadline IS NOT NULL))
+        )
+        """,
+        # The claim path, one partial index per claimable state, each in claim order.
+        """
+        CREATE INDEX jobs_pending_claim
+            ON {schema}.jobs (queue, priority DESC, run_at, id) WHERE state = 'pending'
+        """,
+        """
+        CREATE INDEX jobs_processing_deadline
+            ON {schema}.jobs (queue, deadline) WHERE state = 'processing'
+        """,
+        # sweep_expired: only rows that can expire are indexed.
+        """
+        CREATE INDEX jobs_expiring
+            ON {schema}.jobs (queue, expires_at) WHERE expires_at IS NOT NULL
+        """,
+        # Dead rows keep their live id; the claim path never reads this table.
+        """
+        CREATE TABLE {schema}.dead_jobs (
+            id bigint PRIMARY KEY,
+            queue text COLLATE "C" NOT NULL,
+            payload text NOT NULL,
+            priority integer NOT NULL,
+            attempts integer NOT NULL,
+            max_attempts integer NOT NULL,
+            created_at bigint NOT NULL,
+            run_at bigint NOT NULL,
+            claimed_at bigint,
+            expires_at bigint,
+            worker_id text COLLATE "C",
+            visibility_timeout_s bigint NOT NULL,
+            backoff_base_s bigint NOT NULL,
+            dead_letter_retention_s bigint,
+            last_error text NOT NULL,
+            died_at bigint NOT NULL
+        )
+        """,
+        # purge_dead: the retention deadline itself, for rows that have one.
+        """
+        CREATE INDEX dead_jobs_retention
+            ON {schema}.dead_jobs (queue, (died_at + dead_letter_retention_s))
+            WHERE dead_letter_retention_s IS NOT NULL
+        """,
+        """
+        CREATE TABLE {schema}.locks (
+            name text COLLATE "C" PRIMARY KEY,
+            owner text COLLATE "C" NOT NULL,
+            expires_at bigint NOT NULL
+        )
+        """,
+    ),
+)
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (V1_QUEUES_AND_LOCKS,)
+LATEST_VERSION: Final = MIGRATIONS[-1].version
+
+# -- bookkeeping statements --------------------------------------------------------
+
+SCHEMA_EXISTS: Final = """
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %(schema)s)
+"""
+
+MIGRATIONS_TABLE_EXISTS: Final = """
+SELECT EXISTS (
+    SELECT 1
+    FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = %(schema)s AND c.relname = 'migrations'
+)
+"""
+"""Read with the statement's own snapshot, not the backend's catalog caches: after
+waiting for the migration lock, it sees tables another opener just committed."""
+
+APPLIED_VERSION: Final = """
+SELECT coalesce(max(version), 0) FROM {schema}.migrations
+"""
+
+LOCK_SCHEMA_FOR_MIGRATION: Final = """
+SELECT pg_advisory_xact_lock(hashtextextended('alkstore.migrate:' || %(schema)s, 0))
+"""
+"""Held until the migrating transaction ends (so it is safe behind a transaction-mode
+pooler, too); keyed by schema so stores in different schemas never wait on each other."""
+
+CREATE_SCHEMA: Final = "CREATE SCHEMA {schema}"
+
+CREATE_MIGRATIONS_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS {schema}.migrations (
+    version integer PRIMARY KEY,
+    description text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+)
+"""
+
+RECORD_VERSION: Final = """
+INSERT INTO {schema}.migrations (version, description) VALUES (%(version)s, %(description)s)
+"""
+
+
+def _scalar(conn: psycopg.Connection[Any], query: bytes | str, params: dict[str, Any]) -> Any:
+    row = conn.execute(query.encode() if isinstance(query, str) else query, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def applied_version(conn: psycopg.Connection[Any], schema: str) -> int:
+    """The schema's migration version; 0 when it has no alkstore tables (or is absent)."""
+    if not _scalar(conn, MIGRATIONS_TABLE_EXISTS, {"schema": schema}):
+        return 0
+    version: int = _scalar(conn, render(APPLIED_VERSION, schema), {})
+    return version
+
+
+def ensure_schema(conn: psycopg.Connection[Any], schema: str, *, migrate: bool) -> int:
+    """Bring ``schema`` to ``LATEST_VERSION`` (or only check it, with ``migrate=False``).
+
+    ``conn`` must be in autocommit mode; returns the version found or reached.
+    """
+    version = applied_version(conn, schema)
+    if version >= LATEST_VERSION:
+        return version
+    if not migrate:
+        raise SchemaNotMigrated(schema, version, LATEST_VERSION)
+    with conn.transaction():
+        conn.execute(LOCK_SCHEMA_FOR_MIGRATION.encode(), {"schema": schema})
+        return _upgrade(conn, schema)
+
+
+def _upgrade(conn: psycopg.Connection[Any], schema: str) -> int:
+    """Inside the migrating transaction, under the schema's lock."""
+    version = applied_version(conn, schema)  # another opener may have finished first
+    if version >= LATEST_VERSION:
+        return version
+    # CREATE SCHEMA needs CREATE on the database; a schema a DBA created
+    # beforehand (and granted to us) must work without it.
+    if not _scalar(conn, SCHEMA_EXISTS, {"schema": schema}):
+        conn.execute(render(CREATE_SCHEMA, schema))
+    conn.execute(render(CREATE_MIGRATIONS_TABLE, schema))
+    for migration in MIGRATIONS:
+        if migration.version <= version:
+            continue
+        for template in migration.statements:
+            conn.execute(render(template, schema))
+        conn.execute(
+            render(RECORD_VERSION, schema),
+            {"version": migration.version, "description": migration.description},
+        )
+    return LATEST_VERSION

@@ -1,0 +1,102 @@
+"""The engine's options (``alkstore.open(url, **opts)``), checked before any connection.
+
+Every option is validated up front so a bad value is refused with
+``InvalidOptions`` before anything touches the database -- in particular a
+hostile schema name never reaches SQL (it is also only ever used quoted, as a
+``psycopg.sql.Identifier``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from alkstore.core import DEFAULT_REPOLL_S
+from alkstore.errors import InvalidOptions
+
+DEFAULT_SCHEMA = "alkstore"
+
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+"""Lower-case, unquoted-identifier shape, at most 63 bytes (PostgreSQL's NAMEDATALEN - 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresOptions:
+    schema: str = DEFAULT_SCHEMA
+    """The engine-owned schema holding every table of this store."""
+    migrate: bool = True
+    """Create or upgrade the schema at open; ``False`` only checks it is current."""
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+    repoll_s: float = DEFAULT_REPOLL_S
+    """Safety-net re-poll of waiting calls (the only wake without LISTEN, e.g. PgBouncer)."""
+    connect_timeout_s: float = 10.0
+    """Bound on connecting and on waiting for a pooled connection."""
+
+
+OPTION_NAMES = frozenset(PostgresOptions.__dataclass_fields__)
+
+
+def validate_schema_name(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidOptions(f"schema must be a str, got {type(value).__name__}")
+    if SCHEMA_NAME.fullmatch(value) is None:
+        raise InvalidOptions(
+            f"schema {value!r} is not a valid engine schema name: use 1-63 characters "
+            "of a-z, 0-9 and _, not starting with a digit"
+        )
+    if value.startswith("pg_"):
+        raise InvalidOptions(f"schema {value!r}: the pg_ prefix is reserved by PostgreSQL")
+    return value
+
+
+def _check_bool(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidOptions(f"{field} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def _check_int(value: object, field: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidOptions(f"{field} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise InvalidOptions(f"{field} must be at least {minimum}, got {value}")
+    return value
+
+
+def _check_seconds(value: object, field: str, maximum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidOptions(f"{field} must be a number of seconds, got {type(value).__name__}")
+    if not math.isfinite(value) or not 0 < value <= maximum:
+        raise InvalidOptions(f"{field} must be within (0, {maximum:g}] seconds, got {value!r}")
+    return float(value)
+
+
+def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
+    """Validate ``open``'s keyword options; unknown names are refused."""
+    unknown = sorted(set(opts) - OPTION_NAMES)
+    if unknown:
+        raise InvalidOptions(
+            f"unknown option(s) for the postgresql engine: {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(OPTION_NAMES))}"
+        )
+    defaults = PostgresOptions()
+    min_size = _check_int(opts.get("pool_min_size", defaults.pool_min_size), "pool_min_size", 0)
+    max_size = _check_int(opts.get("pool_max_size", defaults.pool_max_size), "pool_max_size", 1)
+    if min_size > max_size:
+        raise InvalidOptions(
+            f"pool_min_size ({min_size}) must not exceed pool_max_size ({max_size})"
+        )
+    return PostgresOptions(
+        schema=validate_schema_name(opts.get("schema", defaults.schema)),
+        migrate=_check_bool(opts.get("migrate", defaults.migrate), "migrate"),
+        pool_min_size=min_size,
+        pool_max_size=max_size,
+        repoll_s=_check_seconds(opts.get("repoll_s", defaults.repoll_s), "repoll_s", 3600),
+        connect_timeout_s=_check_seconds(
+            opts.get("connect_timeout_s", defaults.connect_timeout_s), "connect_timeout_s", 3600
+        ),
+    )

@@ -1,0 +1,82 @@
+"""``provision()`` for the conformance kit: a fresh schema per store, one server per process.
+
+The server is ``$ALKSTORE_PG_DSN`` when set (the nox sessions start one and
+export it); otherwise ONE throwaway server per process, started lazily through
+``server.provision_server()`` and stopped at interpreter exit. Each
+``provision()`` names a fresh, randomly named schema (the store creates it on
+open) and drops it -- CASCADE -- afterwards. The yielded ``EngineSpec`` is
+plain data, so child processes reopen the same store from it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from urllib.parse import quote
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from alkstore.engine import EngineSpec
+
+from .server import DSN_ENV, provision_server
+
+_lock = threading.Lock()
+_shared_dsn: str | None = None
+
+SCHEMA_PREFIX = "alkstore_t_"
+
+
+def shared_server_dsn() -> str:
+    """The DSN every ``provision()`` of this process uses (starting a server at most once)."""
+    global _shared_dsn
+    env = os.environ.get(DSN_ENV)
+    if env:
+        return env
+    with _lock:
+        if _shared_dsn is None:
+            stack = ExitStack()
+            server = stack.enter_context(provision_server())
+            atexit.register(stack.close)
+            _shared_dsn = server.dsn
+        return _shared_dsn
+
+
+def dsn_as_url(dsn: str) -> str:
+    """A ``postgresql://`` URL for ``dsn`` (libpq URLs pass through; key=value strings
+    are rewritten), so ``alkstore.open(spec.url)`` picks this engine by its scheme."""
+    if dsn.startswith(("postgresql://", "postgres://")):
+        return dsn
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", None)
+    auth = f"{user}:{quote(password, safe='')}@" if password is not None else f"{user}@"
+    host = quote(params.pop("host", ""), safe="")
+    port = params.pop("port", "")
+    dbname = quote(params.pop("dbname", ""), safe="")
+    query = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in params.items())
+    return (
+        f"postgresql://{auth if user or password else ''}{host}{':' + port if port else ''}"
+        f"/{dbname}{'?' + query if query else ''}"
+    )
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@contextmanager
+def provision() -> Iterator[EngineSpec]:
+    """A fresh, empty, isolated store: yields ``EngineSpec(url, {"schema": ...})``."""
+    dsn = shared_server_dsn()
+    schema = SCHEMA_PREFIX + secrets.token_hex(8)
+    try:
+        yield EngineSpec(url=dsn_as_url(dsn), opts={"schema": schema})
+    finally:
+        drop_schema(dsn, schema)

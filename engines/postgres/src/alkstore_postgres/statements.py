@@ -1,0 +1,286 @@
+"""Every SQL statement the driver runs, one named constant each.
+
+Templates name the engine schema as ``{schema}``; ``Statements.for_schema``
+renders them once per store with the schema quoted by
+``psycopg.sql.Identifier`` (never interpolated raw), into bytes that psycopg
+executes -- and, after a few runs, prepares -- as is. Values are always
+``%(name)s`` parameters. Time is always the ``now`` parameter from the store's
+clock; no statement reads the server's own ``now()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Final
+
+from psycopg import sql
+
+# -- shared column lists -------------------------------------------------------
+
+_LIVE_JOB = """
+    id, queue, state, payload, priority, attempts, max_attempts, created_at, run_at,
+    claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+    dead_letter_retention_s, NULL::text AS last_error, NULL::bigint AS died_at"""
+"""A live row in ``alkstore.driver.JOB_COLUMNS`` order."""
+
+_DEAD_JOB = """
+    id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, created_at, run_at,
+    claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+    dead_letter_retention_s, last_error, died_at"""
+"""A dead row in ``alkstore.driver.JOB_COLUMNS`` order."""
+
+_MOVED = """
+    id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at,
+    expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s"""
+"""What a live row keeps when it moves to the dead table (same id)."""
+
+
+def _move_to_dead(predicate: str) -> str:
+    """One atomic statement: delete the live rows matching ``predicate`` and insert
+    them into the dead table; the statement's row count is how many moved."""
+    return f"""
+WITH moved AS (
+    DELETE FROM {{schema}}.jobs
+    WHERE {predicate}
+    RETURNING {_MOVED}
+)
+INSERT INTO {{schema}}.dead_jobs ({_MOVED}, last_error, died_at)
+SELECT {_MOVED}, %(error)s, %(now)s
+FROM moved
+"""
+
+
+# -- queues ----------------------------------------------------------------------
+
+INSERT_JOB: Final = """
+WITH inserted AS (
+    INSERT INTO {schema}.jobs (
+        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
+        visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+    )
+    VALUES (
+        %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s, %(created_at)s, %(run_at)s,
+        %(expires_at)s::bigint, %(visibility_timeout_s)s, %(backoff_base_s)s,
+        %(dead_letter_retention_s)s::bigint
+    )
+    RETURNING id
+), woken AS (
+    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
+)
+SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
+"""
+"""Insert one job and, in the same statement, NOTIFY its queue's topic (unless
+``topic`` is NULL: this transaction already announced it).
+
+The NOTIFY rides along so a lone enqueue costs one round trip; PostgreSQL
+delivers it only when the transaction commits."""
+
+INSERT_JOBS: Final = """
+WITH inserted AS (
+    INSERT INTO {schema}.jobs (
+        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
+        visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+    )
+    SELECT %(queue)s, job.payload, %(priority)s, %(max_attempts)s, %(created_at)s,
+           %(run_at)s, %(expires_at)s::bigint, %(visibility_timeout_s)s, %(backoff_base_s)s,
+           %(dead_letter_retention_s)s::bigint
+    FROM unnest(%(payloads)b::text[]) WITH ORDINALITY AS job (payload, position)
+    ORDER BY job.position
+    RETURNING id
+), woken AS (
+    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
+)
+SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
+ORDER BY id
+"""
+"""``INSERT_JOB`` for many jobs that share every stamp (one ``enqueue_many``).
+
+Only the payloads vary, so they travel as one binary array and the stamps as
+scalars. Ids come from one identity sequence in ``position`` order, so
+``ORDER BY id`` is input order."""
+
+CLAIM: Final = """
+WITH ready AS (
+    SELECT id, priority, run_at FROM {schema}.jobs
+    WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
+      AND (expires_at IS NULL OR expires_at > %(now)s)
+      AND attempts < max_attempts
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), lapsed AS (
+    SELECT id, priority, run_at FROM {schema}.jobs
+    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
+      AND (expires_at IS NULL OR expires_at > %(now)s)
+      AND attempts < max_attempts
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), chosen AS (
+    SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) AS candidate
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+)
+UPDATE {schema}.jobs AS job
+SET state = 'processing',
+    attempts = job.attempts + 1,
+    claimed_at = %(now)s,
+    worker_id = %(worker_id)s,
+    deadline = %(now)s + job.visibility_timeout_s
+FROM chosen
+WHERE job.id = chosen.id
+RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
+          job.max_attempts, job.created_at, job.run_at, job.claimed_at, job.expires_at,
+          job.worker_id, job.visibility_timeout_s, job.backoff_base_s,
+          job.dead_letter_retention_s, NULL::text, NULL::bigint
+"""
+"""Claim in one statement. Each state walks its own partial index in claim order
+(pending: ``jobs_pending_claim``; lapsed: ``jobs_processing_deadline``) and
+locks with SKIP LOCKED, so concurrent claimers never wait on or share a row;
+the best ``limit`` of both are claimed, the rest unlock at commit."""
+
+BURY_EXHAUSTED: Final = _move_to_dead(
+    "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
+    " AND attempts >= max_attempts"
+)
+
+BURY_EXPIRED: Final = _move_to_dead("queue = %(queue)s AND expires_at <= %(now)s")
+"""Every live row is pending or processing, so this covers both states."""
+
+BURY_CLAIM: Final = _move_to_dead(
+    "id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s"
+)
+
+PURGE_DEAD: Final = """
+DELETE FROM {schema}.dead_jobs
+WHERE queue = %(queue)s
+  AND dead_letter_retention_s IS NOT NULL
+  AND died_at + dead_letter_retention_s < %(now)s
+"""
+
+ACK: Final = """
+DELETE FROM {schema}.jobs
+WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+"""
+
+ACK_BATCH: Final = """
+DELETE FROM {schema}.jobs
+WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
+  AND worker_id = %(worker_id)s AND deadline > %(now)s
+"""
+"""Looks rows up by primary key. ``deadline > now`` already means "processing"
+(the table's CHECK: a deadline is set exactly while processing), and leaving
+``state = 'processing'`` out keeps the planner off ``jobs_processing_deadline``:
+with stale statistics it would otherwise walk every in-flight row of the queue
+for each batch."""
+
+HEARTBEAT: Final = """
+UPDATE {schema}.jobs SET deadline = %(deadline)s
+WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+"""
+
+RESCHEDULE: Final = """
+WITH rescheduled AS (
+    UPDATE {schema}.jobs
+    SET state = 'pending', run_at = %(run_at)s, worker_id = NULL, claimed_at = NULL,
+        deadline = NULL
+    WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    RETURNING queue
+)
+SELECT pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM rescheduled
+"""
+"""Back to pending, and wake the queue's waiters in every process: the job may be
+due now, and anyone's timer for the queue's next due row may have to move."""
+
+CANCEL: Final = """
+DELETE FROM {schema}.jobs WHERE id = %(id)s AND queue = %(queue)s
+"""
+
+GET_JOB: Final = f"""
+SELECT {_LIVE_JOB}
+FROM {{schema}}.jobs
+WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+UNION ALL
+SELECT {_DEAD_JOB}
+FROM {{schema}}.dead_jobs
+WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+"""
+"""Live and dead rows share the id sequence, so at most one row matches."""
+
+NEXT_WAKE_AT: Final = """
+SELECT least(
+    (SELECT min(run_at) FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state = 'pending' AND run_at > %(now)s),
+    (SELECT min(deadline) FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)
+)
+"""
+
+# -- wakes -------------------------------------------------------------------------
+
+NOTIFY: Final = """
+SELECT pg_notify(%(channel)s, topic) FROM unnest(%(topics)s::text[]) AS topic
+"""
+
+# -- locks -------------------------------------------------------------------------
+
+LOCK_ACQUIRE: Final = """
+INSERT INTO {schema}.locks AS held (name, owner, expires_at)
+VALUES (%(name)s, %(owner)s, %(expires_at)s)
+ON CONFLICT (name) DO UPDATE
+SET owner = excluded.owner, expires_at = excluded.expires_at
+WHERE held.owner = excluded.owner OR held.expires_at <= %(now)s
+RETURNING 1
+"""
+
+LOCK_RENEW: Final = """
+UPDATE {schema}.locks SET expires_at = %(expires_at)s
+WHERE name = %(name)s AND owner = %(owner)s AND expires_at > %(now)s
+"""
+
+LOCK_RELEASE: Final = """
+DELETE FROM {schema}.locks
+WHERE name = %(name)s AND owner = %(owner)s AND expires_at > %(now)s
+"""
+
+LOCK_HOLDER: Final = """
+SELECT owner, expires_at FROM {schema}.locks
+WHERE name = %(name)s AND expires_at > %(now)s
+"""
+
+
+def render(template: str, schema: str) -> bytes:
+    """``template`` with ``{schema}`` replaced by the quoted identifier."""
+    return sql.SQL(template).format(schema=sql.Identifier(schema)).as_bytes(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """The statements above, rendered for one schema."""
+
+    insert_job: bytes
+    insert_jobs: bytes
+    claim: bytes
+    bury_exhausted: bytes
+    bury_expired: bytes
+    bury_claim: bytes
+    purge_dead: bytes
+    ack: bytes
+    ack_batch: bytes
+    heartbeat: bytes
+    reschedule: bytes
+    cancel: bytes
+    get_job: bytes
+    next_wake_at: bytes
+    notify: bytes
+    lock_acquire: bytes
+    lock_renew: bytes
+    lock_release: bytes
+    lock_holder: bytes
+
+    @classmethod
+    def for_schema(cls, schema: str) -> Statements:
+        templates = globals()
+        return cls(
+            **{field.name: render(templates[field.name.upper()], schema) for field in fields(cls)}
+        )

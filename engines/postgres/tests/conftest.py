@@ -1,0 +1,57 @@
+"""Fixtures for the PostgreSQL engine's own tests.
+
+One server for the whole session (``provision_server()``: ``$ALKSTORE_PG_DSN``,
+else Docker, else a throwaway local cluster); every test that opens a store
+gets a fresh, randomly named schema that is dropped (CASCADE) afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from pg_helpers import StoreFactory, fresh_schema_name
+
+import alkstore
+from alkstore.core import CoreStore
+from alkstore_postgres.provisioning import drop_schema
+from alkstore_postgres.server import provision_server
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    with provision_server() as server:
+        yield server.dsn
+
+
+@pytest.fixture
+def schema(pg_dsn: str) -> Iterator[str]:
+    name = fresh_schema_name()
+    yield name
+    drop_schema(pg_dsn, name)
+
+
+@pytest.fixture
+def open_store(pg_dsn: str, schema: str) -> Iterator[StoreFactory]:
+    """Open stores on the test's schema (options override); all closed afterwards."""
+    stores: list[CoreStore] = []
+
+    def build(**opts: Any) -> CoreStore:
+        opts.setdefault("schema", schema)
+        store = alkstore.open(pg_dsn, **opts)
+        assert isinstance(store, CoreStore)
+        stores.append(store)
+        return store
+
+    yield build
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture
+def admin(pg_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """A separate autocommit connection for looking at the database from outside."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        yield conn

@@ -1,0 +1,115 @@
+"""Connection loss: unreachable servers, restarts, killed connections.
+
+These tests stop and restart a server, so they get a private throwaway one
+(``LocalPostgres``) rather than the session's shared server.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from pg_helpers import BackgroundClaim, fresh_schema_name, wait_until
+
+import alkstore
+from alkstore import EngineUnavailable
+from alkstore_postgres.server import LocalPostgres
+
+
+@pytest.fixture(scope="module")
+def private_pg() -> Iterator[LocalPostgres]:
+    with LocalPostgres() as pg:
+        yield pg
+
+
+@pytest.fixture
+def running_pg(private_pg: LocalPostgres) -> Iterator[LocalPostgres]:
+    """The private server, up at the start and the end of each test."""
+    private_pg.start()
+    yield private_pg
+    private_pg.start()
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port  # nothing listens here once the socket is closed
+
+
+def test_open_on_an_unreachable_server_raises_engine_unavailable() -> None:
+    url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres"
+    with pytest.raises(EngineUnavailable) as info:
+        alkstore.open(url, connect_timeout_s=2)
+    assert isinstance(info.value.__cause__, psycopg.OperationalError)
+
+
+def test_calls_raise_engine_unavailable_while_the_server_is_down_then_recover(
+    running_pg: LocalPostgres,
+) -> None:
+    with alkstore.open(running_pg.dsn, schema=fresh_schema_name(), connect_timeout_s=2) as store:
+        queue = store.queue("q")
+        queue.enqueue("before")
+
+        running_pg.stop()
+        with pytest.raises(EngineUnavailable) as info:
+            queue.enqueue("while down")
+        assert isinstance(info.value.__cause__, psycopg.Error)
+
+        running_pg.start()
+        after = queue.enqueue("after")  # the pool replaced its dead connections
+        handles = queue.claim_batch("w", 10)
+        assert [h.payload for h in handles] == ["before", "after"]
+        assert handles[-1].id == after
+
+
+def test_pooled_connections_killed_by_the_server_are_replaced(
+    running_pg: LocalPostgres,
+) -> None:
+    with (
+        alkstore.open(running_pg.dsn, schema=fresh_schema_name(), pool_min_size=3) as store,
+        psycopg.connect(running_pg.dsn, autocommit=True) as admin,
+    ):
+        queue = store.queue("q")
+        queue.enqueue_many(["a", "b"])
+        pids = [
+            row[0]
+            for row in admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'alkstore'"
+            ).fetchall()
+        ]
+        assert pids
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+
+        def all_gone() -> bool:
+            query = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)"
+            return admin.execute(query, (pids,)).fetchone() == (0,)
+
+        assert wait_until(all_gone)  # the server said goodbye on every idle connection
+        handle = queue.claim("w")  # no error: dead connections are skipped and replaced
+        assert handle is not None
+        assert handle.payload == "a"
+
+
+def test_claim_wait_survives_a_server_restart(running_pg: LocalPostgres) -> None:
+    schema = fresh_schema_name()
+    # An hour between safety-net re-polls: only the reconnected listener's wakes
+    # (its re-poll of everyone after reconnecting, then the NOTIFY) bring the job.
+    with (
+        alkstore.open(running_pg.dsn, schema=schema, repoll_s=3600) as worker,
+        alkstore.open(running_pg.dsn, schema=schema) as producer,
+    ):
+        listener: Any = worker.driver.listener  # type: ignore[attr-defined]
+        waiting = BackgroundClaim(worker.queue("jobs"), "w")
+        assert wait_until(lambda: listener.connections == 1)
+
+        running_pg.restart()
+        assert wait_until(lambda: listener.connections == 2)  # it reconnected
+        job_id = producer.queue("jobs").enqueue({"after": "restart"})
+
+        handle = waiting.result()
+        assert handle.id == job_id
+        assert handle.ack()

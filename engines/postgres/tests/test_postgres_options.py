@@ -1,0 +1,121 @@
+"""Options, schema names, URLs and the entry points: refused before anything is touched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+import alkstore
+from alkstore import InvalidOptions
+from alkstore_postgres import ENGINE, libpq_url, parse_options, wake_channel
+from alkstore_postgres.options import PostgresOptions
+
+HOSTILE_SCHEMAS = [
+    'x"; drop table y; --',
+    "Alkstore",
+    "has space",
+    "a" * 64,
+    "",
+    "9lives",
+    "pg_temp_evil",
+    "dash-ed",
+    "é",
+]
+
+
+def _schemas(conn: psycopg.Connection[Any]) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT nspname FROM pg_namespace").fetchall()}
+
+
+@pytest.mark.parametrize("schema", HOSTILE_SCHEMAS)
+def test_hostile_schema_is_refused_and_nothing_is_created(
+    pg_dsn: str, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    admin.execute("CREATE TABLE IF NOT EXISTS public.y (id int)")
+    before = _schemas(admin)
+
+    with pytest.raises(InvalidOptions, match="schema"):
+        alkstore.open(pg_dsn, schema=schema)
+
+    assert _schemas(admin) == before
+    assert admin.execute("SELECT to_regclass('public.y') IS NOT NULL").fetchone() == (True,)
+
+
+def test_schema_must_be_a_str() -> None:
+    with pytest.raises(InvalidOptions, match="schema must be a str"):
+        parse_options({"schema": b"alkstore"})
+
+
+def test_unknown_option_is_refused_naming_it() -> None:
+    with pytest.raises(InvalidOptions, match="poolsize"):
+        parse_options({"poolsize": 3})
+
+
+@pytest.mark.parametrize(
+    ("opts", "field"),
+    [
+        ({"migrate": "no"}, "migrate"),
+        ({"pool_min_size": -1}, "pool_min_size"),
+        ({"pool_max_size": 0}, "pool_max_size"),
+        ({"pool_min_size": 5, "pool_max_size": 2}, "pool_min_size"),
+        ({"pool_max_size": True}, "pool_max_size"),
+        ({"repoll_s": 0}, "repoll_s"),
+        ({"repoll_s": float("nan")}, "repoll_s"),
+        ({"connect_timeout_s": "5"}, "connect_timeout_s"),
+    ],
+)
+def test_bad_option_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidOptions, match=field):
+        parse_options(opts)
+
+
+def test_defaults() -> None:
+    assert parse_options({}) == PostgresOptions(
+        schema="alkstore",
+        migrate=True,
+        pool_min_size=1,
+        pool_max_size=10,
+        repoll_s=1.0,
+        connect_timeout_s=10.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql://u@h:5/db", "postgresql://u@h:5/db"),
+        ("postgres://u@h/db", "postgresql://u@h/db"),
+        ("postgresql+psycopg://u@h/db?sslmode=disable", "postgresql://u@h/db?sslmode=disable"),
+        ("POSTGRESQL://u@h/db", "postgresql://u@h/db"),
+    ],
+)
+def test_url_becomes_a_libpq_url(url: str, expected: str) -> None:
+    assert libpq_url(url) == expected
+
+
+def test_url_of_another_engine_is_refused() -> None:
+    with pytest.raises(InvalidOptions, match="sqlite"):
+        libpq_url("sqlite:///x.db")
+
+
+def test_both_entry_points_load_the_one_provider() -> None:
+    assert alkstore.load_engine("postgresql") is ENGINE
+    assert alkstore.load_engine("postgres") is ENGINE
+    assert ENGINE.name == "postgresql"
+    assert ENGINE.contract_version == "1"
+    assert isinstance(ENGINE, alkstore.EngineProvider)
+
+
+def test_postgres_alias_scheme_opens_a_store(pg_dsn: str, schema: str) -> None:
+    alias_url = "postgres://" + libpq_url(pg_dsn).removeprefix("postgresql://")
+    with alkstore.open(alias_url, schema=schema) as store:
+        assert store.queue("q").enqueue({"via": "alias"}) >= 1
+
+
+def test_wake_channel_fits_an_identifier_and_stays_unique_per_schema() -> None:
+    long_a, long_b = "a" * 63, "a" * 62 + "b"
+    assert wake_channel("alkstore") == "alkstore.wake"
+    assert len(wake_channel(long_a).encode()) <= 63
+    assert wake_channel(long_a) != wake_channel(long_b)

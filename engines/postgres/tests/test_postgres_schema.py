@@ -1,0 +1,193 @@
+"""The engine-owned schema: layout, migrations, and the claim path's query plan."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from pg_helpers import StoreFactory
+
+import alkstore
+from alkstore import EnqueueOpts, QueueOpts
+from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate
+from alkstore_postgres.statements import Statements
+
+NOW = 1_700_000_000
+
+
+def _tables(conn: psycopg.Connection[Any], schema: str) -> set[str]:
+    rows = conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+def _migrations(conn: psycopg.Connection[Any], schema: str) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        f'SELECT version, applied_at FROM "{schema}".migrations ORDER BY version'
+    ).fetchall()
+
+
+def test_open_creates_every_table_in_the_engine_schema(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    public_before = _tables(admin, "public")
+    open_store()
+    assert _tables(admin, schema) == {"jobs", "dead_jobs", "locks", "migrations"}
+    assert _tables(admin, "public") == public_before
+
+
+def test_reopening_a_current_schema_changes_nothing(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    open_store().close()
+    first = _migrations(admin, schema)
+    open_store().close()
+    assert _migrations(admin, schema) == first
+    assert [version for version, _ in first] == list(range(1, LATEST_VERSION + 1))
+
+
+def test_concurrent_opens_migrate_once_without_errors(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    openers = 8
+    start = threading.Barrier(openers)
+    errors: list[BaseException] = []
+    stores: list[alkstore.Store] = []
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            stores.append(alkstore.open(pg_dsn, schema=schema, pool_min_size=0))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.close()
+
+    assert errors == []
+    assert len(stores) == openers
+    assert [version for version, _ in _migrations(admin, schema)] == [1]
+
+
+def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    with pytest.raises(SchemaNotMigrated) as info:
+        alkstore.open(pg_dsn, schema=schema, migrate=False)
+
+    message = str(info.value)
+    assert schema in message
+    assert "no alkstore tables" in message
+    assert "migrate" in message
+    assert isinstance(info.value, alkstore.AlkstoreError)
+    exists = admin.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    assert exists is None
+
+
+def test_outdated_schema_error_names_both_versions() -> None:
+    message = str(SchemaNotMigrated("jobs", found=1, required=2))
+    assert "migration version 1" in message
+    assert "needs 2" in message
+
+
+@pytest.mark.parametrize("migrate_on_open", [True, False])
+def test_a_schema_newer_than_this_engine_is_opened_as_is(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], migrate_on_open: bool
+) -> None:
+    migrate(pg_dsn, schema=schema)
+    future = LATEST_VERSION + 1
+    admin.execute(
+        f'INSERT INTO "{schema}".migrations (version, description) VALUES (%s, %s)',
+        (future, "from a newer release"),
+    )
+    with alkstore.open(pg_dsn, schema=schema, migrate=migrate_on_open) as store:
+        assert store.queue("q").enqueue(1) >= 1
+    assert _migrations(admin, schema)[-1][0] == future
+
+
+def test_migrate_prepares_a_schema_for_stores_opened_with_migrate_false(
+    pg_dsn: str, schema: str
+) -> None:
+    assert migrate(pg_dsn, schema=schema) == LATEST_VERSION
+    with alkstore.open(pg_dsn, schema=schema, migrate=False) as store:
+        queue = store.queue("q")
+        job_id = queue.enqueue("hello")
+        job = queue.get_job(job_id)
+        assert job is not None
+        assert job.payload == "hello"
+
+
+def test_schema_created_beforehand_by_an_administrator_is_used(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    admin.execute(f'CREATE SCHEMA "{schema}"')
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        store.queue("q").enqueue(1)
+    assert "jobs" in _tables(admin, schema)
+
+
+def test_dead_rows_move_to_the_dead_table_keeping_their_id(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    queue = open_store().queue("q")
+    job_id = queue.enqueue("doomed")
+    handle = queue.claim("w")
+    assert handle is not None
+    assert handle.fail("bad input")
+
+    live = admin.execute(f'SELECT id FROM "{schema}".jobs').fetchall()
+    dead = admin.execute(f'SELECT id, last_error FROM "{schema}".dead_jobs').fetchall()
+    assert live == []
+    assert dead == [(job_id, "bad input")]
+
+
+def _explain(conn: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:
+    rows = conn.execute(b"EXPLAIN " + query, params).fetchall()
+    return "\n".join(row[0] for row in rows)
+
+
+def test_claim_statement_walks_the_partial_indexes(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    clock = alkstore.testing.FakeClock(NOW)
+    store = open_store(clock=clock)
+    # A realistic table: many queues, due and delayed rows, some claimed.
+    for n in range(20):
+        queue = store.queue(f"q{n}", QueueOpts(visibility_timeout_s=30))
+        queue.enqueue_many(list(range(200)), EnqueueOpts(priority=n % 3))
+        queue.enqueue_many(list(range(100)), EnqueueOpts(delay=3600))
+        queue.claim_batch("w", 50)
+    admin.execute(f'ANALYZE "{schema}".jobs')
+
+    statements = Statements.for_schema(schema)
+    params = {"queue": "q7", "now": NOW + 60, "worker_id": "w", "limit": 10}
+    plan = _explain(admin, statements.claim, params)
+
+    assert "jobs_pending_claim" in plan
+    assert "jobs_processing_deadline" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_ack_batch_looks_rows_up_by_primary_key_however_many_are_in_flight(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    clock = alkstore.testing.FakeClock(NOW)
+    queue = open_store(clock=clock).queue("q")
+    queue.enqueue_many(list(range(3000)))
+    admin.execute(f'ANALYZE "{schema}".jobs')  # statistics from before anything was claimed
+    handles = queue.claim_batch("w", 2500)
+
+    statements = Statements.for_schema(schema)
+    params = {"ids": [h.id for h in handles[:100]], "queue": "q", "worker_id": "w", "now": NOW}
+    plan = _explain(admin, statements.ack_batch, params)
+
+    assert "jobs_pkey" in plan
+    assert "jobs_processing_deadline" not in plan
