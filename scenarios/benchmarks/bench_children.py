@@ -1,0 +1,145 @@
+"""Entry points of the benchmark's child processes (started with ``spawn``).
+
+Each child reopens the provisioned store from its picklable ``EngineSpec``
+through the public API, like any worker process of an application would.
+Cross-process instants use ``time.time()``: every process runs on one machine,
+so their wall clocks are the same clock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+import alkstore
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+    from multiprocessing.synchronize import Barrier
+
+MAX_CONSECUTIVE_ERRORS = 100
+"""A worker that keeps failing gives up instead of spinning until its budget ends."""
+
+
+@dataclass
+class DrainReport:
+    worker: str
+    acked: int = 0
+    lost_acks: int = 0
+    """Claims whose ack/ack_batch did not count (the claim was no longer valid)."""
+    errors: int = 0
+    first_error: str | None = None
+    started_at: float | None = None
+    """Wall time right after the barrier released this worker."""
+    last_ack_at: float | None = None
+    capped: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record_error(self, exc: BaseException) -> None:
+        self.errors += 1
+        if self.first_error is None:
+            self.first_error = f"{type(exc).__name__}: {exc}"
+
+
+def drain_worker(
+    index: int,
+    engine: str,
+    spec: alkstore.EngineSpec,
+    queue_name: str,
+    batch: int,
+    barrier: Barrier,
+    reports: Queue[DrainReport],
+    budget_s: float,
+    barrier_timeout_s: float,
+) -> None:
+    """Drain ``queue_name`` until a claim comes back empty; report through ``reports``.
+
+    ``batch == 1``: ``claim`` + ``ack``; otherwise ``claim_batch(batch)`` + ``ack_batch``.
+    """
+    worker = f"drain-{index}"
+    report = DrainReport(worker=worker)
+    try:
+        provider = alkstore.load_engine(engine)
+        with provider.open(spec.url, **spec.opts) as store:
+            queue = store.queue(queue_name)
+            barrier.wait(timeout=barrier_timeout_s)
+            report.started_at = time.time()
+            _drain(queue, worker, batch, report, time.monotonic() + budget_s)
+    except Exception as exc:  # any exception in a worker counts (and is reported)
+        report.record_error(exc)
+        if report.started_at is None:
+            barrier.abort()  # release the others now rather than at their barrier timeout
+    finally:
+        reports.put(report)
+
+
+def _drain(
+    queue: alkstore.Queue, worker: str, batch: int, report: DrainReport, deadline: float
+) -> None:
+    consecutive_errors = 0
+    while True:
+        if time.monotonic() > deadline:
+            report.capped = True
+            return
+        try:
+            if batch == 1:
+                handle = queue.claim(worker)
+                if handle is None:
+                    return
+                acked = 1 if handle.ack() else 0
+                claimed = 1
+            else:
+                handles = queue.claim_batch(worker, batch)
+                if not handles:
+                    return
+                acked = queue.ack_batch([h.id for h in handles], worker)
+                claimed = len(handles)
+        except Exception as exc:
+            report.record_error(exc)
+            consecutive_errors += 1
+            if consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                return
+            continue
+        consecutive_errors = 0
+        report.acked += acked
+        report.lost_acks += claimed - acked
+        report.last_ack_at = time.time()
+
+
+def wake_consumer(
+    engine: str,
+    spec: alkstore.EngineSpec,
+    queue_name: str,
+    rounds: int,
+    conn: Connection,
+    wait_timeout_s: float,
+) -> None:
+    """Block in ``claim_wait`` ``rounds`` times, announcing each wait through ``conn``.
+
+    Messages sent: ``("ready",)`` just before each ``claim_wait``;
+    ``("claimed", job_id, claim_returned_at)`` after each claim;
+    ``("timeout",)`` if a wait ends empty (the consumer then stops);
+    ``("error", text)`` on any exception (the consumer then stops).
+    """
+    try:
+        provider = alkstore.load_engine(engine)
+        with provider.open(spec.url, **spec.opts) as store:
+            queue = store.queue(queue_name)
+            for _ in range(rounds):
+                conn.send(("ready",))
+                handle = queue.claim_wait("wake-consumer", timeout=wait_timeout_s)
+                returned_at = time.time()
+                if handle is None:
+                    conn.send(("timeout",))
+                    return
+                handle.ack()
+                conn.send(("claimed", handle.id, returned_at))
+    except Exception as exc:
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            pass  # the parent already gave up on us
+    finally:
+        conn.close()

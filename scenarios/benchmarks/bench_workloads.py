@@ -1,0 +1,380 @@
+"""The six benchmark workloads, each run on a freshly provisioned store.
+
+Every loop is bounded by the workload's time budget: when the budget runs out
+the workload stops, reports the rate over the work it did, and is marked
+time-capped. Child processes are always joined, and terminated if they hang.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import multiprocessing
+import multiprocessing.queues
+import pstats
+import queue as queue_module
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnProcess
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench_children import DrainReport, drain_worker, wake_consumer
+from bench_report import Measurement, percentile
+
+import alkstore
+
+T = TypeVar("T")
+
+QUEUE = "bench"
+PAYLOAD_BYTES = 100
+ENQUEUE_MANY_BATCH = 1_000
+CLAIM_BATCH = 100
+DRAIN_PROCESSES = 4
+DRAIN_BATCH = {"sqlite": 1, "postgresql": 10}
+"""Per engine, what each of the four drain workers claims at a time (1 = claim + ack)."""
+WAKE_WARMUP_ROUNDS = 10
+"""Leading wake rounds that are measured but not reported (connections, watchers warm up)."""
+WAKE_SETTLE_S = 0.005
+"""Pause between the consumer saying it is about to wait and the enqueue."""
+CHILD_START_TIMEOUT_S = 120.0
+"""Spawning a child, importing alkstore and opening the store; generous on a busy box."""
+JOIN_TIMEOUT_S = 10.0
+BUDGET_EXHAUSTED = "budget exhausted"
+
+
+@dataclass
+class Bench:
+    """Everything one workload run needs."""
+
+    engine: str
+    provider: alkstore.EngineProvider
+    spec: alkstore.EngineSpec
+    store: alkstore.Store
+    jobs: int
+    wake_rounds: int
+    budget_s: float
+    profile_dir: Path | None = None
+
+    def queue(self) -> alkstore.Queue:
+        return self.store.queue(QUEUE)
+
+    def deadline(self) -> float:
+        return time.perf_counter() + self.budget_s
+
+
+Workload = Callable[[Bench], Measurement]
+
+
+def payload(seq: int, **fields: Any) -> dict[str, Any]:
+    """A JSON payload of about ``PAYLOAD_BYTES`` bytes once encoded."""
+    body: dict[str, Any] = {"seq": seq, "kind": "bench", **fields, "pad": ""}
+    size = len(json.dumps(body, separators=(",", ":")))
+    body["pad"] = "x" * max(0, PAYLOAD_BYTES - size)
+    return body
+
+
+def payloads(count: int) -> list[dict[str, Any]]:
+    return [payload(i) for i in range(count)]
+
+
+def prefill(bench: Bench, count: int) -> None:
+    """Put ``count`` jobs in the queue (untimed): the backlog a drain workload starts from."""
+    queue = bench.queue()
+    items = payloads(count)
+    for start in range(0, count, ENQUEUE_MANY_BATCH):
+        queue.enqueue_many(items[start : start + ENQUEUE_MANY_BATCH])
+
+
+def timed(bench: Bench, key: str, body: Callable[[], T]) -> tuple[T, float]:
+    """Run ``body`` and time it (under cProfile when profiling is on)."""
+    if bench.profile_dir is None:
+        started = time.perf_counter()
+        result = body()
+        return result, time.perf_counter() - started
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    result = profiler.runcall(body)
+    seconds = time.perf_counter() - started
+    _dump_profile(profiler, bench.profile_dir / f"{bench.engine}-{key}.txt")
+    return result, seconds
+
+
+def _dump_profile(profiler: cProfile.Profile, path: Path) -> None:
+    out = io.StringIO()
+    for order in ("tottime", "cumulative"):
+        out.write(f"==== sorted by {order} ====\n")
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(30)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- in-process
+
+
+def enqueue_single(bench: Bench) -> Measurement:
+    """1. One ``enqueue`` per transaction."""
+    queue, items, deadline = bench.queue(), payloads(bench.jobs), bench.deadline()
+
+    def body() -> int:
+        done = 0
+        for item in items:
+            if time.perf_counter() > deadline:
+                break
+            queue.enqueue(item)
+            done += 1
+        return done
+
+    done, seconds = timed(bench, "enqueue", body)
+    return Measurement(jobs=done, seconds=seconds, capped=done < bench.jobs)
+
+
+def enqueue_many(bench: Bench) -> Measurement:
+    """2. ``enqueue_many`` in batches of 1,000."""
+    queue, items, deadline = bench.queue(), payloads(bench.jobs), bench.deadline()
+    batches = [items[i : i + ENQUEUE_MANY_BATCH] for i in range(0, len(items), ENQUEUE_MANY_BATCH)]
+
+    def body() -> int:
+        done = 0
+        for batch in batches:
+            if time.perf_counter() > deadline:
+                break
+            done += len(queue.enqueue_many(batch))
+        return done
+
+    done, seconds = timed(bench, "enqueue_many", body)
+    return Measurement(jobs=done, seconds=seconds, capped=done < bench.jobs)
+
+
+def claim_ack(bench: Bench) -> Measurement:
+    """3. ``claim`` + ``ack`` one at a time, starting from a backlog of N jobs."""
+    prefill(bench, bench.jobs)
+    queue, deadline = bench.queue(), bench.deadline()
+    lost = 0
+
+    def body() -> int:
+        nonlocal lost
+        done = 0
+        while done < bench.jobs and time.perf_counter() <= deadline:
+            handle = queue.claim("bench-worker")
+            if handle is None:
+                break
+            if handle.ack():
+                done += 1
+            else:
+                lost += 1
+        return done
+
+    done, seconds = timed(bench, "claim_ack", body)
+    m = Measurement(jobs=done, seconds=seconds, capped=done + lost < bench.jobs)
+    _note_shortfall(m, bench.jobs, lost)
+    return m
+
+
+def claim_batch(bench: Bench) -> Measurement:
+    """4. ``claim_batch(100)`` + ``ack_batch``, starting from a backlog of N jobs."""
+    prefill(bench, bench.jobs)
+    queue, deadline = bench.queue(), bench.deadline()
+    lost = 0
+
+    def body() -> int:
+        nonlocal lost
+        done = 0
+        while done < bench.jobs and time.perf_counter() <= deadline:
+            handles = queue.claim_batch("bench-worker", CLAIM_BATCH)
+            if not handles:
+                break
+            acked = queue.ack_batch([h.id for h in handles], "bench-worker")
+            done += acked
+            lost += len(handles) - acked
+        return done
+
+    done, seconds = timed(bench, "claim_batch", body)
+    m = Measurement(jobs=done, seconds=seconds, capped=done + lost < bench.jobs)
+    _note_shortfall(m, bench.jobs, lost)
+    return m
+
+
+def _note_shortfall(m: Measurement, expected: int, lost: int) -> None:
+    if lost:
+        m.notes.append(f"{lost} acks did not count (claim no longer valid)")
+    if m.jobs + lost < expected and not m.capped:
+        m.notes.append(f"queue ran dry after {m.jobs} of {expected} jobs")
+
+
+# --------------------------------------------------------------------------- multi-process
+
+
+def four_processes(bench: Bench) -> Measurement:
+    """5. Four spawned processes drain one queue at once, released by one barrier.
+
+    Measured from the barrier's release (the earliest worker's post-barrier
+    wall time) to the last ack of any worker.
+    """
+    prefill(bench, bench.jobs)
+    batch = DRAIN_BATCH.get(bench.engine, 1)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(DRAIN_PROCESSES)
+    reports: multiprocessing.queues.Queue[DrainReport] = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=drain_worker,
+            args=(
+                i,
+                bench.engine,
+                bench.spec,
+                QUEUE,
+                batch,
+                barrier,
+                reports,
+                bench.budget_s,
+                CHILD_START_TIMEOUT_S,
+            ),
+            name=f"bench-drain-{i}",
+        )
+        for i in range(DRAIN_PROCESSES)
+    ]
+    collected: list[DrainReport] = []
+    try:
+        for proc in procs:
+            proc.start()
+        wait_until = time.monotonic() + CHILD_START_TIMEOUT_S + bench.budget_s + JOIN_TIMEOUT_S
+        while len(collected) < DRAIN_PROCESSES:
+            remaining = wait_until - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                collected.append(reports.get(timeout=min(remaining, 1.0)))
+            except queue_module.Empty:  # check whether the workers died silently
+                if not any(p.is_alive() for p in procs) and reports.empty():
+                    break
+    finally:
+        _reap(procs)
+        reports.close()
+        reports.join_thread()
+    return _drain_measurement(collected, bench.jobs, batch)
+
+
+def _drain_measurement(reports: Sequence[DrainReport], expected: int, batch: int) -> Measurement:
+    missing = DRAIN_PROCESSES - len(reports)
+    acked = sum(r.acked for r in reports)
+    starts = [r.started_at for r in reports if r.started_at is not None]
+    ends = [r.last_ack_at for r in reports if r.last_ack_at is not None]
+    seconds = max(ends) - min(starts) if starts and ends else 0.0
+    m = Measurement(
+        jobs=acked,
+        seconds=seconds,
+        capped=any(r.capped for r in reports),
+        errors=sum(r.errors for r in reports) + missing,
+    )
+    per_worker = ", ".join(f"{r.worker}={r.acked}" for r in sorted(reports, key=lambda r: r.worker))
+    how = "claim+ack" if batch == 1 else f"claim_batch({batch})+ack_batch"
+    m.notes.append(f"{DRAIN_PROCESSES} processes, {how}; acked per worker: {per_worker}")
+    if missing:
+        m.notes.append(f"{missing} worker(s) never reported (crashed or hung)")
+    first_errors = sorted({r.first_error for r in reports if r.first_error})
+    m.notes += [f"error: {text}" for text in first_errors]
+    lost = sum(r.lost_acks for r in reports)
+    _note_shortfall(m, expected, lost)
+    return m
+
+
+def wake_latency(bench: Bench) -> Measurement:
+    """6. Cross-process wake: a consumer blocked in ``claim_wait``, the parent enqueues.
+
+    Latency = the consumer's wall time when ``claim_wait`` returned minus the
+    parent's wall time when ``enqueue`` returned (its commit is done by then).
+    """
+    queue = bench.queue()
+    rounds = WAKE_WARMUP_ROUNDS + bench.wake_rounds
+    ctx = multiprocessing.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    consumer = ctx.Process(
+        target=wake_consumer,
+        args=(bench.engine, bench.spec, QUEUE, rounds, child_end, JOIN_TIMEOUT_S),
+        name="bench-wake-consumer",
+    )
+    latencies: list[float] = []
+    from_call: list[float] = []
+    m = Measurement(latencies_ms=latencies)
+    deadline = time.monotonic() + CHILD_START_TIMEOUT_S + bench.budget_s
+    try:
+        consumer.start()
+        child_end.close()  # ours is closed; the child holds its own copy
+        started = time.perf_counter()
+        for seq in range(rounds):
+            message = _receive(parent_end, deadline)
+            if message[0] != "ready":
+                m.notes.append(f"consumer stopped early: {message}")
+                if message[0] != BUDGET_EXHAUSTED:
+                    m.errors += 1
+                break
+            time.sleep(WAKE_SETTLE_S)
+            called_at = time.time()
+            job_id = queue.enqueue(payload(seq, t=called_at))
+            committed_at = time.time()
+            message = _receive(parent_end, deadline)
+            if message[0] != "claimed" or message[1] != job_id:
+                m.notes.append(f"round {seq}: expected job {job_id}, got {message}")
+                m.errors += 1
+                break
+            if seq >= WAKE_WARMUP_ROUNDS:
+                latencies.append((message[2] - committed_at) * 1000.0)
+                from_call.append((message[2] - called_at) * 1000.0)
+        m.seconds = time.perf_counter() - started
+    finally:
+        parent_end.close()
+        _reap([consumer])
+    m.jobs = len(latencies)
+    m.capped = m.jobs < bench.wake_rounds and not m.errors
+    if from_call:
+        m.notes.append(
+            f"from enqueue call (includes the enqueue itself): "
+            f"p50 {_pct(from_call, 0.5):.2f} ms, p99 {_pct(from_call, 0.99):.2f} ms"
+        )
+    return m
+
+
+def _pct(values: list[float], q: float) -> float:
+    value = percentile(values, q)
+    return float("nan") if value is None else value
+
+
+def _receive(conn: Connection, deadline: float) -> tuple[Any, ...]:
+    """Next message from the consumer, or a synthetic one if it went quiet or away."""
+    remaining = deadline - time.monotonic()
+    try:
+        if remaining <= 0 or not conn.poll(min(remaining, CHILD_START_TIMEOUT_S)):
+            return (BUDGET_EXHAUSTED,)
+        message: tuple[Any, ...] = conn.recv()
+    except (EOFError, OSError):
+        return ("consumer exited",)
+    return message
+
+
+def _reap(procs: Sequence[SpawnProcess]) -> None:
+    """Join every child; terminate (then kill) any that does not finish in time."""
+    for proc in procs:
+        if proc.pid is None:
+            continue  # never started
+        proc.join(JOIN_TIMEOUT_S)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(JOIN_TIMEOUT_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        proc.close()
+
+
+WORKLOADS: Sequence[tuple[str, str, Workload]] = (
+    ("enqueue", "1 enqueue, one job per tx", enqueue_single),
+    ("enqueue_many", "2 enqueue_many, batches of 1,000", enqueue_many),
+    ("claim_ack", "3 claim+ack one at a time, depth N", claim_ack),
+    ("claim_batch", "4 claim_batch(100) + ack_batch", claim_batch),
+    ("four_procs", "5 four processes draining (sqlite 1, pg 10 per claim)", four_processes),
+    ("wake", "6 claim_wait wake latency (cross-process)", wake_latency),
+)

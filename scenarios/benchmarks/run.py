@@ -1,0 +1,212 @@
+"""Benchmarks of the reference engines, side by side (``nox -s bench``).
+
+    python scenarios/benchmarks/run.py [--engine sqlite|postgresql] [--jobs N] [--quick]
+
+Each workload runs on a freshly provisioned store of each engine, through the
+public API only. Prints one table (rows = workloads, columns = engines, plus
+the targets) and writes the results to ``reports/bench.json``. Nothing here
+asserts on speed: the numbers are for reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sqlite3
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench_report import Measurement, render_peers, render_table, write_json
+from bench_workloads import WORKLOADS, Bench
+
+import alkstore
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = ROOT / "reports" / "bench.json"
+ENGINES = ("sqlite", "postgresql")
+ALIASES = {"postgres": "postgresql"}
+QUICK_JOBS = 500
+QUICK_WAKE_ROUNDS = 20
+QUICK_BUDGET_S = 30.0
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--engine",
+        action="append",
+        metavar="NAME",
+        help="sqlite or postgresql (repeatable; default: both); any installed engine "
+        "or module:object also works, without targets",
+    )
+    parser.add_argument("--jobs", type=int, default=20_000, help="jobs per workload (N)")
+    parser.add_argument("--wake-rounds", type=int, default=200, help="measured wake samples")
+    parser.add_argument(
+        "--budget", type=float, default=120.0, help="time cap per workload run, seconds"
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run with small N")
+    parser.add_argument(
+        "--workload",
+        action="append",
+        choices=[key for key, _, _ in WORKLOADS],
+        help="run only this workload (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile the in-process workloads into reports/profile/ (numbers then skew)",
+    )
+    parser.add_argument("--json", type=Path, default=REPORT, help="where to write the results")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.jobs = min(args.jobs, QUICK_JOBS)
+        args.wake_rounds = min(args.wake_rounds, QUICK_WAKE_ROUNDS)
+        args.budget = min(args.budget, QUICK_BUDGET_S)
+    if args.jobs < 1 or args.wake_rounds < 1 or args.budget <= 0:
+        parser.error("--jobs, --wake-rounds and --budget must be positive")
+    return args
+
+
+def environment(engines: Sequence[str], providers: dict[str, Any]) -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "sqlite": sqlite3.sqlite_version,
+        "postgresql_server": postgres_server_version() if "postgresql" in engines else None,
+        "engines": {name: getattr(p, "version", "?") for name, p in providers.items()},
+        "alkstore": alkstore.__version__,
+        "loadavg_start": _loadavg(),
+    }
+    return env
+
+
+def postgres_server_version() -> str | None:
+    """The server behind ``$ALKSTORE_PG_DSN``, if psycopg is installed and it answers."""
+    dsn = os.environ.get("ALKSTORE_PG_DSN")
+    if not dsn:
+        return None
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    try:
+        with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+    except Exception as exc:
+        return f"unavailable ({type(exc).__name__})"
+    return str(row[0]) if row else None
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def environment_line(env: dict[str, Any]) -> str:
+    pg = env["postgresql_server"] or "n/a"
+    engines = ", ".join(f"{name} {version}" for name, version in env["engines"].items())
+    return (
+        f"Python {env['python']} ({env['implementation']}) on {env['platform']}, "
+        f"{env['cpus']} CPUs; SQLite {env['sqlite']}; PostgreSQL server {pg}; "
+        f"engines: {engines}"
+    )
+
+
+def run_one(
+    key: str, engine: str, provider: alkstore.EngineProvider, args: argparse.Namespace
+) -> Measurement:
+    """One workload on a freshly provisioned, empty store of one engine."""
+    workload = next(fn for k, _, fn in WORKLOADS if k == key)
+    profile_dir = ROOT / "reports" / "profile" if args.profile else None
+    try:
+        with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
+            bench = Bench(
+                engine=engine,
+                provider=provider,
+                spec=spec,
+                store=store,
+                jobs=args.jobs,
+                wake_rounds=args.wake_rounds,
+                budget_s=args.budget,
+                profile_dir=profile_dir,
+            )
+            return workload(bench)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        return Measurement(failure=f"{type(exc).__name__}: {exc}"[:80])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
+    keys = [key for key, _, _ in WORKLOADS if not args.workload or key in args.workload]
+    rows = [(key, label) for key, label, _ in WORKLOADS if key in keys]
+    providers = {engine: alkstore.load_engine(engine) for engine in engines}
+    env = environment(engines, providers)
+    print(environment_line(env), flush=True)
+    print(
+        f"N = {args.jobs:,} jobs per workload, {args.wake_rounds} wake samples, "
+        f"~100-byte JSON payloads, time cap {args.budget:g} s per run"
+        + (" (quick smoke run)" if args.quick else ""),
+        flush=True,
+    )
+
+    results: dict[str, dict[str, Measurement]] = {engine: {} for engine in engines}
+    # Interleave engines per workload so a burst of load on the shared machine
+    # does not land on one engine's whole column.
+    for key in keys:
+        for engine in engines:
+            started = time.perf_counter()
+            m = run_one(key, engine, providers[engine], args)
+            results[engine][key] = m
+            print(
+                f"  {key:<13} {engine:<11} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    env["loadavg_end"] = _loadavg()
+    print()
+    print(environment_line(env))
+    print(
+        f"Load average (1/5/15 min) at start {env['loadavg_start']}, at end {env['loadavg_end']} "
+        "(shared machine: other work runs alongside)"
+    )
+    print(render_table(rows, engines, results))
+    notes = [
+        f"  {engine} / {key}: {note}"
+        for key in keys
+        for engine in engines
+        for note in results[engine][key].notes
+    ]
+    if notes:
+        print("\nNotes:")
+        print("\n".join(notes))
+    print()
+    print(render_peers())
+
+    config = {
+        "jobs": args.jobs,
+        "wake_rounds": args.wake_rounds,
+        "budget_s": args.budget,
+        "quick": args.quick,
+        "profile": args.profile,
+        "engines": engines,
+    }
+    write_json(args.json, environment=env, config=config, rows=rows, results=results)
+    print(f"\nResults written to {args.json}")
+    failed = any(m.failure is not None for by_key in results.values() for m in by_key.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
