@@ -1,0 +1,527 @@
+"""QUEUE-MODEL-AGREEMENT: an engine and the reference model, driven side by side.
+
+A Hypothesis rule-based machine opens one fresh store per example (on a FakeClock)
+and applies random operations of CONTRACT.md §2-§4 and §6 to the engine and to
+``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
+claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
+transactions that commit or roll back, the outbox, locks with two owners, and
+reopening the store. Every return value must equal the model's, and after every
+step every job ever seen and every lock must read back as the model says.
+
+Reopening closes the store and opens a new one on the same spec and clock. Handles
+claimed before stay readable values (``job``, ``id``, ``attempts``), but their ops
+raise ``StoreClosed`` (CONTRACT.md §1: any call after ``close()``); their claims
+stay reachable by id, through ``ack_batch`` on the new store.
+
+Option ranges are small on purpose (priorities -1..1, deadlines of seconds, clock
+steps that land exactly on visibility timeouts) so that ties, boundaries and
+reclaims happen often.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    MultipleResults,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
+
+from alkstore import (
+    DEFAULT_QUEUE_OPTS,
+    OUTBOX_QUEUE_OPTS,
+    EngineProvider,
+    EngineSpec,
+    EnqueueOpts,
+    Job,
+    JobHandle,
+    QueueConsumer,
+    QueueOpts,
+    Store,
+    StoreClosed,
+    outbox_queue_name,
+)
+from alkstore.testing import FakeClock
+from alkstore_conformance.model import Claim, ReferenceModel, job_differences
+
+PROPERTY = "QUEUE-MODEL-AGREEMENT"
+
+START = 1_700_000_000
+
+QUEUES: dict[str, QueueOpts] = {
+    # Two attempts, 5 s backoff, dead rows kept 100 s: retries, exhaustion and purges.
+    "mail": QueueOpts(
+        visibility_timeout_s=30, max_attempts=2, backoff_base_s=5, dead_letter_retention_s=100
+    ),
+    # One attempt, no backoff, dead rows purged a second after death: the edges.
+    "flaky": QueueOpts(
+        visibility_timeout_s=10, max_attempts=1, backoff_base_s=0, dead_letter_retention_s=0
+    ),
+}
+# The outbox's stamps (60 s / 5 / 5 s / kept forever) make the third kind of queue.
+OUTBOX = "sync"
+OUTBOX_QUEUE = outbox_queue_name(OUTBOX)
+CONSUMERS = (*QUEUES, OUTBOX_QUEUE)
+"""Queue names the machine consumes from; the outbox by its backing queue's name."""
+
+WORKERS = ("w1", "w2")
+LOCK_NAMES = ("leader", "janitor")
+LOCK_OWNERS = ("o1", "o2")
+
+EXAMPLES_PER_PROFILE_EXAMPLE = 4
+"""The machine runs this many examples per example of the selected profile: a profile
+is sized for one-call properties, while meeting a rare interleaving (a heartbeat off by
+a few seconds, a zombie row) takes about a hundred scenarios. One costs ~0.1 s on
+SQLite, so the dev profile (25) runs 100 in 5-15 s; the certify profile scales it."""
+
+
+# -- strategies ------------------------------------------------------------------------
+BOUNDARIES = (1, 10, 30, 60, 120)
+"""Durations shared by every duration strategy (they include the queues' visibility
+timeouts), so deadlines, expiries and lock TTLs land exactly on "now" often."""
+boundaries = st.sampled_from(BOUNDARIES)
+ODD_DURATIONS = (0.5, timedelta(seconds=2.5))
+"""Non-integral durations: the store rounds them up to whole seconds."""
+
+# Flat (not recursive) JSON values: cheap to draw and to shrink; payload fidelity in
+# depth is PAYLOAD-* territory, here a payload only has to come back as it went in.
+payloads = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=3),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.text(max_size=1), max_size=2),
+)
+
+
+@dataclass(frozen=True)
+class OptsDraw:
+    """EnqueueOpts with ``run_at`` drawn relative to the clock (built at enqueue time)."""
+
+    delay: int | float | timedelta | None
+    priority: int
+    max_attempts: int | None
+    expires: int | timedelta | None
+    run_at_offset: int | float | None
+
+    def build(self, clock_now: float) -> EnqueueOpts:
+        run_at = None if self.run_at_offset is None else clock_now + self.run_at_offset
+        return EnqueueOpts(
+            delay=self.delay,
+            priority=self.priority,
+            max_attempts=self.max_attempts,
+            expires=self.expires,
+            run_at=run_at,
+        )
+
+
+opt_draws = st.none() | st.builds(
+    OptsDraw,
+    delay=st.none() | boundaries | st.integers(0, 90) | st.sampled_from(ODD_DURATIONS),
+    priority=st.integers(-1, 1),
+    max_attempts=st.none() | st.integers(1, 3),
+    expires=st.none() | boundaries | st.integers(1, 300) | st.just(timedelta(seconds=30)),
+    run_at_offset=st.none() | boundaries | st.integers(-60, 180) | st.just(0.5),
+)
+# The store floors its clock: half a second may or may not tick.
+clock_steps = boundaries | st.integers(0, 400) | st.just(0.5)
+durations = boundaries | st.integers(1, 200) | st.sampled_from(ODD_DURATIONS)
+retry_delays = st.none() | boundaries | st.integers(0, 90) | st.just(1.5)
+errors = st.sampled_from(["boom", "bad input", ""])
+
+
+@dataclass(frozen=True)
+class HeldClaim:
+    """A handle the engine returned, the claim the model expected, and which opening
+    of the store it came from (a handle of a closed store refuses with StoreClosed)."""
+
+    handle: JobHandle
+    claim: Claim
+    generation: int
+
+    def __repr__(self) -> str:
+        return f"HeldClaim(job={self.claim.job_id}, attempt={self.claim.attempt})"
+
+
+def agree(what: str, engine: object, model: object) -> None:
+    assert engine == model, f"{what}: the engine gives {engine!r}, the model {model!r}"
+
+
+def agree_job(what: str, engine: Job | None, model: Job | None) -> None:
+    assert engine == model, f"{what} disagrees with the model: " + "; ".join(
+        job_differences(engine, model)
+    )
+
+
+class _Rollback(Exception):
+    """Raised inside a transaction to roll it back."""
+
+
+class QueueModelMachine(RuleBasedStateMachine):
+    """Engine and model side by side; one provisioned store per example."""
+
+    provider: ClassVar[EngineProvider | None] = None
+    """Bound by the test's fixture before Hypothesis instantiates the machine."""
+
+    job_ids = Bundle("job_ids")
+    held = Bundle("held")
+
+    def __init__(self) -> None:
+        super().__init__()
+        provider = type(self).provider
+        if provider is None:
+            raise RuntimeError("QueueModelMachine needs an engine: run it through the suite")
+        self.engine = provider
+        self.capabilities = provider.capabilities
+        self.clock = FakeClock(START)
+        self.model = ReferenceModel(self.clock)
+        self.generation = 0
+        self._resources = ExitStack()
+        # Hypothesis reuses function-scoped fixtures across examples, so each example
+        # provisions (and in teardown removes) its own store.
+        try:
+            self.spec: EngineSpec = self._resources.enter_context(provider.provision())
+            self.store = self._open()
+        except BaseException:
+            self._resources.close()
+            raise
+
+    def _open(self) -> Store:
+        store = self.engine.open(self.spec.url, clock=self.clock, **self.spec.opts)
+        self.consumers: dict[str, QueueConsumer] = {
+            name: store.queue(name, opts) for name, opts in QUEUES.items()
+        }
+        self.consumers[OUTBOX_QUEUE] = store.outbox(OUTBOX)
+        return store
+
+    def teardown(self) -> None:
+        try:
+            self.store.close()
+        finally:
+            self._resources.close()
+
+    @staticmethod
+    def queue_opts(queue: str) -> QueueOpts:
+        return OUTBOX_QUEUE_OPTS if queue == OUTBOX_QUEUE else QUEUES[queue]
+
+    # -- producing ---------------------------------------------------------------------
+    @initialize(
+        target=job_ids,
+        batch=st.lists(
+            st.tuples(
+                st.sampled_from(CONSUMERS),
+                payloads,
+                st.integers(-1, 1),
+                st.none() | boundaries,
+            ),
+            min_size=1,
+            max_size=4,
+        ),
+    )
+    def ready_work(self, batch: list[tuple[str, Any, int, int | None]]) -> MultipleResults[int]:
+        """Every example starts with some claimable jobs, so claims meet work early."""
+        ids = []
+        for queue, payload, priority, expires in batch:
+            opts = EnqueueOpts(priority=priority, expires=expires)
+            job_id = self.consumers[queue].enqueue(payload, opts)
+            self.model.enqueue(queue, payload, self.queue_opts(queue), opts, job_id)
+            ids.append(job_id)
+        return multiple(*ids)
+
+    @rule(target=job_ids, queue=st.sampled_from(CONSUMERS), payload=payloads, draw=opt_draws)
+    def enqueue(self, queue: str, payload: Any, draw: OptsDraw | None) -> int:
+        opts = None if draw is None else draw.build(self.clock.now())
+        job_id = self.consumers[queue].enqueue(payload, opts)
+        self.model.enqueue(queue, payload, self.queue_opts(queue), opts, job_id)
+        return job_id
+
+    @rule(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        batch=st.lists(payloads, max_size=3),
+        draw=opt_draws,
+    )
+    def enqueue_many(
+        self, queue: str, batch: list[Any], draw: OptsDraw | None
+    ) -> MultipleResults[int]:
+        opts = None if draw is None else draw.build(self.clock.now())
+        ids = self.consumers[queue].enqueue_many(batch, opts)
+        self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, ids)
+        return multiple(*ids)
+
+    @precondition(lambda self: self.capabilities.transactions)
+    @rule(
+        target=job_ids,
+        writes=st.lists(
+            st.tuples(st.sampled_from(CONSUMERS), payloads, opt_draws), min_size=1, max_size=3
+        ),
+        commit=st.booleans(),
+    )
+    def transactional_enqueue(
+        self, writes: list[tuple[str, Any, OptsDraw | None]], commit: bool
+    ) -> MultipleResults[int]:
+        model_tx = self.model.begin()
+        ids: list[int] = []
+        try:
+            with self.store.transaction() as tx:
+                for queue, payload, draw in writes:
+                    if queue == OUTBOX_QUEUE:
+                        job_id = tx.outbox_enqueue(OUTBOX, payload)
+                        model_tx.enqueue(queue, payload, OUTBOX_QUEUE_OPTS, None, job_id)
+                        ids.append(job_id)
+                        continue  # the backing queue's name is reserved: no get_job_tx
+                    opts = None if draw is None else draw.build(self.clock.now())
+                    job_id = tx.enqueue(queue, payload, opts)
+                    # A transaction names a queue without a handle: the defaults are stamped.
+                    model_tx.enqueue(queue, payload, DEFAULT_QUEUE_OPTS, opts, job_id)
+                    ids.append(job_id)
+                    # get_job_tx sees the transaction's own rows, filtered by queue.
+                    for other in QUEUES:
+                        agree_job(
+                            f"tx.get_job_tx({other!r}, {job_id})",
+                            tx.get_job_tx(other, job_id),
+                            model_tx.get_job(other, job_id),
+                        )
+                if not commit:
+                    raise _Rollback
+        except _Rollback:
+            self.model.rollback(model_tx)
+        else:
+            self.model.commit(model_tx)
+        return multiple(*ids)
+
+    # -- claiming ----------------------------------------------------------------------
+    def _check_claims(self, handles: list[JobHandle], claims: list[Claim]) -> list[HeldClaim]:
+        agree(
+            "claimed (id, attempt) in order",
+            [(h.id, h.attempts) for h in handles],
+            [(c.job_id, c.attempt) for c in claims],
+        )
+        for handle, claim in zip(handles, claims, strict=True):
+            agree_job(f"handle.job of job {claim.job_id}", handle.job, claim.job)
+            agree(f"handle.payload of job {claim.job_id}", handle.payload, claim.job.payload)
+        return [HeldClaim(h, c, self.generation) for h, c in zip(handles, claims, strict=True)]
+
+    @rule(target=held, queue=st.sampled_from(CONSUMERS), worker=st.sampled_from(WORKERS))
+    def claim(self, queue: str, worker: str) -> MultipleResults[HeldClaim]:
+        handle = self.consumers[queue].claim(worker)
+        claims = self.model.claim(queue, worker, 1)
+        return multiple(*self._check_claims([] if handle is None else [handle], claims))
+
+    @rule(
+        target=held,
+        queue=st.sampled_from(CONSUMERS),
+        worker=st.sampled_from(WORKERS),
+        limit=st.integers(1, 3),
+    )
+    def claim_batch(self, queue: str, worker: str, limit: int) -> MultipleResults[HeldClaim]:
+        handles = self.consumers[queue].claim_batch(worker, limit)
+        claims = self.model.claim(queue, worker, limit)
+        return multiple(*self._check_claims(handles, claims))
+
+    # -- handle ops ----------------------------------------------------------------------
+    def _refused_as_closed(self, held: HeldClaim, op: Callable[[JobHandle], object]) -> bool:
+        """A handle from before a reopen still reads as a value, but its store is
+        closed: every op raises StoreClosed and changes nothing."""
+        if held.generation == self.generation:
+            return False
+        agree_job("a closed store's handle.job", held.handle.job, held.claim.job)
+        with pytest.raises(StoreClosed):
+            op(held.handle)
+        return True
+
+    @rule(held=held)
+    def ack(self, held: HeldClaim) -> None:
+        if self._refused_as_closed(held, lambda h: h.ack()):
+            return
+        before = self.model.describe(held.claim.job_id)
+        agree(f"{held}.ack() [{before}]", held.handle.ack(), self.model.ack(held.claim))
+
+    @rule(held=held, extend=durations)
+    def heartbeat(self, held: HeldClaim, extend: int | float | timedelta) -> None:
+        if self._refused_as_closed(held, lambda h: h.heartbeat(extend)):
+            return
+        before = self.model.describe(held.claim.job_id)
+        agree(
+            f"{held}.heartbeat({extend!r}) [{before}]",
+            held.handle.heartbeat(extend),
+            self.model.heartbeat(held.claim, extend),
+        )
+
+    @rule(held=held, error=errors, delay=retry_delays)
+    def retry(self, held: HeldClaim, error: str, delay: int | float | None) -> None:
+        if self._refused_as_closed(held, lambda h: h.retry(error, delay)):
+            return
+        before = self.model.describe(held.claim.job_id)
+        accepted = held.handle.retry(error) if delay is None else held.handle.retry(error, delay)
+        outcome = self.model.retry(held.claim, error, delay)
+        agree(f"{held}.retry({error!r}, {delay!r}) [{before}]", accepted, outcome.accepted)
+        if outcome.run_at_bounds is not None:
+            # The jitter is the engine's: check its run_at against the curve, then adopt it.
+            job = self.consumers[held.claim.job.queue].get_job(held.claim.job_id)
+            assert job is not None, f"retried job {held.claim.job_id} vanished"
+            self.model.settle_retry(job.id, job.run_at)
+
+    @rule(held=held, error=errors)
+    def fail(self, held: HeldClaim, error: str) -> None:
+        if self._refused_as_closed(held, lambda h: h.fail(error)):
+            return
+        before = self.model.describe(held.claim.job_id)
+        agree(
+            f"{held}.fail({error!r}) [{before}]",
+            held.handle.fail(error),
+            self.model.fail(held.claim, error),
+        )
+
+    # -- queue-level ops -------------------------------------------------------------------
+    @precondition(lambda self: bool(self.bundle("held")))  # a list of a bundle needs one
+    @rule(
+        claims=st.lists(held, min_size=1, max_size=3),
+        strays=st.lists(job_ids, max_size=2),
+        worker=st.sampled_from(WORKERS),
+        queue=st.none() | st.sampled_from(CONSUMERS),
+    )
+    def ack_batch(
+        self, claims: list[HeldClaim], strays: list[int], worker: str, queue: str | None
+    ) -> None:
+        """Ids of claims (any opening of the store) plus strays; ``queue=None`` means the
+        first claim's queue, so matches are common and mismatches still happen."""
+        target = claims[0].claim.job.queue if queue is None else queue
+        ids = [c.claim.job_id for c in claims] + strays
+        agree(
+            f"{target!r} ack_batch({ids}, {worker!r})",
+            self.consumers[target].ack_batch(ids, worker),
+            self.model.ack_batch(target, ids, worker),
+        )
+
+    @rule(queue=st.sampled_from(CONSUMERS), job_id=job_ids)
+    def cancel(self, queue: str, job_id: int) -> None:
+        agree(
+            f"{queue!r} cancel({job_id})",
+            self.consumers[queue].cancel(job_id),
+            self.model.cancel(queue, job_id),
+        )
+
+    @rule(queue=st.sampled_from(CONSUMERS))
+    def sweep_expired(self, queue: str) -> None:
+        agree(
+            f"{queue!r} sweep_expired()",
+            self.consumers[queue].sweep_expired(),
+            self.model.sweep_expired(queue),
+        )
+
+    @rule()
+    def maintenance(self) -> None:
+        """The documented recipe (CONTRACT.md §5): sweep every queue in turn."""
+        for queue in CONSUMERS:
+            self.sweep_expired(queue)
+
+    @rule(seconds=clock_steps)
+    def advance_clock(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+
+    @rule()
+    def reopen(self) -> None:
+        self.store.close()
+        self.generation += 1
+        self.store = self._open()
+
+    # -- locks -----------------------------------------------------------------------------
+    @initialize(
+        name=st.sampled_from(LOCK_NAMES), owner=st.sampled_from(LOCK_OWNERS), ttl=boundaries
+    )
+    def lock_held_at_start(self, name: str, owner: str, ttl: int) -> None:
+        """Every example starts with a lock held, so renewals meet lapsed locks often."""
+        if self.capabilities.locks:  # (@initialize rules take no @precondition)
+            self.lock_acquire(name, owner, ttl)
+
+    @precondition(lambda self: self.capabilities.locks)
+    @rule(name=st.sampled_from(LOCK_NAMES), owner=st.sampled_from(LOCK_OWNERS), ttl=durations)
+    def lock_acquire(self, name: str, owner: str, ttl: int | float | timedelta) -> None:
+        agree(
+            f"lock {name!r} acquire({owner!r}, {ttl!r})",
+            self.store.lock(name).acquire(owner, ttl),
+            self.model.lock_acquire(name, owner, ttl),
+        )
+
+    @precondition(lambda self: self.capabilities.locks)
+    @rule(name=st.sampled_from(LOCK_NAMES), owner=st.sampled_from(LOCK_OWNERS), ttl=durations)
+    def lock_renew(self, name: str, owner: str, ttl: int | float | timedelta) -> None:
+        agree(
+            f"lock {name!r} renew({owner!r}, {ttl!r})",
+            self.store.lock(name).renew(owner, ttl),
+            self.model.lock_renew(name, owner, ttl),
+        )
+
+    @precondition(lambda self: self.capabilities.locks)
+    @rule(name=st.sampled_from(LOCK_NAMES), owner=st.sampled_from(LOCK_OWNERS))
+    def lock_release(self, name: str, owner: str) -> None:
+        agree(
+            f"lock {name!r} release({owner!r})",
+            self.store.lock(name).release(owner),
+            self.model.lock_release(name, owner),
+        )
+
+    # -- after every step ---------------------------------------------------------------------
+    @invariant()
+    def every_job_reads_as_the_model_says(self) -> None:
+        # get_job is id-global: one queue's handle reads every queue's (and dead) rows.
+        reader = self.consumers["mail"]
+        for job_id in sorted(self.model.seen_ids):
+            agree_job(f"get_job({job_id})", reader.get_job(job_id), self.model.get_job(job_id))
+
+    @precondition(lambda self: self.capabilities.locks)
+    @invariant()
+    def every_lock_holder_reads_as_the_model_says(self) -> None:
+        for name in LOCK_NAMES:
+            agree(
+                f"lock {name!r} holder()",
+                self.store.lock(name).holder(),
+                self.model.lock_holder(name),
+            )
+
+
+def _machine_settings() -> settings:
+    """The selected profile's settings (read when the suite is imported, after the
+    profile is loaded), scaled to this machine's example budget."""
+    profile = settings()
+    return settings(
+        profile,
+        max_examples=profile.max_examples * EXAMPLES_PER_PROFILE_EXAMPLE,
+        deadline=None,
+        # One clear, shrunk counterexample; a broken engine fails many steps at once and
+        # shrinking each distinct failure would take minutes.
+        report_multiple_bugs=False,
+        # The explain phase replays the shrunk scenario hundreds of times to annotate
+        # which values don't matter; for a whole scenario that takes minutes.
+        phases=[phase for phase in profile.phases if phase is not Phase.explain],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+QueueModelMachine.TestCase.settings = _machine_settings()
+
+
+@pytest.fixture(autouse=True)
+def _bind_engine(engine: EngineProvider) -> Iterator[None]:
+    QueueModelMachine.provider = engine
+    yield
+    QueueModelMachine.provider = None
+
+
+TestQueueModelAgreement = pytest.mark.property(PROPERTY)(QueueModelMachine.TestCase)
