@@ -106,6 +106,7 @@ def test_read_of_an_empty_stream_returns_nothing(store: CoreStore) -> None:
     "kwargs",
     [
         {"after": -1},
+        {"after": 2**63},
         {"after": True},
         {"after": 1.0},
         {"limit": 0},
@@ -164,6 +165,12 @@ def test_offsets_are_per_consumer_and_per_stream(store: CoreStore) -> None:
 def test_commit_refuses_a_negative_offset(store: CoreStore, driver: FakeDriver) -> None:
     with pytest.raises(InvalidOptions):
         store.stream("s").commit("c", -1)
+    assert driver.calls == []
+
+
+def test_commit_refuses_an_offset_beyond_int64(store: CoreStore, driver: FakeDriver) -> None:
+    with pytest.raises(InvalidOptions):
+        store.stream("s").commit("c", 2**63)
     assert driver.calls == []
 
 

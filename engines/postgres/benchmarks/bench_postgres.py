@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 
 import alkstore
+import alkstore.testing
 from alkstore.payload import encode_payload
 from alkstore_postgres.provisioning import SCHEMA_PREFIX, drop_schema
 from alkstore_postgres.server import DSN_ENV, provision_server
@@ -46,15 +47,19 @@ def fresh_schema(dsn: str, label: str) -> Iterator[str]:
         drop_schema(dsn, schema)
 
 
-def rate_line(name: str, jobs: int, seconds: float, target: int | None = None) -> str:
+def rate_line(
+    name: str, jobs: int, seconds: float, target: int | None = None, unit: str = "jobs"
+) -> str:
     rate = jobs / seconds
     verdict = (
         "" if target is None else f"  target {target:>7,}/s {'ok' if rate >= target else 'MISS'}"
     )
-    return f"  {name:<40} {rate:>9,.0f} jobs/s{verdict}"
+    return f"  {name:<40} {rate:>9,.0f} {unit}/s{verdict}"
 
 
-def interleaved(title: str, rounds: int, ours: Step, baseline: Step, target: int) -> None:
+def interleaved(
+    title: str, rounds: int, ours: Step, baseline: Step, target: int | None = None
+) -> None:
     """Alternate rounds of ``ours`` and ``baseline``; report both rates and their ratio."""
     ours(), baseline()  # warm up: connections, prepared statements
     totals = {"ours": [0, 0.0], "baseline": [0, 0.0]}
@@ -266,6 +271,128 @@ def bench_wake_latency(dsn: str, count: int) -> None:
     )
 
 
+def bench_stream_append(dsn: str, rounds: int) -> None:
+    """One event per call: ours allocates the offset from the stream's counter row,
+    inserts and NOTIFYs in one autocommit statement; the baseline an INSERT and a
+    COMMIT into a table with a bigserial key (no per-stream order)."""
+    with (
+        fresh_schema(dsn, "sapp") as schema,
+        fresh_schema(dsn, "sappplain") as plain_schema,
+        alkstore.open(dsn, schema=schema) as store,
+        psycopg.connect(dsn) as conn,
+    ):
+        stream = store.stream("bench")
+        table = plain_table(conn, plain_schema)
+        insert = f"INSERT INTO {table} (payload) VALUES (%s) RETURNING id"
+
+        def ours() -> int:
+            for _ in range(50):
+                stream.append(PAYLOAD)
+            return 50
+
+        def baseline() -> int:
+            for _ in range(50):
+                conn.execute(insert, (encode_payload(PAYLOAD),)).fetchone()
+                conn.commit()
+            return 50
+
+        interleaved("stream append, one event per call", rounds, ours, baseline)
+
+
+def _appender(dsn: str, schema: str, count: int, start: Any, out: Any) -> None:
+    with alkstore.open(dsn, schema=schema) as store:
+        stream = store.stream("hot")
+        stream.append("warm")  # connect before the clock starts
+        start.wait()
+        for _ in range(count):
+            stream.append(PAYLOAD)
+        out.put(count + 1)
+
+
+def bench_hot_stream(dsn: str, events: int, processes: int) -> None:
+    """Several processes appending to ONE stream: the counter row's lock orders them
+    until each commit (the price of gap safety), then a reader drains the stream."""
+    ctx = multiprocessing.get_context("spawn")
+    with fresh_schema(dsn, "hot") as schema:
+        alkstore.open(dsn, schema=schema).close()
+        start, out = ctx.Event(), ctx.Queue()
+        per_process = events // processes
+        appenders = [
+            ctx.Process(target=_appender, args=(dsn, schema, per_process, start, out))
+            for _ in range(processes)
+        ]
+        for appender in appenders:
+            appender.start()
+        time.sleep(3)  # let every appender import, connect and warm up
+        began = time.perf_counter()
+        start.set()
+        appended = sum(out.get() for _ in appenders)
+        elapsed = time.perf_counter() - began
+        for appender in appenders:
+            appender.join()
+        with alkstore.open(dsn, schema=schema) as store:
+            stream = store.stream("hot")
+            read_began, after, read = time.perf_counter(), 0, 0
+            while events_read := stream.read(after=after, limit=1000):
+                after, read = events_read[-1].offset, read + len(events_read)
+            read_elapsed = time.perf_counter() - read_began
+    assert read == appended
+    print(f"{processes} processes appending to one stream", flush=True)
+    print(rate_line("alkstore append", appended, elapsed, unit="events"), flush=True)
+    print(rate_line("alkstore read(limit=1000)", read, read_elapsed, unit="events"), flush=True)
+
+
+def _subscriber(dsn: str, schema: str, count: int, ready: Any, out: Any) -> None:
+    with alkstore.open(dsn, schema=schema) as store, store.subscribe("bench") as subscription:
+        ready.set()
+        received: dict[int, float] = {}
+        for _ in range(count):
+            message = subscription.get(timeout=10)
+            received[message["seq"]] = time.perf_counter()
+        out.put(received)
+
+
+def bench_pubsub_latency(dsn: str, count: int, blob: str, label: str) -> None:
+    """A subscriber in another process; this process publishes one message at a time.
+    Latency from the notify's return (its commit done) to the subscriber's get."""
+    ctx = multiprocessing.get_context("spawn")
+    committed: dict[int, float] = {}
+    with fresh_schema(dsn, "pubsub") as schema, alkstore.open(dsn, schema=schema) as store:
+        ready, out = ctx.Event(), ctx.Queue()
+        subscriber = ctx.Process(target=_subscriber, args=(dsn, schema, count, ready, out))
+        subscriber.start()
+        ready.wait()
+        time.sleep(0.5)
+        for seq in range(count):
+            time.sleep(0.02)  # the subscriber is idle in get()
+            store.notify("bench", {"seq": seq, "blob": blob})
+            committed[seq] = time.perf_counter()
+        received = out.get()
+        subscriber.join()
+    ms = sorted((received[seq] - committed[seq]) * 1000 for seq in received)
+    p50, p95 = statistics.median(ms), ms[int(len(ms) * 0.95) - 1]
+    print(f"pub/sub latency, cross-process, {label}", flush=True)
+    print(f"  {'from the notify commit':<40} p50 {p50:.2f} ms, p95 {p95:.2f} ms", flush=True)
+
+
+def bench_schedule_fires(dsn: str, schedules: int) -> None:
+    """One tick firing 64 overdue boundaries of each schedule: each fire is its own
+    transaction (BEGIN, compare-and-set advance, insert + NOTIFY, COMMIT)."""
+    clock = alkstore.testing.FakeClock(1_700_000_000)
+    with (
+        fresh_schema(dsn, "sched") as schema,
+        alkstore.open(dsn, schema=schema, clock=clock) as store,
+    ):
+        for n in range(schedules):
+            store.schedule(f"s{n}", "@every 1s", "bench", {"n": n})
+        clock.advance(64)
+        began = time.perf_counter()
+        fired = store.tick_schedules("bench").fired
+        elapsed = time.perf_counter() - began
+    print(f"tick_schedules, {schedules} schedules x 64 overdue boundaries", flush=True)
+    print(rate_line("alkstore", fired, elapsed, unit="fires"), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dsn", default=os.environ.get(DSN_ENV))
@@ -282,6 +409,11 @@ def main() -> None:
         bench_claim_ack(dsn, 100 * scale, 100)
         bench_parallel_consumers(dsn, 20_000 * scale, 4, 10)
         bench_wake_latency(dsn, 100 * scale)
+        bench_stream_append(dsn, 30 * scale)
+        bench_hot_stream(dsn, 4_000 * scale, 4)
+        bench_pubsub_latency(dsn, 100 * scale, "", "small (NOTIFY payload)")
+        bench_pubsub_latency(dsn, 100 * scale, "x" * 10_000, "10 kB (stored, referenced)")
+        bench_schedule_fires(dsn, 10 * scale)
         print(f"load at the end {os.getloadavg()}")
 
 

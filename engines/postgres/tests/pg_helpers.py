@@ -7,9 +7,14 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+import psycopg
+
+import alkstore
 from alkstore import JobHandle, QueueConsumer, StopToken
 from alkstore.core import CoreStore
+from alkstore.testing import FakeClock
 
 StoreFactory = Callable[..., CoreStore]
 """``open_store(**opts)``: a store on the test's fresh schema."""
@@ -34,6 +39,7 @@ class RecordingSink:
 
     def __init__(self) -> None:
         self.topics: list[str] = []
+        self.messages: list[tuple[str, str]] = []
         self.everyone = 0
         self._changed = threading.Condition()
 
@@ -51,7 +57,9 @@ class RecordingSink:
         return True
 
     def deliver(self, channel: str, payload: str) -> None:
-        raise AssertionError("this engine has no pub/sub profile")
+        with self._changed:
+            self.messages.append((channel, payload))
+            self._changed.notify_all()
 
     def wait_for(self, condition: Callable[[RecordingSink], bool], timeout: float = 30) -> bool:
         with self._changed:
@@ -86,3 +94,134 @@ class BackgroundClaim:
         (handle,) = self._got
         assert handle is not None
         return handle
+
+
+# -- child-process targets (importable by name from ``spawn`` children) ---------------
+
+
+def append_events(
+    dsn: str, schema: str, stream: str, writer: str, threads: int, count: int, results: Any
+) -> None:
+    """From ``threads`` threads, append ``count`` events each to ``stream``, alternating
+    lone appends with transactions of two appends that hold their offsets for a moment
+    before committing; put ``(offsets, errors)`` on ``results``."""
+    store = alkstore.open(dsn, schema=schema, pool_max_size=threads)
+    offsets: list[int] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def work(thread: int) -> None:
+        handle = store.stream(stream)
+        for n in range(count):
+            payload = {"writer": writer, "thread": thread, "n": n}
+            try:
+                if n % 2:
+                    taken = [handle.append(payload)]
+                else:
+                    with store.transaction() as tx:
+                        taken = [tx.stream_append(stream, payload), tx.stream_append(stream, n)]
+                        time.sleep(0.002)  # a reader polls meanwhile (widening the window)
+                with lock:
+                    offsets.extend(taken)
+            except Exception as exc:
+                with lock:
+                    errors.append(repr(exc))
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    store.close()
+    results.put((offsets, errors))
+
+
+LARGE = "x" * 10_000
+"""A payload over NOTIFY's 8000-byte limit."""
+
+
+def publish_messages(dsn: str, schema: str, channel: str, count: int) -> None:
+    """Publish ``0 .. count - 1`` on ``channel`` -- every third in a transaction, every
+    fifth as a large ``{"n": n, "blob": LARGE}`` -- and one rolled-back transaction's
+    message, then ``"done"``."""
+    with alkstore.open(dsn, schema=schema) as store:
+        for n in range(count):
+            message: Any = {"n": n, "blob": LARGE} if n % 5 == 0 else n
+            if n % 3:
+                store.notify(channel, message)
+            else:
+                with store.transaction() as tx:
+                    tx.notify(channel, message)
+        try:
+            with store.transaction() as tx:
+                tx.notify(channel, "rolled back")
+                tx.notify(channel, {"rolled back": LARGE})
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        store.notify(channel, "done")
+
+
+def tick_at(dsn: str, schema: str, now: int, worker_id: str, rounds: int, results: Any) -> None:
+    """Tick the schedules ``rounds`` times at ``now`` as ``worker_id``; put the total of
+    fired boundaries (or the error) on ``results``."""
+    try:
+        with alkstore.open(dsn, schema=schema, clock=FakeClock(now)) as store:
+            results.put(sum(store.tick_schedules(worker_id).fired for _ in range(rounds)))
+    except Exception as exc:
+        results.put(repr(exc))
+
+
+class BackgroundCall:
+    """``call()`` in a daemon thread; ``result()`` joins it (a liveness bound) and
+    returns its value or re-raises its error."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self._value: list[Any] = []
+        self._errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        try:
+            self._value.append(call())
+        except BaseException as exc:
+            self._errors.append(exc)
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self, within: float = 60) -> Any:
+        self._thread.join(within)
+        assert self.done, "the call did not finish"
+        if self._errors:
+            raise self._errors[0]
+        return self._value[0]
+
+
+def blocked_on_a_lock(admin: psycopg.Connection[Any], table: str) -> bool:
+    """Whether some session's statement on ``table`` is waiting for a lock."""
+    row = admin.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE wait_event_type = 'Lock' AND query LIKE %s AND pid <> pg_backend_pid()",
+        (f"%.{table}%",),
+    ).fetchone()
+    return row is not None and row[0] > 0
+
+
+class CountingConnection(psycopg.Connection[Any]):
+    """A psycopg connection that records the statements run through ``execute``
+    (``CountingConnection.connect(dsn)``)."""
+
+    executed: list[Any]
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        self.executed.append(query)
+        return super().execute(query, params, **kwargs)
+
+    @classmethod
+    def open(cls, dsn: str) -> CountingConnection:
+        conn = cls.connect(dsn)
+        conn.executed = []
+        return conn

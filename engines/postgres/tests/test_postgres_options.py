@@ -9,7 +9,7 @@ import pytest
 
 import alkstore
 from alkstore import InvalidOptions
-from alkstore_postgres import ENGINE, libpq_url, parse_options, wake_channel
+from alkstore_postgres import ENGINE, libpq_url, message_channel, parse_options, wake_channel
 from alkstore_postgres.options import PostgresOptions
 
 HOSTILE_SCHEMAS = [
@@ -64,6 +64,9 @@ def test_unknown_option_is_refused_naming_it() -> None:
         ({"repoll_s": 0}, "repoll_s"),
         ({"repoll_s": float("nan")}, "repoll_s"),
         ({"connect_timeout_s": "5"}, "connect_timeout_s"),
+        ({"messages_keep": 0}, "messages_keep"),
+        ({"messages_keep": 2**31}, "messages_keep"),
+        ({"messages_keep": 1.5}, "messages_keep"),
     ],
 )
 def test_bad_option_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:
@@ -79,6 +82,7 @@ def test_defaults() -> None:
         pool_max_size=10,
         repoll_s=1.0,
         connect_timeout_s=10.0,
+        messages_keep=10_000,
     )
 
 
@@ -108,6 +112,11 @@ def test_both_entry_points_load_the_one_provider() -> None:
     assert isinstance(ENGINE, alkstore.EngineProvider)
 
 
+def test_the_provider_declares_every_optional_profile() -> None:
+    capabilities = ENGINE.capabilities
+    assert (capabilities.scheduler, capabilities.streams, capabilities.pubsub) == (True,) * 3
+
+
 def test_postgres_alias_scheme_opens_a_store(pg_dsn: str, schema: str) -> None:
     alias_url = "postgres://" + libpq_url(pg_dsn).removeprefix("postgresql://")
     with alkstore.open(alias_url, schema=schema) as store:
@@ -119,3 +128,11 @@ def test_wake_channel_fits_an_identifier_and_stays_unique_per_schema() -> None:
     assert wake_channel("alkstore") == "alkstore.wake"
     assert len(wake_channel(long_a).encode()) <= 63
     assert wake_channel(long_a) != wake_channel(long_b)
+
+
+def test_message_channel_fits_an_identifier_and_differs_from_the_wake_channel() -> None:
+    long_a, long_b = "a" * 63, "a" * 62 + "b"
+    assert message_channel("alkstore") == "alkstore.message"
+    assert len(message_channel(long_a).encode()) <= 63
+    assert message_channel(long_a) != message_channel(long_b)
+    assert message_channel(long_a) != wake_channel(long_a)

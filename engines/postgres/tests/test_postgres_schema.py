@@ -11,7 +11,7 @@ from pg_helpers import StoreFactory
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts
-from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate
+from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
 from alkstore_postgres.statements import Statements
 
 NOW = 1_700_000_000
@@ -35,7 +35,17 @@ def test_open_creates_every_table_in_the_engine_schema(
 ) -> None:
     public_before = _tables(admin, "public")
     open_store()
-    assert _tables(admin, schema) == {"jobs", "dead_jobs", "locks", "migrations"}
+    assert _tables(admin, schema) == {
+        "jobs",
+        "dead_jobs",
+        "locks",
+        "schedules",
+        "streams",
+        "stream_events",
+        "stream_consumers",
+        "messages",
+        "migrations",
+    }
     assert _tables(admin, "public") == public_before
 
 
@@ -74,7 +84,29 @@ def test_concurrent_opens_migrate_once_without_errors(
 
     assert errors == []
     assert len(stores) == openers
-    assert [version for version, _ in _migrations(admin, schema)] == [1]
+    assert [version for version, _ in _migrations(admin, schema)] == list(
+        range(1, LATEST_VERSION + 1)
+    )
+
+
+def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as release_one:
+        release_one.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
+        release_one.setattr(migrations, "LATEST_VERSION", 1)
+        assert migrate(pg_dsn, schema=schema) == 1
+    admin.execute(
+        f'INSERT INTO "{schema}".jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 3, 1, 1, 1, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        handle = store.queue("q").claim("w")
+        assert handle is not None
+        assert handle.payload == "kept"
+        assert store.stream("s").append(1) == 1
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2]
+    assert {"schedules", "streams", "messages"} <= _tables(admin, schema)
 
 
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(

@@ -19,9 +19,13 @@ if TYPE_CHECKING:
     from .store import CoreStore
 
 
+MAX_OFFSET = 2**63 - 1
+"""Offsets are int64 on every engine: a larger one names no event and cannot be stored."""
+
+
 def check_offset(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidOptions(f"{field} must be an int >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
+        raise InvalidOptions(f"{field} must be an int within 0..{MAX_OFFSET}, got {value!r}")
     return value
 
 

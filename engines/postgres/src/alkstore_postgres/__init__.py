@@ -6,7 +6,7 @@ which both name ``ENGINE``.
 """
 
 from .clock import ServerClock
-from .driver import PostgresDriver, wake_channel
+from .driver import PostgresDriver, message_channel, wake_channel
 from .engine import (
     ENGINE,
     ENGINE_NAME,
@@ -18,10 +18,11 @@ from .engine import (
 )
 from .errors import SchemaNotMigrated
 from .migrations import LATEST_VERSION
-from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options
+from .options import DEFAULT_MESSAGES_KEEP, DEFAULT_SCHEMA, PostgresOptions, parse_options
 from .provisioning import provision
 
 __all__ = [
+    "DEFAULT_MESSAGES_KEEP",
     "DEFAULT_SCHEMA",
     "ENGINE",
     "ENGINE_NAME",
@@ -33,6 +34,7 @@ __all__ = [
     "ServerClock",
     "__version__",
     "libpq_url",
+    "message_channel",
     "migrate",
     "open_store",
     "parse_options",

@@ -1,17 +1,21 @@
 """``PostgresDriver``: the ``alkstore.driver.Driver`` seam over psycopg 3 and a pool.
 
 Transactions
-    ``write``/``read`` run on a pooled connection in autocommit mode: every
+    ``write``/``read`` run on a pooled connection in autocommit mode: nearly every
     statement the core issues there is one atomic statement (an ``UPDATE ...
-    RETURNING``, a ``DELETE`` moving rows to the dead table, ...), and no core
-    queue or lock unit needs two of them to commit together -- the claim path's
-    dead-lettering and its claim are each correct on their own. So a lone
-    enqueue, ack or heartbeat costs ONE round trip (the statement and its commit)
-    instead of three (BEGIN, statement, COMMIT), and a conflict (deadlock,
-    serialization failure) can be retried statement by statement, because each
-    one rolled back alone. A future statement that must commit together with what
-    follows it (e.g. the scheduler profile's compare-and-set advance) has to open
-    a real transaction on the handle first.
+    RETURNING``, a ``DELETE`` moving rows to the dead table, a stream append that
+    allocates its offsets and inserts its events, ...), and no queue or lock unit
+    needs two of them to commit together -- the claim path's dead-lettering and
+    its claim are each correct on their own. So a lone enqueue, ack or heartbeat
+    costs ONE round trip (the statement and its commit) instead of three (BEGIN,
+    statement, COMMIT), and a conflict (deadlock, serialization failure) can be
+    retried statement by statement, because each one rolled back alone.
+
+    A statement that must commit together with what follows it opens a real
+    transaction on the unit's handle first (``handle.begin_transaction``): the
+    scheduler's compare-and-set advance does, so a boundary's advance and the job
+    it fires commit as one (BEGIN, advance, insert, COMMIT). The transaction
+    commits when the unit returns and rolls back if it raises.
 
     ``transaction()`` is a real transaction on a pooled connection;
     ``attach(conn)`` runs on the caller's connection inside the caller's own
@@ -30,9 +34,8 @@ from __future__ import annotations
 import hashlib
 import math
 import select
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from itertools import groupby
 from operator import attrgetter
 from typing import Any, Final, TypeVar
@@ -48,15 +51,14 @@ from alkstore.values import Job, LockInfo
 
 from .clock import ServerClock
 from .errors import is_unavailable, unavailable
+from .handle import PgHandle, execute, rowcount
 from .listener import NotifyListener, notify_payload
 from .migrations import ensure_schema
 from .options import PostgresOptions
+from .profiles import ProfileMethods
 from .statements import Statements
 
 T = TypeVar("T")
-
-CONFLICT_RETRIES: Final = 3
-"""A standalone statement that lost a deadlock or serialization race is re-run this often."""
 
 APPLICATION_NAME: Final = "alkstore"
 
@@ -64,24 +66,24 @@ _INT64_MAX: Final = 2**63 - 1
 _CHANNEL_MAX_BYTES: Final = 63
 
 
-def wake_channel(schema: str) -> str:
-    """The NOTIFY channel of the store in ``schema`` (an identifier of at most 63 bytes)."""
-    channel = f"{schema}.wake"
+def _store_channel(schema: str, kind: str) -> str:
+    """A NOTIFY channel of the store in ``schema`` (an identifier of at most 63 bytes)."""
+    channel = f"{schema}.{kind}"
     if len(channel) <= _CHANNEL_MAX_BYTES:
         return channel
     # A long schema name: keep it recognisable, keep the channel unique per schema.
     digest = hashlib.sha256(schema.encode()).hexdigest()[:12]
-    return f"{schema[: _CHANNEL_MAX_BYTES - len(digest) - 6]}.{digest}.wake"
+    return f"{schema[: _CHANNEL_MAX_BYTES - len(digest) - len(kind) - 2]}.{digest}.{kind}"
 
 
-@dataclass(eq=False, slots=True)
-class PgHandle:
-    """The driver's ``C``: a connection plus what this unit of work already announced."""
+def wake_channel(schema: str) -> str:
+    """The NOTIFY channel of the store's wakes (payload: a topic)."""
+    return _store_channel(schema, "wake")
 
-    conn: psycopg.Connection[Any]
-    standalone: bool
-    """True for write()/read(): every statement commits on its own (autocommit)."""
-    announced: set[str] = field(default_factory=set)
+
+def message_channel(schema: str) -> str:
+    """The NOTIFY channel of the store's pub/sub messages (see ``messages``)."""
+    return _store_channel(schema, "message")
 
 
 _STAMPS: Final = attrgetter(
@@ -128,7 +130,7 @@ def closed_by_server(conn: psycopg.Connection[Any]) -> bool:
     return False
 
 
-class PostgresDriver:
+class PostgresDriver(ProfileMethods):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
     def __init__(
@@ -136,6 +138,8 @@ class PostgresDriver:
     ) -> None:
         self.schema = options.schema
         self.channel = wake_channel(options.schema)
+        self.message_channel = message_channel(options.schema)
+        self.messages_keep = options.messages_keep
         self._sql = Statements.for_schema(options.schema)
         self._server_clock = server_clock
         connect_kwargs: dict[str, Any] = {
@@ -160,7 +164,14 @@ class PostgresDriver:
         except PoolTimeout as exc:
             self._pool.close()
             raise unavailable(exc, "opening the connection pool") from exc
-        self.listener = NotifyListener(conninfo, connect_kwargs, self.channel)
+        self.listener = NotifyListener(
+            conninfo,
+            connect_kwargs,
+            self.channel,
+            message_channel=self.message_channel,
+            fetch_messages=self._sql.fetch_messages,
+            ready_timeout_s=options.connect_timeout_s,
+        )
         """The store's LISTEN connection and thread (started by ``start_watching``)."""
 
     def _prepare(
@@ -173,6 +184,9 @@ class PostgresDriver:
         try:
             with psycopg.connect(conninfo, autocommit=True, **connect_kwargs) as conn:
                 ensure_schema(conn, options.schema, migrate=options.migrate)
+                # Pub/sub's stored messages are pruned here and when publishing,
+                # never on a timer (CONTRACT.md's no-ambient-timers rule).
+                conn.execute(self._sql.prune_messages, {"keep": options.messages_keep})
                 if self._server_clock is not None:
                     self._server_clock.measure(conn)
         except psycopg.Error as exc:
@@ -214,28 +228,10 @@ class PostgresDriver:
             self._pool.putconn(conn)
 
     def _run(self, work: Callable[[PgHandle], T]) -> T:
-        with self._pooled() as conn:
-            return work(PgHandle(conn, standalone=True))
-
-    def _execute(
-        self, c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None
-    ) -> psycopg.Cursor[Any]:
-        retries = CONFLICT_RETRIES if c.standalone else 0
-        while True:
-            try:
-                return c.conn.execute(query, params)
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                # Safe only for a standalone statement: it rolled back alone.
-                if retries <= 0:
-                    raise
-                retries -= 1
-            except psycopg.Error as exc:
-                if is_unavailable(exc):
-                    raise unavailable(exc, "running a statement") from exc
-                raise
-
-    def _rowcount(self, c: PgHandle, query: bytes, params: Mapping[str, Any]) -> int:
-        return self._execute(c, query, params).rowcount
+        # The unit's exit stack closes a transaction a statement began mid-unit
+        # (commit on return, rollback on raise) before the connection goes back.
+        with self._pooled() as conn, ExitStack() as unit:
+            return work(PgHandle(conn, standalone=True, unit=unit))
 
     # -- transactions ----------------------------------------------------------------
     def write(self, work: Callable[[PgHandle], T]) -> T:
@@ -278,7 +274,7 @@ class PostgresDriver:
         if not fresh:
             return
         payloads = list(dict.fromkeys(notify_payload(t) for t in fresh))
-        self._execute(c, self._sql.notify, {"channel": self.channel, "topics": payloads})
+        execute(c, self._sql.notify, {"channel": self.channel, "topics": payloads})
         c.announced.update(fresh)
 
     def close(self) -> None:
@@ -313,34 +309,34 @@ class PostgresDriver:
         if len(payloads) == 1:
             # A lone enqueue, the hottest path: plain VALUES, no array to build.
             params["payload"] = payloads[0]
-            rows = self._execute(c, self._sql.insert_job, params).fetchall()
+            rows = execute(c, self._sql.insert_job, params).fetchall()
         else:
             params["payloads"] = payloads
-            rows = self._execute(c, self._sql.insert_jobs, params).fetchall()
+            rows = execute(c, self._sql.insert_jobs, params).fetchall()
         c.announced.add(topic)
         return [row[0] for row in rows]
 
     def claim(self, c: PgHandle, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
         params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
-        rows = self._execute(c, self._sql.claim, params).fetchall()
+        rows = execute(c, self._sql.claim, params).fetchall()
         return [job_from_row(row) for row in rows]
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now, "error": ERROR_EXHAUSTED}
-        return self._rowcount(c, self._sql.bury_exhausted, params)
+        return rowcount(c, self._sql.bury_exhausted, params)
 
     def bury_expired(self, c: PgHandle, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now, "error": ERROR_EXPIRED}
-        return self._rowcount(c, self._sql.bury_expired, params)
+        return rowcount(c, self._sql.bury_expired, params)
 
     def purge_dead(self, c: PgHandle, queue: str, now: int) -> int:
-        return self._rowcount(c, self._sql.purge_dead, {"queue": queue, "now": now})
+        return rowcount(c, self._sql.purge_dead, {"queue": queue, "now": now})
 
     def ack(self, c: PgHandle, job_id: int, attempt: int, now: int) -> bool:
         if not _int64(job_id):
             return False
         params = {"id": job_id, "attempt": attempt, "now": now}
-        return self._rowcount(c, self._sql.ack, params) == 1
+        return rowcount(c, self._sql.ack, params) == 1
 
     def ack_batch(
         self, c: PgHandle, queue: str, job_ids: Sequence[int], worker_id: str, now: int
@@ -349,13 +345,13 @@ class PostgresDriver:
         if not ids:
             return 0
         params = {"ids": ids, "queue": queue, "worker_id": worker_id, "now": now}
-        return self._rowcount(c, self._sql.ack_batch, params)
+        return rowcount(c, self._sql.ack_batch, params)
 
     def heartbeat(self, c: PgHandle, job_id: int, attempt: int, now: int, deadline: int) -> bool:
         if not _int64(job_id):
             return False
         params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
-        return self._rowcount(c, self._sql.heartbeat, params) == 1
+        return rowcount(c, self._sql.heartbeat, params) == 1
 
     def reschedule(self, c: PgHandle, job_id: int, attempt: int, now: int, run_at: int) -> bool:
         if not _int64(job_id):
@@ -368,42 +364,42 @@ class PostgresDriver:
             "channel": self.channel,
             "topic_prefix": queue_topic(""),
         }
-        return self._rowcount(c, self._sql.reschedule, params) == 1
+        return rowcount(c, self._sql.reschedule, params) == 1
 
     def bury(self, c: PgHandle, job_id: int, attempt: int, now: int, error: str) -> bool:
         if not _int64(job_id):
             return False
         params = {"id": job_id, "attempt": attempt, "now": now, "error": error}
-        return self._rowcount(c, self._sql.bury_claim, params) == 1
+        return rowcount(c, self._sql.bury_claim, params) == 1
 
     def cancel(self, c: PgHandle, queue: str, job_id: int) -> bool:
         if not _int64(job_id):
             return False
-        return self._rowcount(c, self._sql.cancel, {"id": job_id, "queue": queue}) == 1
+        return rowcount(c, self._sql.cancel, {"id": job_id, "queue": queue}) == 1
 
     def get_job(self, c: PgHandle, job_id: int, queue: str | None) -> Job | None:
         if not _int64(job_id):
             return None
-        row = self._execute(c, self._sql.get_job, {"id": job_id, "queue": queue}).fetchone()
+        row = execute(c, self._sql.get_job, {"id": job_id, "queue": queue}).fetchone()
         return None if row is None else job_from_row(row)
 
     def next_wake_at(self, c: PgHandle, queue: str, now: int) -> int | None:
-        row = self._execute(c, self._sql.next_wake_at, {"queue": queue, "now": now}).fetchone()
+        row = execute(c, self._sql.next_wake_at, {"queue": queue, "now": now}).fetchone()
         return None if row is None else row[0]
 
     # -- locks -------------------------------------------------------------------------
     def lock_acquire(self, c: PgHandle, name: str, owner: str, now: int, expires_at: int) -> bool:
         params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
-        return self._execute(c, self._sql.lock_acquire, params).fetchone() is not None
+        return execute(c, self._sql.lock_acquire, params).fetchone() is not None
 
     def lock_renew(self, c: PgHandle, name: str, owner: str, now: int, expires_at: int) -> bool:
         params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
-        return self._rowcount(c, self._sql.lock_renew, params) == 1
+        return rowcount(c, self._sql.lock_renew, params) == 1
 
     def lock_release(self, c: PgHandle, name: str, owner: str, now: int) -> bool:
         params = {"name": name, "owner": owner, "now": now}
-        return self._rowcount(c, self._sql.lock_release, params) == 1
+        return rowcount(c, self._sql.lock_release, params) == 1
 
     def lock_holder(self, c: PgHandle, name: str, now: int) -> LockInfo | None:
-        row = self._execute(c, self._sql.lock_holder, {"name": name, "now": now}).fetchone()
+        row = execute(c, self._sql.lock_holder, {"name": name, "now": now}).fetchone()
         return None if row is None else LockInfo(owner=row[0], expires_at=row[1])

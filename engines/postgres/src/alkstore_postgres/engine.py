@@ -77,7 +77,7 @@ class PostgresEngine:
     name: str = ENGINE_NAME
     version: str = __version__
     contract_version: str = "1"
-    capabilities: Capabilities = Capabilities(scheduler=False, streams=False, pubsub=False)
+    capabilities: Capabilities = Capabilities(scheduler=True, streams=True, pubsub=True)
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
         return open_store(url, clock=clock, **opts)

@@ -1,12 +1,24 @@
-"""Cross-process wakes: one dedicated LISTEN connection per store, on a daemon thread.
+"""Cross-process wakes and pub/sub: one dedicated LISTEN connection per store, on a thread.
 
-Producers ``NOTIFY`` the store's channel inside their transaction with the
-topic as payload (PostgreSQL delivers it on commit only). The listener thread
-waits on its connection's socket and hands each topic to the store's wake hub.
-When the connection is lost it reconnects (with a capped backoff) and then wakes
-every waiter, because commits made while nobody listened were never announced:
-waiters re-poll and find them. Nothing here is needed for correctness -- the
-core's re-poll safety net covers a missed wake -- only for latency.
+Producers ``NOTIFY`` inside their transaction (PostgreSQL delivers on commit
+only) on one of the store's two channels:
+
+* the wake channel, with a topic as payload: handed to ``sink.notify`` (the
+  empty payload to ``sink.notify_all``);
+* the message channel, with a pub/sub message (see ``messages``): handed to
+  ``sink.deliver(channel, payload)``. A message too large for NOTIFY arrives
+  as a reference to a row of the ``messages`` table, which this thread reads
+  on its own connection (every reference pending at once, in one query).
+
+Notifications are handled in arrival order, which is commit order. The first
+``start`` waits (bounded) until ``LISTEN`` is in place, so a subscription that
+has opened receives every message committed afterwards. When the connection is
+lost it reconnects (with a capped backoff) and then wakes every waiter,
+because commits made while nobody listened were never announced: waiters
+re-poll and find them. (Pub/sub messages published meanwhile are not
+replayed: pub/sub is ephemeral.) For wakes nothing here is needed for
+correctness -- the core's re-poll safety net covers a missed wake -- only for
+latency.
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import logging
 import selectors
 import socket
 import threading
+from collections import deque
 from typing import Any, Final
 
 import psycopg
@@ -22,19 +35,21 @@ from psycopg import pq, sql
 
 from alkstore.driver import WakeSink
 
+from .messages import NOTIFY_PAYLOAD_LIMIT, Message, decode_message, reference_id
+
 logger = logging.getLogger(__name__)
 
 WAKE_EVERYONE: Final = ""
 """The payload for "wake every waiter" (no topic is empty)."""
-
-NOTIFY_PAYLOAD_LIMIT: Final = 8000
-"""NOTIFY refuses payloads of this many bytes or more (PostgreSQL's default build)."""
 
 PING_S: Final = 30.0
 """Probe an idle listening connection this often, so a silently dead peer is noticed."""
 
 RECONNECT_INITIAL_S: Final = 0.05
 RECONNECT_MAX_S: Final = 2.0
+
+Notification = tuple[str, str]
+"""``(NOTIFY channel, payload)`` as received."""
 
 
 def notify_payload(topic: str) -> str:
@@ -46,14 +61,35 @@ def notify_payload(topic: str) -> str:
 
 
 class NotifyListener:
-    """Owns the listening connection and its thread; ``start`` is lazy and idempotent."""
+    """Owns the listening connection and its thread; ``start`` is lazy and idempotent.
 
-    def __init__(self, conninfo: str, connect_kwargs: dict[str, Any], channel: str) -> None:
+    ``message_channel`` and ``fetch_messages`` (a statement selecting ``id, channel,
+    payload`` of the stored messages whose ids are ``%(ids)s``) enable pub/sub."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        connect_kwargs: dict[str, Any],
+        channel: str,
+        *,
+        message_channel: str | None = None,
+        fetch_messages: bytes | None = None,
+        ready_timeout_s: float = 10.0,
+    ) -> None:
         self._conninfo = conninfo
         self._connect_kwargs = connect_kwargs
-        self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel)).as_bytes(None)
+        self._wake_channel = channel
+        self._message_channel = message_channel
+        self._fetch_messages = fetch_messages
+        self._ready_timeout_s = ready_timeout_s
+        channels = [channel] if message_channel is None else [channel, message_channel]
+        self._listen = [
+            sql.SQL("LISTEN {}").format(sql.Identifier(c)).as_bytes(None) for c in channels
+        ]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._first_attempt = threading.Event()
+        """Set once the first connection listens, or failed to (start() waits for it)."""
         self._thread: threading.Thread | None = None
         self._sink: WakeSink | None = None
         # A socket pair, so close() can interrupt the thread's select() at once.
@@ -68,19 +104,25 @@ class NotifyListener:
         return thread is not None and thread.is_alive()
 
     def start(self, sink: WakeSink) -> None:
+        """Start listening for ``sink``; returns once the first LISTEN is in place (or
+        failed, or ``ready_timeout_s`` passed), so a subscription opened before this
+        returns receives every message committed after it returned."""
         with self._lock:
-            if self._thread is not None or self._stopping.is_set():
-                return
-            self._sink = sink
-            self._thread = threading.Thread(
-                target=self._run, name="alkstore-postgres-listener", daemon=True
-            )
-            self._thread.start()
+            if self._thread is None and not self._stopping.is_set():
+                self._sink = sink
+                self._thread = threading.Thread(
+                    target=self._run, name="alkstore-postgres-listener", daemon=True
+                )
+                self._thread.start()
+            started = self._thread is not None
+        if started:
+            self._first_attempt.wait(self._ready_timeout_s)
 
     def close(self, timeout: float = 5.0) -> None:
         with self._lock:
             self._stopping.set()
             thread = self._thread
+        self._first_attempt.set()
         try:
             self._wakeup_send.send(b"x")
         except OSError:
@@ -101,6 +143,7 @@ class NotifyListener:
         try:
             self._listen_until_closed()
         finally:
+            self._first_attempt.set()
             self._close_wakeup()
 
     def _listen_until_closed(self) -> None:
@@ -116,6 +159,7 @@ class NotifyListener:
                 logger.debug("alkstore listener: %s", exc)
             except Exception:  # never let the thread die silently: log and go on
                 logger.exception("alkstore listener failed; reconnecting")
+            self._first_attempt.set()  # a first attempt that failed: stop making start() wait
             if self.connections > listened:
                 backoff = RECONNECT_INITIAL_S  # it was listening: reconnect at once
                 continue
@@ -124,16 +168,22 @@ class NotifyListener:
             backoff = min(backoff * 2, RECONNECT_MAX_S)
 
     def _serve(self, conn: psycopg.Connection[Any]) -> None:
-        # Notifications that arrive while a statement runs here are dispatched by psycopg.
-        conn.add_notify_handler(lambda notify: self._deliver(notify.payload))
-        conn.execute(self._listen)
+        # Notifications that arrive while a statement runs here (LISTEN, the ping, a
+        # read of stored messages) are queued by psycopg's handler and handled after it.
+        pending: deque[Notification] = deque()
+        conn.add_notify_handler(lambda n: pending.append((n.channel, n.payload)))
+        for listen in self._listen:
+            conn.execute(listen)
         self.connections += 1
+        self._first_attempt.set()
         # Commits made while nobody listened were never announced to us: re-poll.
         self._wake_everyone()
+        encoding = conn.info.encoding
         with selectors.DefaultSelector() as selector:
             selector.register(conn.fileno(), selectors.EVENT_READ)
             selector.register(self._wakeup_recv, selectors.EVENT_READ)
             while not self._stopping.is_set():
+                self._dispatch(conn, pending)
                 if not selector.select(PING_S):
                     conn.execute(b"SELECT 1")  # an idle peer may be silently gone: probe it
                     continue
@@ -142,9 +192,41 @@ class NotifyListener:
                 pgconn = conn.pgconn
                 pgconn.consume_input()  # raises once the server has closed the connection
                 while (received := pgconn.notifies()) is not None:
-                    self._deliver(received.extra.decode("utf-8"))
+                    pending.append(
+                        (received.relname.decode(encoding), received.extra.decode(encoding))
+                    )
                 if pgconn.status != pq.ConnStatus.OK:
                     raise psycopg.OperationalError("the listening connection is broken")
+
+    def _dispatch(self, conn: psycopg.Connection[Any], pending: deque[Notification]) -> None:
+        """Hand every pending notification to the sink, in arrival (= commit) order."""
+        while pending:
+            batch = list(pending)
+            pending.clear()
+            stored = self._read_stored(conn, batch)
+            for channel, payload in batch:
+                if channel == self._wake_channel:
+                    self._deliver(payload)
+                elif channel == self._message_channel:
+                    message = decode_message(payload, stored)
+                    if message is None:
+                        logger.debug("alkstore listener: message %r is gone", payload[:40])
+                    else:
+                        self._deliver_message(message)
+
+    def _read_stored(
+        self, conn: psycopg.Connection[Any], batch: list[Notification]
+    ) -> dict[int, Message]:
+        """The stored messages ``batch`` refers to, in one read."""
+        ids = [
+            ref
+            for channel, payload in batch
+            if channel == self._message_channel and (ref := reference_id(payload)) is not None
+        ]
+        if not ids or self._fetch_messages is None:
+            return {}
+        rows = conn.execute(self._fetch_messages, {"ids": ids}).fetchall()
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     def _deliver(self, payload: str) -> None:
         sink = self._sink
@@ -154,6 +236,17 @@ class NotifyListener:
             sink.notify_all()
         else:
             sink.notify(payload)
+
+    def _deliver_message(self, message: Message) -> None:
+        sink = self._sink
+        if sink is None:
+            return
+        try:
+            sink.deliver(*message)
+        except Exception:
+            # One failing delivery must neither stop the thread nor drop the
+            # connection (which would lose the messages behind it).
+            logger.exception("alkstore listener: delivering a message on %r failed", message[0])
 
     def _wake_everyone(self) -> None:
         if self._sink is not None:

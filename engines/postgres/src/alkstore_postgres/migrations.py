@@ -11,8 +11,7 @@ transactional in PostgreSQL, so a failed upgrade leaves no half-built schema.
 
 Migrations are append-only and additive: a released migration is never edited,
 and a schema newer than this code knows is accepted (rolling deploys keep
-working). Later profiles (stream log + consumer offsets, schedules) arrive as
-new versions at the end of ``MIGRATIONS``.
+working). New tables arrive as new versions at the end of ``MIGRATIONS``.
 """
 
 from __future__ import annotations
@@ -112,7 +111,66 @@ V1_QUEUES_AND_LOCKS = Migration(
     ),
 )
 
-MIGRATIONS: Final[tuple[Migration, ...]] = (V1_QUEUES_AND_LOCKS,)
+V2_SCHEDULES_STREAMS_MESSAGES = Migration(
+    2,
+    "schedules, streams with consumer offsets, stored pub/sub messages",
+    (
+        """
+        CREATE TABLE {schema}.schedules (
+            name text COLLATE "C" PRIMARY KEY,
+            spec text NOT NULL,
+            queue text COLLATE "C" NOT NULL,
+            payload text NOT NULL,
+            priority integer NOT NULL,
+            max_attempts integer,
+            expires_s bigint,
+            interval_s bigint NOT NULL,
+            next_fire_at bigint NOT NULL
+        )
+        """,
+        # The tick's due scan and the leader's next boundary, both in index order.
+        """
+        CREATE INDEX schedules_due ON {schema}.schedules (next_fire_at, name)
+        """,
+        # One counter row per stream: offsets are allocated by updating it (its row
+        # lock orders appenders until commit), and it outlives trimmed events, so an
+        # offset is never handed out twice.
+        """
+        CREATE TABLE {schema}.streams (
+            stream text COLLATE "C" PRIMARY KEY,
+            last_offset bigint NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE {schema}.stream_events (
+            stream text COLLATE "C" NOT NULL,
+            event_offset bigint NOT NULL,
+            payload text NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (stream, event_offset)
+        )
+        """,
+        """
+        CREATE TABLE {schema}.stream_consumers (
+            stream text COLLATE "C" NOT NULL,
+            consumer text COLLATE "C" NOT NULL,
+            committed_offset bigint NOT NULL,
+            PRIMARY KEY (stream, consumer)
+        )
+        """,
+        # Pub/sub messages too large for a NOTIFY payload; the NOTIFY names the id.
+        """
+        CREATE TABLE {schema}.messages (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            channel text NOT NULL,
+            payload text NOT NULL,
+            created_at bigint NOT NULL
+        )
+        """,
+    ),
+)
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (V1_QUEUES_AND_LOCKS, V2_SCHEDULES_STREAMS_MESSAGES)
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
 # -- bookkeeping statements --------------------------------------------------------

@@ -18,6 +18,8 @@ from alkstore.core import DEFAULT_REPOLL_S
 from alkstore.errors import InvalidOptions
 
 DEFAULT_SCHEMA = "alkstore"
+DEFAULT_MESSAGES_KEEP = 10_000
+MAX_MESSAGES_KEEP = 2**31 - 1
 
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """Lower-case, unquoted-identifier shape, at most 63 bytes (PostgreSQL's NAMEDATALEN - 1)."""
@@ -35,6 +37,9 @@ class PostgresOptions:
     """Safety-net re-poll of waiting calls (the only wake without LISTEN, e.g. PgBouncer)."""
     connect_timeout_s: float = 10.0
     """Bound on connecting and on waiting for a pooled connection."""
+    messages_keep: int = DEFAULT_MESSAGES_KEEP
+    """Pub/sub messages too large for NOTIFY are stored; opening a store and each
+    stored publish prune them to the newest this many."""
 
 
 OPTION_NAMES = frozenset(PostgresOptions.__dataclass_fields__)
@@ -59,11 +64,13 @@ def _check_bool(value: object, field: str) -> bool:
     return value
 
 
-def _check_int(value: object, field: str, minimum: int) -> int:
+def _check_int(value: object, field: str, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidOptions(f"{field} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise InvalidOptions(f"{field} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidOptions(f"{field} must be at most {maximum}, got {value}")
     return value
 
 
@@ -98,5 +105,11 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
         repoll_s=_check_seconds(opts.get("repoll_s", defaults.repoll_s), "repoll_s", 3600),
         connect_timeout_s=_check_seconds(
             opts.get("connect_timeout_s", defaults.connect_timeout_s), "connect_timeout_s", 3600
+        ),
+        messages_keep=_check_int(
+            opts.get("messages_keep", defaults.messages_keep),
+            "messages_keep",
+            1,
+            MAX_MESSAGES_KEEP,
         ),
     )

@@ -248,6 +248,171 @@ SELECT owner, expires_at FROM {schema}.locks
 WHERE name = %(name)s AND expires_at > %(now)s
 """
 
+# -- scheduler ---------------------------------------------------------------------
+
+_SCHEDULE = """
+    name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at"""
+"""In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
+
+SCHEDULE_UPSERT: Final = f"""
+INSERT INTO {{schema}}.schedules AS stored ({_SCHEDULE})
+VALUES (
+    %(name)s, %(spec)s, %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s::integer,
+    %(expires_s)s::bigint, %(interval_s)s, %(next_fire_at)s
+)
+ON CONFLICT (name) DO UPDATE
+SET spec = excluded.spec,
+    queue = excluded.queue,
+    payload = excluded.payload,
+    priority = excluded.priority,
+    max_attempts = excluded.max_attempts,
+    expires_s = excluded.expires_s,
+    interval_s = excluded.interval_s,
+    next_fire_at = CASE WHEN stored.spec = excluded.spec
+                        THEN stored.next_fire_at
+                        ELSE excluded.next_fire_at END
+"""
+"""One statement: re-registering an unchanged spec keeps the stored boundary (it must
+not push the next fire away); a new or changed spec takes the one given. ``stored``
+is the row as it was before the update."""
+
+SCHEDULE_DELETE: Final = """
+DELETE FROM {schema}.schedules WHERE name = %(name)s
+"""
+
+SCHEDULE_GET: Final = f"""
+SELECT {_SCHEDULE} FROM {{schema}}.schedules WHERE name = %(name)s
+"""
+
+SCHEDULE_LIST: Final = f"""
+SELECT {_SCHEDULE} FROM {{schema}}.schedules ORDER BY name
+"""
+
+SCHEDULES_DUE: Final = f"""
+SELECT {_SCHEDULE} FROM {{schema}}.schedules
+WHERE next_fire_at <= %(now)s
+ORDER BY next_fire_at, name
+"""
+"""Walks ``schedules_due`` in its own order and stops at the first future boundary."""
+
+SCHEDULE_ADVANCE: Final = """
+UPDATE {schema}.schedules SET next_fire_at = %(new_fire_at)s
+WHERE name = %(name)s AND next_fire_at = %(expected)s
+"""
+"""The compare-and-set of a boundary fire. A second ticker's update waits for the
+first one's row lock and then re-checks ``next_fire_at`` against the committed row:
+it matches nothing, so it fires nothing."""
+
+SCHEDULE_NEXT_FIRE_AT: Final = """
+SELECT min(next_fire_at) FROM {schema}.schedules
+"""
+
+# -- streams -------------------------------------------------------------------------
+
+_ALLOCATE_OFFSETS = """
+    INSERT INTO {schema}.streams AS counter (stream, last_offset)
+    VALUES (%(stream)s, %(count)s)
+    ON CONFLICT (stream) DO UPDATE SET last_offset = counter.last_offset + excluded.last_offset
+    RETURNING last_offset"""
+"""Takes ``count`` offsets from the stream's counter row and returns the last one. The
+row stays locked until the transaction ends, so the next appender of the stream
+waits and numbers after it: offsets become visible in order (no reader can pass
+an offset that commits later), and a rolled-back append gives its offsets back."""
+
+_WAKE_STREAM = """
+    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL"""
+
+STREAM_APPEND: Final = f"""
+WITH allocated AS ({_ALLOCATE_OFFSETS}
+), appended AS (
+    INSERT INTO {{schema}}.stream_events (stream, event_offset, payload, created_at)
+    SELECT %(stream)s, last_offset, %(payload)s, %(now)s FROM allocated
+    RETURNING event_offset
+), woken AS ({_WAKE_STREAM}
+)
+SELECT event_offset FROM appended, (SELECT count(*) FROM woken) AS wake
+"""
+"""Append one event (``count`` = 1), and NOTIFY the stream's topic in the same
+statement (unless ``topic`` is NULL: this transaction already announced it)."""
+
+STREAM_APPEND_MANY: Final = f"""
+WITH allocated AS ({_ALLOCATE_OFFSETS}
+), appended AS (
+    INSERT INTO {{schema}}.stream_events (stream, event_offset, payload, created_at)
+    SELECT %(stream)s, allocated.last_offset - %(count)s + event.position, event.payload,
+           %(now)s
+    FROM allocated, unnest(%(payloads)b::text[]) WITH ORDINALITY AS event (payload, position)
+    RETURNING event_offset
+), woken AS ({_WAKE_STREAM}
+)
+SELECT event_offset FROM appended, (SELECT count(*) FROM woken) AS wake
+ORDER BY event_offset
+"""
+"""``STREAM_APPEND`` for ``count`` events, numbered consecutively in input order."""
+
+STREAM_READ: Final = """
+SELECT event_offset, payload, created_at FROM {schema}.stream_events
+WHERE stream = %(stream)s AND event_offset > %(after)s
+ORDER BY event_offset
+LIMIT %(limit)s
+"""
+
+STREAM_COMMIT: Final = """
+INSERT INTO {schema}.stream_consumers (stream, consumer, committed_offset)
+VALUES (%(stream)s, %(consumer)s, %(offset)s)
+ON CONFLICT (stream, consumer) DO UPDATE SET committed_offset = excluded.committed_offset
+"""
+
+STREAM_OFFSET: Final = """
+SELECT committed_offset FROM {schema}.stream_consumers
+WHERE stream = %(stream)s AND consumer = %(consumer)s
+"""
+
+STREAM_TRIM: Final = """
+DELETE FROM {schema}.stream_events WHERE stream = %(stream)s AND event_offset < %(before)s
+"""
+
+# -- pub/sub -----------------------------------------------------------------------
+
+PUBLISH: Final = """
+SELECT pg_notify(%(channel)s, %(message)s)
+"""
+"""A message small enough for NOTIFY (``alkstore_postgres.messages``), sent on commit."""
+
+_PRUNE_MESSAGES_UP_TO = """
+    DELETE FROM {{schema}}.messages
+    WHERE id = ANY(ARRAY(
+        SELECT id FROM {{schema}}.messages
+        WHERE id <= {newest} - %(keep)s
+        FOR UPDATE SKIP LOCKED
+    ))"""
+"""Keeps the newest ``keep`` stored messages. SKIP LOCKED: a row another transaction
+is pruning is left to it, so pruning never waits for (or deadlocks with) a
+publisher's transaction, however long the caller keeps it open."""
+
+PUBLISH_STORED: Final = f"""
+WITH stored AS (
+    INSERT INTO {{schema}}.messages (channel, payload, created_at)
+    VALUES (%(pubsub_channel)s, %(payload)s, %(now)s)
+    RETURNING id
+), pruned AS ({_PRUNE_MESSAGES_UP_TO.format(newest="(SELECT id FROM stored)")}
+)
+SELECT pg_notify(%(channel)s, %(reference_prefix)s || id) FROM stored
+"""
+"""A message too large for NOTIFY: store it, NOTIFY its id, and prune the stored
+messages beyond the newest ``keep``, in one statement."""
+
+PRUNE_MESSAGES: Final = _PRUNE_MESSAGES_UP_TO.format(
+    newest="(SELECT max(id) FROM {schema}.messages)"
+)
+"""Run when a store opens (and, within ``PUBLISH_STORED``, on each stored publish):
+never on a timer."""
+
+FETCH_MESSAGES: Final = """
+SELECT id, channel, payload FROM {schema}.messages WHERE id = ANY(%(ids)s::bigint[])
+"""
+"""The listener resolving the references it received."""
+
 
 def render(template: str, schema: str) -> bytes:
     """``template`` with ``{schema}`` replaced by the quoted identifier."""
@@ -277,6 +442,23 @@ class Statements:
     lock_renew: bytes
     lock_release: bytes
     lock_holder: bytes
+    schedule_upsert: bytes
+    schedule_delete: bytes
+    schedule_get: bytes
+    schedule_list: bytes
+    schedules_due: bytes
+    schedule_advance: bytes
+    schedule_next_fire_at: bytes
+    stream_append: bytes
+    stream_append_many: bytes
+    stream_read: bytes
+    stream_commit: bytes
+    stream_offset: bytes
+    stream_trim: bytes
+    publish: bytes
+    publish_stored: bytes
+    prune_messages: bytes
+    fetch_messages: bytes
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:

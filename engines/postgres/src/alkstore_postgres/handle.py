@@ -1,0 +1,71 @@
+"""The driver's ``C`` (a connection inside one unit of work) and how statements run on it.
+
+A ``write``/``read`` unit starts in autocommit: each statement commits on its
+own, one round trip, and one that loses a deadlock or serialization race can
+be re-run because it rolled back alone. A statement that must commit *together
+with what follows it* -- the scheduler's compare-and-set advance and the job
+its boundary fires -- first calls ``begin_transaction``: from there to the end
+of the unit everything is one real transaction, committed when the unit
+returns and rolled back if it raises. ``transaction()`` and ``attach()``
+handles are inside a transaction from the start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import psycopg
+
+from .errors import is_unavailable, unavailable
+
+CONFLICT_RETRIES: Final = 3
+"""A standalone statement that lost a deadlock or serialization race is re-run this often."""
+
+
+@dataclass(eq=False, slots=True)
+class PgHandle:
+    """A connection plus what this unit of work already announced."""
+
+    conn: psycopg.Connection[Any]
+    standalone: bool
+    """True while every statement commits on its own (autocommit)."""
+    announced: set[str] = field(default_factory=set)
+    unit: ExitStack | None = None
+    """For a ``write``/``read`` unit: where a transaction begun mid-unit is closed
+    when the unit ends (``None`` for ``transaction()``/``attach()`` handles)."""
+
+
+def begin_transaction(c: PgHandle) -> None:
+    """Make the rest of ``c``'s unit of work one transaction (idempotent)."""
+    if not c.standalone:
+        return
+    assert c.unit is not None, "a standalone handle belongs to a write/read unit"
+    # Entered on the unit's exit stack: committed when the unit returns, rolled
+    # back when it raises, before the connection goes back to the pool.
+    c.unit.enter_context(c.conn.transaction())
+    c.standalone = False
+
+
+def execute(
+    c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None
+) -> psycopg.Cursor[Any]:
+    retries = CONFLICT_RETRIES if c.standalone else 0
+    while True:
+        try:
+            return c.conn.execute(query, params)
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            # Safe only for a standalone statement: it rolled back alone.
+            if retries <= 0:
+                raise
+            retries -= 1
+        except psycopg.Error as exc:
+            if is_unavailable(exc):
+                raise unavailable(exc, "running a statement") from exc
+            raise
+
+
+def rowcount(c: PgHandle, query: bytes, params: Mapping[str, Any]) -> int:
+    return execute(c, query, params).rowcount

@@ -1,0 +1,144 @@
+"""The profiles' statements use their indexes (EXPLAIN on a realistically filled schema):
+the tick's due scan and the next boundary, stream reads and trims, stored messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from pg_helpers import LARGE, StoreFactory
+
+from alkstore.testing import FakeClock
+from alkstore_postgres.statements import Statements
+
+NOW = 1_700_000_000
+SCHEDULES = 2000
+EVENTS = 2000
+MESSAGES = 5000
+
+
+@pytest.fixture
+def filled(open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str) -> Statements:
+    """Schedules with boundaries spread over the next ~8 minutes, three streams of
+    events with a committed consumer, stored messages; analyzed."""
+    store = open_store(clock=FakeClock(NOW))
+    store.schedule("schedule-00000", "@every 1s", "q", {"n": 0})
+    admin.execute(
+        f'INSERT INTO "{schema}".schedules'
+        " (name, spec, queue, payload, priority, interval_s, next_fire_at)"
+        " SELECT format('schedule-%%s', lpad(n::text, 5, '0')), format('@every %%ss', s),"
+        "        'q', '{}', 0, s, %s + s"
+        " FROM generate_series(1, %s) AS n, LATERAL (SELECT n %% 500 + 1 AS s) AS interval",
+        (NOW, SCHEDULES),
+    )
+    for stream in ("s0", "s1", "s2"):
+        admin.execute(
+            f'INSERT INTO "{schema}".stream_events (stream, event_offset, payload, created_at)'
+            " SELECT %s, n, '{}', %s FROM generate_series(1, %s) AS n",
+            (stream, NOW, EVENTS),
+        )
+    store.stream("s1").commit("c", EVENTS // 2)
+    for n in range(20):
+        store.notify("c", {"n": n, "blob": LARGE})
+    admin.execute(
+        f'INSERT INTO "{schema}".messages (channel, payload, created_at)'
+        " SELECT 'c', '\"stored\"', %s FROM generate_series(1, %s)",
+        (NOW, MESSAGES),
+    )
+    admin.execute(f'ANALYZE "{schema}".schedules')
+    admin.execute(f'ANALYZE "{schema}".stream_events')
+    admin.execute(f'ANALYZE "{schema}".messages')
+    return Statements.for_schema(schema)
+
+
+def _plan(conn: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:
+    rows = conn.execute(b"EXPLAIN " + query, params).fetchall()
+    return "\n".join(row[0] for row in rows)
+
+
+def test_due_schedules_are_read_off_the_due_index(
+    filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    plan = _plan(admin, filled.schedules_due, {"now": NOW + 5})
+    assert "schedules_due" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_the_next_boundary_is_the_first_entry_of_the_due_index(
+    filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    plan = _plan(admin, filled.schedule_next_fire_at, {})
+    assert "schedules_due" in plan
+    assert "Seq Scan" not in plan
+
+
+@pytest.mark.parametrize("statement", ["schedule_get", "schedule_delete"])
+def test_a_schedule_row_is_found_by_its_name(
+    filled: Statements, admin: psycopg.Connection[Any], statement: str
+) -> None:
+    plan = _plan(admin, getattr(filled, statement), {"name": "schedule-00007"})
+    assert "schedules_pkey" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_an_advance_finds_its_row_by_an_index(
+    filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    # By name (the primary key) or by boundary and name (the due index): one row.
+    params = {"name": "schedule-00007", "expected": NOW + 8, "new_fire_at": NOW + 16}
+    plan = _plan(admin, filled.schedule_advance, params)
+    assert "Index Scan using schedules_" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_a_stream_read_is_one_range_of_the_primary_key(
+    filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {"stream": "s1", "after": EVENTS // 2, "limit": 100}
+    plan = _plan(admin, filled.stream_read, params)
+    assert "Index Scan using stream_events_pkey" in plan
+    assert "Sort" not in plan
+    assert "Seq Scan" not in plan
+
+
+def test_trimming_a_stream_is_one_range_of_the_primary_key(
+    filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    plan = _plan(admin, filled.stream_trim, {"stream": "s1", "before": 100})
+    assert "stream_events_pkey" in plan
+    assert "Seq Scan" not in plan
+
+
+@pytest.mark.parametrize("statement", ["stream_offset", "stream_commit"])
+def test_a_consumer_offset_is_found_by_its_key(
+    filled: Statements, admin: psycopg.Connection[Any], statement: str
+) -> None:
+    params = {"stream": "s1", "consumer": "c", "offset": 7}
+    plan = _plan(admin, getattr(filled, statement), params)
+    assert "Seq Scan" not in plan
+
+
+def test_the_listener_reads_stored_messages_by_id(
+    filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    plan = _plan(admin, filled.fetch_messages, {"ids": [3, 4]})
+    assert "messages_pkey" in plan
+    assert "Seq Scan" not in plan
+
+
+@pytest.mark.parametrize("statement", ["prune_messages", "publish_stored"])
+def test_pruning_stored_messages_reads_only_the_primary_key(
+    filled: Statements, admin: psycopg.Connection[Any], statement: str
+) -> None:
+    params = {
+        "keep": 10_000,
+        "channel": "x",
+        "pubsub_channel": "c",
+        "payload": "1",
+        "now": NOW,
+        "reference_prefix": "#",
+    }
+    plan = _plan(admin, getattr(filled, statement), params)
+    assert "messages_pkey" in plan
+    assert "Seq Scan" not in plan
