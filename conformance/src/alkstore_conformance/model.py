@@ -1,12 +1,12 @@
 """A pure-Python reference model of the contract's queues, outbox, transactional
-enqueue and locks (CONTRACT.md §2, §3, §4, §6).
+enqueue, scheduler, locks and streams (CONTRACT.md §2-§7; pub/sub is not modelled).
 
 The model is written from the contract text, not from ``alkstore.core``: the kit's
 stateful machine drives an engine and this model side by side and fails on the
 first disagreement, so a bug shared by the core and the model would go unseen.
-It only borrows the contract's own pure rules: option normalization (``QueueOpts``
-and ``EnqueueOpts`` validate and round on construction), the backoff range and the
-constants.
+It only borrows the contract's own pure rules: option normalization (``QueueOpts``,
+``EnqueueOpts`` and ``ScheduleOpts`` validate and round on construction), the
+backoff range and the constants.
 
 What the model cannot predict it checks and adopts instead:
 
@@ -14,7 +14,12 @@ What the model cannot predict it checks and adopts instead:
   than every id committed before (CONTRACT.md §2: unique, never reused), then uses them;
 * a retry without an explicit delay draws its jitter from a range; the model
   knows the range, the engine's ``run_at`` is checked against it and then adopted
-  (``settle_retry``).
+  (``settle_retry``);
+* a scheduler tick creates jobs without returning their ids: the model knows what
+  each fire must have enqueued, and the jobs the engine shows are matched against
+  that and adopted (``adopt_fired``);
+* a rolled-back stream append may or may not give its offset back: the next append
+  may take either (``ModelStream.next_offsets``), and nothing else.
 
 Time is whole seconds: every operation reads ``floor(clock.now())`` once, like a
 store does. Disagreements raise ``ModelDisagreement`` (an ``AssertionError``).
@@ -24,12 +29,28 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from alkstore import EnqueueOpts, Job, JobState, LockInfo, QueueOpts, SweepResult
+from alkstore import (
+    CATCH_UP_CAP,
+    DEFAULT_QUEUE_OPTS,
+    SCHEDULER_LEASE_S,
+    SCHEDULER_LOCK,
+    EnqueueOpts,
+    Job,
+    JobState,
+    LockInfo,
+    QueueOpts,
+    Schedule,
+    ScheduleOpts,
+    StreamEvent,
+    SweepResult,
+    TickResult,
+)
 from alkstore.backoff import retry_delay_range
 from alkstore.clock import Clock
 
@@ -64,6 +85,18 @@ def _stamp(value: object) -> int:
 def json_round_trip(payload: Any) -> Any:
     """What reading a payload back returns: a round trip through ``json`` (§0)."""
     return json.loads(json.dumps(payload))
+
+
+SPEC_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_EVERY = re.compile(r"@every ([0-9]+)([smhd])")
+
+
+def spec_interval(spec: str) -> int:
+    """The interval in seconds of a spec in the v1 grammar, ``@every <n><unit>`` (§5)."""
+    match = _EVERY.fullmatch(spec)
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"not a v1 schedule spec: {spec!r}")
+    return int(match.group(1)) * SPEC_UNIT_SECONDS[match.group(2)]
 
 
 @dataclass
@@ -157,11 +190,77 @@ class ModelLock:
 
 
 @dataclass
+class ModelSchedule:
+    """One schedule row (CONTRACT.md §5)."""
+
+    name: str
+    spec: str
+    queue: str
+    payload: Any
+    opts: ScheduleOpts
+    interval_s: int
+    next_fire_at: int
+
+    def as_schedule(self) -> Schedule:
+        return Schedule(
+            name=self.name,
+            spec=self.spec,
+            queue=self.queue,
+            payload=self.payload,
+            opts=self.opts,
+            interval_s=self.interval_s,
+            next_fire_at=self.next_fire_at,
+        )
+
+    def fire_opts(self) -> EnqueueOpts:
+        """What each fire stamps over the target queue's default opts."""
+        return EnqueueOpts(
+            priority=self.opts.priority,
+            max_attempts=self.opts.max_attempts,
+            expires=self.opts.expires,
+        )
+
+
+@dataclass
+class ModelStream:
+    """One stream's events, its offset counter and its consumers' offsets (§7)."""
+
+    events: dict[int, StreamEvent] = field(default_factory=dict)
+    committed_top: int = 0
+    """The largest offset ever committed: trimming never lowers it (no reuse)."""
+    issued_top: int = 0
+    """The largest offset ever handed out, rolled-back appends included."""
+    consumers: dict[str, int] = field(default_factory=dict)
+
+    def next_offsets(self) -> frozenset[int]:
+        """Where the next append may land. Offsets strictly increase from 1 and are
+        never reused; an append that rolled back never existed, so its offset may be
+        handed out again (an engine whose counter rolls back with the transaction)
+        or skipped (one whose counter does not). Both agree until a rollback."""
+        return frozenset({self.committed_top + 1, self.issued_top + 1})
+
+    def hand_out(self, offset: int, allowed: frozenset[int], stream: str) -> None:
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset not in allowed:
+            raise ModelDisagreement(
+                f"stream {stream!r} appended at offset {offset!r}, expected one of "
+                f"{sorted(allowed)} (last committed {self.committed_top}, last handed "
+                f"out {self.issued_top}): offsets increase by one and are never reused"
+            )
+        self.issued_top = max(self.issued_top, offset)
+
+    def commit_events(self, events: Iterable[StreamEvent]) -> None:
+        for event in events:
+            self.events[event.offset] = event
+            self.committed_top = max(self.committed_top, event.offset)
+
+
+@dataclass
 class ModelTransaction:
     """Enqueues staged inside one transaction; they exist only if it commits (§3)."""
 
     model: ReferenceModel
     staged: dict[int, ModelJob] = field(default_factory=dict)
+    staged_events: dict[str, list[StreamEvent]] = field(default_factory=dict)
     finished: bool = False
 
     def enqueue(
@@ -178,6 +277,17 @@ class ModelTransaction:
         job = self.model._new_job(job_id, queue, payload, queue_opts, opts or EnqueueOpts())
         self.staged[job_id] = job
 
+    def stream_append(self, stream: str, payload: Any, offset: int) -> None:
+        """``tx.stream_append``: the first append of a stream in the transaction lands
+        where a plain append would; the next ones follow it one by one."""
+        if self.finished:
+            raise RuntimeError("the model transaction has already finished")
+        staged = self.staged_events.setdefault(stream, [])
+        model_stream = self.model._stream(stream)
+        allowed = frozenset({staged[-1].offset + 1}) if staged else model_stream.next_offsets()
+        model_stream.hand_out(offset, allowed, stream)
+        staged.append(StreamEvent(offset, json_round_trip(payload), self.model.now))
+
     def get_job(self, queue: str, job_id: int) -> Job | None:
         """``tx.get_job_tx``: queue-filtered, and it sees the transaction's own rows."""
         job = self.staged.get(job_id) or self.model._row(job_id)
@@ -187,7 +297,8 @@ class ModelTransaction:
 
 
 class ReferenceModel:
-    """The contract's queues, outbox, transactional enqueue and locks, in memory."""
+    """The contract's queues, outbox, transactional enqueue, scheduler, locks and
+    streams, in memory."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -197,6 +308,10 @@ class ReferenceModel:
         self._seen_ids: set[int] = set()
         self._max_committed_id: int | None = None
         self._unsettled: dict[int, tuple[int, int]] = {}
+        self._schedules: dict[str, ModelSchedule] = {}
+        self._unadopted: list[ModelJob] = []
+        """Jobs the last tick fired, awaiting the ids the engine gave them."""
+        self._streams: dict[str, ModelStream] = {}
 
     @property
     def now(self) -> int:
@@ -205,8 +320,13 @@ class ReferenceModel:
 
     @property
     def seen_ids(self) -> frozenset[int]:
-        """Every id an enqueue ever returned, committed or rolled back."""
+        """Every id an enqueue ever returned (committed or rolled back) or a tick fired."""
         return frozenset(self._seen_ids)
+
+    @property
+    def max_committed_id(self) -> int | None:
+        """The largest id committed so far: every later job's id is larger."""
+        return self._max_committed_id
 
     # -- reads ---------------------------------------------------------------
     def _row(self, job_id: int) -> ModelJob | None:
@@ -326,9 +446,12 @@ class ReferenceModel:
     def commit(self, tx: ModelTransaction) -> None:
         tx.finished = True
         self._commit_jobs(tx.staged.values())
+        for stream, events in tx.staged_events.items():
+            self._stream(stream).commit_events(events)
 
     def rollback(self, tx: ModelTransaction) -> None:
-        """Nothing staged survives; the ids are remembered so reads of them see nothing."""
+        """Nothing staged survives; the ids are remembered so reads of them see nothing,
+        and the offsets handed out stay handed out (``ModelStream.next_offsets``)."""
         tx.finished = True
         self._seen_ids.update(tx.staged)
 
@@ -457,6 +580,10 @@ class ReferenceModel:
             raise RuntimeError(
                 f"retries of jobs {sorted(self._unsettled)} await settle_retry(job_id, run_at)"
             )
+        if self._unadopted:
+            raise RuntimeError(
+                f"{len(self._unadopted)} fired jobs await adopt_fired(jobs the engine shows)"
+            )
 
     # -- queue-level ops ---------------------------------------------------------------
     def ack_batch(self, queue: str, job_ids: Sequence[int], worker_id: str) -> int:
@@ -542,6 +669,154 @@ class ReferenceModel:
         held = self._live_lock(name, self.now)
         return None if held is None else LockInfo(held.owner, held.expires_at)
 
+    # -- scheduler -----------------------------------------------------------------------
+    def schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None
+    ) -> Schedule:
+        """Upsert by name. A new schedule, or one whose spec (the string) changed, next
+        fires one interval from now; re-registering the same spec keeps its boundary."""
+        interval = spec_interval(spec)
+        stored = self._schedules.get(name)
+        if stored is not None and stored.spec == spec:
+            next_fire_at = stored.next_fire_at
+        else:
+            next_fire_at = self.now + interval
+        row = ModelSchedule(
+            name=name,
+            spec=spec,
+            queue=queue,
+            payload=json_round_trip(payload),
+            opts=opts or ScheduleOpts(),
+            interval_s=interval,
+            next_fire_at=next_fire_at,
+        )
+        self._schedules[name] = row
+        return row.as_schedule()
+
+    def unschedule(self, name: str) -> bool:
+        return self._schedules.pop(name, None) is not None
+
+    def get_schedule(self, name: str) -> Schedule | None:
+        row = self._schedules.get(name)
+        return None if row is None else row.as_schedule()
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, by name (the contract names no order: compare sorted)."""
+        return [self._schedules[name].as_schedule() for name in sorted(self._schedules)]
+
+    def tick_schedules(self, worker_id: str) -> TickResult:
+        """One tick as ``worker_id``: it takes (or renews) the leadership lock, and fires
+        nothing while another owner's lock is live. Each due boundary fires one job; at
+        most ``CATCH_UP_CAP`` per schedule, the rest are skipped to the first boundary
+        strictly after now. The fired jobs' ids are the engine's: the jobs it created
+        must be passed to ``adopt_fired`` before the model is used again."""
+        self._check_settled()
+        if not self.lock_acquire(SCHEDULER_LOCK, worker_id, SCHEDULER_LEASE_S):
+            return TickResult(fired=0, skipped=0)
+        now = self.now
+        fired = skipped = 0
+        for row in self._schedules.values():
+            boundary = row.next_fire_at
+            fires = 0
+            while boundary <= now and fires < CATCH_UP_CAP:
+                # A fire enqueues "now", whichever boundary it stands for.
+                self._unadopted.append(
+                    self._new_job(0, row.queue, row.payload, DEFAULT_QUEUE_OPTS, row.fire_opts())
+                )
+                fires += 1
+                boundary += row.interval_s
+            if boundary <= now:
+                missed = (now - boundary) // row.interval_s + 1
+                boundary += missed * row.interval_s
+                skipped += missed
+            fired += fires
+            row.next_fire_at = boundary
+        return TickResult(fired=fired, skipped=skipped)
+
+    def adopt_fired(self, jobs: Sequence[Job]) -> None:
+        """Take the jobs the engine created since the last tick (in id order) as that
+        tick's fires: each must be one the model expects, with a new id, and every
+        expected fire must be among them. Fires of one schedule are indistinguishable,
+        and the contract orders neither the schedules of a tick nor their ids."""
+        self._check_new_ids([job.id for job in jobs])
+        expected = self._unadopted
+        self._unadopted = []
+        # Compared without ids: the engine's are unknown until matched.
+        owed = [replace(fire.as_job(), id=0) for fire in expected]
+        adopted = []
+        for job in jobs:
+            anonymous = replace(job, id=0)
+            match = next((i for i, fire in enumerate(owed) if fire == anonymous), None)
+            if match is None:
+                differences = "; ".join(job_differences(anonymous, owed[0])) if owed else ""
+                raise ModelDisagreement(
+                    f"job {job.id} appeared but is no fire the last tick owed ("
+                    + (
+                        f"{len(owed)} unmatched, the first differs in {differences})"
+                        if owed
+                        else "it owed none)"
+                    )
+                )
+            del owed[match]
+            fire = expected.pop(match)
+            fire.id = job.id
+            adopted.append(fire)
+        if expected:
+            raise ModelDisagreement(
+                f"the last tick owed {len(expected)} more fired jobs than the engine shows: "
+                + ", ".join(f"{fire.queue!r} payload {fire.payload!r}" for fire in expected[:5])
+            )
+        self._commit_jobs(adopted)
+
+    def describe_schedules(self) -> str:
+        """The model's schedules and scheduler lock (for failure messages)."""
+        lock = self._locks.get(SCHEDULER_LOCK)
+        held = "free" if lock is None else f"held by {lock.owner!r} until {lock.expires_at}"
+        rows = ", ".join(
+            f"{row.name} {row.spec} next {row.next_fire_at}" for row in self._schedules.values()
+        )
+        return f"now {self.now}, lock {held}; {rows or 'no schedules'}"
+
+    # -- streams -------------------------------------------------------------------------
+    def _stream(self, name: str) -> ModelStream:
+        return self._streams.setdefault(name, ModelStream())
+
+    def stream_append(self, stream: str, payload: Any, offset: int) -> None:
+        """Record an append the engine reported at ``offset`` (checked, then committed)."""
+        model_stream = self._stream(stream)
+        model_stream.hand_out(offset, model_stream.next_offsets(), stream)
+        model_stream.commit_events([StreamEvent(offset, json_round_trip(payload), self.now)])
+
+    def stream_read(self, stream: str, after: int = 0, limit: int = 100) -> list[StreamEvent]:
+        """Events with an offset greater than ``after``, in offset order, at most ``limit``."""
+        events = self._stream(stream).events
+        return [events[offset] for offset in sorted(events) if offset > after][:limit]
+
+    def stream_events(self, stream: str) -> list[StreamEvent]:
+        """Every event of the stream, in offset order."""
+        events = self._stream(stream).events
+        return [events[offset] for offset in sorted(events)]
+
+    def stream_commit(self, stream: str, consumer: str, offset: int) -> None:
+        """A consumer's offset is the one it last committed: the contract names no
+        monotonic rule, so committing a smaller offset rewinds it."""
+        self._stream(stream).consumers[consumer] = offset
+
+    def stream_offset(self, stream: str, consumer: str) -> int:
+        return self._stream(stream).consumers.get(consumer, 0)
+
+    def stream_trim(self, stream: str, offset: int) -> int:
+        """Deletes the events with an offset smaller than ``offset``; returns how many."""
+        events = self._stream(stream).events
+        doomed = [o for o in events if o < offset]
+        for o in doomed:
+            del events[o]
+        return len(doomed)
+
+    def stream_top(self, stream: str) -> int:
+        """The largest offset handed out so far (for drawing offsets near the events)."""
+        return self._stream(stream).issued_top
+
 
 def job_differences(actual: Job | None, expected: Job | None) -> list[str]:
     """Human-readable field differences between an engine's job and the model's."""
@@ -560,10 +835,13 @@ __all__ = [
     "Claim",
     "ModelDisagreement",
     "ModelJob",
+    "ModelSchedule",
+    "ModelStream",
     "ModelTransaction",
     "ReferenceModel",
     "RetryOutcome",
     "job_differences",
     "json_round_trip",
+    "spec_interval",
     "whole_seconds",
 ]

@@ -1,12 +1,20 @@
 """QUEUE-MODEL-AGREEMENT: an engine and the reference model, driven side by side.
 
 A Hypothesis rule-based machine opens one fresh store per example (on a FakeClock)
-and applies random operations of CONTRACT.md §2-§4 and §6 to the engine and to
+and applies random operations of CONTRACT.md §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
-transactions that commit or roll back, the outbox, locks with two owners, and
-reopening the store. Every return value must equal the model's, and after every
-step every job ever seen and every lock must read back as the model says.
+transactions that commit or roll back, the outbox, locks with two owners, schedules
+ticked by two workers, streams with consumers and trims, and reopening the store.
+Every return value must equal the model's, and after every step every job ever
+seen, every lock, every schedule and every stream must read back as the model says.
+The scheduler and stream rules run only on engines with those profiles.
+
+A tick does not say which jobs it fired. Their ids lie above every id committed
+before the tick and below any id committed after it, so the machine enqueues a
+sentinel right after each tick, reads every id in between, hands what it finds to
+the model to match against the fires it expects, and cancels the sentinel. Fired
+jobs then live in the ordinary queues like every other job.
 
 Reopening closes the store and opens a new one on the same spec and clock. Handles
 claimed before stay readable values (``job``, ``id``, ``attempts``), but their ops
@@ -41,6 +49,7 @@ from hypothesis.stateful import (
 )
 
 from alkstore import (
+    CATCH_UP_CAP,
     DEFAULT_QUEUE_OPTS,
     OUTBOX_QUEUE_OPTS,
     EngineProvider,
@@ -50,8 +59,11 @@ from alkstore import (
     JobHandle,
     QueueConsumer,
     QueueOpts,
+    ScheduleOpts,
     Store,
     StoreClosed,
+    Stream,
+    StreamEvent,
     outbox_queue_name,
 )
 from alkstore.testing import FakeClock
@@ -80,6 +92,20 @@ CONSUMERS = (*QUEUES, OUTBOX_QUEUE)
 WORKERS = ("w1", "w2")
 LOCK_NAMES = ("leader", "janitor")
 LOCK_OWNERS = ("o1", "o2")
+
+SCHEDULE_NAMES = ("nightly", "digest", "report")
+SCHEDULE_TARGETS = tuple(QUEUES)
+"""Fires land in queues the machine claims from, so fired jobs meet every other rule;
+their stamps come from the default opts, not from these queues' handles."""
+SPECS = ("@every 5s", "@every 30s", "@every 1m", "@every 60s", "@every 2m")
+"""Short intervals so clock steps cross many boundaries (5 s x 400 s passes the
+catch-up cap); "@every 1m" and "@every 60s" are one interval but different specs."""
+TICKERS = ("t1", "t2")
+"""Worker ids ticking the scheduler: the leadership lock makes one wait for the other."""
+PROBE_QUEUE = "id-probe"
+"""Nothing claims it: it holds, for an instant, the sentinel that bounds fired ids."""
+STREAMS = ("orders", "audit")
+STREAM_CONSUMERS = ("c1", "c2")
 
 EXAMPLES_PER_PROFILE_EXAMPLE = 4
 """The machine runs this many examples per example of the selected profile: a profile
@@ -143,6 +169,15 @@ clock_steps = boundaries | st.integers(0, 400) | st.just(0.5)
 durations = boundaries | st.integers(1, 200) | st.sampled_from(ODD_DURATIONS)
 retry_delays = st.none() | boundaries | st.integers(0, 90) | st.just(1.5)
 errors = st.sampled_from(["boom", "bad input", ""])
+tick_waits = st.sampled_from((0, 5, 29, 30, 60, 320, 325)) | st.integers(0, 400)
+"""Clock moves before a tick: none (a second tick of one boundary), one interval, just
+under and at the scheduler lease (30 s), and around 64 boundaries of 5 s (the cap)."""
+schedule_opts = st.none() | st.builds(
+    ScheduleOpts,
+    priority=st.integers(-1, 1),
+    max_attempts=st.none() | st.integers(1, 3),
+    expires=st.none() | boundaries | st.just(timedelta(seconds=2.5)),
+)
 
 
 @dataclass(frozen=True)
@@ -168,6 +203,19 @@ def agree_job(what: str, engine: Job | None, model: Job | None) -> None:
     )
 
 
+def read_all(stream: Stream) -> list[StreamEvent]:
+    """Every event of a stream, page by page at ``read``'s default limit."""
+    events: list[StreamEvent] = []
+    while page := stream.read(events[-1].offset if events else 0):
+        # A read that does not move past ``after`` would page forever.
+        assert page[0].offset > (events[-1].offset if events else 0), (
+            f"stream {stream.name!r} read past {events[-1].offset if events else 0} "
+            f"returned offset {page[0].offset}"
+        )
+        events.extend(page)
+    return events
+
+
 class _Rollback(Exception):
     """Raised inside a transaction to roll it back."""
 
@@ -191,6 +239,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.clock = FakeClock(START)
         self.model = ReferenceModel(self.clock)
         self.generation = 0
+        self.had_outage = False
         self._resources = ExitStack()
         # Hypothesis reuses function-scoped fixtures across examples, so each example
         # provisions (and in teardown removes) its own store.
@@ -477,6 +526,199 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.model.lock_release(name, owner),
         )
 
+    # -- scheduler -------------------------------------------------------------------------
+    @initialize(
+        name=st.sampled_from(SCHEDULE_NAMES),
+        spec=st.sampled_from(SPECS),
+        queue=st.sampled_from(SCHEDULE_TARGETS),
+        payload=payloads,
+        opts=schedule_opts,
+    )
+    def scheduled_at_start(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None
+    ) -> None:
+        """Every example starts with a schedule, so ticks meet due boundaries often."""
+        if self.capabilities.scheduler:  # (@initialize rules take no @precondition)
+            self.schedule(name, spec, False, queue, payload, opts)
+
+    @precondition(lambda self: self.capabilities.scheduler)
+    @rule(
+        name=st.sampled_from(SCHEDULE_NAMES),
+        spec=st.sampled_from(SPECS),
+        keep_spec=st.booleans(),
+        queue=st.sampled_from(SCHEDULE_TARGETS),
+        payload=payloads,
+        opts=schedule_opts,
+    )
+    def schedule(
+        self,
+        name: str,
+        spec: str,
+        keep_spec: bool,
+        queue: str,
+        payload: Any,
+        opts: ScheduleOpts | None,
+    ) -> None:
+        """Register or re-register; ``keep_spec`` re-registers an existing schedule with
+        its own spec (the boundary must stay) and new queue, payload or opts."""
+        current = self.model.get_schedule(name)
+        if keep_spec and current is not None:
+            spec = current.spec
+        before = self.model.describe_schedules()
+        agree(
+            f"schedule({name!r}, {spec!r}, {queue!r}, {payload!r}, {opts!r}) [{before}]",
+            self.store.schedule(name, spec, queue, payload, opts),
+            self.model.schedule(name, spec, queue, payload, opts),
+        )
+
+    @precondition(lambda self: self.capabilities.scheduler)
+    @rule(name=st.sampled_from(SCHEDULE_NAMES))
+    def unschedule(self, name: str) -> None:
+        agree(f"unschedule({name!r})", self.store.unschedule(name), self.model.unschedule(name))
+
+    @precondition(lambda self: self.capabilities.scheduler)
+    @rule(ticks=st.lists(st.tuples(st.sampled_from(TICKERS), tick_waits), min_size=1, max_size=3))
+    def tick_schedules(self, ticks: list[tuple[str, int]]) -> None:
+        """A few ticks in a row, each after letting some time pass: boundaries come
+        due, missed ones pile up past the catch-up cap, and one ticker meets the
+        other's leadership, live or lapsed."""
+        for worker, seconds in ticks:
+            self._tick(worker, seconds)
+
+    def _tick(self, worker: str, seconds: int) -> None:
+        self.clock.advance(seconds)
+        floor = self.model.max_committed_id or 0
+        before = self.model.describe_schedules()
+        agree(
+            f"tick_schedules({worker!r}) [{before}]",
+            self.store.tick_schedules(worker),
+            self.model.tick_schedules(worker),
+        )
+        self._adopt_fired_jobs(floor)
+
+    @precondition(
+        lambda self: (
+            self.capabilities.scheduler and not self.had_outage and bool(self.model.schedules())
+        )
+    )
+    @rule(
+        worker=st.sampled_from(TICKERS),
+        missed=st.sampled_from(
+            (CATCH_UP_CAP + 1, CATCH_UP_CAP, CATCH_UP_CAP - 1, CATCH_UP_CAP + 2)
+        ),
+        data=st.data(),
+    )
+    def tick_after_outage(self, worker: str, missed: int, data: st.DataObject) -> None:
+        """Nobody ticked for a while: move the clock so that exactly ``missed``
+        boundaries of one schedule are due, around the catch-up cap, then tick. Once
+        per example: every fire is a job the invariants read after every step."""
+        self.had_outage = True
+        name = data.draw(st.sampled_from([s.name for s in self.model.schedules()]), label="name")
+        due = self.model.get_schedule(name)
+        assert due is not None
+        # (Never backwards: if more are due already, the tick meets more.)
+        self.clock.set(max(self.clock.now(), due.next_fire_at + (missed - 1) * due.interval_s))
+        self._tick(worker, 0)
+
+    def _adopt_fired_jobs(self, floor: int) -> None:
+        """Find the jobs the tick created: every id between the largest committed before
+        the tick (``floor``) and a sentinel enqueued now. Any job there is a fire, so the
+        model must expect it, and every fire it expects must be there."""
+        probe = self.store.queue(PROBE_QUEUE)
+        sentinel = probe.enqueue(None)
+        assert sentinel > floor, (
+            f"job id {sentinel} is not larger than every id before it ({floor}): ids must "
+            "increase in enqueue order and never be reused"
+        )
+        reader = self.consumers["mail"]  # get_job is id-global
+        found = [job for i in range(floor + 1, sentinel) if (job := reader.get_job(i)) is not None]
+        self.model.adopt_fired(found)
+        self.model.enqueue(PROBE_QUEUE, None, DEFAULT_QUEUE_OPTS, None, sentinel)
+        agree(
+            f"cancel({sentinel}) of the id sentinel",
+            probe.cancel(sentinel),
+            self.model.cancel(PROBE_QUEUE, sentinel),
+        )
+
+    # -- streams -------------------------------------------------------------------------
+    @initialize(
+        appends=st.lists(st.tuples(st.sampled_from(STREAMS), payloads), min_size=1, max_size=3)
+    )
+    def events_at_start(self, appends: list[tuple[str, Any]]) -> None:
+        """Every example starts with some events, so reads and trims meet them early."""
+        if self.capabilities.streams:  # (@initialize rules take no @precondition)
+            for stream, payload in appends:
+                self.stream_append(stream, payload)
+
+    @precondition(lambda self: self.capabilities.streams)
+    @rule(stream=st.sampled_from(STREAMS), payload=payloads)
+    def stream_append(self, stream: str, payload: Any) -> None:
+        offset = self.store.stream(stream).append(payload)
+        self.model.stream_append(stream, payload, offset)
+
+    @precondition(lambda self: self.capabilities.streams and self.capabilities.transactions)
+    @rule(
+        target=job_ids,
+        appends=st.lists(st.tuples(st.sampled_from(STREAMS), payloads), min_size=1, max_size=3),
+        job=st.none() | st.tuples(st.sampled_from(tuple(QUEUES)), payloads),
+        commit=st.booleans(),
+    )
+    def stream_transaction(
+        self, appends: list[tuple[str, Any]], job: tuple[str, Any] | None, commit: bool
+    ) -> MultipleResults[int]:
+        """Appends (and maybe an enqueue) that commit or roll back together (§3)."""
+        model_tx = self.model.begin()
+        ids: list[int] = []
+        try:
+            with self.store.transaction() as tx:
+                for stream, payload in appends:
+                    model_tx.stream_append(stream, payload, tx.stream_append(stream, payload))
+                if job is not None:
+                    queue, payload = job
+                    job_id = tx.enqueue(queue, payload)
+                    model_tx.enqueue(queue, payload, DEFAULT_QUEUE_OPTS, None, job_id)
+                    ids.append(job_id)
+                if not commit:
+                    raise _Rollback
+        except _Rollback:
+            self.model.rollback(model_tx)
+        else:
+            self.model.commit(model_tx)
+        return multiple(*ids)
+
+    @precondition(lambda self: self.capabilities.streams)
+    @rule(stream=st.sampled_from(STREAMS), limit=st.integers(1, 4), data=st.data())
+    def stream_read(self, stream: str, limit: int, data: st.DataObject) -> None:
+        after = data.draw(st.integers(0, self.model.stream_top(stream) + 1), label="after")
+        agree(
+            f"stream {stream!r} read({after}, {limit})",
+            self.store.stream(stream).read(after, limit),
+            self.model.stream_read(stream, after, limit),
+        )
+
+    @precondition(lambda self: self.capabilities.streams)
+    @rule(
+        stream=st.sampled_from(STREAMS),
+        consumer=st.sampled_from(STREAM_CONSUMERS),
+        data=st.data(),
+    )
+    def stream_commit(self, stream: str, consumer: str, data: st.DataObject) -> None:
+        """Any offset, backwards too: a consumer's offset is what it last committed."""
+        offset = data.draw(st.integers(0, self.model.stream_top(stream) + 1), label="offset")
+        self.store.stream(stream).commit(consumer, offset)
+        self.model.stream_commit(stream, consumer, offset)
+
+    @precondition(lambda self: self.capabilities.streams)
+    @rule(stream=st.sampled_from(STREAMS), data=st.data())
+    def stream_trim(self, stream: str, data: st.DataObject) -> None:
+        """Up to past the last offset, so trimming everything happens often."""
+        offset = data.draw(st.integers(0, self.model.stream_top(stream) + 2), label="offset")
+        agree(
+            f"stream {stream!r} trim_to({offset})",
+            self.store.stream(stream).trim_to(offset),
+            self.model.stream_trim(stream, offset),
+        )
+
     # -- after every step ---------------------------------------------------------------------
     @invariant()
     def every_job_reads_as_the_model_says(self) -> None:
@@ -494,6 +736,35 @@ class QueueModelMachine(RuleBasedStateMachine):
                 self.store.lock(name).holder(),
                 self.model.lock_holder(name),
             )
+
+    @precondition(lambda self: self.capabilities.scheduler)
+    @invariant()
+    def every_schedule_reads_as_the_model_says(self) -> None:
+        for name in SCHEDULE_NAMES:
+            agree(
+                f"get_schedule({name!r})",
+                self.store.get_schedule(name),
+                self.model.get_schedule(name),
+            )
+        listed = self.store.schedules()
+        agree(
+            "schedules() (sorted by name)",
+            sorted(listed, key=lambda schedule: schedule.name),
+            self.model.schedules(),
+        )
+
+    @precondition(lambda self: self.capabilities.streams)
+    @invariant()
+    def every_stream_reads_as_the_model_says(self) -> None:
+        for stream in STREAMS:
+            handle = self.store.stream(stream)
+            agree(f"stream {stream!r} events", read_all(handle), self.model.stream_events(stream))
+            for consumer in STREAM_CONSUMERS:
+                agree(
+                    f"stream {stream!r} offset({consumer!r})",
+                    handle.offset(consumer),
+                    self.model.stream_offset(stream, consumer),
+                )
 
 
 def _machine_settings() -> settings:
