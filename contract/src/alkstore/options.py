@@ -133,6 +133,21 @@ class NewJob:
     backoff_base_s: int
     dead_letter_retention_s: int | None
 
+    def with_payload(self, payload: str) -> NewJob:
+        """The same stamps over another payload (the jobs of one enqueue are alike)."""
+        return NewJob(
+            self.queue,
+            payload,
+            self.priority,
+            self.created_at,
+            self.run_at,
+            self.expires_at,
+            self.max_attempts,
+            self.visibility_timeout_s,
+            self.backoff_base_s,
+            self.dead_letter_retention_s,
+        )
+
 
 def _whole(value: object) -> int:
     # Options normalize every duration and instant to int in __post_init__.

@@ -38,6 +38,10 @@ DEPTH = 20_000
 QUEUE = "backlog"
 
 CLAIM = {"queue": QUEUE, "worker_id": "w", "now": NOW, "limit": 10}
+CLAIM_ONE = {**CLAIM, "limit": 1}
+CLAIMS = pytest.mark.parametrize(
+    ("statement", "params"), [(sql.CLAIM, CLAIM), (sql.CLAIM_ONE, CLAIM_ONE)], ids=["many", "one"]
+)
 QUEUE_NOW = {"queue": QUEUE, "now": NOW}
 HANDLE = {"id": 1, "attempt": 1, "now": NOW, "deadline": NOW, "run_at": NOW, "error": "e"}
 
@@ -83,10 +87,11 @@ def _assert_no_table_scan(plan: list[tuple[int, int, str]]) -> None:
     assert scans == [], plan
 
 
+@CLAIMS
 def test_claim_reads_pending_rows_in_claim_index_order_without_sorting_them(
-    deep: sqlite3.Connection,
+    deep: sqlite3.Connection, statement: str, params: dict[str, Any]
 ) -> None:
-    plan = query_plan(deep, sql.CLAIM, CLAIM)
+    plan = query_plan(deep, statement, params)
     details = _details(plan)
     assert f"SEARCH __alkstore_jobs USING INDEX {CLAIM_INDEX} (queue=?)" in details
     assert f"SEARCH __alkstore_jobs USING INDEX {LAPSE_INDEX} (queue=? AND deadline<?)" in details
@@ -95,13 +100,21 @@ def test_claim_reads_pending_rows_in_claim_index_order_without_sorting_them(
     assert not [d for d in sorted_beside(plan) if CLAIM_INDEX in d], plan
 
 
-def test_claim_updates_its_rows_by_primary_key(deep: sqlite3.Connection) -> None:
-    details = _details(query_plan(deep, sql.CLAIM, CLAIM))
+@CLAIMS
+def test_claim_updates_its_rows_by_primary_key(
+    deep: sqlite3.Connection, statement: str, params: dict[str, Any]
+) -> None:
+    details = _details(query_plan(deep, statement, params))
     assert "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)" in details
 
 
-def test_bury_exhausted_is_a_range_read_of_lapsed_claims(deep: sqlite3.Connection) -> None:
-    plan = query_plan(deep, sql.BURY_EXHAUSTED, QUEUE_NOW)
+@pytest.mark.parametrize(
+    "statement", [sql.ANY_EXHAUSTED, sql.BURY_EXHAUSTED], ids=["probe", "move"]
+)
+def test_bury_exhausted_is_a_range_read_of_lapsed_claims(
+    deep: sqlite3.Connection, statement: str
+) -> None:
+    plan = query_plan(deep, statement, QUEUE_NOW)
     assert _details(plan) == [
         f"SEARCH __alkstore_jobs USING INDEX {LAPSE_INDEX} (queue=? AND deadline<?)"
     ]
@@ -158,8 +171,24 @@ def test_get_job_looks_up_both_tables_by_primary_key(deep: sqlite3.Connection) -
 
 @pytest.mark.parametrize(
     "statement",
-    [sql.CLAIM, sql.BURY_EXHAUSTED, sql.NEXT_WAKE_AT, sql.BURY_EXPIRED, sql.PURGE_DEAD],
-    ids=["claim", "bury_exhausted", "next_wake_at", "bury_expired", "purge_dead"],
+    [
+        sql.CLAIM,
+        sql.CLAIM_ONE,
+        sql.ANY_EXHAUSTED,
+        sql.BURY_EXHAUSTED,
+        sql.NEXT_WAKE_AT,
+        sql.BURY_EXPIRED,
+        sql.PURGE_DEAD,
+    ],
+    ids=[
+        "claim",
+        "claim_one",
+        "any_exhausted",
+        "bury_exhausted",
+        "next_wake_at",
+        "bury_expired",
+        "purge_dead",
+    ],
 )
 def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement: str) -> None:
     costs = []
@@ -173,7 +202,7 @@ def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement
         conn = sqlite3.connect(str(path), isolation_level=None)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            params = CLAIM if statement is sql.CLAIM else QUEUE_NOW
+            params = {sql.CLAIM: CLAIM, sql.CLAIM_ONE: CLAIM_ONE}.get(statement, QUEUE_NOW)
             costs.append(instructions(conn, statement, params))
         finally:
             conn.close()

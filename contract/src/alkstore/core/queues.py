@@ -140,7 +140,10 @@ class CoreQueue:
 
     # -- producing --------------------------------------------------------
     def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
-        return self.enqueue_many([payload], opts)[0]
+        # enqueue_many of one payload, without the checks a one-item list passes anyway.
+        self._store._check_open()
+        resolved = _enqueue_opts(opts)
+        return self._insert([encode_payload(payload)], resolved)[0]
 
     def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
         store = self._store
@@ -151,8 +154,14 @@ class CoreQueue:
         texts = [encode_payload(p) for p in payloads]  # refuse bad payloads before writing
         if not texts:
             return []
+        return self._insert(texts, resolved)
+
+    def _insert(self, texts: list[str], resolved: EnqueueOpts) -> list[int]:
+        store = self._store
         now = store._now()
-        jobs = [resolve_new_job(self._name, t, self._opts, resolved, now) for t in texts]
+        # Every job of one enqueue is stamped alike: resolve once, vary the payload.
+        first = resolve_new_job(self._name, texts[0], self._opts, resolved, now)
+        jobs = [first] + [first.with_payload(t) for t in texts[1:]]
         driver = store._driver
         topics = [self._topic]
 

@@ -65,6 +65,11 @@ class WakeHub:
                     del self._waiters[waiter.topic]
 
     def notify(self, topic: str) -> None:
+        if not self._waiters:
+            # Every write notifies, and there is usually no one waiting. Reading
+            # without the lock loses no wake: a waiter registers before it checks
+            # for work, so one that registers after this read still sees the commit.
+            return
         with self._lock:
             group = list(self._waiters.get(topic, ()))
         for waiter in group:

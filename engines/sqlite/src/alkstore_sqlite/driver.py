@@ -324,10 +324,14 @@ class SqliteDriver(ProfileStatements):
         self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
     ) -> list[Job]:
         params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
-        return [job_from_row(row) for row in c.execute(sql.CLAIM, params).fetchall()]
+        statement = sql.CLAIM_ONE if limit == 1 else sql.CLAIM
+        return [job_from_row(row) for row in c.execute(statement, params).fetchall()]
 
     def bury_exhausted(self, c: sqlite3.Connection, queue: str, now: int) -> int:
-        return c.execute(sql.BURY_EXHAUSTED, {"queue": queue, "now": now}).rowcount
+        params = {"queue": queue, "now": now}
+        if c.execute(sql.ANY_EXHAUSTED, params).fetchone() is None:
+            return 0
+        return c.execute(sql.BURY_EXHAUSTED, params).rowcount
 
     def bury_expired(self, c: sqlite3.Connection, queue: str, now: int) -> int:
         return c.execute(sql.BURY_EXPIRED, {"queue": queue, "now": now}).rowcount

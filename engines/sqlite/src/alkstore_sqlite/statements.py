@@ -82,20 +82,22 @@ INSERT_JOBS_ALIKE = {size: _insert_alike(size) for size in BATCH_SIZES}
 
 LAST_INSERT_ID = "SELECT last_insert_rowid()"
 
+
 # One statement. An OR over "pending and due" / "processing and lapsed" would
 # defeat ordered index use, so each kind is read by its own index, each
 # already LIMITed: pending rows straight off the claim index in claim order
 # (INDEXED BY pins that plan: a run_at range over any other index would sort
 # the whole ready backlog), lapsed rows off the deadline index (only lapsed
 # claims are sorted). At most 2 * limit candidates are then ordered and cut.
-CLAIM = f"""
+def _claim(pick: str) -> str:
+    return f"""
 UPDATE {JOBS}
    SET state = 'processing',
        attempts = attempts + 1,
        claimed_at = :now,
        worker_id = :worker_id,
        deadline = :now + visibility_timeout_s
- WHERE id IN (
+ WHERE id {pick} (
     SELECT id FROM (
         SELECT id, priority, run_at FROM (
             SELECT id, priority, run_at FROM {JOBS} INDEXED BY {CLAIM_INDEX}
@@ -117,12 +119,30 @@ UPDATE {JOBS}
 RETURNING {_LIVE_COLUMNS}
 """
 
+
+CLAIM = _claim("IN")
+
+# A claim of one row compares the id with a scalar subquery: SQLite evaluates it
+# once, where IN (…) fills a temporary index with the ids first (a sixth of the
+# statement's cost when only one row is claimed).
+CLAIM_ONE = _claim("=")
+"""``CLAIM`` with ``:limit`` 1."""
+
 # Moves: setting state = 'dead' fires the trigger that moves the row (see schema).
 BURY_EXHAUSTED = f"""
 UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
    SET state = 'dead', last_error = '{ERROR_EXHAUSTED}', died_at = :now
  WHERE queue = :queue AND state = 'processing' AND deadline <= :now
    AND attempts >= max_attempts
+"""
+
+# Every claim runs BURY_EXHAUSTED first, and it nearly always finds nothing: this
+# read of the same index range costs half as much as an UPDATE that changes no row.
+ANY_EXHAUSTED = f"""
+SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+ WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+   AND attempts >= max_attempts
+ LIMIT 1
 """
 
 BURY_EXPIRED = f"""
