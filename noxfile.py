@@ -44,7 +44,9 @@ nox.options.reuse_existing_virtualenvs = True
 
 def _install_all(session: nox.Session, *extra: str) -> None:
     packages = (CONTRACT, SQLITE, POSTGRES, KIT, MEMORY)
-    session.install(*(arg for path in packages for arg in ("-e", path)), "sqlalchemy", *extra)
+    session.install(
+        *(arg for path in packages for arg in ("-e", path)), "sqlalchemy", "jsonschema", *extra
+    )
 
 
 def _server_module() -> Any:
@@ -101,7 +103,17 @@ def tests(session: nox.Session) -> None:
         for tests_dir in UNIT_TEST_DIRS:
             session.run("pytest", "-q", "-p", "no:cacheprovider", tests_dir, env=env)
         for engine in REFERENCE_ENGINES:
-            session.run("alkstore-conformance", "run", "--engine", engine, env=env)
+            session.run(
+                "alkstore-conformance",
+                "run",
+                "--engine",
+                engine,
+                "--certify",
+                "--reduced",
+                "--report",
+                f"reports/{engine}-conformance-report.json",
+                env=env,
+            )
 
 
 @nox.session

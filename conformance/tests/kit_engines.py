@@ -56,3 +56,56 @@ class ReferenceWithoutLocks:
 
     def provision(self) -> AbstractContextManager[EngineSpec]:
         return self._inner.provision()
+
+
+class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
+    """The reference engine, claiming every optional profile false: the queue core
+    still runs (it is never optional)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = Capabilities(
+            **{field.name: False for field in dataclasses.fields(Capabilities)}
+        )
+
+
+class ReferenceWhoseProvisionSkips(ReferenceWithoutLocks):
+    """Provisioning skips the test (as a flaky fixture might): never a pass, an error."""
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        import pytest
+
+        pytest.skip("no store today")
+
+
+class ReferenceWhoseProvisionFails(ReferenceWithoutLocks):
+    """Provisioning raises: a setup error, never a skip."""
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        raise RuntimeError("the database server is on fire")
+
+
+class DescribedReference(ReferenceWithoutLocks):
+    """The reference engine (all of it) with a backend description for the report."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = self._inner.capabilities
+
+    def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
+        return {"driver": "sqlite3", "provisioned": "a temp file", "url_scheme": spec.url[:7]}
+
+
+class BrokenDescription(DescribedReference):
+    def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
+        raise OSError("cannot ask the server")
+
+
+class CapabilitiesAsADict(StubProvider):
+    """Capabilities that are not ``alkstore.Capabilities`` data: refused up front."""
+
+    def __init__(self) -> None:
+        self.capabilities = {"locks": True}  # type: ignore[assignment]
+
+
+capabilities_as_a_dict = CapabilitiesAsADict()

@@ -53,3 +53,18 @@ class RunIn:
 
 def output(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout + result.stderr
+
+
+def report_problems(report: dict[str, Any]) -> list[str]:
+    """Where ``report`` breaks the shipped JSON Schema (``jsonschema`` is test-only)."""
+    import jsonschema
+
+    from alkstore_conformance.reporting import report_schema
+
+    validator = jsonschema.Draft202012Validator(
+        report_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    return [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message}"
+        for error in validator.iter_errors(report)
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kit_runs import RunIn, output
+from kit_runs import RunIn, output, report_problems
 
 from alkstore_conformance.cli import RunOptions, parse, pytest_args
 
@@ -27,6 +27,35 @@ def test_pytest_args_run_the_installed_suite_with_xdist() -> None:
     assert args[args.index("-n") + 1] == "auto"
     assert args[args.index("--alkstore-report") + 1] == "r.json"
     assert args[-1] == "-x"
+
+
+def test_parse_reads_the_certification_options() -> None:
+    certify = ["--certify", "--reduced", "--trials", "4"]
+    properties = ["--property", "TX-COMMIT", "--property", "LOCK-RENEW"]
+    options, extra = parse(["run", "--engine", "memory", *certify, *properties])
+    assert options == RunOptions(
+        engine="memory",
+        certify=True,
+        reduced=True,
+        trials=4,
+        properties=("TX-COMMIT", "LOCK-RENEW"),
+    )
+    assert extra == []
+
+
+def test_pytest_args_carry_the_certification_options_to_the_plugin() -> None:
+    options = RunOptions(engine="x", certify=True, reduced=True, trials=4, properties=("A-B",))
+    args = pytest_args(options)
+    assert {"--alkstore-certify", "--alkstore-reduced"} <= set(args)
+    assert args[args.index("--alkstore-trials") + 1] == "4"
+    assert args[args.index("--alkstore-property") + 1] == "A-B"
+    assert "--alkstore-certify" not in pytest_args(RunOptions(engine="x"))
+
+
+def test_an_unknown_property_is_a_usage_error(run_in: RunIn) -> None:
+    result = run_in.cli("run", "--engine", "sqlite", "--property", "QUEUE-NOPE", "-n", "0")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "--property names no manifest property: QUEUE-NOPE" in output(result)
 
 
 def test_zero_workers_runs_without_xdist() -> None:
@@ -68,6 +97,10 @@ def test_run_passes_and_writes_the_report(run_in: RunIn) -> None:
     assert {p["status"] for p in report["properties"]} == {"pass"}
     assert report["hypothesis"]["seeds_used"] == [report["hypothesis"]["seed"]]
     assert report["environment"]["xdist_workers"] == 2
+    # Without --certify a run checks; it never certifies.
+    assert (report["mode"], report["certified"]) == ("check", False)
+    assert "certified: false (mode check)" in result.stdout
+    assert report_problems(report) == []
 
 
 def test_run_exits_with_pytests_code_when_a_test_fails(run_in: RunIn) -> None:

@@ -77,7 +77,6 @@ def test_missing_profile_is_reported_not_applicable(run_in: RunIn) -> None:
         "-q",
         "-rs",
     )
-    assert result.returncode == 0, output(result)
     report = run_in.report()
     statuses = {p["id"]: p["status"] for p in report["properties"]}
     assert {pid: s for pid, s in statuses.items() if pid.startswith("LOCK-")} == {
@@ -87,9 +86,37 @@ def test_missing_profile_is_reported_not_applicable(run_in: RunIn) -> None:
         "LOCK-RELEASE": "not_applicable",
         "LOCK-HOLDER": "not_applicable",
     }
-    assert statuses["STORE-CLOSED"] == "not_applicable"
     assert "not_applicable: engine lacks profile locks" in result.stdout
     assert "locks" not in report["engine"]["profiles"]
+    assert "locks" in report["engine"]["not_applicable_profiles"]
+    # STORE-CLOSED is core: its only test selected here needs locks, and the core is
+    # never not_applicable -- so the run errs instead of passing vacuously.
+    (store_closed,) = [p for p in report["properties"] if p["id"] == "STORE-CLOSED"]
+    assert store_closed["status"] == "error"
+    assert "never not_applicable" in store_closed["reason"]
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, output(result)
+
+
+def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:ReferenceClaimingNoProfiles",
+        "-k",
+        "test_provisioned_store_starts_empty or test_a_lock_is_exclusive_across_stores",
+        "--alkstore-report",
+        "report.json",
+    )
+    assert result.returncode == 0, output(result)
+    report = run_in.report()
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert statuses == {
+        "ENGINE-PROVISION-ISOLATED": "pass",
+        "LOCK-ACQUIRE-EXCLUSIVE": "not_applicable",
+    }
+    assert report["engine"]["profiles"] == ["queues"]
+    assert "queues" not in report["engine"]["not_applicable_profiles"]
 
 
 def test_engine_is_looked_up_in_the_given_group(run_in: RunIn) -> None:
@@ -104,3 +131,17 @@ def test_engine_is_looked_up_in_the_given_group(run_in: RunIn) -> None:
     )
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     assert "no alkstore engine named 'sqlite'; installed engines: none" in output(result)
+
+
+def test_capabilities_other_than_the_contracts_dataclass_are_a_usage_error(
+    run_in: RunIn,
+) -> None:
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:capabilities_as_a_dict",
+        "--collect-only",
+    )
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "capabilities must be an alkstore.Capabilities, got dict" in output(result)

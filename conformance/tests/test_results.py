@@ -7,8 +7,11 @@ from typing import Any
 
 from alkstore_conformance.manifest import load_manifest
 from alkstore_conformance.results import (
+    BACKEND_KEY,
+    EXAMPLES_KEY,
     PROPERTY_KEY,
     SEED_KEY,
+    TRIAL_KEY,
     ResultBook,
     falsifying_example,
     format_table,
@@ -17,6 +20,8 @@ from alkstore_conformance.results import (
 
 PROP = "QUEUE-CANCEL"
 OTHER = "QUEUE-ACK-BATCH"
+OPTIONAL = "LOCK-RENEW"
+NOT_APPLICABLE_SKIP = ("x.py", 1, "Skipped: not_applicable: engine lacks profile locks")
 
 
 @dataclass
@@ -74,9 +79,15 @@ def test_a_failing_teardown_after_a_passing_call_is_error() -> None:
 
 
 def test_only_not_applicable_skips_is_not_applicable() -> None:
-    skip = ("x.py", 1, "Skipped: not_applicable: engine lacks profile locks")
-    book = _book(FakeReport("a", "setup", "skipped", longrepr=skip))
-    assert _status(book) == "not_applicable"
+    book = _book(FakeReport("a", "setup", "skipped", OPTIONAL, longrepr=NOT_APPLICABLE_SKIP))
+    assert _status(book, OPTIONAL) == "not_applicable"
+
+
+def test_a_core_property_with_only_not_applicable_tests_is_error() -> None:
+    book = _book(FakeReport("a", "setup", "skipped", PROP, longrepr=NOT_APPLICABLE_SKIP))
+    assert _status(book) == "error"
+    (result,) = book.results()
+    assert "never not_applicable" in property_entry(result)["reason"]
 
 
 def test_not_applicable_beside_a_pass_is_pass() -> None:
@@ -149,3 +160,37 @@ def test_table_has_one_row_per_property() -> None:
     assert [line.split()[:3] for line in lines[1:]] == [
         [prop, "pass", "1"] for prop in sorted([PROP, OTHER], key=order.index)
     ]
+
+
+def _with(report: FakeReport, *extra: tuple[str, Any]) -> FakeReport:
+    report.user_properties.extend(extra)
+    return report
+
+
+def test_examples_and_trials_are_summed_per_property() -> None:
+    book = _book(
+        *_passed("a"),
+        _with(FakeReport("b", "call", "passed"), (EXAMPLES_KEY, 25)),
+        _with(FakeReport("c", "call", "passed"), (EXAMPLES_KEY, 7)),
+        _with(FakeReport("t[trial1]", "call", "passed"), (TRIAL_KEY, {"trial": 1, "seed": 9})),
+        _with(FakeReport("t[trial2]", "call", "passed"), (TRIAL_KEY, {"trial": 2, "seed": 4})),
+    )
+    (result,) = book.results()
+    entry = property_entry(result)
+    assert (entry["examples"], entry["trials"], entry["tests"]) == (32, 2, 5)
+    by_node = {t["nodeid"]: t for t in entry["covering_tests"]}
+    assert (by_node["t[trial2]"]["trial"], by_node["t[trial2]"]["trial_seed"]) == (2, 4)
+    assert by_node["a"]["examples"] is None
+
+
+def test_properties_without_hypothesis_or_trials_say_none() -> None:
+    (result,) = _book(*_passed("a")).results()
+    assert (property_entry(result)["examples"], property_entry(result)["trials"]) == (None, None)
+
+
+def test_the_first_backend_description_is_kept() -> None:
+    book = _book(
+        _with(FakeReport("a", "setup", "passed"), (BACKEND_KEY, {"server": "1"})),
+        _with(FakeReport("b", "setup", "passed"), (BACKEND_KEY, {"server": "2"})),
+    )
+    assert book.backend == {"server": "1"}

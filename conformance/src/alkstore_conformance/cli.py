@@ -1,8 +1,11 @@
-"""``alkstore-conformance run --engine NAME [--report PATH] [-- pytest args]``.
+"""``alkstore-conformance run --engine NAME [--certify [--reduced]] [--report PATH]
+[--property ID ...] [-- pytest args]``.
 
 Runs pytest on the installed suite (with xdist, ``-n auto`` by default) and
-exits with pytest's exit code. Arguments the CLI does not know, and anything
-after ``--``, go to pytest unchanged.
+exits with its exit code: non-zero unless every property that ran is pass or
+not_applicable -- and, with ``--certify``, unless the run certified the
+engine. Arguments the CLI does not know, and anything after ``--``, go to
+pytest unchanged.
 """
 
 from __future__ import annotations
@@ -20,16 +23,16 @@ from . import SUITE_PACKAGE, __version__
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What a run asks for; ``pytest_args`` turns it into a pytest command line.
-
-    (``--certify`` — no skips, the long Hypothesis profile, minimum trial
-    counts — will be one more field here and a few more arguments there.)
-    """
+    """What a run asks for; ``pytest_args`` turns it into a pytest command line."""
 
     engine: str
     engine_group: str = ENGINE_GROUP
     report: Path | None = None
     workers: str = "auto"
+    certify: bool = False
+    reduced: bool = False
+    trials: int | None = None
+    properties: tuple[str, ...] = ()
 
 
 def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
@@ -47,6 +50,14 @@ def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
         args += ["-n", options.workers]
     if options.report is not None:
         args += ["--alkstore-report", str(options.report)]
+    if options.certify:
+        args.append("--alkstore-certify")
+    if options.reduced:
+        args.append("--alkstore-reduced")
+    if options.trials is not None:
+        args += ["--alkstore-trials", str(options.trials)]
+    for property_id in options.properties:
+        args += ["--alkstore-property", property_id]
     return [*args, *extra]
 
 
@@ -77,6 +88,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--report", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument(
+        "--certify",
+        action="store_true",
+        help="certify: the long Hypothesis profile, repeated concurrency trials, no skips "
+        "but not_applicable ones; exit non-zero unless certified",
+    )
+    run.add_argument(
+        "--reduced",
+        action="store_true",
+        help="with --certify: the short Hypothesis profile and the minimum trials (for CI); "
+        'the report says "reduced": true',
+    )
+    run.add_argument(
+        "--trials",
+        type=int,
+        metavar="N",
+        help="trials of each concurrency test (at least 1; 2 reduced; 3 certifying)",
+    )
+    run.add_argument(
+        "--property",
+        dest="properties",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this manifest property's tests (repeatable)",
+    )
+    run.add_argument(
         "-n",
         "--workers",
         default="auto",
@@ -98,6 +135,10 @@ def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
         engine_group=namespace.engine_group,
         report=namespace.report,
         workers=namespace.workers,
+        certify=namespace.certify,
+        reduced=namespace.reduced,
+        trials=namespace.trials,
+        properties=tuple(namespace.properties),
     )
     return options, [*unknown, *passthrough]
 

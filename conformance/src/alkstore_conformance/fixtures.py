@@ -15,8 +15,10 @@ import pytest
 from alkstore import Clock, EngineProvider, EngineSpec, Store
 from alkstore.testing import FakeClock
 
-from .hooks import NATIVE_CONNECTION_HOOK, native_connection_factory
+from .hooks import NATIVE_CONNECTION_HOOK, describe_backend, native_connection_factory
+from .results import BACKEND_KEY, TRIAL_KEY
 from .state import KitState, kit_state, not_applicable_reason
+from .trials import Trial, trial_seed
 
 FAKE_CLOCK_START = 1_700_000_000
 
@@ -52,9 +54,16 @@ def engine(request: pytest.FixtureRequest) -> EngineProvider:
 
 
 @pytest.fixture
-def engine_spec(engine: EngineProvider) -> Iterator[EngineSpec]:
+def engine_spec(request: pytest.FixtureRequest, engine: EngineProvider) -> Iterator[EngineSpec]:
     """A fresh, empty, isolated store, removed after the test."""
     with engine.provision() as spec:
+        state = _state(request)
+        if not state.backend_described:
+            # Once per process, on a spec provisioned anyway: the report's engine.backend.
+            state.backend_described = True
+            described = describe_backend(engine, spec)
+            if described is not None:
+                request.node.user_properties.append((BACKEND_KEY, described))
         yield spec
 
 
@@ -94,6 +103,20 @@ def clock() -> FakeClock:
 def clocked_store(open_store: StoreFactory, clock: FakeClock) -> Store:
     """A store whose time is the test's ``clock``."""
     return open_store(clock=clock)
+
+
+@pytest.fixture
+def trial(request: pytest.FixtureRequest) -> Trial:
+    """This run of a repeated concurrency test (``alkstore_conformance.trials``):
+    ``trial.number`` of ``trial.of``, and ``trial.seed`` / ``trial.random()`` to vary it."""
+    state = _state(request)
+    number = int(getattr(request, "param", 1))
+    seed = trial_seed(state.seed, request.node.nodeid)
+    this = Trial(number=number, of=state.mode.trials, seed=seed)
+    request.node.user_properties.append(
+        (TRIAL_KEY, {"trial": this.number, "of": this.of, "seed": this.seed})
+    )
+    return this
 
 
 @pytest.fixture

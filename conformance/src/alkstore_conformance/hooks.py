@@ -1,5 +1,7 @@
 """Optional engine hooks the kit uses when an engine offers them.
 
+**native_connection_factory** (certifies ``attach``):
+
 ``store.attach(conn)`` joins a connection the *caller* opened, and only the
 engine knows how to open one (``sqlite3.connect(path)``,
 ``psycopg.connect(dsn)``, …). An engine that wants ``attach`` certified
@@ -12,16 +14,29 @@ exposes on its provider::
         commits or rolls back and closes it.'''
 
 Without the hook the attach properties are reported not_applicable.
+
+**describe_backend** (for the report)::
+
+    def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
+        '''JSON data about what backs the store ``spec`` names: server version,
+        driver and its version, how provisioned, ...'''
+
+The kit calls it once per test process on a freshly provisioned spec and
+records the first answer as the report's ``engine.backend``. A hook that
+raises, or answers something that is not a JSON object, is recorded as
+``{"error": "..."}``: it never fails a test.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from alkstore import EngineSpec
 
 NATIVE_CONNECTION_HOOK = "native_connection_factory"
+DESCRIBE_BACKEND_HOOK = "describe_backend"
 
 
 @runtime_checkable
@@ -34,3 +49,23 @@ def native_connection_factory(provider: object, spec: EngineSpec) -> Callable[[]
     if not isinstance(provider, NativeConnectionFactoryProvider):
         return None
     return provider.native_connection_factory(spec)
+
+
+@runtime_checkable
+class DescribeBackendProvider(Protocol):
+    def describe_backend(self, spec: EngineSpec) -> dict[str, Any]: ...
+
+
+def describe_backend(provider: object, spec: EngineSpec) -> dict[str, Any] | None:
+    """The provider's JSON description of ``spec``'s backend; None without the hook."""
+    if not isinstance(provider, DescribeBackendProvider):
+        return None
+    try:
+        described = provider.describe_backend(spec)
+        if not isinstance(described, dict):
+            raise TypeError(f"returned {type(described).__name__}, not a dict")
+        # A round trip: the description crosses processes and lands in a JSON report.
+        plain: dict[str, Any] = json.loads(json.dumps(described))
+    except Exception as exc:
+        return {"error": f"{DESCRIBE_BACKEND_HOOK}(spec) failed: {type(exc).__name__}: {exc}"}
+    return plain

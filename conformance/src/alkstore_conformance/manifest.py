@@ -7,6 +7,7 @@ like a field of ``alkstore.Capabilities``).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -40,9 +41,10 @@ class Property:
 
 
 class Manifest(Mapping[str, Property]):
-    """Properties by id, in manifest order."""
+    """Properties by id, in manifest order; ``sha256`` names the exact text they came from."""
 
-    def __init__(self, properties: list[Property]) -> None:
+    def __init__(self, properties: list[Property], sha256: str = "") -> None:
+        self.sha256 = sha256
         self._by_id: dict[str, Property] = {}
         for prop in properties:
             if prop.id in self._by_id:
@@ -67,7 +69,8 @@ def parse_manifest(text: str) -> Manifest:
     entries = data.get("property")
     if not isinstance(entries, list) or not entries:
         raise ManifestError("manifest has no [[property]] entries")
-    return Manifest([_property(entry) for entry in entries])
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Manifest([_property(entry) for entry in entries], sha256=digest)
 
 
 def _property(entry: Any) -> Property:

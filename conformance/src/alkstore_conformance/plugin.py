@@ -3,8 +3,11 @@
 Inert unless ``--engine NAME`` is given: then it loads the engine
 (``alkstore.load_engine``), registers the suite's fixtures, checks every
 suite test against the manifest at collection, pins one Hypothesis seed for
-the whole run (every xdist worker included), and ends with a per-property
-table and, with ``--alkstore-report PATH``, a JSON report (``reporting``).
+the whole run (every xdist worker included), repeats the concurrency tests
+as the mode asks (``modes``, ``trials``), and ends with a per-property table,
+the verdict and, with ``--alkstore-report PATH``, a JSON report
+(``reporting``). ``--alkstore-certify`` certifies (``--alkstore-reduced``
+for the short form); ``--alkstore-property ID`` runs only some properties.
 """
 
 from __future__ import annotations
@@ -15,17 +18,18 @@ from typing import Any
 
 import pytest
 
-from alkstore import CONTRACT_VERSION, ENGINE_GROUP, load_engine
+from alkstore import CONTRACT_VERSION, ENGINE_GROUP, Capabilities, load_engine
 
 from . import SUITE_PACKAGE, __version__, fixtures
 from .crosscheck import declaration_problems
-from .manifest import PROFILES, ManifestError, load_manifest
+from .examples import ExampleCounter
+from .manifest import PROFILES, Manifest, ManifestError, load_manifest
+from .modes import ModeError, register_hypothesis_profiles, resolve_mode
 from .reporting import Reporter
 from .results import PROPERTY_KEY, SEED_KEY
 from .state import KIT_STATE, KitState, kit_state, not_applicable_reason
+from .trials import TRIAL_FIXTURE, trial_ids
 
-DEV_PROFILE = "alkstore-dev"
-CI_PROFILE = "alkstore-ci"
 _WORKER_SEED_KEY = "alkstore_hypothesis_seed"
 _SUITE_DIR = Path(__file__).parent / "suite"
 
@@ -54,6 +58,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the JSON conformance report to PATH",
     )
+    group.addoption(
+        "--alkstore-certify",
+        dest="alkstore_certify",
+        action="store_true",
+        default=False,
+        help="certify: the long Hypothesis profile, repeated concurrency trials, no skips "
+        "but not_applicable ones; the report says certified: true only if all hold",
+    )
+    group.addoption(
+        "--alkstore-reduced",
+        dest="alkstore_reduced",
+        action="store_true",
+        default=False,
+        help="with --alkstore-certify: the short profile and the minimum trials (for CI)",
+    )
+    group.addoption(
+        "--alkstore-trials",
+        dest="alkstore_trials",
+        type=int,
+        default=None,
+        metavar="N",
+        help="trials of each concurrency test (at least the mode's minimum: 1, 2 reduced, 3)",
+    )
+    group.addoption(
+        "--alkstore-property",
+        dest="alkstore_properties",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="run only the tests of this manifest property (repeatable)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -71,17 +106,32 @@ def pytest_configure(config: pytest.Config) -> None:
         provider = load_engine(name, group)
     except Exception as exc:
         raise pytest.UsageError(f"--engine {name}: {exc}") from exc
+    if not isinstance(provider.capabilities, Capabilities):
+        # Capabilities are data the kit reads to decide what applies: nothing else will do.
+        raise pytest.UsageError(
+            f"--engine {name}: capabilities must be an alkstore.Capabilities, "
+            f"got {type(provider.capabilities).__name__}"
+        )
     try:
         manifest = load_manifest()
     except ManifestError as exc:  # pragma: no cover - a packaging bug
         raise pytest.UsageError(f"alkstore conformance manifest: {exc}") from exc
-    _register_hypothesis_profiles()
+    try:
+        mode = resolve_mode(
+            certify=config.getoption("alkstore_certify"),
+            reduced=config.getoption("alkstore_reduced"),
+            trials=config.getoption("alkstore_trials"),
+            profile=config.getoption("hypothesis_profile", None),
+        )
+    except ModeError as exc:
+        raise pytest.UsageError(f"alkstore conformance: {exc}") from exc
+    selected = _selected_properties(config, manifest)
+    register_hypothesis_profiles()
     is_worker = hasattr(config, "workerinput")
     seed = _run_seed(config, is_worker)
     # Hypothesis's own pytest_configure (after ours) applies these two options.
     config.option.hypothesis_seed = seed
-    profile = config.getoption("hypothesis_profile", None) or DEV_PROFILE
-    config.option.hypothesis_profile = profile
+    config.option.hypothesis_profile = mode.hypothesis_profile
     report = config.getoption("alkstore_report")
     state = config.stash[KIT_STATE] = KitState(
         engine_name=name,
@@ -89,30 +139,29 @@ def pytest_configure(config: pytest.Config) -> None:
         provider=provider,
         manifest=manifest,
         seed=seed,
-        hypothesis_profile=profile,
+        mode=mode,
         is_worker=is_worker,
         report_path=Path(report) if report else None,
+        selected=selected,
     )
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "alkstore_conformance.fixtures")
+    config.pluginmanager.register(ExampleCounter(), "alkstore_conformance.examples")
     if not is_worker:
         # Under xdist the controller receives every worker's reports.
         config.pluginmanager.register(Reporter(state), "alkstore_conformance.reporter")
 
 
-def _register_hypothesis_profiles() -> None:
-    from hypothesis import HealthCheck, settings
-
-    # deadline=None: examples do real I/O, and speed is a benchmark's business.
-    # database=None: a run is reproduced by its seed, not by a local example cache.
-    common: dict[str, Any] = {
-        "deadline": None,
-        "database": None,
-        "print_blob": True,
-        "suppress_health_check": [HealthCheck.too_slow],
-    }
-    settings.register_profile(DEV_PROFILE, max_examples=25, **common)
-    settings.register_profile(CI_PROFILE, max_examples=200, **common)
+def _selected_properties(config: pytest.Config, manifest: Manifest) -> frozenset[str] | None:
+    chosen = config.getoption("alkstore_properties")
+    if not chosen:
+        return None
+    unknown = sorted(set(chosen) - set(manifest))
+    if unknown:
+        raise pytest.UsageError(
+            f"alkstore conformance: --property names no manifest property: {', '.join(unknown)}"
+        )
+    return frozenset(chosen)
 
 
 def _run_seed(config: pytest.Config, is_worker: bool) -> str:
@@ -140,14 +189,29 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None:
         return None
     provider = state.provider
+    mode = state.mode
     profiles = ", ".join(sorted(state.engine_profiles()))
+    lacking = ", ".join(state.not_applicable_profiles()) or "none"
     return [
         f"alkstore-conformance {__version__} (contract {CONTRACT_VERSION}): engine "
         f"{provider.name} {provider.version} (contract {provider.contract_version}) "
-        f"via --engine {state.engine_name}; profiles: {profiles}",
+        f"via --engine {state.engine_name}; profiles: {profiles}; not_applicable: {lacking}",
+        f"alkstore-conformance: mode {mode.name}{' (reduced)' if mode.reduced else ''}, "
+        f"{mode.trials} trial(s) per concurrency test",
         f"alkstore-conformance: hypothesis profile {state.hypothesis_profile}, seed {state.seed} "
         f"(reproduce with --hypothesis-seed={state.seed})",
     ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every suite test that asks for ``trial`` runs once per trial the mode demands."""
+    state = kit_state(metafunc.config)
+    if state is None or TRIAL_FIXTURE not in metafunc.fixturenames:
+        return
+    if not Path(metafunc.definition.path).resolve().is_relative_to(_SUITE_DIR.resolve()):
+        return
+    count = state.mode.trials
+    metafunc.parametrize(TRIAL_FIXTURE, range(1, count + 1), indirect=True, ids=trial_ids(count))
 
 
 def _in_suite(item: pytest.Item) -> bool:
@@ -190,6 +254,25 @@ def pytest_collection_modifyitems(
         missing = [p for p in needed if p not in profiles]
         if missing:
             item.add_marker(pytest.mark.skip(reason=not_applicable_reason(missing[0])))
+    if state.selected is not None:
+        _keep_selected(config, items, declared, state.selected)
+
+
+def _keep_selected(
+    config: pytest.Config,
+    items: list[pytest.Item],
+    declared: dict[str, list[str]],
+    selected: frozenset[str],
+) -> None:
+    """``--alkstore-property``: deselect suite tests of every other property."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        ids = declared.get(item.nodeid)
+        (dropped if ids is not None and ids[0] not in selected else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _property_id(item: pytest.Item, args: tuple[Any, ...]) -> str:

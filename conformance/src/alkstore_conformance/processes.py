@@ -46,12 +46,13 @@ class ClaimRecord:
     worker_id: str
 
 
-def abandon_first_claim_of_every(n: int) -> Callable[[JobHandle], bool]:
+def abandon_first_claim_of_every(n: int, offset: int = 0) -> Callable[[JobHandle], bool]:
     """Simulate a crashed worker: leave the first claim of every n-th job unacked.
 
     Jobs carry ``{"n": index}`` payloads; the choice uses the index, not the
-    engine's ids (which need not be consecutive)."""
-    return lambda handle: handle.attempts == 1 and handle.payload["n"] % n == 0
+    engine's ids (which need not be consecutive). ``offset`` (a trial's seed)
+    shifts which jobs those are from one trial to the next."""
+    return lambda handle: handle.attempts == 1 and (handle.payload["n"] + offset) % n == 0
 
 
 def claim_until_all_acked(
@@ -118,6 +119,7 @@ def claimer_process(
     abandon_every: int,
     time_limit_s: float,
     results: Any,
+    abandon_offset: int = 0,
 ) -> None:
     """Child process: open the store, meet the others at the barrier, claim."""
     try:
@@ -129,7 +131,7 @@ def claimer_process(
                 worker_id,
                 total=total,
                 acked=acked,
-                abandon=abandon_first_claim_of_every(abandon_every),
+                abandon=abandon_first_claim_of_every(abandon_every, abandon_offset),
                 batch=3,
                 time_limit_s=time_limit_s,
             )

@@ -4,7 +4,8 @@ Statuses (CONTRACT.md §10): ``pass | fail | error | not_applicable``. A test's
 status comes from its phases (a failing call is ``fail``; a failing setup or
 teardown, or a skip that is not a not-applicable profile, is ``error``); a
 property's status is the worst of its tests', where a property with only
-not-applicable tests is ``not_applicable``.
+not-applicable tests is ``not_applicable`` -- unless it belongs to the queue
+core, which no engine may lack: then it is ``error``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .manifest import Manifest, Property
+from .manifest import CORE_PROFILE, Manifest, Property
 
 PASS = "pass"
 FAIL = "fail"
@@ -27,7 +28,17 @@ NOT_APPLICABLE_PREFIX = "not_applicable:"
 
 PROPERTY_KEY = "alkstore_property"
 SEED_KEY = "alkstore_seed"
-"""``user_properties`` keys a worker attaches to each test's reports."""
+EXAMPLES_KEY = "alkstore_examples"
+TRIAL_KEY = "alkstore_trial"
+BACKEND_KEY = "alkstore_backend"
+"""``user_properties`` keys a worker attaches to each test's reports: the property,
+the run's seed, Hypothesis examples executed, ``{"trial", "of", "seed"}`` of a
+repeated concurrency test, and (once per process) the provider's backend description."""
+
+CORE_NOT_APPLICABLE = (
+    "the queue core is never not_applicable, yet every test of this property was "
+    "skipped as not_applicable"
+)
 
 _FAILURE_TEXT_LIMIT = 6000
 _ERROR_MARGIN = re.compile(r"E *")
@@ -46,6 +57,9 @@ class CaseRecord:
     passed_call: bool = False
     not_applicable: bool = False
     failure: str | None = None
+    examples: int | None = None
+    trial: int | None = None
+    trial_seed: int | None = None
 
     def add(self, when: str, outcome: str, duration: float, text: str, skip_reason: str) -> None:
         self.duration_s += duration
@@ -85,7 +99,29 @@ class PropertyResult:
 
     @property
     def status(self) -> str:
-        return max((t.status for t in self.tests), key=_SEVERITY.__getitem__)
+        worst = max((t.status for t in self.tests), key=_SEVERITY.__getitem__)
+        if worst == NOT_APPLICABLE and self.prop.profile == CORE_PROFILE:
+            return ERROR
+        return worst
+
+    @property
+    def reason(self) -> str | None:
+        """Why the property has its status when no single test says so."""
+        if self.status == ERROR and all(t.status == NOT_APPLICABLE for t in self.tests):
+            return CORE_NOT_APPLICABLE
+        return None
+
+    @property
+    def examples(self) -> int | None:
+        """Hypothesis examples executed across the property's tests (None: none used it)."""
+        counted = [t.examples for t in self.tests if t.examples is not None]
+        return sum(counted) if counted else None
+
+    @property
+    def trials(self) -> int | None:
+        """Trials run of the property's repeated concurrency tests (None: it has none)."""
+        trials = [t.trial for t in self.tests if t.trial is not None]
+        return max(trials) if trials else None
 
     @property
     def duration_s(self) -> float:
@@ -105,6 +141,7 @@ class ResultBook:
         self._manifest = manifest
         self._tests: dict[str, CaseRecord] = {}
         self.seeds: set[str] = set()
+        self.backend: dict[str, Any] | None = None
 
     def record(self, report: Any) -> None:
         """Fold in one ``pytest.TestReport`` (duck-typed so it is testable alone)."""
@@ -117,6 +154,13 @@ class ResultBook:
         record = self._tests.get(report.nodeid)
         if record is None:
             record = self._tests[report.nodeid] = CaseRecord(report.nodeid, property_id)
+        if isinstance(user.get(EXAMPLES_KEY), int):
+            record.examples = user[EXAMPLES_KEY]
+        trial = user.get(TRIAL_KEY)
+        if isinstance(trial, dict):
+            record.trial, record.trial_seed = trial.get("trial"), trial.get("seed")
+        if self.backend is None and isinstance(user.get(BACKEND_KEY), dict):
+            self.backend = user[BACKEND_KEY]
         text = report.longreprtext if report.outcome == "failed" else ""
         record.add(report.when, report.outcome, report.duration, text, _skip_reason(report))
 
@@ -172,6 +216,7 @@ def summary_counts(results: Iterable[PropertyResult]) -> dict[str, int]:
 
 
 def property_entry(result: PropertyResult) -> dict[str, Any]:
+    """One property of the JSON report (``report.schema.json``, ``$defs/property``)."""
     prop = result.prop
     failures = [
         {
@@ -189,10 +234,29 @@ def property_entry(result: PropertyResult) -> dict[str, Any]:
         "contract": prop.contract,
         "profile": prop.profile,
         "status": result.status,
+        "reason": result.reason,
         "tests": len(result.tests),
         "counts": result.counts(),
+        "examples": result.examples,
+        "trials": result.trials,
         "duration_s": round(result.duration_s, 3),
+        "covering_tests": [_test_entry(t) for t in sorted(result.tests, key=_by_nodeid)],
         "failures": failures,
+    }
+
+
+def _by_nodeid(test: CaseRecord) -> str:
+    return test.nodeid
+
+
+def _test_entry(test: CaseRecord) -> dict[str, Any]:
+    return {
+        "nodeid": test.nodeid,
+        "status": test.status,
+        "duration_s": round(test.duration_s, 3),
+        "examples": test.examples,
+        "trial": test.trial,
+        "trial_seed": test.trial_seed,
     }
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from alkstore import EngineProvider
 
-from .manifest import CORE_PROFILE, Manifest
+from .manifest import CORE_PROFILE, PROFILES, Manifest
+from .modes import RunMode
 from .results import ResultBook
 
 
@@ -20,16 +21,29 @@ class KitState:
     provider: EngineProvider
     manifest: Manifest
     seed: str
-    hypothesis_profile: str
+    mode: RunMode
     is_worker: bool
     report_path: Path | None
+    selected: frozenset[str] | None = None
+    """``--property`` ids to run (``None``: every property)."""
+    backend_described: bool = False
+    """This process has asked the provider to describe its backend."""
     results: ResultBook = field(init=False)
 
     def __post_init__(self) -> None:
         self.results = ResultBook(self.manifest)
 
+    @property
+    def hypothesis_profile(self) -> str:
+        return self.mode.hypothesis_profile
+
     def engine_profiles(self) -> frozenset[str]:
-        return self.provider.capabilities.profiles() | {CORE_PROFILE}
+        """The profiles the engine implements; the queue core is never optional."""
+        return frozenset(self.provider.capabilities.profiles()) | {CORE_PROFILE}
+
+    def not_applicable_profiles(self) -> list[str]:
+        """The optional profiles the engine lacks: what needs them is not_applicable."""
+        return sorted(PROFILES - self.engine_profiles())
 
 
 KIT_STATE = pytest.StashKey[KitState]()

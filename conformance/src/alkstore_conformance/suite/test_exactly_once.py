@@ -25,6 +25,7 @@ from alkstore_conformance.processes import (
     claim_until_all_acked,
     claimer_process,
 )
+from alkstore_conformance.trials import Trial
 
 JOBS = 120
 CLAIMERS = 4
@@ -59,7 +60,9 @@ def _check_history(store: Store, name: str, ids: list[int], records: list[ClaimR
 
 
 @pytest.mark.property("QUEUE-CLAIM-EXACTLY-ONCE")
-def test_threads_claim_each_job_exactly_once(store: Store, open_store: StoreFactory) -> None:
+def test_threads_claim_each_job_exactly_once(
+    store: Store, open_store: StoreFactory, trial: Trial
+) -> None:
     ids = _fill(store, "contended")
     second = open_store()  # half the threads share a second store object
     barrier = threading.Barrier(CLAIMERS)
@@ -77,7 +80,7 @@ def test_threads_claim_each_job_exactly_once(store: Store, open_store: StoreFact
                     f"thread-{index}",
                     total=JOBS,
                     acked=acked,
-                    abandon=abandon_first_claim_of_every(ABANDON_EVERY),
+                    abandon=abandon_first_claim_of_every(ABANDON_EVERY, trial.seed),
                     batch=3,
                     time_limit_s=TIME_LIMIT_S,
                 )
@@ -97,7 +100,7 @@ def test_threads_claim_each_job_exactly_once(store: Store, open_store: StoreFact
 @pytest.mark.property("QUEUE-CLAIM-EXACTLY-ONCE")
 @pytest.mark.requires("multi_process")
 def test_processes_claim_each_job_exactly_once(
-    engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store
+    engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store, trial: Trial
 ) -> None:
     ids = _fill(store, "contended")
     context = multiprocessing.get_context("spawn")
@@ -115,6 +118,7 @@ def test_processes_claim_each_job_exactly_once(
                 "abandon_every": ABANDON_EVERY,
                 "time_limit_s": TIME_LIMIT_S,
                 "results": results,
+                "abandon_offset": trial.seed,
             },
         )
         for index in range(CLAIMERS)

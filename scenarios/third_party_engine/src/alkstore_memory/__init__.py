@@ -85,6 +85,14 @@ class MemoryEngine:
         finally:
             drop(name)
 
+    def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
+        """The conformance kit's hook for its report: what backs the store ``spec`` names."""
+        return {
+            "storage": "Python dicts in this process",
+            "database": _database_name(spec.url),
+            "provisioned": "a uniquely named in-process database, dropped afterwards",
+        }
+
     def __repr__(self) -> str:
         return f"<alkstore engine {self.name} {self.version}>"
 

@@ -1,0 +1,66 @@
+"""``MutantEngine``: the SQLite reference engine with one deliberate bug.
+
+A mutant is an ordinary ``EngineProvider`` (so the kit certifies it exactly
+as it would any engine): it provisions and opens SQLite stores, but builds
+them from a broken ``SqliteDriver`` subclass, or a broken ``CoreStore``
+subclass, and names the manifest property meant to catch the bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from alkstore import Capabilities, EngineSpec, Store
+from alkstore.clock import Clock
+from alkstore.constants import CONTRACT_VERSION
+from alkstore.core import CoreStore
+from alkstore_sqlite import SqliteDriver, database_path, parse_options
+from alkstore_sqlite import provider as sqlite_provider
+
+from .. import __version__
+
+
+class MutantEngine:
+    """An ``alkstore.EngineProvider`` registered under ``alkstore.engines.selftest``."""
+
+    version = __version__
+    contract_version = CONTRACT_VERSION
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        catches: str,
+        bug: str,
+        driver: type[SqliteDriver] = SqliteDriver,
+        store: type[CoreStore] = CoreStore,
+    ) -> None:
+        self.name = f"selftest-{name}"
+        self.catches = catches
+        """The manifest property id meant to catch this mutant."""
+        self.bug = bug
+        self.capabilities: Capabilities = sqlite_provider.capabilities
+        self._driver = driver
+        self._store = store
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        options = parse_options(dict(opts))
+        driver = self._driver(database_path(url), options)
+        try:
+            return self._store(
+                driver, clock=clock, repoll_s=options.repoll_s, engine_name=self.name
+            )
+        except BaseException:
+            driver.close()
+            raise
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        return sqlite_provider.provision()
+
+    def native_connection_factory(self, spec: EngineSpec) -> Callable[[], Any]:
+        return sqlite_provider.native_connection_factory(spec)
+
+    def __repr__(self) -> str:
+        return f"<alkstore mutant {self.name!r}: {self.bug}; caught by {self.catches}>"

@@ -1,0 +1,227 @@
+"""Broken queue cores: each class below gets exactly one thing wrong.
+
+They subclass the SQLite reference driver and replace one statement (or wrap
+the store's random source); everything else is the real engine. Their SQL
+names the reference engine's fixed tables from ``alkstore_sqlite.schema``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from alkstore import BACKOFF_CAP_S
+from alkstore.core import CoreStore
+from alkstore.driver import ERROR_EXPIRED, JOB_COLUMNS, Driver, job_from_row
+from alkstore.options import NewJob
+from alkstore.values import Job
+from alkstore_sqlite import SqliteDriver
+from alkstore_sqlite.schema import JOBS
+
+_COLUMNS = ", ".join(JOB_COLUMNS)
+
+# -- a claim that can hand one job to two workers -----------------------------------
+
+CLAIM_CANDIDATES = f"""
+SELECT id FROM {JOBS}
+ WHERE queue = :queue
+   AND ((state = 'pending' AND run_at <= :now) OR (state = 'processing' AND deadline <= :now))
+   AND (expires_at IS NULL OR expires_at > :now)
+   AND attempts < max_attempts
+ ORDER BY priority DESC, run_at, id
+ LIMIT :limit
+"""
+
+# The bug: rows are taken by id alone, never re-checked as still claimable.
+TAKE_BY_ID = f"""
+UPDATE {JOBS}
+   SET state = 'processing', attempts = attempts + 1, claimed_at = :now,
+       worker_id = :worker_id, deadline = :now + visibility_timeout_s
+ WHERE id IN (SELECT value FROM json_each(:ids))
+RETURNING {_COLUMNS}
+"""
+
+PREFETCH = 8
+"""Candidates a claimer reads at once and hands out over its next claims."""
+
+
+class PrefetchingClaimDriver(SqliteDriver):
+    """Prefetches claim candidates per thread and hands them out later by id
+    without re-checking them: the classic "SELECT, later UPDATE ... WHERE id = ?"
+    race. Claimers working off their own stale lists take jobs another claimer
+    already holds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._prefetched = threading.local()
+
+    def claim(
+        self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
+    ) -> list[Job]:
+        lists: dict[str, list[int]] = self._prefetched.__dict__.setdefault("by_queue", {})
+        candidates = lists.get(queue) or [
+            row[0]
+            for row in c.execute(
+                CLAIM_CANDIDATES, {"queue": queue, "now": now, "limit": max(limit, PREFETCH)}
+            )
+        ]
+        taken, lists[queue] = candidates[:limit], candidates[limit:]
+        if not taken:
+            return []
+        params = {"ids": json.dumps(taken), "now": now, "worker_id": worker_id}
+        return [job_from_row(row) for row in c.execute(TAKE_BY_ID, params).fetchall()]
+
+
+# -- an ack that ignores the claim identity ------------------------------------------
+
+# The bug: no "attempts = :attempt", so an earlier claim's handle acks a later claim.
+ACK_ANY_CLAIM = f"""
+DELETE FROM {JOBS} WHERE id = :id AND state = 'processing' AND deadline > :now
+"""
+
+
+class AckIgnoresAttemptDriver(SqliteDriver):
+    def ack(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
+        return c.execute(ACK_ANY_CLAIM, {"id": job_id, "now": now}).rowcount == 1
+
+
+# -- an ack that is lost --------------------------------------------------------------
+
+VALID_CLAIM = f"""
+SELECT 1 FROM {JOBS}
+ WHERE id = :id AND state = 'processing' AND attempts = :attempt AND deadline > :now
+"""
+
+
+class LostAckDriver(SqliteDriver):
+    """Answers an ack of a valid claim with True, and deletes nothing."""
+
+    def ack(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now}
+        return c.execute(VALID_CLAIM, params).fetchone() is not None
+
+
+# -- a sweep that misses processing rows ---------------------------------------------
+
+# The bug: "AND state = 'pending'": an expired row someone holds stays a zombie.
+BURY_EXPIRED_PENDING = f"""
+UPDATE {JOBS}
+   SET state = 'dead', last_error = :error, died_at = :now
+ WHERE queue = :queue AND state = 'pending' AND expires_at <= :now
+"""
+
+
+class SweepMissesProcessingDriver(SqliteDriver):
+    def bury_expired(self, c: sqlite3.Connection, queue: str, now: int) -> int:
+        params = {"queue": queue, "now": now, "error": ERROR_EXPIRED}
+        return c.execute(BURY_EXPIRED_PENDING, params).rowcount
+
+
+# -- a late heartbeat that steals the job back ---------------------------------------
+
+# The bug: no "deadline > :now": a lapsed claim extends itself again.
+HEARTBEAT_EVEN_LAPSED = f"""
+UPDATE {JOBS} SET deadline = :deadline
+ WHERE id = :id AND state = 'processing' AND attempts = :attempt
+"""
+
+
+class LateHeartbeatDriver(SqliteDriver):
+    def heartbeat(
+        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, deadline: int
+    ) -> bool:
+        params = {"id": job_id, "attempt": attempt, "deadline": deadline}
+        return c.execute(HEARTBEAT_EVEN_LAPSED, params).rowcount == 1
+
+
+# -- ids reused -------------------------------------------------------------------------
+
+# The bug: the id counter forgets ids above the highest live row -- what a plain
+# rowid (no AUTOINCREMENT) does: the newest job's id comes back once it is gone.
+FORGET_USED_IDS = f"""
+UPDATE sqlite_sequence SET seq = (SELECT coalesce(max(id), 0) FROM {JOBS}) WHERE name = :table
+"""
+
+
+class ReusedIdsDriver(SqliteDriver):
+    def insert_jobs(self, c: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[int]:
+        c.execute(FORGET_USED_IDS, {"table": JOBS})
+        return super().insert_jobs(c, jobs)
+
+
+# -- a rollback that leaves a job behind ------------------------------------------------
+
+
+class EscapingEnqueueDriver(SqliteDriver):
+    """Jobs enqueued through ``store.transaction()`` are written again after a
+    rollback, as if the engine had enqueued them on a connection of its own
+    outside the caller's transaction."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open = threading.local()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        enqueued: list[NewJob] = []
+        try:
+            with super().transaction() as c:
+                self._open.tx, self._open.enqueued = c, enqueued
+                yield c
+        except BaseException:
+            self._open.tx = None
+            if enqueued:
+                self.write(lambda c: SqliteDriver.insert_jobs(self, c, enqueued))
+            raise
+        finally:
+            self._open.tx = None
+
+    def insert_jobs(self, c: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[int]:
+        ids = super().insert_jobs(c, jobs)
+        if getattr(self._open, "tx", None) is c:
+            self._open.enqueued.extend(jobs)
+        return ids
+
+
+# -- backoff without jitter, backoff past the cap ----------------------------------------
+
+
+class TopOfTheRange(random.Random):
+    """A random source whose every uniform draw is the top of its range."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+class NoJitterStore(CoreStore):
+    """The reference core with a random source that never varies: every retry of
+    one attempt and base waits exactly the ceiling of the curve."""
+
+    def __init__(self, driver: Driver[Any], **kwargs: Any) -> None:
+        super().__init__(driver, **kwargs)
+        self._rng = TopOfTheRange()  # the core's one random source (backoff jitter)
+
+
+STAMPED_BASE = f"SELECT backoff_base_s FROM {JOBS} WHERE id = :id"
+
+_MAX_EXPONENT = 40
+
+
+class UncappedBackoffDriver(SqliteDriver):
+    """Stretches every retry of a job whose curve passes 3600 s by the factor the
+    cap removed: the delays are the curve without its cap."""
+
+    def reschedule(
+        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int
+    ) -> bool:
+        row = c.execute(STAMPED_BASE, {"id": job_id}).fetchone()
+        if row is not None:
+            uncapped = int(row[0]) * 2 ** min(attempt - 1, _MAX_EXPONENT)
+            if uncapped > BACKOFF_CAP_S:
+                run_at = now + (run_at - now) * uncapped // BACKOFF_CAP_S
+        return super().reschedule(c, job_id, attempt, now, run_at)

@@ -1,0 +1,99 @@
+"""The kit proves it can fail: every mutant engine is caught by the property it names.
+
+Each mutant (``alkstore_conformance.selftest``) is the SQLite engine with one bug.
+The kit runs against it restricted to that property and must report ``fail`` --
+an assertion of the suite, not a crash -- while the same property passes on the
+real SQLite engine. Runs use the ``alkstore-selftest`` profile (no shrinking).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kit_runs import RunIn, output, report_problems
+
+from alkstore import installed_engines, load_engine
+from alkstore_conformance.manifest import load_manifest
+from alkstore_conformance.modes import SELFTEST_PROFILE
+from alkstore_conformance.selftest import MUTANTS, SELFTEST_GROUP
+
+REFERENCE_ENGINE = "sqlite"
+MUTANT_NAMES = sorted(MUTANTS)
+CAUGHT_BY = sorted({mutant.catches for mutant in MUTANTS.values()})
+
+
+def _run(run_in: RunIn, engine: str, group: str, properties: list[str]) -> dict[str, object]:
+    selection = [arg for property_id in properties for arg in ("--property", property_id)]
+    result = run_in.cli(
+        "run",
+        "--engine",
+        engine,
+        "--engine-group",
+        group,
+        *selection,
+        "--report",
+        "report.json",
+        "-n",
+        "0",
+        "--",
+        "--hypothesis-profile",
+        SELFTEST_PROFILE,
+        "-q",
+    )
+    report = run_in.report()
+    assert report_problems(report) == []
+    return {"returncode": result.returncode, "output": output(result), "report": report}
+
+
+@pytest.fixture(scope="module")
+def reference_statuses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One run of the real SQLite engine over every property that catches a mutant."""
+    run_in = RunIn(tmp_path_factory.mktemp("reference"))
+    ran = _run(run_in, REFERENCE_ENGINE, "alkstore.engines", CAUGHT_BY)
+    report = ran["report"]
+    assert isinstance(report, dict)
+    return {p["id"]: p["status"] for p in report["properties"]}
+
+
+def test_every_registered_mutant_names_a_manifest_property() -> None:
+    assert installed_engines(SELFTEST_GROUP) == MUTANT_NAMES
+    assert len(MUTANTS) >= 6
+    manifest = load_manifest()
+    for name, mutant in MUTANTS.items():
+        assert mutant.catches in manifest, name
+        assert load_engine(name, SELFTEST_GROUP) is mutant
+
+
+@pytest.mark.parametrize("name", MUTANT_NAMES)
+def test_mutant_is_caught_by_its_property(run_in: RunIn, name: str) -> None:
+    mutant = MUTANTS[name]
+    ran = _run(run_in, name, SELFTEST_GROUP, [mutant.catches])
+    report = ran["report"]
+    assert isinstance(report, dict)
+    (prop,) = report["properties"]
+    assert (prop["id"], prop["status"]) == (mutant.catches, "fail"), ran["output"]
+    assert ran["returncode"] == pytest.ExitCode.TESTS_FAILED
+    # Caught by the suite's assertions, not by the mutant crashing.
+    assert prop["failures"]
+    assert all(f["status"] == "fail" for f in prop["failures"])
+    endings = [f["message"].rstrip().splitlines()[-1] for f in prop["failures"]]
+    assert any(line.endswith("AssertionError") for line in endings), json.dumps(endings)
+
+
+@pytest.mark.parametrize("name", MUTANT_NAMES)
+def test_the_property_catching_a_mutant_passes_on_the_reference_engine(
+    reference_statuses: dict[str, str], name: str
+) -> None:
+    assert reference_statuses[MUTANTS[name].catches] == "pass"
+
+
+def test_mutants_leave_no_files_behind() -> None:
+    # Mutants provision through the SQLite engine: the temp dir is removed afterwards.
+    mutant = MUTANTS[MUTANT_NAMES[0]]
+    with mutant.provision() as spec, mutant.open(spec.url, **spec.opts) as store:
+        store.queue("q").enqueue({"n": 1})
+        path = Path(spec.url.removeprefix("sqlite:///"))
+        assert path.exists()
+    assert not path.parent.exists()

@@ -1,0 +1,63 @@
+"""The third-party path end to end: certify this engine as its author would.
+
+Runs, from this engine's own directory, exactly the command that
+``docs/certify-your-engine.md`` shows, and reads the report it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from alkstore_conformance.reporting import report_schema
+
+ENGINE_DIR = Path(__file__).resolve().parents[1]
+LACKING = ["attach", "multi_process", "sql"]
+"""The profiles ``alkstore_memory.MemoryEngine.capabilities`` declares False."""
+
+
+def _certify(report: Path) -> subprocess.CompletedProcess[str]:
+    command = shutil.which("alkstore-conformance")
+    assert command is not None, "the kit's console script is installed with alkstore-conformance"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_"))}
+    return subprocess.run(
+        [command, "run", "--engine", "memory", "--certify", "--reduced", "--report", str(report)],
+        cwd=ENGINE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_the_memory_engine_certifies_with_its_missing_profiles_not_applicable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "conformance-report.json"
+    result = _certify(path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+
+    jsonschema.Draft202012Validator(
+        report_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).validate(report)
+    assert (report["mode"], report["reduced"], report["certified"]) == ("certify", True, True)
+    assert report["verdict_reasons"] == []
+    engine = report["engine"]
+    assert (engine["reference"], engine["name"]) == ("memory", "memory")
+    assert engine["distribution"] == {"name": "alkstore-memory", "version": "0.1.0"}
+    assert engine["not_applicable_profiles"] == LACKING
+    assert engine["backend"]["storage"] == "Python dicts in this process"
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert set(statuses.values()) <= {"pass", "not_applicable"}
+    assert statuses["TX-ATTACH"] == "not_applicable"
+    assert statuses["QUEUE-CLAIM-EXACTLY-ONCE"] == "pass"  # its threads test ran
+    assert report["not_run"] == []
+    assert "certified: true" in result.stdout
