@@ -128,6 +128,7 @@ def lint(session: nox.Session) -> None:
         "engines/sqlite/src/alkstore_sqlite",
         "engines/postgres/src/alkstore_postgres",
         "conformance/src/alkstore_conformance",
+        f"{MEMORY}/src/alkstore_memory",
     )
 
 

@@ -120,6 +120,29 @@ class CoreScheduler:
         return TickResult(fired=fired, skipped=skipped)
 
     def _fire_schedule(self, record: ScheduleRecord, now: int) -> tuple[int, int]:
+        """Fire ``record``'s due boundaries; when another ticker overtakes us (a lost
+        compare-and-set), re-read the row and carry on from where it left off, so a
+        tick racing a crashed ticker's late commit still fires every due boundary."""
+        store = self._store
+        driver = store._scheduler()
+        name = record.name
+        fired = 0
+        for _ in range(CATCH_UP_CAP + 1):
+            n, skipped, overtaken = self._fire_boundaries(record, now, CATCH_UP_CAP - fired)
+            fired += n
+            if not overtaken:
+                return fired, skipped
+            fresh = store._read(lambda c: driver.schedule_get(c, name))
+            if fresh is None or fresh.next_fire_at > now:
+                break
+            record = fresh
+        return fired, 0
+
+    def _fire_boundaries(
+        self, record: ScheduleRecord, now: int, budget: int
+    ) -> tuple[int, int, bool]:
+        """Fire up to ``budget`` due boundaries one transaction each, then skip the rest
+        forward if the budget ran out. Returns ``(fired, skipped, overtaken)``."""
         store = self._store
         driver = store._scheduler()
         opts = ScheduleOpts(record.priority, record.max_attempts, record.expires_s)
@@ -139,21 +162,21 @@ class CoreScheduler:
             return True
 
         overtaken = False
-        while at <= now and fired < CATCH_UP_CAP:
+        while at <= now and fired < budget:
             if not store._write(fire):
-                overtaken = True  # another ticker owns this schedule's remaining boundaries
+                overtaken = True
                 break
             fired += 1
             at += interval
         if fired:
             store._hub.notify(topics[0])  # also when overtaken: the jobs fired so far are real
         if overtaken or at > now:
-            return fired, 0
+            return fired, 0, overtaken
         # Past the catch-up cap: skip forward to the first boundary after now.
         missed = (now - at) // interval + 1
         target = at + missed * interval
         moved = store._write(lambda c: driver.schedule_advance(c, record.name, at, target))
-        return fired, missed if moved else 0
+        return fired, (missed if moved else 0), not moved
 
     # -- the leader loop -----------------------------------------------------
     def run(self, stop: StopToken, worker_id: str | None = None) -> None:
