@@ -8,8 +8,11 @@ epoch seconds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import attrgetter
+from typing import Any
 
 from .constants import PRIORITY_RANGE
 from .errors import InvalidOptions
@@ -147,6 +150,23 @@ class NewJob:
             self.backoff_base_s,
             self.dead_letter_retention_s,
         )
+
+
+NEW_JOB_STAMPS: tuple[str, ...] = (
+    "queue",
+    "priority",
+    "created_at",
+    "run_at",
+    "expires_at",
+    "max_attempts",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+)
+"""Every field of a ``NewJob`` but its payload, in the order engines bind them."""
+
+new_job_stamps: Callable[[NewJob], tuple[Any, ...]] = attrgetter(*NEW_JOB_STAMPS)
+"""The stamps of a ``NewJob``: jobs with equal stamps can share one multi-row insert."""
 
 
 def _whole(value: object) -> int:

@@ -37,7 +37,6 @@ import select
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from itertools import groupby
-from operator import attrgetter
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -46,7 +45,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, job_from_row, queue_topic
 from alkstore.errors import InvalidOptions
-from alkstore.options import NewJob
+from alkstore.options import NewJob, new_job_stamps
 from alkstore.values import Job, LockInfo
 
 from .clock import ServerClock
@@ -86,18 +85,7 @@ def message_channel(schema: str) -> str:
     return _store_channel(schema, "message")
 
 
-_STAMPS: Final = attrgetter(
-    "queue",
-    "priority",
-    "created_at",
-    "run_at",
-    "expires_at",
-    "max_attempts",
-    "visibility_timeout_s",
-    "backoff_base_s",
-    "dead_letter_retention_s",
-)
-"""Everything about a new job but its payload: what one ``INSERT_JOBS`` shares."""
+_STAMPS = new_job_stamps
 
 
 def _int64(value: int) -> bool:

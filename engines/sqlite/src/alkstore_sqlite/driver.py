@@ -27,7 +27,7 @@ from typing import Any, NoReturn, TypeVar
 
 from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
 from alkstore.driver import WakeSink, job_from_row
-from alkstore.options import NewJob
+from alkstore.options import NewJob, new_job_stamps
 from alkstore.values import Job, LockInfo
 
 from . import statements as sql
@@ -54,18 +54,8 @@ NEW_JOB_PARAMS: Callable[[NewJob], tuple[Any, ...]] = attrgetter(
 )
 """A ``NewJob`` as the positional parameters of ``statements.INSERT_JOB``."""
 
-STAMPS: Callable[[NewJob], tuple[Any, ...]] = attrgetter(
-    "queue",
-    "priority",
-    "created_at",
-    "run_at",
-    "expires_at",
-    "max_attempts",
-    "visibility_timeout_s",
-    "backoff_base_s",
-    "dead_letter_retention_s",
-)
-"""Everything of a ``NewJob`` but its payload: the shared part of ``INSERT_JOBS_ALIKE``."""
+STAMPS = new_job_stamps
+
 
 _BUSY_PAUSE_S = 0.001
 
