@@ -143,3 +143,40 @@ def wake_consumer(
             pass  # the parent already gave up on us
     finally:
         conn.close()
+
+
+def pubsub_subscriber(
+    engine: str,
+    spec: alkstore.EngineSpec,
+    channel: str,
+    rounds: int,
+    conn: Connection,
+    wait_timeout_s: float,
+) -> None:
+    """Subscribe to ``channel`` and receive ``rounds`` messages, one at a time.
+
+    The subscription is open before the first ``("ready",)`` is sent, so every
+    message published after it arrives. Messages sent: ``("ready",)`` just
+    before each ``get``; ``("received", seq, get_returned_at)`` after each
+    message (``seq`` from its payload); ``("timeout",)`` if a ``get`` ends
+    empty and ``("error", text)`` on any exception (the subscriber then stops).
+    """
+    try:
+        provider = alkstore.load_engine(engine)
+        with provider.open(spec.url, **spec.opts) as store, store.subscribe(channel) as sub:
+            for _ in range(rounds):
+                conn.send(("ready",))
+                message = sub.get(timeout=wait_timeout_s)
+                returned_at = time.time()
+                if message is None:
+                    conn.send(("timeout",))
+                    return
+                seq = message.get("seq") if isinstance(message, dict) else None
+                conn.send(("received", seq, returned_at))
+    except Exception as exc:
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            pass  # the parent already gave up on us
+    finally:
+        conn.close()

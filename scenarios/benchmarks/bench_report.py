@@ -19,7 +19,7 @@ class Measurement:
     """One workload on one engine."""
 
     jobs: int = 0
-    """Jobs completed inside the timed window (samples, for the wake workload)."""
+    """Jobs (stream events) completed inside the timed window (samples, for latency workloads)."""
     seconds: float = 0.0
     capped: bool = False
     """The time budget ran out before the workload finished; the rate covers what ran."""
@@ -31,7 +31,7 @@ class Measurement:
 
     @property
     def rate(self) -> float | None:
-        """Jobs per second; ``None`` for latency workloads and when nothing ran."""
+        """Jobs (events) per second; ``None`` for latency workloads and when nothing ran."""
         if self.latencies_ms is not None:
             return None
         if self.failure is not None or self.seconds <= 0 or self.jobs <= 0:

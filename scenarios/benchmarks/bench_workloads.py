@@ -1,4 +1,4 @@
-"""The six benchmark workloads, each run on a freshly provisioned store.
+"""The benchmark workloads (queues, streams, pub/sub), each on a freshly provisioned store.
 
 Every loop is bounded by the workload's time budget: when the budget runs out
 the workload stops, reports the rate over the work it did, and is marked
@@ -22,7 +22,7 @@ from multiprocessing.context import SpawnProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench_children import DrainReport, drain_worker, wake_consumer
+from bench_children import DrainReport, drain_worker, pubsub_subscriber, wake_consumer
 from bench_report import Measurement, percentile
 
 import alkstore
@@ -30,9 +30,14 @@ import alkstore
 T = TypeVar("T")
 
 QUEUE = "bench"
+STREAM = "bench"
+CHANNEL = "bench"
 PAYLOAD_BYTES = 100
 ENQUEUE_MANY_BATCH = 1_000
 CLAIM_BATCH = 100
+STREAM_PAGE = 100
+STREAM_PREFILL_TX = 1_000
+"""Events appended per transaction when filling the stream for the read workload."""
 DRAIN_PROCESSES = 4
 DRAIN_BATCH = {"sqlite": 1, "postgresql": 10}
 """Per engine, what each of the four drain workers claims at a time (1 = claim + ack)."""
@@ -205,6 +210,68 @@ def _note_shortfall(m: Measurement, expected: int, lost: int) -> None:
         m.notes.append(f"queue ran dry after {m.jobs} of {expected} jobs")
 
 
+def stream_append(bench: Bench) -> Measurement:
+    """7. ``stream.append``, one event per call (each its own transaction)."""
+    stream, items, deadline = bench.store.stream(STREAM), payloads(bench.jobs), bench.deadline()
+    out_of_order = 0
+
+    def body() -> int:
+        nonlocal out_of_order
+        done, last = 0, 0
+        for item in items:
+            if time.perf_counter() > deadline:
+                break
+            offset = stream.append(item)
+            if offset <= last:
+                out_of_order += 1
+            last = offset
+            done += 1
+        return done
+
+    done, seconds = timed(bench, "stream_append", body)
+    m = Measurement(jobs=done, seconds=seconds, capped=done < bench.jobs, errors=out_of_order)
+    if out_of_order:
+        m.notes.append(f"{out_of_order} offsets did not increase")
+    return m
+
+
+def stream_read(bench: Bench) -> Measurement:
+    """8. ``stream.read`` in pages of 100 over N events (appended untimed beforehand)."""
+    stream = bench.store.stream(STREAM)
+    items = payloads(bench.jobs)
+    for start in range(0, len(items), STREAM_PREFILL_TX):
+        with bench.store.transaction() as tx:
+            for item in items[start : start + STREAM_PREFILL_TX]:
+                tx.stream_append(STREAM, item)
+    deadline = bench.deadline()
+    out_of_order = 0
+    ran_dry = False
+
+    def body() -> int:
+        nonlocal out_of_order, ran_dry
+        done, after = 0, 0
+        while done < bench.jobs and time.perf_counter() <= deadline:
+            events = stream.read(after=after, limit=STREAM_PAGE)
+            if not events:
+                ran_dry = True
+                break
+            for event in events:
+                if event.offset <= after:
+                    out_of_order += 1
+                after = event.offset
+            done += len(events)
+        return done
+
+    done, seconds = timed(bench, "stream_read", body)
+    capped = done < bench.jobs and not ran_dry
+    m = Measurement(jobs=done, seconds=seconds, capped=capped, errors=out_of_order)
+    if out_of_order:
+        m.notes.append(f"{out_of_order} events came back out of offset order")
+    if ran_dry and done < bench.jobs:
+        m.notes.append(f"stream ran dry after {done} of {bench.jobs} events")
+    return m
+
+
 # --------------------------------------------------------------------------- multi-process
 
 
@@ -289,50 +356,90 @@ def wake_latency(bench: Bench) -> Measurement:
     parent's wall time when ``enqueue`` returned (its commit is done by then).
     """
     queue = bench.queue()
+
+    def enqueue(seq: int, called_at: float) -> tuple[Any, ...]:
+        job_id = queue.enqueue(payload(seq, t=called_at))
+        return ("claimed", job_id)
+
+    return _latency_rounds(bench, wake_consumer, QUEUE, "bench-wake-consumer", "enqueue", enqueue)
+
+
+def pubsub_latency(bench: Bench) -> Measurement:
+    """9. Cross-process pub/sub: a subscriber process waits in ``get``, the parent notifies.
+
+    Latency = the subscriber's wall time when ``get`` returned minus the
+    parent's wall time when ``notify`` returned (its commit is done by then).
+    """
+    store = bench.store
+
+    def publish(seq: int, called_at: float) -> tuple[Any, ...]:
+        store.notify(CHANNEL, payload(seq, t=called_at))
+        return ("received", seq)
+
+    return _latency_rounds(
+        bench, pubsub_subscriber, CHANNEL, "bench-pubsub-subscriber", "notify", publish
+    )
+
+
+def _latency_rounds(
+    bench: Bench,
+    child: Callable[..., None],
+    name: str,
+    process_name: str,
+    call: str,
+    fire: Callable[[int, float], tuple[Any, ...]],
+) -> Measurement:
+    """Ping-pong with one spawned child, one round at a time.
+
+    Each round the parent waits for the child's ``("ready",)``, pauses briefly,
+    calls ``fire(seq, called_at)`` (the ``call`` under test; it returns the
+    reply it expects, minus the child's timestamp) and waits for that reply. The first
+    ``WAKE_WARMUP_ROUNDS`` rounds are measured but not reported.
+    """
     rounds = WAKE_WARMUP_ROUNDS + bench.wake_rounds
     ctx = multiprocessing.get_context("spawn")
     parent_end, child_end = ctx.Pipe()
-    consumer = ctx.Process(
-        target=wake_consumer,
-        args=(bench.engine, bench.spec, QUEUE, rounds, child_end, JOIN_TIMEOUT_S),
-        name="bench-wake-consumer",
+    proc = ctx.Process(
+        target=child,
+        args=(bench.engine, bench.spec, name, rounds, child_end, JOIN_TIMEOUT_S),
+        name=process_name,
     )
     latencies: list[float] = []
     from_call: list[float] = []
     m = Measurement(latencies_ms=latencies)
     deadline = time.monotonic() + CHILD_START_TIMEOUT_S + bench.budget_s
     try:
-        consumer.start()
+        proc.start()
         child_end.close()  # ours is closed; the child holds its own copy
         started = time.perf_counter()
         for seq in range(rounds):
             message = _receive(parent_end, deadline)
             if message[0] != "ready":
-                m.notes.append(f"consumer stopped early: {message}")
+                m.notes.append(f"{process_name} stopped early: {message}")
                 if message[0] != BUDGET_EXHAUSTED:
                     m.errors += 1
                 break
             time.sleep(WAKE_SETTLE_S)
             called_at = time.time()
-            job_id = queue.enqueue(payload(seq, t=called_at))
-            committed_at = time.time()
+            expected = fire(seq, called_at)
+            returned_at = time.time()
             message = _receive(parent_end, deadline)
-            if message[0] != "claimed" or message[1] != job_id:
-                m.notes.append(f"round {seq}: expected job {job_id}, got {message}")
+            if message[: len(expected)] != expected or len(message) != len(expected) + 1:
+                m.notes.append(f"round {seq}: expected {expected}, got {message}")
                 m.errors += 1
                 break
             if seq >= WAKE_WARMUP_ROUNDS:
-                latencies.append((message[2] - committed_at) * 1000.0)
-                from_call.append((message[2] - called_at) * 1000.0)
+                latencies.append((message[-1] - returned_at) * 1000.0)
+                from_call.append((message[-1] - called_at) * 1000.0)
         m.seconds = time.perf_counter() - started
     finally:
         parent_end.close()
-        _reap([consumer])
+        _reap([proc])
     m.jobs = len(latencies)
     m.capped = m.jobs < bench.wake_rounds and not m.errors
     if from_call:
         m.notes.append(
-            f"from enqueue call (includes the enqueue itself): "
+            f"from {call} call (includes the {call} itself): "
             f"p50 {_pct(from_call, 0.5):.2f} ms, p99 {_pct(from_call, 0.99):.2f} ms"
         )
     return m
@@ -377,4 +484,7 @@ WORKLOADS: Sequence[tuple[str, str, Workload]] = (
     ("claim_batch", "4 claim_batch(100) + ack_batch", claim_batch),
     ("four_procs", "5 four processes draining (sqlite 1, pg 10 per claim)", four_processes),
     ("wake", "6 claim_wait wake latency (cross-process)", wake_latency),
+    ("stream_append", "7 stream append, one event per call", stream_append),
+    ("stream_read", "8 stream read, pages of 100", stream_read),
+    ("pubsub", "9 pub/sub latency (cross-process)", pubsub_latency),
 )

@@ -44,8 +44,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="sqlite or postgresql (repeatable; default: both); any installed engine "
         "or module:object also works, without targets",
     )
-    parser.add_argument("--jobs", type=int, default=20_000, help="jobs per workload (N)")
-    parser.add_argument("--wake-rounds", type=int, default=200, help="measured wake samples")
+    parser.add_argument(
+        "--jobs", type=int, default=20_000, help="jobs (or stream events) per workload (N)"
+    )
+    parser.add_argument(
+        "--wake-rounds", type=int, default=200, help="measured wake and pub/sub samples"
+    )
     parser.add_argument(
         "--budget", type=float, default=120.0, help="time cap per workload run, seconds"
     )
@@ -154,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = environment(engines, providers)
     print(environment_line(env), flush=True)
     print(
-        f"N = {args.jobs:,} jobs per workload, {args.wake_rounds} wake samples, "
+        f"N = {args.jobs:,} jobs (or stream events) per workload, "
+        f"{args.wake_rounds} wake and pub/sub samples, "
         f"~100-byte JSON payloads, time cap {args.budget:g} s per run"
         + (" (quick smoke run)" if args.quick else ""),
         flush=True,
