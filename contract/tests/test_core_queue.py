@@ -277,3 +277,27 @@ def test_job_ids_must_be_ints(store: CoreStore, job_id: object) -> None:
 def test_ack_batch_of_nothing_writes_nothing(store: CoreStore, driver: FakeDriver) -> None:
     assert store.queue("q").ack_batch([], "w1") == 0
     assert driver.calls == []
+
+
+def test_retry_announces_the_queue_in_its_own_transaction(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.retry("boom", delay=30) is True
+    (reschedule,) = driver.calls_named("reschedule")
+    assert driver.statement_names_in(reschedule.txn) == ["reschedule", "announce"]
+
+
+@pytest.mark.parametrize("job_id", [-1, 2**63, 2**64])
+def test_an_id_outside_int64_names_no_job(
+    store: CoreStore, driver: FakeDriver, job_id: int
+) -> None:
+    queue = store.queue("q")
+    driver.calls.clear()
+    assert queue.get_job(job_id) is None
+    assert queue.cancel(job_id) is False
+    assert queue.ack_batch([job_id], "w1") == 0
+    assert driver.calls == []

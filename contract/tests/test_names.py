@@ -87,3 +87,12 @@ def test_outbox_queue_name_refuses_a_bad_outbox_name() -> None:
         outbox_queue_name("")
     with pytest.raises(ReservedName):
         outbox_queue_name(RESERVED_PREFIX + "x")
+
+
+def test_a_name_with_a_lone_surrogate_is_refused() -> None:
+    with pytest.raises(InvalidName, match="surrogate"):
+        validate_identifier("worker-\ud800", "worker_id")
+
+
+def test_a_name_with_non_ascii_letters_is_accepted() -> None:
+    assert validate_name("письма-é") == "письма-é"

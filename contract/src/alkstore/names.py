@@ -16,6 +16,11 @@ def validate_identifier(value: object, what: str) -> str:
         raise InvalidName(f"{what} is {len(value)} characters long; the limit is {MAX_NAME_LENGTH}")
     if "\x00" in value:
         raise InvalidName(f"{what} must not contain NUL")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidName(f"{what} contains a lone surrogate (not valid UTF-8)") from exc
     return value
 
 

@@ -22,10 +22,18 @@ if TYPE_CHECKING:
     from .store import CoreStore
 
 
+MAX_JOB_ID = 2**63 - 1
+"""Ids are int64 on every engine: a larger (or negative) id names no job."""
+
+
 def check_job_id(job_id: object) -> int:
     if isinstance(job_id, bool) or not isinstance(job_id, int):
         raise InvalidOptions(f"job_id must be an int, got {type(job_id).__name__}")
     return job_id
+
+
+def _storable(job_id: int) -> bool:
+    return 0 <= job_id <= MAX_JOB_ID
 
 
 def check_error(error: object) -> str:
@@ -99,11 +107,19 @@ class CoreJobHandle:
         else:
             seconds = retry_delay(job.backoff_base_s, job.attempts, store._rng)
         now = store._now()
-        ok = store._write(
-            lambda c: store._driver.reschedule(c, job.id, job.attempts, now, now + seconds)
-        )
-        if ok and seconds == 0:
-            store._hub.notify(queue_topic(job.queue))
+        driver = store._driver
+        topics = [queue_topic(job.queue)]
+
+        def work(c: Any) -> bool:
+            if not driver.reschedule(c, job.id, job.attempts, now, now + seconds):
+                return False
+            # Waiters elsewhere re-plan: the job is claimable again at its new run_at.
+            driver.announce(c, topics)
+            return True
+
+        ok = store._write(work)
+        if ok:
+            store._hub.notify(topics[0])
         return ok
 
     def fail(self, error: str) -> bool:
@@ -246,7 +262,7 @@ class CoreQueue:
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
         validate_identifier(worker_id, "worker_id")
-        ids = [check_job_id(i) for i in job_ids]
+        ids = [i for i in (check_job_id(i) for i in job_ids) if _storable(i)]
         if not ids:
             return 0
         store = self._store
@@ -257,6 +273,8 @@ class CoreQueue:
         check_job_id(job_id)
         store = self._store
         store._check_open()
+        if not _storable(job_id):
+            return False
         return store._write(lambda c: store._driver.cancel(c, self._name, job_id))
 
     def get_job(self, job_id: int) -> Job | None:
@@ -264,6 +282,8 @@ class CoreQueue:
         check_job_id(job_id)
         store = self._store
         store._check_open()
+        if not _storable(job_id):
+            return None
         return store._read(lambda c: store._driver.get_job(c, job_id, None))
 
     def sweep_expired(self) -> SweepResult:

@@ -11,7 +11,7 @@ from ..names import outbox_queue_name, validate_name
 from ..options import OUTBOX_QUEUE_OPTS, EnqueueOpts, QueueOpts, resolve_new_job
 from ..payload import encode_payload
 from ..values import Job
-from .queues import _enqueue_opts, check_job_id
+from .queues import _enqueue_opts, _storable, check_job_id
 
 if TYPE_CHECKING:
     from .store import CoreStore
@@ -65,6 +65,8 @@ class CoreTransaction:
         validate_name(queue, "queue name")
         check_job_id(job_id)
         self._check_live()
+        if not _storable(job_id):
+            return None
         return self._store._driver.get_job(self._handle, job_id, queue)
 
     def _insert(self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts) -> int:

@@ -352,7 +352,11 @@ class PostgresDriver(ProfileMethods):
             "channel": self.channel,
             "topic_prefix": queue_topic(""),
         }
-        return rowcount(c, self._sql.reschedule, params) == 1
+        row = execute(c, self._sql.reschedule, params).fetchone()
+        if row is None:
+            return False
+        c.announced.add(queue_topic(row[0]))  # so the core's announce adds no round trip
+        return True
 
     def bury(self, c: PgHandle, job_id: int, attempt: int, now: int, error: str) -> bool:
         if not _int64(job_id):

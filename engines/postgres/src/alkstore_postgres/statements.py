@@ -187,10 +187,11 @@ WITH rescheduled AS (
     WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
-SELECT pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM rescheduled
+SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM rescheduled
 """
-"""Back to pending, and wake the queue's waiters in every process: the job may be
-due now, and anyone's timer for the queue's next due row may have to move."""
+"""Back to pending, and (the core's announce of the queue, folded into the same
+round trip) wake the queue's waiters in every process: the job may be due now,
+and anyone's timer for the queue's next due row may have to move."""
 
 CANCEL: Final = """
 DELETE FROM {schema}.jobs WHERE id = %(id)s AND queue = %(queue)s
