@@ -7,6 +7,7 @@ gets a fresh, randomly named schema that is dropped (CASCADE) afterwards.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,3 +56,12 @@ def admin(pg_dsn: str) -> Iterator[psycopg.Connection[Any]]:
     """A separate autocommit connection for looking at the database from outside."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test() -> Iterator[None]:
+    """A failing assert must not leave spawned workers behind (or hang the run)."""
+    yield
+    for child in multiprocessing.active_children():
+        child.terminate()
+        child.join(5)

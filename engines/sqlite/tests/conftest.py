@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,3 +51,12 @@ def open_store(url: str) -> Iterator[StoreFactory]:
 @pytest.fixture
 def store(open_store: StoreFactory, clock: FakeClock) -> Store:
     return open_store(clock=clock)
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test() -> Iterator[None]:
+    """A failing assert must not leave spawned workers behind (or hang the run)."""
+    yield
+    for child in multiprocessing.active_children():
+        child.terminate()
+        child.join(5)
