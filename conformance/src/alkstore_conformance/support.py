@@ -126,3 +126,16 @@ def claim_wait_in_thread(
         return result[0]
 
     return join
+
+
+RESERVED_NAMES: list[str] = [
+    "__alkstore",
+    "__alkstore_scheduler",
+    "__alkstore_outbox:sync",
+    "__alkstoreX",
+]
+"""Names every name-taking surface must refuse with ``ReservedName``."""
+
+MALFORMED_NAMES: list[Any] = ["", "x" * 201, "a\x00b", "bad-\ud800", None, 7, b"bytes"]
+MALFORMED_IDS = ["empty", "201-chars", "nul", "lone-surrogate", "none", "int", "bytes"]
+"""Values every name-taking surface must refuse with ``InvalidName`` (not reserved)."""

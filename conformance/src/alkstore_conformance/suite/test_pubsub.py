@@ -10,12 +10,11 @@ ghost delivered before or just after the marker is seen.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from alkstore import EngineSpec, InvalidName, PayloadError, ReservedName, Store, Subscription
+from alkstore import EngineSpec, PayloadError, Store, Subscription
 from alkstore_conformance.fixtures import StoreFactory
 from alkstore_conformance.profile_processes import notifier_process, subscriber_process
 from alkstore_conformance.profile_support import Children, in_thread, payload_key
@@ -165,48 +164,6 @@ def test_iteration_yields_messages_until_closed(store: Store) -> None:
         subscription.close()
     iterating.join(GENEROUS_S)
     assert sorted(map(payload_key, received)) == [payload_key({"n": 1}), payload_key({"n": 2})]
-
-
-def _tx_notify(store: Store, name: Any) -> object:
-    with store.transaction() as tx:
-        tx.notify(name, {"n": 1})
-    return None
-
-
-CHANNEL_SURFACES: dict[str, tuple[Callable[[Store, Any], object], str | None]] = {
-    "notify": (lambda s, n: s.notify(n, {"n": 1}), None),
-    "subscribe": (lambda s, n: s.subscribe(n).close(), None),
-    "tx.notify": (_tx_notify, "transactions"),
-}
-RESERVED = ["__alkstore", "__alkstore_scheduler", "__alkstoreX"]
-MALFORMED: list[Any] = ["", "x" * 201, "a\x00b", None, 7]
-
-
-@pytest.mark.property("NAMES-RESERVED-REFUSED")
-@pytest.mark.parametrize("surface", list(CHANNEL_SURFACES))
-@pytest.mark.parametrize("name", RESERVED)
-def test_reserved_channel_names_are_refused(
-    store: Store, requires: Callable[[str], None], surface: str, name: str
-) -> None:
-    call, profile = CHANNEL_SURFACES[surface]
-    if profile is not None:
-        requires(profile)
-    with pytest.raises(ReservedName):
-        call(store, name)
-
-
-@pytest.mark.property("NAMES-MALFORMED-REFUSED")
-@pytest.mark.parametrize("surface", list(CHANNEL_SURFACES))
-@pytest.mark.parametrize("name", MALFORMED, ids=["empty", "201-chars", "nul", "none", "int"])
-def test_malformed_channel_names_are_refused(
-    store: Store, requires: Callable[[str], None], surface: str, name: Any
-) -> None:
-    call, profile = CHANNEL_SURFACES[surface]
-    if profile is not None:
-        requires(profile)
-    with pytest.raises(InvalidName) as raised:
-        call(store, name)
-    assert not isinstance(raised.value, ReservedName)
 
 
 @pytest.mark.property("PAYLOAD-INVALID-REFUSED")

@@ -32,7 +32,12 @@ from alkstore import (
 from alkstore.testing import FakeClock
 from alkstore_conformance.fixtures import StoreFactory
 from alkstore_conformance.profile_support import drain, payload_counts, payload_key
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.support import (
+    MALFORMED_IDS,
+    MALFORMED_NAMES,
+    RESERVED_NAMES,
+    unique_name,
+)
 
 pytestmark = pytest.mark.requires("scheduler")
 
@@ -253,13 +258,11 @@ SCHEDULE_NAME_SURFACES: dict[str, Callable[[Store, Any], object]] = {
     "unschedule": lambda s, n: s.unschedule(n),
     "get_schedule": lambda s, n: s.get_schedule(n),
 }
-RESERVED = ["__alkstore", "__alkstore_scheduler", "__alkstore_outbox:sync", "__alkstoreX"]
-MALFORMED: list[Any] = ["", "x" * 201, "a\x00b", None, 7]
 
 
 @pytest.mark.property("NAMES-RESERVED-REFUSED")
 @pytest.mark.parametrize("surface", list(SCHEDULE_NAME_SURFACES))
-@pytest.mark.parametrize("name", RESERVED)
+@pytest.mark.parametrize("name", RESERVED_NAMES)
 def test_reserved_schedule_and_queue_names_are_refused(
     clocked_store: Store, surface: str, name: str
 ) -> None:
@@ -270,7 +273,7 @@ def test_reserved_schedule_and_queue_names_are_refused(
 
 @pytest.mark.property("NAMES-MALFORMED-REFUSED")
 @pytest.mark.parametrize("surface", list(SCHEDULE_NAME_SURFACES))
-@pytest.mark.parametrize("name", MALFORMED, ids=["empty", "201-chars", "nul", "none", "int"])
+@pytest.mark.parametrize("name", MALFORMED_NAMES, ids=MALFORMED_IDS)
 def test_malformed_schedule_and_queue_names_are_refused(
     clocked_store: Store, surface: str, name: Any
 ) -> None:

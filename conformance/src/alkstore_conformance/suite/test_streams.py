@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,9 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alkstore import (
-    InvalidName,
     PayloadError,
-    ReservedName,
     StopToken,
     Store,
     StreamEvent,
@@ -106,46 +103,6 @@ def test_events_are_visible_to_every_store(open_store: StoreFactory) -> None:
     assert [(e.offset, e.payload) for e in open_store().stream("shared").read()] == [
         (offset, {"n": 1})
     ]
-
-
-def _tx_stream_append(store: Store, name: Any) -> object:
-    with store.transaction() as tx:
-        return tx.stream_append(name, {"n": 1})
-
-
-STREAM_NAME_SURFACES: dict[str, tuple[Callable[[Store, Any], object], str | None]] = {
-    "stream": (lambda s, n: s.stream(n), None),
-    "tx.stream_append": (_tx_stream_append, "transactions"),
-}
-RESERVED = ["__alkstore", "__alkstore_scheduler", "__alkstoreX"]
-MALFORMED: list[Any] = ["", "x" * 201, "a\x00b", None, 7]
-
-
-@pytest.mark.property("NAMES-RESERVED-REFUSED")
-@pytest.mark.parametrize("surface", list(STREAM_NAME_SURFACES))
-@pytest.mark.parametrize("name", RESERVED)
-def test_reserved_stream_names_are_refused(
-    store: Store, requires: Callable[[str], None], surface: str, name: str
-) -> None:
-    call, profile = STREAM_NAME_SURFACES[surface]
-    if profile is not None:
-        requires(profile)
-    with pytest.raises(ReservedName):
-        call(store, name)
-
-
-@pytest.mark.property("NAMES-MALFORMED-REFUSED")
-@pytest.mark.parametrize("surface", list(STREAM_NAME_SURFACES))
-@pytest.mark.parametrize("name", MALFORMED, ids=["empty", "201-chars", "nul", "none", "int"])
-def test_malformed_stream_names_are_refused(
-    store: Store, requires: Callable[[str], None], surface: str, name: Any
-) -> None:
-    call, profile = STREAM_NAME_SURFACES[surface]
-    if profile is not None:
-        requires(profile)
-    with pytest.raises(InvalidName) as raised:
-        call(store, name)
-    assert not isinstance(raised.value, ReservedName)
 
 
 @pytest.mark.property("PAYLOAD-INVALID-REFUSED")

@@ -21,6 +21,7 @@ from alkstore import (
     ReservedName,
     Store,
 )
+from alkstore_conformance.support import MALFORMED_IDS, MALFORMED_NAMES, RESERVED_NAMES
 
 # -- names -------------------------------------------------------------------------
 
@@ -42,31 +43,45 @@ def _tx_get_job(store: Store, name: Any) -> object:
         return tx.get_job_tx(name, 1)
 
 
-NAME_SURFACES: dict[str, tuple[NameSurface, str | None]] = {
-    "queue": (lambda s, n: s.queue(n), None),
-    "outbox": (lambda s, n: s.outbox(n), None),
-    "lock": (lambda s, n: s.lock(n), "locks"),
-    "tx.enqueue": (_tx_enqueue, "transactions"),
-    "tx.outbox_enqueue": (_tx_outbox_enqueue, "transactions"),
-    "tx.get_job_tx": (_tx_get_job, "transactions"),
+def _tx_stream_append(store: Store, name: Any) -> object:
+    with store.transaction() as tx:
+        return tx.stream_append(name, {"n": 1})
+
+
+def _tx_notify(store: Store, name: Any) -> object:
+    with store.transaction() as tx:
+        tx.notify(name, {"n": 1})
+    return None
+
+
+NAME_SURFACES: dict[str, tuple[NameSurface, tuple[str, ...]]] = {
+    "queue": (lambda s, n: s.queue(n), ()),
+    "outbox": (lambda s, n: s.outbox(n), ()),
+    "lock": (lambda s, n: s.lock(n), ("locks",)),
+    "tx.enqueue": (_tx_enqueue, ("transactions",)),
+    "tx.outbox_enqueue": (_tx_outbox_enqueue, ("transactions",)),
+    "tx.get_job_tx": (_tx_get_job, ("transactions",)),
+    "stream": (lambda s, n: s.stream(n), ("streams",)),
+    "tx.stream_append": (_tx_stream_append, ("streams", "transactions")),
+    "notify": (lambda s, n: s.notify(n, {"n": 1}), ("pubsub",)),
+    "subscribe": (lambda s, n: s.subscribe(n).close(), ("pubsub",)),
+    "tx.notify": (_tx_notify, ("pubsub", "transactions")),
 }
 surfaces = pytest.mark.parametrize("surface", list(NAME_SURFACES))
 
-RESERVED = ["__alkstore", "__alkstore_scheduler", "__alkstore_outbox:sync", "__alkstoreX"]
-MALFORMED: list[Any] = ["", "x" * 201, "a\x00b", None, 7, b"bytes"]
 ACCEPTED = ["_alkstore", "x__alkstore", "__alkstor", "ALKSTORE", "x" * 200, "é" * 200, "日本"]
 
 
 def _on(surface: str, requires: Callable[[str], None]) -> NameSurface:
-    call, profile = NAME_SURFACES[surface]
-    if profile is not None:
+    call, profiles = NAME_SURFACES[surface]
+    for profile in profiles:
         requires(profile)
     return call
 
 
 @pytest.mark.property("NAMES-RESERVED-REFUSED")
 @surfaces
-@pytest.mark.parametrize("name", RESERVED)
+@pytest.mark.parametrize("name", RESERVED_NAMES)
 def test_reserved_names_are_refused(
     store: Store, requires: Callable[[str], None], surface: str, name: str
 ) -> None:
@@ -89,9 +104,7 @@ def test_names_merely_resembling_the_prefix_are_accepted(store: Store, name: str
 
 @pytest.mark.property("NAMES-MALFORMED-REFUSED")
 @surfaces
-@pytest.mark.parametrize(
-    "name", MALFORMED, ids=["empty", "201-chars", "nul", "none", "int", "bytes"]
-)
+@pytest.mark.parametrize("name", MALFORMED_NAMES, ids=MALFORMED_IDS)
 def test_malformed_names_are_refused(
     store: Store, requires: Callable[[str], None], surface: str, name: Any
 ) -> None:
