@@ -132,3 +132,14 @@ def test_get_job_of_an_absent_id_is_none(store: Store) -> None:
     assert handle is not None
     assert handle.ack() is True
     assert queue.get_job(job_id) is None
+
+
+@pytest.mark.property("QUEUE-CANCEL")
+@pytest.mark.parametrize("job_id", [-1, 0, 2**63, 2**64], ids=["negative", "zero", "2^63", "2^64"])
+def test_an_id_no_job_can_have_names_no_job(store: Store, job_id: int) -> None:
+    queue = store.queue("q")
+    queue.enqueue({"n": 1})
+    queue.claim("worker")
+    assert queue.get_job(job_id) is None
+    assert queue.cancel(job_id) is False
+    assert queue.ack_batch([job_id], "worker") == 0
