@@ -38,6 +38,7 @@ from .engine import (
 )
 from .errors import (
     AlkstoreError,
+    EngineMisconfigured,
     EngineNotFound,
     EngineUnavailable,
     InvalidName,
@@ -76,6 +77,7 @@ __all__ = [
     "AlkstoreError",
     "Capabilities",
     "Clock",
+    "EngineMisconfigured",
     "EngineNotFound",
     "EngineProvider",
     "EngineSpec",

@@ -58,4 +58,11 @@ class StoreClosed(AlkstoreError):
 
 
 class EngineUnavailable(AlkstoreError):
-    """The database cannot be reached; the driver's error is chained as ``__cause__``."""
+    """The database cannot be reached right now (transient: an outage, a restart, a lock
+    held past the time limit); the driver's error is chained as ``__cause__``."""
+
+
+class EngineMisconfigured(AlkstoreError):
+    """The database was reached and refused this configuration: no such database or
+    role, a wrong password, a missing permission. Not transient: retrying the same
+    call will not help, so this is deliberately not an ``EngineUnavailable``."""

@@ -12,6 +12,7 @@ import psycopg
 
 from alkstore.clock import Clock
 from alkstore.core import CoreStore
+from alkstore.driver import Driver
 from alkstore.engine import Capabilities, EngineSpec
 from alkstore.errors import InvalidOptions
 
@@ -38,7 +39,13 @@ def libpq_url(url: str) -> str:
     return "postgresql://" + url[match.end() :]
 
 
-def open_store(url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
+def open_store(
+    url: str,
+    *,
+    clock: Clock | None = None,
+    wrap: Callable[[Driver[Any]], Driver[Any]] | None = None,
+    **opts: Any,
+) -> CoreStore:
     """Open (creating or migrating the schema unless ``migrate=False``) a store."""
     options = parse_options(opts)  # before any connection: bad options touch nothing
     conninfo = libpq_url(url)
@@ -48,7 +55,7 @@ def open_store(url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStor
         server_clock = ServerClock()
     driver = PostgresDriver(conninfo, options, server_clock)
     return CoreStore(
-        driver,
+        wrap(driver) if wrap is not None else driver,
         clock=clock if clock is not None else server_clock,
         repoll_s=options.repoll_s,
         engine_name=ENGINE_NAME,
@@ -81,6 +88,17 @@ class PostgresEngine:
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
         return open_store(url, clock=clock, **opts)
+
+    def open_with_driver_wrapper(
+        self,
+        url: str,
+        wrap: Callable[[Driver[Any]], Driver[Any]],
+        *,
+        clock: Clock | None = None,
+        **opts: Any,
+    ) -> CoreStore:
+        """The conformance kit's fault-injection hook: ``open`` over ``wrap(driver)``."""
+        return open_store(url, clock=clock, wrap=wrap, **opts)
 
     def provision(self) -> AbstractContextManager[EngineSpec]:
         return provision()

@@ -13,6 +13,7 @@ from alkstore import Capabilities, EngineSpec, Store
 from alkstore.clock import Clock
 from alkstore.constants import CONTRACT_VERSION
 from alkstore.core import CoreStore
+from alkstore.driver import Driver
 
 from .driver import SqliteDriver
 from .options import parse_options
@@ -41,11 +42,24 @@ class SqliteEngine:
         ``InvalidOptions`` for a bad URL or option, ``EngineUnavailable`` when the
         file cannot be opened as a database.
         """
+        return self.open_with_driver_wrapper(url, _unwrapped, clock=clock, **opts)
+
+    def open_with_driver_wrapper(
+        self,
+        url: str,
+        wrap: Callable[[Driver[Any]], Driver[Any]],
+        *,
+        clock: Clock | None = None,
+        **opts: Any,
+    ) -> Store:
+        """The conformance kit's fault-injection hook: ``open`` over ``wrap(driver)``."""
         path = database_path(url)
         options = parse_options(opts)
         driver = SqliteDriver(path, options)
         try:
-            return CoreStore(driver, clock=clock, repoll_s=options.repoll_s, engine_name=self.name)
+            return CoreStore(
+                wrap(driver), clock=clock, repoll_s=options.repoll_s, engine_name=self.name
+            )
         except BaseException:
             driver.close()
             raise
@@ -82,6 +96,10 @@ class SqliteEngine:
 
     def __repr__(self) -> str:
         return f"<alkstore engine {self.name!r} {self.version}>"
+
+
+def _unwrapped(driver: Driver[Any]) -> Driver[Any]:
+    return driver
 
 
 provider = SqliteEngine()

@@ -25,7 +25,7 @@ reopening the URL sees the same data (until the process exits, or until the
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +33,7 @@ from alkstore import Capabilities, EngineSpec, InvalidOptions, Store
 from alkstore.clock import Clock
 from alkstore.constants import CONTRACT_VERSION
 from alkstore.core import DEFAULT_REPOLL_S, CoreStore
+from alkstore.driver import Driver
 
 from .database import database, drop
 from .driver import MemoryDriver
@@ -70,11 +71,22 @@ class MemoryEngine:
         """Open ``memory://<name>``; an unknown name starts an empty database.
 
         The only option is ``repoll_s`` (the core's safety-net re-poll interval)."""
+        return self.open_with_driver_wrapper(url, lambda driver: driver, clock=clock, **opts)
+
+    def open_with_driver_wrapper(
+        self,
+        url: str,
+        wrap: Callable[[Driver[Any]], Driver[Any]],
+        *,
+        clock: Clock | None = None,
+        **opts: Any,
+    ) -> Store:
+        """The conformance kit's fault-injection hook: ``open`` over ``wrap(driver)``."""
         repoll_s = opts.pop("repoll_s", DEFAULT_REPOLL_S)
         if opts:
             raise InvalidOptions(f"unknown memory engine option(s): {', '.join(sorted(opts))}")
         driver = MemoryDriver(database(_database_name(url)))
-        return CoreStore(driver, clock=clock, repoll_s=repoll_s, engine_name=self.name)
+        return CoreStore(wrap(driver), clock=clock, repoll_s=repoll_s, engine_name=self.name)
 
     @contextmanager
     def provision(self) -> Iterator[EngineSpec]:
