@@ -104,6 +104,8 @@ class FakeDriver:
         self._state = State()
         self._numbers = itertools.count(1)
         self.calls: list[Call] = []
+        self.wait_budgets: list[tuple[str, float | None]] = []
+        """``(unit kind, wait_s)`` of every ``write``/``read`` the core started."""
         self.committed_announcements: list[str] = []
         self.sink: WakeSink | None = None
         self.watching = threading.Event()
@@ -189,11 +191,13 @@ class FakeDriver:
     def _committed(self, c: FakeTx) -> None:
         """What a commit makes visible beyond the database (nothing, without profiles)."""
 
-    def write(self, work: Callable[[FakeTx], T]) -> T:
+    def write(self, work: Callable[[FakeTx], T], *, wait_s: float | None = None) -> T:
+        self.wait_budgets.append(("write", wait_s))
         with self._tx("write", commit=True) as c:
             return work(c)
 
-    def read(self, work: Callable[[FakeTx], T]) -> T:
+    def read(self, work: Callable[[FakeTx], T], *, wait_s: float | None = None) -> T:
+        self.wait_budgets.append(("read", wait_s))
         with self._tx("read", commit=False) as c:
             return work(c)
 

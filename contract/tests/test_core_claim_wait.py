@@ -147,14 +147,39 @@ def test_claim_wait_recovers_when_the_database_comes_back_later(
     assert handle.id == job_id
 
 
-def test_claim_wait_reraises_an_outage_that_outlasts_its_timeout(
+def test_claim_wait_finds_no_work_when_an_outage_outlasts_its_timeout(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    driver.down = True
+    assert store.queue("q").claim_wait("w1", timeout=0.05) is None
+    assert driver.refused >= 1
+
+
+def test_claim_wait_hands_the_engine_no_more_time_than_its_own_timeout(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    store.queue("q").claim_wait("w1", timeout=0.2)
+    budgets = [wait_s for _, wait_s in driver.wait_budgets]
+    assert budgets  # it claimed and looked ahead at least once
+    assert all(wait_s is not None and 0 < wait_s <= 0.2 for wait_s in budgets)
+
+
+def test_calls_without_a_timeout_leave_the_engine_its_own_limit(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue({"n": 1})
+    assert queue.claim("w1") is not None
+    assert [wait_s for _, wait_s in driver.wait_budgets] == [None, None]
+
+
+def test_an_outage_still_reaches_a_caller_that_does_not_wait(
     store: CoreStore, driver: FakeDriver
 ) -> None:
     driver.down = True
     with pytest.raises(EngineUnavailable) as caught:
-        store.queue("q").claim_wait("w1", timeout=0.05)
+        store.queue("q").claim("w1")
     assert isinstance(caught.value.__cause__, ConnectionError)
-    assert driver.refused >= 1
 
 
 def test_claim_wait_raises_store_closed_when_the_store_closes_meanwhile(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
+from .errors import InvalidOptions
+
 
 @runtime_checkable
 class Clock(Protocol):
@@ -45,3 +47,11 @@ class OffsetClock(RealtimeClock):
 
     def __repr__(self) -> str:
         return f"OffsetClock(offset={self.offset!r})"
+
+
+def check_clock(clock: object) -> None:
+    """Refuse a ``clock`` option that is not a ``Clock`` (``None`` means the default)."""
+    if clock is not None and not isinstance(clock, Clock):
+        raise InvalidOptions(
+            f"clock must be an alkstore.Clock (with now() and sleep()), got {type(clock).__name__}"
+        )

@@ -29,6 +29,12 @@ MAX_SECONDS: Final = 2**40
 PRIORITY_RANGE: Final = (-(2**31), 2**31 - 1)
 """Priorities are 32-bit signed integers on every engine."""
 
+MAX_PAYLOAD_DEPTH: Final = 64
+"""Deepest nesting of lists and objects a payload may have (``[[1]]`` is 2 deep).
+Deeper payloads are refused at enqueue: decoding one from a worker's already deep
+stack could exhaust Python's recursion limit, and a row that cannot be decoded
+must never reach a claimer."""
+
 MAX_BATCH: Final = 10_000
 """Largest ``claim_batch`` limit."""
 

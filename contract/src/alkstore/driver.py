@@ -51,6 +51,9 @@ JOB_COLUMNS: tuple[str, ...] = (
 
 ERROR_EXHAUSTED = "max attempts exceeded"
 ERROR_EXPIRED = "expired"
+ERROR_UNDECODABLE = "payload cannot be decoded"
+"""``last_error`` prefix of a job dead-lettered by a claim because its stored payload
+cannot be decoded (``alkstore.payload.UndecodablePayload``)."""
 
 
 _STATES = {state.value: state for state in JobState}
@@ -130,9 +133,17 @@ class Driver(Protocol[C]):
     """
 
     # -- transactions -----------------------------------------------------
-    def write(self, work: Callable[[C], T]) -> T: ...
+    def write(self, work: Callable[[C], T], *, wait_s: float | None = None) -> T:
+        """Run ``work`` in a write unit. ``wait_s`` is the caller's remaining time: the
+        engine waits at most that long (and never longer than its own limit, e.g. a
+        busy or connect timeout, which also applies when ``wait_s`` is ``None``) for a
+        connection or a lock, then raises ``EngineUnavailable``. The core only passes
+        it when a caller's timeout is running (``claim_wait``, ``stream.wait``)."""
+        ...
 
-    def read(self, work: Callable[[C], T]) -> T: ...
+    def read(self, work: Callable[[C], T], *, wait_s: float | None = None) -> T:
+        """Run ``work`` on a consistent read; ``wait_s`` as for ``write``."""
+        ...
 
     def transaction(self) -> AbstractContextManager[C]: ...
 

@@ -14,8 +14,8 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from .api import Store
-from .clock import Clock
-from .errors import EngineNotFound
+from .clock import Clock, check_clock
+from .errors import EngineNotFound, InvalidOptions
 
 ENGINE_GROUP = "alkstore.engines"
 
@@ -95,5 +95,16 @@ def url_scheme(url: str) -> str:
 
 
 def open(url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
-    """Open a store; the URL scheme names the engine."""
+    """Open a store; the URL scheme names the engine.
+
+    Raises ``InvalidOptions`` for a URL that is not a ``str`` or a ``clock`` that is
+    not a ``Clock`` (before any engine is loaded), ``EngineNotFound`` when no
+    installed engine has the URL's scheme, and whatever the engine raises for its
+    own URL and options (``InvalidOptions``, ``EngineUnavailable``,
+    ``EngineMisconfigured``)."""
+    if not isinstance(url, str):
+        raise InvalidOptions(
+            f"url must be a str such as 'sqlite:///app.db', got {type(url).__name__}"
+        )
+    check_clock(clock)
     return load_engine(url_scheme(url)).open(url, clock=clock, **opts)

@@ -1,12 +1,23 @@
-"""Payload encoding (CONTRACT.md §0): JSON text in storage, decoded values out."""
+"""Payload encoding (CONTRACT.md §0): JSON text in storage, decoded values out.
+
+Two rules beyond "a round trip through json": a payload nests at most
+``MAX_PAYLOAD_DEPTH`` lists/objects deep (deeper ones are refused with
+``PayloadError`` before anything is written), and reading a stored payload never
+raises: text that cannot be decoded (written by something other than alkstore,
+or deeper than the limit) comes back as an ``UndecodablePayload`` value, which
+the claim path dead-letters instead of handing out.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+from .constants import MAX_PAYLOAD_DEPTH
 from .errors import PayloadError
 
 _encoder = json.JSONEncoder(
@@ -31,10 +42,47 @@ _fast_encode: Callable[[object, int], Any] | None = (
 _decoder = json.JSONDecoder()
 _scan_once: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+@dataclass(frozen=True, slots=True)
+class UndecodablePayload:
+    """What a stored payload reads as when its text cannot be decoded.
+
+    Only text written around alkstore (raw SQL, an older release, corruption) can be
+    undecodable. A claim never hands such a job out: it moves it to dead with
+    ``last_error`` naming the reason; ``get_job`` shows it with this payload."""
+
+    text: str
+    reason: str
+
+
+def nesting_depth(text: str) -> int:
+    """How deep lists and objects nest in the JSON ``text`` (``"1"``: 0, ``"[[]]"``: 2)."""
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _may_be_too_deep(text: str) -> bool:
+    # Nesting deeper than the limit needs more opening brackets than the limit: two
+    # C-level counts clear nearly every payload without looking further.
+    return text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH
+
 
 def encode_payload(value: object) -> str:
     """Serialize ``value`` or raise ``PayloadError`` before anything is written."""
     text = _encode(value)
+    if _may_be_too_deep(text) and nesting_depth(text) > MAX_PAYLOAD_DEPTH:
+        raise PayloadError(
+            f"payload nests deeper than {MAX_PAYLOAD_DEPTH} levels of lists and objects"
+        )
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -57,12 +105,31 @@ def _encode(value: object) -> str:
         raise PayloadError(f"payload is not JSON-serializable: {exc}") from exc
 
 
-def decode_payload(text: str) -> Any:
-    """Inverse of ``encode_payload``."""
+def decode_payload(text: str | bytes) -> Any:
+    """Inverse of ``encode_payload``; never raises: text that is not a payload
+    alkstore could have written comes back as ``UndecodablePayload``."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return UndecodablePayload(repr(text), f"not UTF-8 text: {exc}")
+    if _may_be_too_deep(text) and nesting_depth(text) > MAX_PAYLOAD_DEPTH:
+        return UndecodablePayload(
+            text, f"nested deeper than {MAX_PAYLOAD_DEPTH} levels of lists and objects"
+        )
     try:
         value, end = _scan_once(text, 0)
-    except (StopIteration, TypeError):
-        return json.loads(text)  # no value at index 0, or bytes: json.loads handles it
-    if end != len(text):
-        return json.loads(text)  # trailing text: whitespace, or an error loads reports
-    return value
+        if end == len(text):
+            return value
+    except StopIteration:
+        pass  # no value at index 0 (leading whitespace, or not JSON): json.loads decides
+    except (ValueError, RecursionError) as exc:
+        return UndecodablePayload(text, f"not valid JSON: {exc}")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return UndecodablePayload(text, f"not valid JSON: {exc}")
+
+
+def is_undecodable(payload: object) -> bool:
+    return type(payload) is UndecodablePayload

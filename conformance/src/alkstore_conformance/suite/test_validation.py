@@ -21,6 +21,7 @@ from alkstore import (
     ReservedName,
     Store,
 )
+from alkstore.constants import MAX_PAYLOAD_DEPTH
 from alkstore_conformance.support import MALFORMED_IDS, MALFORMED_NAMES, RESERVED_NAMES
 
 # -- names -------------------------------------------------------------------------
@@ -206,6 +207,13 @@ def test_bad_lock_ttl_is_refused_naming_the_field(store: Store, ttl: Any) -> Non
 # -- payloads ----------------------------------------------------------------------
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def _circular() -> list[Any]:
     loop: list[Any] = []
     loop.append(loop)
@@ -222,6 +230,7 @@ BAD_PAYLOADS: dict[str, Callable[[], Any]] = {
     "tuple-key": lambda: {(1, 2): "x"},
     "lone-surrogate": lambda: "\ud800",
     "circular": _circular,
+    "nested-too-deep": lambda: _nested(MAX_PAYLOAD_DEPTH + 1),
 }
 bad_payloads = pytest.mark.parametrize("payload", list(BAD_PAYLOADS))
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 from ..api import JobHandle
 from ..backoff import retry_delay
 from ..constants import MAX_BATCH
-from ..driver import ERROR_EXHAUSTED, queue_topic
+from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import EngineUnavailable, InvalidOptions
 from ..names import validate_identifier
 from ..options import DEFAULT_ENQUEUE_OPTS, EnqueueOpts, QueueOpts, check_type, resolve_new_job
-from ..payload import encode_payload
+from ..payload import UndecodablePayload, encode_payload, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
 from ..values import Job, SweepResult
@@ -196,6 +196,9 @@ class CoreQueue:
         return handles[0] if handles else None
 
     def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]:
+        return self._claim_batch(worker_id, limit, None)
+
+    def _claim_batch(self, worker_id: str, limit: int, wait_s: float | None) -> list[JobHandle]:
         validate_identifier(worker_id, "worker_id")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
             raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
@@ -207,9 +210,13 @@ class CoreQueue:
         def work(c: Any) -> list[Job]:
             # A lapsed row whose budget is spent is never handed out again.
             driver.bury_exhausted(c, name, now)
-            return driver.claim(c, name, worker_id, now, limit)
+            jobs = driver.claim(c, name, worker_id, now, limit)
+            for job in jobs:
+                if is_undecodable(job.payload):
+                    return _set_aside_undecodable(driver, c, name, worker_id, now, limit, jobs)
+            return jobs
 
-        jobs = store._write(work)
+        jobs = store._write(work, wait_s)
         if len(jobs) > 1:
             jobs.sort(key=_claim_order)
         handles: list[JobHandle] = [CoreJobHandle(self, job) for job in jobs]
@@ -237,15 +244,17 @@ class CoreQueue:
                         return None
                     waiter.clear()
                     try:
-                        handle = self.claim(worker_id)
-                        if handle is not None:
-                            return handle
-                        next_due = self._next_wake_at()
+                        # The engine may wait for a connection or a lock only as long
+                        # as the caller's own timeout allows.
+                        handles = self._claim_batch(worker_id, 1, deadline.wait_s())
+                        if handles:
+                            return handles[0]
+                        next_due = self._next_wake_at(deadline.wait_s())
                     except EngineUnavailable:
-                        # A waiting worker outlives a database restart: keep re-polling
-                        # until the caller's own timeout, then report the outage.
+                        # A waiting worker outlives a database restart: it keeps
+                        # re-polling, and at its deadline it has simply found no work.
                         if deadline.expired():
-                            raise
+                            return None
                         next_due = None
                     if deadline.expired():
                         return None
@@ -255,10 +264,10 @@ class CoreQueue:
                 if stop is not None:
                     stop.remove_callback(waiter.wake)
 
-    def _next_wake_at(self) -> int | None:
+    def _next_wake_at(self, wait_s: float | None) -> int | None:
         store = self._store
         now = store._now()
-        return store._read(lambda c: store._driver.next_wake_at(c, self._name, now))
+        return store._read(lambda c: store._driver.next_wake_at(c, self._name, now), wait_s)
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
         validate_identifier(worker_id, "worker_id")
@@ -315,6 +324,29 @@ class CoreOutbox(CoreQueue):
 
     def __repr__(self) -> str:
         return f"<Outbox {self._outbox_name!r}>"
+
+
+def _set_aside_undecodable(
+    driver: Driver[Any], c: Any, queue: str, worker_id: str, now: int, limit: int, jobs: list[Job]
+) -> list[Job]:
+    """Dead-letter the claimed jobs whose payload cannot be decoded (a row written
+    around alkstore) and claim again in their place, so such a row never wedges the
+    queue nor reaches a handler. Each round buries at least one row: it ends."""
+    claimed: list[Job] = []
+    wanted = limit
+    while jobs:
+        for job in jobs:
+            payload = job.payload
+            if isinstance(payload, UndecodablePayload):
+                error = f"{ERROR_UNDECODABLE}: {payload.reason}"
+                driver.bury(c, job.id, job.attempts, now, error)
+            else:
+                claimed.append(job)
+        if len(claimed) == limit or len(jobs) < wanted:
+            break  # filled, or the queue had no more claimable rows
+        wanted = limit - len(claimed)
+        jobs = driver.claim(c, queue, worker_id, now, wanted)
+    return claimed
 
 
 def _enqueue_opts(opts: EnqueueOpts | None) -> EnqueueOpts:

@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..api import Store
-from ..clock import Clock, SystemClock
+from ..clock import Clock, SystemClock, check_clock
 from ..driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
 from ..errors import InvalidOptions, StoreClosed
 from ..names import outbox_queue_name, validate_name
@@ -52,6 +52,7 @@ class CoreStore:
             raise InvalidOptions(
                 f"repoll_s must be a number of seconds in (0, 3600], got {repoll_s!r}"
             )
+        check_clock(clock)
         self._driver = driver
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._repoll_s = float(repoll_s)
@@ -79,13 +80,17 @@ class CoreStore:
         if self._closed:
             raise StoreClosed("the store is closed")
 
-    def _write(self, work: Callable[[Any], T]) -> T:
+    def _write(self, work: Callable[[Any], T], wait_s: float | None = None) -> T:
         self._check_open()
-        return self._driver.write(work)
+        if wait_s is None:
+            return self._driver.write(work)
+        return self._driver.write(work, wait_s=wait_s)
 
-    def _read(self, work: Callable[[Any], T]) -> T:
+    def _read(self, work: Callable[[Any], T], wait_s: float | None = None) -> T:
         self._check_open()
-        return self._driver.read(work)
+        if wait_s is None:
+            return self._driver.read(work)
+        return self._driver.read(work, wait_s=wait_s)
 
     def _profile(self, method: str, profile: str) -> Any:
         self._check_open()

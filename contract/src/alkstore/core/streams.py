@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..constants import MAX_BATCH
 from ..driver import stream_topic
-from ..errors import InvalidOptions
+from ..errors import EngineUnavailable, InvalidOptions
 from ..names import validate_identifier
 from ..options import check_type
 from ..payload import encode_payload
@@ -98,8 +98,13 @@ class CoreStream:
             try:
                 while True:
                     waiter.clear()
-                    if self.read(after, 1):
-                        return True
+                    try:
+                        if self._has_event_after(after, deadline.wait_s()):
+                            return True
+                    except EngineUnavailable:
+                        # Like claim_wait: an outage is waited out until the deadline.
+                        if deadline.expired():
+                            return False
                     if (stop is not None and stop.is_set()) or deadline.expired():
                         return False
                     waiter.wait(wait_budget(store.clock, deadline, None, store._repoll_s))
@@ -107,6 +112,11 @@ class CoreStream:
             finally:
                 if stop is not None:
                     stop.remove_callback(waiter.wake)
+
+    def _has_event_after(self, after: int, wait_s: float | None) -> bool:
+        store = self._store
+        driver = store._streams()
+        return bool(store._read(lambda c: driver.stream_read(c, self._name, after, 1), wait_s))
 
     def __repr__(self) -> str:
         return f"<Stream {self._name!r}>"

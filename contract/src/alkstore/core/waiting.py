@@ -7,6 +7,8 @@ import time
 from ..clock import Clock, RealtimeClock
 from ..timeconv import duration_seconds
 
+_LEAST_WAIT_S = 0.001
+
 
 class Deadline:
     """A caller's timeout in monotonic time (``None`` = no timeout)."""
@@ -22,6 +24,13 @@ class Deadline:
         if self._at is None:
             return None
         return max(0.0, self._at - time.monotonic())
+
+    def wait_s(self) -> float | None:
+        """The budget to hand an engine for one call: how long it may wait for a
+        connection or a lock (``None``: no timeout, the engine's own limit applies)."""
+        remaining = self.remaining()
+        # Never zero: an engine given no time at all still gets one try.
+        return None if remaining is None else max(remaining, _LEAST_WAIT_S)
 
     def expired(self) -> bool:
         remaining = self.remaining()

@@ -118,11 +118,13 @@ class MemoryDriver:
         self._db = database
 
     # -- transactions ---------------------------------------------------------------
-    def write(self, work: Callable[[Tx], T]) -> T:
+    def write(self, work: Callable[[Tx], T], *, wait_s: float | None = None) -> T:
+        # An in-memory write holds its lock for microseconds: there is nothing to
+        # bound with wait_s (a caller's open transaction on another thread aside).
         with self._db.write_transaction() as tx:
             return work(tx)
 
-    def read(self, work: Callable[[Tx], T]) -> T:
+    def read(self, work: Callable[[Tx], T], *, wait_s: float | None = None) -> T:
         return self._db.read(work)
 
     def transaction(self) -> AbstractContextManager[Tx]:
