@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+import alkstore
 from alkstore import (
+    EngineProvider,
+    EngineSpec,
     EnqueueOpts,
     InvalidName,
     InvalidOptions,
@@ -202,6 +205,22 @@ def test_bad_lock_ttl_is_refused_naming_the_field(store: Store, ttl: Any) -> Non
     with pytest.raises(InvalidOptions, match="ttl"):
         lock.acquire("owner", ttl)
     assert lock.holder() is None
+
+
+@pytest.mark.property("OPTIONS-INVALID-REFUSED")
+@pytest.mark.parametrize("clock", ["x", 1_700_000_000, object()], ids=["str", "int", "object"])
+def test_a_clock_that_is_not_a_clock_is_refused_at_open(
+    engine: EngineProvider, engine_spec: EngineSpec, clock: Any
+) -> None:
+    with pytest.raises(InvalidOptions, match="clock"):
+        engine.open(engine_spec.url, clock=clock, **engine_spec.opts)
+
+
+@pytest.mark.property("OPTIONS-INVALID-REFUSED")
+@pytest.mark.parametrize("url", [None, 123, b"bytes"], ids=["none", "int", "bytes"])
+def test_a_url_that_is_not_a_str_is_refused_at_open(url: Any) -> None:
+    with pytest.raises(InvalidOptions, match="url"):
+        alkstore.open(url)
 
 
 # -- payloads ----------------------------------------------------------------------
