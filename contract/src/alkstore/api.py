@@ -1,7 +1,10 @@
-"""The public surface every engine's store presents (CONTRACT.md §1-§7).
+"""The public surface every engine's store presents (contract §1-§7).
 
 These are ``Protocol``s: applications type against them; the shared core
-(``alkstore.core``) is the reference implementation engines reuse.
+(``alkstore.core``) is the reference implementation engines reuse. Every
+time argument follows contract §0: a duration is ``int | float`` seconds or a
+``timedelta``, rounded *up* to whole seconds; an instant is epoch seconds or a
+timezone-aware ``datetime``; "now" is always the store's ``Clock``.
 """
 
 from __future__ import annotations
@@ -19,184 +22,771 @@ from .values import Job, LockInfo, Schedule, StreamEvent, SweepResult, TickResul
 
 
 class JobHandle(Protocol):
-    """A claim on one job. Ops return ``True`` only while this very claim is live."""
+    """A claim on one job. Ops return ``True`` only while this very claim is live.
+
+    A claim is identified by ``(job id, attempts)``: every claim increments
+    ``attempts``, so once anyone reclaims the job (after this claim's deadline
+    passed) this handle's operations match nothing. ``ack``, ``heartbeat``,
+    ``retry`` and ``fail`` return ``True`` only if the row is still processing
+    under this very claim *and* its deadline has not passed; otherwise they
+    return ``False`` and change nothing (contract §2, handle-op validity). A
+    lost claim is a value, not an error.
+    """
 
     @property
-    def job(self) -> Job: ...
+    def job(self) -> Job:
+        """The job as this claim saw it (a snapshot taken at claim time)."""
 
     @property
-    def id(self) -> int: ...
+    def id(self) -> int:
+        """The job's id (``job.id``)."""
 
     @property
-    def payload(self) -> Any: ...
+    def payload(self) -> Any:
+        """The job's decoded payload (``job.payload``)."""
 
     @property
-    def attempts(self) -> int: ...
+    def attempts(self) -> int:
+        """The attempt number of this claim (``job.attempts``, 1 on the first claim)."""
 
-    def ack(self) -> bool: ...
+    def ack(self) -> bool:
+        """Finish the job: delete its row.
 
-    def heartbeat(self, extend: Duration) -> bool: ...
+        Returns:
+            ``True`` if the job was deleted; ``False`` if this claim is no longer
+            live (its deadline passed or the job was reclaimed), in which case
+            nothing changed (contract §2).
 
-    def retry(self, error: str, delay: Duration | None = None) -> bool: ...
+        Raises:
+            StoreClosed: the store was closed.
+            EngineUnavailable: the database cannot be reached.
+        """
 
-    def fail(self, error: str) -> bool: ...
+    def heartbeat(self, extend: Duration) -> bool:
+        """Keep the claim: set its deadline to ``now + extend`` (absolute, not additive).
+
+        A late heartbeat never steals a job back: once the deadline has passed
+        the claim is lost, even if nobody has reclaimed the job yet (contract §2).
+
+        Args:
+            extend: seconds (or a ``timedelta``) from now, at least 1 s after rounding up.
+
+        Returns:
+            ``True`` if the deadline moved; ``False`` if the claim is no longer live.
+
+        Raises:
+            InvalidOptions: ``extend`` is not a duration of at least 1 s.
+            StoreClosed: the store was closed.
+        """
+
+    def retry(self, error: str, delay: Duration | None = None) -> bool:
+        """Give the job back to the queue to run again later.
+
+        The job returns to pending with ``run_at = now + d``, where ``d`` is
+        ``delay`` when given, else ``alkstore.retry_delay`` of the job's stamped
+        ``backoff_base_s`` and this attempt (contract §2, backoff curve). If the
+        attempt budget is spent (``attempts >= max_attempts``) the job goes dead
+        with ``last_error = "max attempts exceeded"`` instead.
+
+        Args:
+            error: why this attempt failed, kept with the job.
+            delay: an explicit wait before the next attempt (``0`` = ready now).
+
+        Returns:
+            ``True`` if the job was rescheduled (or dead-lettered at its budget);
+            ``False`` if this claim is no longer live, in which case nothing changed.
+
+        Raises:
+            InvalidOptions: ``error`` is not a ``str`` or ``delay`` is not a
+                non-negative duration (checked even when the budget is spent).
+            StoreClosed: the store was closed.
+        """
+
+    def fail(self, error: str) -> bool:
+        """Dead-letter the job now, with ``last_error = error`` (contract §2).
+
+        Returns:
+            ``True`` if the job moved to dead; ``False`` if this claim is no longer live.
+
+        Raises:
+            InvalidOptions: ``error`` is not a ``str``.
+            StoreClosed: the store was closed.
+        """
 
 
 class QueueConsumer(Protocol):
-    """The surface queues and outboxes share."""
+    """The surface queues and outboxes share (contract §2, §4).
+
+    A queue is a name, not a registered object: work enqueued to a queue
+    nobody claims yet is durable work. Jobs move ``pending -> processing ->
+    dead``; ``ack`` and ``cancel`` delete them.
+    """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The queue's name (for an outbox: its reserved backing queue's name)."""
 
-    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int: ...
+    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
+        """Add one job and return its id.
 
-    def enqueue_many(
-        self, payloads: Sequence[Any], opts: EnqueueOpts | None = None
-    ) -> list[int]: ...
+        The queue's ``QueueOpts`` and ``opts`` are resolved now and stamped on
+        the row; later operations read the job's stamps, never the queue's
+        current opts (contract §2). Waiting claimers wake after the commit.
 
-    def claim(self, worker_id: str) -> JobHandle | None: ...
+        Args:
+            payload: any JSON-serializable value; it comes back decoded.
+            opts: delay or ``run_at``, priority, a ``max_attempts`` override and
+                ``expires`` (relative to now); default: ready now, priority 0.
 
-    def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]: ...
+        Returns:
+            The new job's id: unique for the store's lifetime, never reused.
+
+        Raises:
+            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
+            StoreClosed: the store was closed.
+            EngineUnavailable: the database cannot be reached.
+        """
+
+    def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
+        """Add one job per payload in one transaction, all stamped alike.
+
+        Every payload is encoded before anything is written: one bad payload
+        means no job at all (contract §2).
+
+        Args:
+            payloads: a list or tuple of JSON-serializable values (may be empty).
+            opts: as for ``enqueue``, applied to every job.
+
+        Returns:
+            The new ids, in the order of ``payloads``.
+
+        Raises:
+            PayloadError: a payload is not JSON-serializable (nothing written).
+            InvalidOptions: ``payloads`` is not a sequence, or ``opts`` is not an
+                ``EnqueueOpts``.
+            StoreClosed: the store was closed.
+        """
+
+    def claim(self, worker_id: str) -> JobHandle | None:
+        """Claim the next claimable job, or return ``None`` when there is none.
+
+        Claimable: pending with ``run_at <= now``, or processing past its
+        deadline; in both cases not past ``expires_at`` and with attempts left.
+        Order: priority descending, then ``run_at``, then id. Claiming sets the
+        job processing, increments ``attempts`` and sets its deadline to
+        ``now + visibility_timeout_s``. Exactly one concurrent claimer wins a
+        job (contract §2).
+
+        Args:
+            worker_id: who claims (a name: non-empty, at most 200 characters).
+
+        Returns:
+            A ``JobHandle`` for the claim, or ``None`` if nothing is claimable.
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            StoreClosed: the store was closed.
+            EngineUnavailable: the database cannot be reached.
+        """
+
+    def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]:
+        """Claim up to ``limit`` jobs at once, in claim order (see ``claim``).
+
+        Args:
+            worker_id: who claims.
+            limit: the most jobs to claim, 1 to 10,000.
+
+        Returns:
+            The handles, possibly empty; never more than ``limit``.
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            InvalidOptions: ``limit`` is not an int within 1..10,000.
+            StoreClosed: the store was closed.
+        """
 
     def claim_wait(
         self,
         worker_id: str,
         timeout: Duration | None = None,
         stop: StopToken | None = None,
-    ) -> JobHandle | None: ...
+    ) -> JobHandle | None:
+        """Claim a job, waiting until one becomes claimable.
 
-    def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int: ...
+        Wake-driven, not busy polling: returns within milliseconds of another
+        process's commit, wakes for a delayed ``run_at`` or a lapsing deadline
+        on time, and re-polls as a safety net. A database outage while waiting
+        is waited out until the timeout (contract §2, wake).
 
-    def cancel(self, job_id: int) -> bool: ...
+        Args:
+            worker_id: who claims.
+            timeout: the longest wait; ``None`` waits until ``stop`` is set.
+            stop: a ``StopToken`` that ends the wait early.
 
-    def get_job(self, job_id: int) -> Job | None: ...
+        Returns:
+            A ``JobHandle``, or ``None`` on timeout or stop.
 
-    def sweep_expired(self) -> SweepResult: ...
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            InvalidOptions: ``timeout`` is not a duration or ``stop`` is not a
+                ``StopToken``.
+            StoreClosed: the store was (or gets) closed.
+        """
+
+    def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
+        """Ack every job among ``job_ids`` that ``worker_id`` holds with a live claim.
+
+        Args:
+            job_ids: ids of jobs of this queue; others are ignored.
+            worker_id: the worker whose claims are acked.
+
+        Returns:
+            How many jobs were acked (deleted).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            InvalidOptions: an id is not an int.
+            StoreClosed: the store was closed.
+        """
+
+    def cancel(self, job_id: int) -> bool:
+        """Delete a pending or processing job of this queue, whoever holds it.
+
+        Dead jobs are untouched (contract §2).
+
+        Returns:
+            ``True`` if a row was deleted.
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the store was closed.
+        """
+
+    def get_job(self, job_id: int) -> Job | None:
+        """A snapshot of the job with ``job_id``, whatever its queue (id-global).
+
+        Returns:
+            A frozen ``Job`` for a pending, processing or dead job; ``None`` for
+            an id that names no row (acked, cancelled, purged or never issued).
+            ``Transaction.get_job_tx`` is the queue-filtered read (contract §2).
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the store was closed.
+        """
+
+    def sweep_expired(self) -> SweepResult:
+        """Run this queue's maintenance, one atomic statement per step.
+
+        In order: move every pending or processing job past ``expires_at`` to
+        dead (``last_error = "expired"``); dead-letter lapsed jobs whose attempts
+        are spent (``"max attempts exceeded"``); delete dead jobs older than
+        their stamped ``dead_letter_retention_s``. Afterwards no job with a
+        passed ``expires_at`` is pending or processing. Nothing runs this for
+        you: call it from a schedule (contract §2, §5).
+
+        Returns:
+            ``SweepResult(expired, exhausted, purged)`` counts.
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
 
 
 class Queue(QueueConsumer, Protocol):
+    """A named queue with the ``QueueOpts`` its enqueues stamp (contract §2).
+
+    Get one with ``store.queue(name, opts)``; creating it touches no storage.
+    """
+
     @property
-    def opts(self) -> QueueOpts: ...
+    def opts(self) -> QueueOpts:
+        """The options this handle stamps on each job it enqueues."""
 
 
 class Outbox(QueueConsumer, Protocol):
-    pass
+    """The queue surface over an outbox's reserved backing queue (contract §4).
+
+    Get one with ``store.outbox(name)``. It takes no options: its jobs are
+    stamped with ``OUTBOX_QUEUE_OPTS`` (visibility 60 s, 5 attempts, backoff
+    base 5 s). Enqueue in a business transaction with
+    ``Transaction.outbox_enqueue``.
+    """
 
 
 class Lock(Protocol):
+    """A named lease with a TTL (contract §6).
+
+    Expiry is silent: a holder whose TTL lapsed learns of it at its next
+    ``renew``. All times come from the store's clock.
+    """
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The lock's name."""
 
-    def acquire(self, owner: str, ttl: Duration) -> bool: ...
+    def acquire(self, owner: str, ttl: Duration) -> bool:
+        """Take the lock for ``owner`` until ``now + ttl``.
 
-    def renew(self, owner: str, ttl: Duration) -> bool: ...
+        Succeeds when the lock is free or lapsed; re-acquiring one's own live
+        lock renews it.
 
-    def release(self, owner: str) -> bool: ...
+        Args:
+            owner: who holds the lock (a name).
+            ttl: how long the lease lasts, at least 1 s.
 
-    def holder(self) -> LockInfo | None: ...
+        Returns:
+            ``True`` if ``owner`` now holds the lock.
+
+        Raises:
+            InvalidName: ``owner`` is malformed.
+            InvalidOptions: ``ttl`` is not a duration of at least 1 s.
+            StoreClosed: the store was closed.
+        """
+
+    def renew(self, owner: str, ttl: Duration) -> bool:
+        """Extend ``owner``'s live lease to ``now + ttl``.
+
+        Returns:
+            ``False`` once the TTL has lapsed or another owner holds the lock.
+
+        Raises:
+            InvalidName: ``owner`` is malformed.
+            InvalidOptions: ``ttl`` is not a duration of at least 1 s.
+            StoreClosed: the store was closed.
+        """
+
+    def release(self, owner: str) -> bool:
+        """Release ``owner``'s live lease.
+
+        Returns:
+            ``True`` if ``owner`` held the lock and it is now free.
+
+        Raises:
+            InvalidName: ``owner`` is malformed.
+            StoreClosed: the store was closed.
+        """
+
+    def holder(self) -> LockInfo | None:
+        """The live holder as ``LockInfo(owner, expires_at)``, or ``None`` if free or lapsed.
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
 
 
 class Stream(Protocol):
-    """An append-only log with durable consumer offsets."""
+    """An append-only log with durable consumer offsets (contract §7).
+
+    Offsets are strictly increasing per stream, starting at 1. There is no
+    engine-default retention: ``trim_to`` is the only way events go.
+    """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The stream's name."""
 
-    def append(self, payload: Any) -> int: ...
+    def append(self, payload: Any) -> int:
+        """Append one event and return its offset.
 
-    def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]: ...
+        Raises:
+            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            StoreClosed: the store was closed.
+            NotImplementedError: the engine does not implement the streams profile.
+        """
 
-    def commit(self, consumer: str, offset: int) -> None: ...
+    def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
+        """Events with offsets greater than ``after``, oldest first.
 
-    def offset(self, consumer: str) -> int: ...
+        Args:
+            after: the last offset already seen (0 = from the start).
+            limit: the most events to return, 1 to 10,000.
+
+        Returns:
+            Up to ``limit`` ``StreamEvent(offset, payload, created_at)`` values.
+
+        Raises:
+            InvalidOptions: ``after`` is not a non-negative int or ``limit`` is
+                out of range.
+            StoreClosed: the store was closed.
+        """
+
+    def commit(self, consumer: str, offset: int) -> None:
+        """Record durably that ``consumer`` has processed events up to ``offset``.
+
+        Raises:
+            InvalidName: ``consumer`` is malformed.
+            InvalidOptions: ``offset`` is not a non-negative int.
+            StoreClosed: the store was closed.
+        """
+
+    def offset(self, consumer: str) -> int:
+        """The offset ``consumer`` last committed, 0 when it never did.
+
+        Raises:
+            InvalidName: ``consumer`` is malformed.
+            StoreClosed: the store was closed.
+        """
 
     def wait(
         self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
-    ) -> bool: ...
+    ) -> bool:
+        """Wait until an event with an offset greater than ``after`` exists.
 
-    def trim_to(self, offset: int) -> int: ...
+        Wake-driven like ``Queue.claim_wait`` (contract §7).
+
+        Args:
+            after: the last offset already seen.
+            timeout: the longest wait; ``None`` waits until ``stop`` is set.
+            stop: a ``StopToken`` that ends the wait early.
+
+        Returns:
+            ``True`` as soon as such an event exists; ``False`` on timeout or stop.
+
+        Raises:
+            InvalidOptions: ``after``, ``timeout`` or ``stop`` is malformed.
+            StoreClosed: the store was (or gets) closed.
+        """
+
+    def trim_to(self, offset: int) -> int:
+        """Delete the events with offsets smaller than ``offset``.
+
+        Returns:
+            How many events were deleted.
+
+        Raises:
+            InvalidOptions: ``offset`` is not a non-negative int.
+            StoreClosed: the store was closed.
+        """
 
 
 class Subscription(Protocol):
-    """Ephemeral messages of one channel, from the moment of subscribing."""
+    """Ephemeral messages of one channel, from the moment of subscribing (contract §7).
+
+    Delivered to every subscription open when a ``notify`` commits, across
+    processes; nothing is stored. Iterate it, or call ``get``; close it (or use
+    it as a context manager) when done.
+    """
 
     @property
-    def channel(self) -> str: ...
+    def channel(self) -> str:
+        """The channel this subscription receives."""
 
-    def get(self, timeout: Duration | None = None) -> Any: ...
+    def get(self, timeout: Duration | None = None) -> Any:
+        """The next message's decoded payload.
 
-    def __iter__(self) -> Iterator[Any]: ...
+        Args:
+            timeout: the longest wait; ``None`` waits until a message arrives or
+                the subscription (or its store) is closed.
 
-    def close(self) -> None: ...
+        Returns:
+            The payload, or ``None`` on timeout or once closed.
+        """
 
-    def __enter__(self) -> Subscription: ...
+    def __iter__(self) -> Iterator[Any]:
+        """Yield each message's payload until the subscription or its store closes."""
 
-    def __exit__(self, *exc: object) -> None: ...
+    def close(self) -> None:
+        """Stop receiving; messages not yet read are dropped. Idempotent."""
+
+    def __enter__(self) -> Subscription:
+        """Use the subscription in a ``with`` block; it closes on exit.
+
+        Raises:
+            StoreClosed: the subscription is already closed.
+        """
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the subscription."""
 
 
 class Transaction(Protocol):
-    """Work that commits or rolls back with the caller's business writes."""
+    """Work that commits or rolls back with the caller's business writes (contract §3).
+
+    Obtained from ``store.transaction()`` (the engine opens the transaction)
+    or ``store.attach(conn)`` (the caller's own). A rollback leaves no job, no
+    stream event and no wake; waiters are woken only after commit. Once the
+    ``with`` block ends, every method raises ``StoreClosed``.
+    """
 
     @property
-    def connection(self) -> Any: ...
+    def connection(self) -> Any:
+        """The engine's DB-API connection (``sqlite3.Connection``, ``psycopg.Connection``).
 
-    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any: ...
+        Raises:
+            StoreClosed: the transaction has finished or the store was closed.
+        """
 
-    def enqueue(self, queue: str, payload: Any, opts: EnqueueOpts | None = None) -> int: ...
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run a business statement on ``connection`` in this transaction.
 
-    def outbox_enqueue(self, outbox: str, payload: Any) -> int: ...
+        Args:
+            sql: the statement, in the engine driver's parameter style
+                (``?`` for SQLite, ``%s`` for psycopg).
+            params: its parameters.
 
-    def get_job_tx(self, queue: str, job_id: int) -> Job | None: ...
+        Returns:
+            Whatever the connection's ``execute`` returns (a cursor).
 
-    def stream_append(self, stream: str, payload: Any) -> int: ...
+        Raises:
+            StoreClosed: the transaction has finished or the store was closed.
+        """
 
-    def notify(self, channel: str, payload: Any) -> None: ...
+    def enqueue(self, queue: str, payload: Any, opts: EnqueueOpts | None = None) -> int:
+        """Enqueue a job that exists only if this transaction commits.
+
+        A queue named here (not a handle) stamps ``DEFAULT_QUEUE_OPTS``. Reserved
+        names are refused: an outbox is reachable only through ``outbox_enqueue``
+        (contract §3).
+
+        Returns:
+            The new job's id.
+
+        Raises:
+            InvalidName: ``queue`` is malformed.
+            ReservedName: ``queue`` starts with the reserved prefix.
+            PayloadError: ``payload`` is not JSON-serializable.
+            InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def outbox_enqueue(self, outbox: str, payload: Any) -> int:
+        """Enqueue into the outbox ``outbox``, committed with this transaction (contract §4).
+
+        Returns:
+            The new job's id.
+
+        Raises:
+            InvalidName: ``outbox`` is malformed.
+            ReservedName: ``outbox`` starts with the reserved prefix.
+            PayloadError: ``payload`` is not JSON-serializable.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def get_job_tx(self, queue: str, job_id: int) -> Job | None:
+        """The job ``job_id`` of ``queue`` as this transaction sees it (queue-filtered).
+
+        Returns:
+            The ``Job``, or ``None`` if no row with that id belongs to ``queue``.
+
+        Raises:
+            InvalidName: ``queue`` is malformed.
+            InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def stream_append(self, stream: str, payload: Any) -> int:
+        """Append to ``stream`` as part of this transaction; returns the offset.
+
+        Raises:
+            InvalidName: ``stream`` is malformed.
+            PayloadError: ``payload`` is not JSON-serializable.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def notify(self, channel: str, payload: Any) -> None:
+        """Publish on ``channel``, delivered only if this transaction commits (contract §7).
+
+        Raises:
+            InvalidName: ``channel`` is malformed.
+            PayloadError: ``payload`` is not JSON-serializable.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
 
 
 class Store(Protocol):
+    """One opened engine: thread-safe, shareable, a context manager (contract §1).
+
+    Get one with ``alkstore.open(url)``. Queue, outbox, lock and stream handles
+    are cheap views over it; ``close()`` releases its connections, after which
+    every call raises ``StoreClosed``.
+    """
+
     @property
-    def clock(self) -> Clock: ...
+    def clock(self) -> Clock:
+        """The clock every stored time comes from (contract §1)."""
 
-    def queue(self, name: str, opts: QueueOpts | None = None) -> Queue: ...
+    def queue(self, name: str, opts: QueueOpts | None = None) -> Queue:
+        """A handle on the queue ``name``; touches no storage.
 
-    def outbox(self, name: str) -> Outbox: ...
+        Args:
+            name: the queue's name.
+            opts: what its enqueues stamp; default ``DEFAULT_QUEUE_OPTS``
+                (visibility 300 s, 3 attempts, backoff base 5 s, dead kept forever).
 
-    def lock(self, name: str) -> Lock: ...
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            InvalidOptions: ``opts`` is not a ``QueueOpts``.
+            StoreClosed: the store was closed.
+        """
 
-    def transaction(self) -> AbstractContextManager[Transaction]: ...
+    def outbox(self, name: str) -> Outbox:
+        """A handle on the outbox ``name`` (contract §4).
 
-    def attach(self, connection: Any) -> AbstractContextManager[Transaction]: ...
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            StoreClosed: the store was closed.
+        """
+
+    def lock(self, name: str) -> Lock:
+        """A handle on the lock ``name`` (contract §6).
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            StoreClosed: the store was closed.
+        """
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """Open an engine transaction: ``with store.transaction() as tx: ...``.
+
+        It commits when the block ends normally and rolls back on an exception;
+        wakes fire only after the commit (contract §3).
+
+        Raises:
+            StoreClosed: the store was closed.
+            EngineUnavailable: the database cannot be reached.
+        """
+
+    def attach(self, connection: Any) -> AbstractContextManager[Transaction]:
+        """Join the caller's own open transaction on ``connection`` (contract §3).
+
+        The engine's statements run inside the caller's transaction; the store
+        never commits or rolls back the caller's connection.
+
+        Args:
+            connection: a ``sqlite3.Connection`` on the same database file, or a
+                ``psycopg.Connection``, as the engine accepts.
+
+        Raises:
+            InvalidOptions: the engine cannot use ``connection``.
+            StoreClosed: the store was closed.
+        """
 
     def schedule(
         self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
-    ) -> Schedule: ...
+    ) -> Schedule:
+        """Create or update (by name) a schedule that enqueues ``payload`` into ``queue``.
 
-    def unschedule(self, name: str) -> bool: ...
+        A new schedule, or one whose spec changed, first fires at
+        ``now + interval``; re-registering an unchanged spec keeps its next
+        boundary. Nothing fires until someone ticks (contract §5).
 
-    def get_schedule(self, name: str) -> Schedule | None: ...
+        Args:
+            name: the schedule's name.
+            spec: ``"@every <n><s|m|h|d>"``, e.g. ``"@every 300s"``.
+            queue: the target queue's name.
+            payload: what each fire enqueues.
+            opts: priority, ``max_attempts`` and ``expires`` of each fired job.
 
-    def schedules(self) -> list[Schedule]: ...
+        Returns:
+            The stored ``Schedule``.
 
-    def tick_schedules(self, worker_id: str) -> TickResult: ...
+        Raises:
+            InvalidName: ``name`` or ``queue`` is malformed.
+            ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
+            InvalidSpec: ``spec`` is not in the grammar (cron strings included).
+            InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
+            PayloadError: ``payload`` is not JSON-serializable.
+            NotImplementedError: the engine does not implement the scheduler profile.
+        """
 
-    def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None: ...
+    def unschedule(self, name: str) -> bool:
+        """Delete the schedule ``name``; ``True`` if it existed.
 
-    def stream(self, name: str) -> Stream: ...
+        Raises:
+            InvalidName: ``name`` is malformed.
+        """
 
-    def notify(self, channel: str, payload: Any) -> None: ...
+    def get_schedule(self, name: str) -> Schedule | None:
+        """The schedule ``name``, or ``None``.
 
-    def subscribe(self, channel: str) -> Subscription: ...
+        Raises:
+            InvalidName: ``name`` is malformed.
+        """
 
-    def close(self) -> None: ...
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, ordered by name."""
+
+    def tick_schedules(self, worker_id: str) -> TickResult:
+        """Fire every due boundary once, as ``worker_id``, under the leadership lock.
+
+        Each fire enqueues the payload and advances ``next_fire_at`` by one
+        interval in one transaction, so two tickers never fire one boundary
+        twice. At most ``CATCH_UP_CAP`` (64) boundaries fire per schedule per
+        tick; the rest are skipped forward. If another worker holds the live
+        leadership lock, nothing fires (contract §5).
+
+        Returns:
+            ``TickResult(fired, skipped)``.
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            NotImplementedError: the engine does not implement the scheduler profile.
+        """
+
+    def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
+        """Lead the scheduler until ``stop`` is set.
+
+        Waits while someone else holds the leadership lock, then loops: renew
+        the lock, tick, sleep until the next due boundary (contract §5).
+
+        Args:
+            stop: ends the loop; the call then returns ``None``.
+            worker_id: the leader's name; default: host, pid and a random suffix.
+
+        Raises:
+            LeadershipLost: the lock lapsed or was taken; raised before ticking.
+            InvalidOptions: ``stop`` is not a ``StopToken``.
+            InvalidName: ``worker_id`` is malformed.
+        """
+
+    def stream(self, name: str) -> Stream:
+        """A handle on the stream ``name`` (contract §7).
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            NotImplementedError: the engine does not implement the streams profile.
+        """
+
+    def notify(self, channel: str, payload: Any) -> None:
+        """Publish ``payload`` to every subscription of ``channel`` open now (contract §7).
+
+        Raises:
+            InvalidName: ``channel`` is malformed.
+            PayloadError: ``payload`` is not JSON-serializable.
+            NotImplementedError: the engine does not implement the pubsub profile.
+        """
+
+    def subscribe(self, channel: str) -> Subscription:
+        """Receive the messages published on ``channel`` from now on (contract §7).
+
+        Raises:
+            InvalidName: ``channel`` is malformed.
+            NotImplementedError: the engine does not implement the pubsub profile.
+        """
+
+    def close(self) -> None:
+        """Release the store's connections and wake its waiters. Idempotent.
+
+        Every later call raises ``StoreClosed``.
+        """
 
     @property
-    def closed(self) -> bool: ...
+    def closed(self) -> bool:
+        """Whether ``close()`` has been called."""
 
-    def __enter__(self) -> Store: ...
+    def __enter__(self) -> Store:
+        """Use the store in a ``with`` block; it closes on exit."""
 
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None: ...
+    ) -> None:
+        """Close the store."""

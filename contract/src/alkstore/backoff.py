@@ -1,4 +1,4 @@
-"""The retry backoff curve (CONTRACT.md §2, ADR-010 §3): the one implementation.
+"""The retry backoff curve (contract §2, ADR-010 §3): the one implementation.
 
 Equal-jitter exponential: for attempt ``a`` and base ``b`` the ceiling is
 ``min(b * 2**(a-1), BACKOFF_CAP_S)`` and the delay is uniform over
@@ -35,7 +35,23 @@ def retry_delay_range(base: int, attempt: int) -> tuple[int, int]:
 
 
 def retry_delay(base: int, attempt: int, rng: random.Random | None = None) -> int:
-    """Whole seconds to wait before retry number ``attempt`` of a job with ``base``."""
+    """Whole seconds to wait before retry number ``attempt`` of a job with ``base``.
+
+    Equal jitter: uniform over ``[ceiling / 2, ceiling]`` with
+    ``ceiling = min(base * 2**(attempt - 1), BACKOFF_CAP_S)``, rounded up; every
+    engine uses this one curve (contract §2).
+
+    Args:
+        base: the job's ``backoff_base_s`` (a non-negative int).
+        attempt: the job's ``attempts`` when the retry is scheduled (at least 1).
+        rng: the random source; default the ``random`` module.
+
+    Returns:
+        The delay in whole seconds, within ``retry_delay_range(base, attempt)``.
+
+    Raises:
+        InvalidOptions: ``base`` or ``attempt`` is not an int in range.
+    """
     ceiling = retry_ceiling(base, attempt)
     draw = (rng or random).uniform(ceiling / 2, ceiling)
     return min(math.ceil(draw), ceiling)

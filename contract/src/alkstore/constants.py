@@ -1,15 +1,17 @@
-"""Contract constants (CONTRACT.md §9)."""
+"""Contract constants (contract §9)."""
 
 from __future__ import annotations
 
 from typing import Final
 
 CONTRACT_VERSION: Final = "1"
+"""The contract version engines implementing this package declare."""
 
 RESERVED_PREFIX: Final = "__alkstore"
 """Names starting with this are the engine's own and are refused from callers."""
 
 MAX_NAME_LENGTH: Final = 200
+"""The longest name, in characters (contract §0)."""
 
 BACKOFF_CAP_S: Final = 3600
 """No computed retry delay exceeds one hour."""

@@ -1,4 +1,4 @@
-"""Engines plug in through entry points (CONTRACT.md §1).
+"""Engines plug in through entry points (contract §1).
 
 An engine distribution registers an ``EngineProvider`` under the entry-point
 group ``alkstore.engines``; ``alkstore.open(url)`` picks it by URL scheme.
@@ -18,11 +18,27 @@ from .clock import Clock, check_clock
 from .errors import EngineNotFound, InvalidOptions
 
 ENGINE_GROUP = "alkstore.engines"
+"""The entry-point group engines register their ``EngineProvider`` under."""
 
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """Which optional profiles an engine implements (the queue core is never optional)."""
+    """Which optional profiles an engine implements (the queue core is never optional).
+
+    Published as ``EngineProvider.capabilities``; the conformance kit checks the
+    profiles an engine declares and marks the others not applicable (contract §1).
+
+    Attributes:
+        transactions: ``store.transaction()`` is implemented.
+        sql: ``tx.connection`` is a DB-API connection, so business writes share
+            the transaction.
+        attach: ``store.attach(conn)`` joins a caller's own transaction.
+        locks: ``store.lock(name)`` is implemented.
+        multi_process: several processes may open the same store at once.
+        scheduler: the scheduler of contract §5.
+        streams: the streams of contract §7.
+        pubsub: ``notify``/``subscribe`` of contract §7.
+    """
 
     transactions: bool = True
     sql: bool = True
@@ -35,12 +51,21 @@ class Capabilities:
     pubsub: bool = False
 
     def profiles(self) -> frozenset[str]:
+        """The names of the fields that are ``True``: the profiles implemented."""
         return frozenset(name for name in self.__dataclass_fields__ if getattr(self, name) is True)
 
 
 @dataclass(frozen=True, slots=True)
 class EngineSpec:
-    """A picklable recipe for reopening one provisioned store (in any process)."""
+    """A picklable recipe for reopening one provisioned store (in any process).
+
+    Yielded by ``EngineProvider.provision()``; reopen with
+    ``provider.open(spec.url, **spec.opts)`` (contract §1).
+
+    Attributes:
+        url: the store's URL.
+        opts: the engine options to open it with.
+    """
 
     url: str
     opts: Mapping[str, Any] = field(default_factory=dict)
@@ -48,22 +73,66 @@ class EngineSpec:
 
 @runtime_checkable
 class EngineProvider(Protocol):
+    """What an engine registers under the ``alkstore.engines`` entry-point group.
+
+    ``alkstore.open(url)`` loads the provider whose entry-point name is the URL
+    scheme and calls its ``open`` (contract §1). The entry point may name the
+    provider object or a class to instantiate with no arguments.
+
+    Attributes:
+        name: the engine's name, e.g. ``"sqlite"``.
+        version: the engine distribution's version.
+        contract_version: the contract version it implements (``CONTRACT_VERSION``).
+        capabilities: the optional profiles it implements.
+    """
+
     name: str
     version: str
     contract_version: str
     capabilities: Capabilities
 
-    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store: ...
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        """Open (creating or migrating its tables idempotently) the store at ``url``.
 
-    def provision(self) -> AbstractContextManager[EngineSpec]: ...
+        Args:
+            url: the store's URL; its scheme names this engine.
+            clock: where time comes from; ``None`` = the engine's default clock.
+            **opts: engine options.
+
+        Raises:
+            InvalidOptions: the URL or an option is malformed.
+            EngineUnavailable: the database cannot be reached.
+            EngineMisconfigured: the database refused this configuration.
+        """
+        ...
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        """Create a fresh, empty, isolated store; yield its ``EngineSpec``; remove it after.
+
+        The conformance kit's only way to get a store (contract §1, §10).
+        """
+        ...
 
 
 def installed_engines(group: str = ENGINE_GROUP) -> list[str]:
+    """The sorted entry-point names registered under ``group``."""
     return sorted({ep.name for ep in entry_points(group=group)})
 
 
 def load_engine(name: str, group: str = ENGINE_GROUP) -> EngineProvider:
-    """Load an engine by entry-point name, or ``module:object`` for an unpublished one."""
+    """Load an engine by entry-point name, or ``module:object`` for an unpublished one.
+
+    Args:
+        name: an entry-point name such as ``"sqlite"``, or ``"module:object"``.
+        group: the entry-point group to search.
+
+    Returns:
+        The provider (a class named by the entry point is instantiated).
+
+    Raises:
+        EngineNotFound: no engine has that name, or the object cannot be imported.
+        TypeError: the object found does not satisfy ``EngineProvider``.
+    """
     if ":" in name and not name.endswith(":"):
         module_name, _, attr = name.partition(":")
         try:
@@ -101,7 +170,26 @@ def open(url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
     not a ``Clock`` (before any engine is loaded), ``EngineNotFound`` when no
     installed engine has the URL's scheme, and whatever the engine raises for its
     own URL and options (``InvalidOptions``, ``EngineUnavailable``,
-    ``EngineMisconfigured``)."""
+    ``EngineMisconfigured``).
+
+    Example: ``alkstore.open("sqlite:///app.db")`` or
+    ``alkstore.open("postgresql://u@host/db", schema="alkstore")`` (contract §1).
+
+    Args:
+        url: the store's URL; a driver suffix (``postgresql+psycopg``) is ignored
+            when choosing the engine.
+        clock: where the store's time comes from; ``None`` = the engine's default
+            (the system clock; the Postgres engine follows the server's clock).
+        **opts: engine options, passed to the engine's ``open``.
+
+    Returns:
+        The open ``Store``; close it (or use it as a context manager) when done.
+
+    Raises:
+        InvalidOptions: see above.
+        EngineNotFound: see above; the message names the installed engines.
+        EngineUnavailable: the database cannot be reached.
+        EngineMisconfigured: the database refused this configuration."""
     if not isinstance(url, str):
         raise InvalidOptions(
             f"url must be a str such as 'sqlite:///app.db', got {type(url).__name__}"

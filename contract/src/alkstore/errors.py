@@ -1,4 +1,4 @@
-"""The error taxonomy (CONTRACT.md §8).
+"""The error taxonomy (contract §8).
 
 An error exists only where the caller acts differently: "no work" is ``None``,
 a lapsed deadline is ``False``, a dead-lettered job is a state.
@@ -10,19 +10,38 @@ from collections.abc import Sequence
 
 
 class AlkstoreError(Exception):
-    """Base of every error alkstore raises on purpose."""
+    """Base of every error alkstore raises on purpose.
+
+    Errors exist only where the caller acts differently (contract §8): no work
+    is ``None``, a lost claim is ``False``, a dead-lettered job is a state.
+    """
 
 
 class InvalidName(AlkstoreError, ValueError):
-    """A name (queue, outbox, stream, lock, schedule, channel) is malformed."""
+    """A name (queue, outbox, stream, lock, schedule, channel) is malformed.
+
+    A name is a non-empty ``str`` of at most 200 characters without NUL
+    (contract §0). Also a ``ValueError``.
+    """
 
 
 class ReservedName(InvalidName):
-    """A caller passed a name under the engine's reserved prefix."""
+    """A caller passed a name under the engine's reserved prefix (``__alkstore``).
+
+    Names with that prefix are the engine's own (the outbox backing queues, the
+    scheduler lock) and are refused everywhere a caller passes a name (contract §0).
+    """
 
 
 class InvalidSpec(AlkstoreError, ValueError):
-    """A schedule spec is not in the v1 grammar (``@every <n><s|m|h|d>``)."""
+    """A schedule spec is not in the v1 grammar (``@every <n><s|m|h|d>``).
+
+    Also a ``ValueError`` (contract §5, §8).
+
+    Attributes:
+        spec: the refused spec, as given.
+        reason: what is wrong with it beyond not matching, or ``None``.
+    """
 
     def __init__(self, spec: object, reason: str | None = None) -> None:
         self.spec = spec
@@ -32,19 +51,36 @@ class InvalidSpec(AlkstoreError, ValueError):
 
 
 class InvalidOptions(AlkstoreError, ValueError):
-    """An option value is out of range or of the wrong type; the message names the field."""
+    """An option value is out of range or of the wrong type; the message names the field.
+
+    Raised before anything is written. Also a ``ValueError``.
+    """
 
 
 class PayloadError(AlkstoreError, TypeError):
-    """A payload is not JSON-serializable (nothing was written)."""
+    """A payload is not JSON-serializable (nothing was written).
+
+    Also refused: payloads nested deeper than 64 lists/objects and strings with a
+    lone surrogate. Also a ``TypeError`` (contract §0).
+    """
 
 
 class LeadershipLost(AlkstoreError):
-    """The scheduler leader's lock lapsed or was taken; it stopped before ticking."""
+    """The scheduler leader's lock lapsed or was taken; it stopped before ticking.
+
+    Raised by ``store.run_schedules`` (contract §5): the caller may start again.
+    """
 
 
 class EngineNotFound(AlkstoreError, LookupError):
-    """No installed engine matches the URL scheme or engine name."""
+    """No installed engine matches the URL scheme or engine name (contract §1).
+
+    Also a ``LookupError``.
+
+    Attributes:
+        wanted: the scheme or engine name asked for.
+        installed: the names of the installed engines, sorted.
+    """
 
     def __init__(self, wanted: str, installed: Sequence[str]) -> None:
         self.wanted = wanted

@@ -1,4 +1,4 @@
-"""Name validation (CONTRACT.md §0): one rule for every name-taking surface."""
+"""Name validation (contract §0): one rule for every name-taking surface."""
 
 from __future__ import annotations
 
@@ -25,7 +25,23 @@ def validate_identifier(value: object, what: str) -> str:
 
 
 def validate_name(value: object, what: str = "name") -> str:
-    """Check a caller-supplied name and refuse the reserved prefix."""
+    """Check a caller-supplied name and refuse the reserved prefix.
+
+    A name is a non-empty ``str`` of at most ``MAX_NAME_LENGTH`` (200)
+    characters, without NUL or lone surrogates, not starting with
+    ``RESERVED_PREFIX`` (contract §0).
+
+    Args:
+        value: the name to check.
+        what: how error messages refer to it, e.g. ``"queue name"``.
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        InvalidName: ``value`` is not a valid name.
+        ReservedName: ``value`` starts with the reserved prefix.
+    """
     name = validate_identifier(value, what)
     if name.startswith(RESERVED_PREFIX):
         raise ReservedName(f"{what} {name!r} starts with the reserved prefix {RESERVED_PREFIX!r}")
@@ -33,5 +49,10 @@ def validate_name(value: object, what: str = "name") -> str:
 
 
 def outbox_queue_name(outbox: str) -> str:
-    """The reserved queue that backs the outbox named ``outbox``."""
+    """The reserved queue that backs the outbox named ``outbox`` (contract §4).
+
+    Raises:
+        InvalidName: ``outbox`` is not a valid name.
+        ReservedName: ``outbox`` starts with the reserved prefix.
+    """
     return OUTBOX_QUEUE_PREFIX + validate_name(outbox, "outbox name")

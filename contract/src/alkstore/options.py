@@ -1,4 +1,4 @@
-"""Queue, enqueue and schedule options (CONTRACT.md §2, §5; ADR-010 §3a).
+"""Queue, enqueue and schedule options (contract §2, §5; ADR-010 §3a).
 
 Options validate and normalize on construction, so a bad value is refused
 with ``InvalidOptions`` naming the field before anything is written. Every
@@ -42,7 +42,26 @@ def _check_priority(value: object) -> int:
 
 @dataclass(frozen=True, slots=True)
 class QueueOpts:
-    """Per-queue defaults, stamped on each job at enqueue (never read live)."""
+    """Per-queue defaults, stamped on each job at enqueue (never read live).
+
+    Pass to ``store.queue(name, opts)``. Durations are ``int | float`` seconds or a
+    ``timedelta``, rounded up and stored as ``int`` (contract §0, §2); after
+    construction every field holds whole seconds.
+
+    Attributes:
+        visibility_timeout_s: how long a claim lasts without a heartbeat; at least 1 s.
+            Default 300.
+        max_attempts: how many claims a job gets (1..2**31-1); a job overrides it with
+            ``EnqueueOpts.max_attempts``. Default 3.
+        backoff_base_s: the base ``b`` of the retry curve (``alkstore.retry_delay``).
+            Default 5.
+        dead_letter_retention_s: how long a dead job is kept before ``sweep_expired``
+            deletes it; ``None`` (the default) keeps it forever.
+
+    Raises:
+        InvalidOptions: a field is of the wrong type or out of range; the message
+            names the field.
+    """
 
     visibility_timeout_s: int | float | timedelta = 300
     max_attempts: int = 3
@@ -67,7 +86,24 @@ class QueueOpts:
 
 @dataclass(frozen=True, slots=True)
 class EnqueueOpts:
-    """Per-job options. ``delay`` wins over ``run_at``; ``expires`` is relative to enqueue."""
+    """Per-job options. ``delay`` wins over ``run_at``; ``expires`` is relative to enqueue.
+
+    Pass to ``enqueue``, ``enqueue_many`` or ``Transaction.enqueue`` (contract §2).
+    With neither ``delay`` nor ``run_at`` the job is ready now.
+
+    Attributes:
+        delay: seconds (or a ``timedelta``) from now until the job is due.
+        priority: a 32-bit int; higher is claimed first. Default 0.
+        max_attempts: overrides the queue's ``max_attempts`` for this job.
+        expires: seconds (at least 1) after enqueue at which the job expires:
+            ``expires_at = now + expires``. An expired job is never claimed.
+        run_at: the instant the job is due: epoch seconds or an aware ``datetime``
+            (naive ones are refused), rounded up to a whole second.
+
+    Raises:
+        InvalidOptions: a field is of the wrong type or out of range; the message
+            names the field.
+    """
 
     delay: int | float | timedelta | None = None
     priority: int = 0
@@ -89,7 +125,21 @@ class EnqueueOpts:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleOpts:
-    """What each fire of a schedule stamps over the target queue's default opts."""
+    """What each fire of a schedule stamps over the target queue's default opts.
+
+    Pass to ``store.schedule`` (contract §5). The fired jobs take the rest of
+    their stamps from ``DEFAULT_QUEUE_OPTS``.
+
+    Attributes:
+        priority: each fired job's priority (a 32-bit int). Default 0.
+        max_attempts: each fired job's claim budget; ``None`` = the queue default.
+        expires: seconds (at least 1) after each fire at which its job expires;
+            ``None`` = never.
+
+    Raises:
+        InvalidOptions: a field is of the wrong type or out of range; the message
+            names the field.
+    """
 
     priority: int = 0
     max_attempts: int | None = None
@@ -103,17 +153,21 @@ class ScheduleOpts:
             _set(self, "expires", duration_seconds(self.expires, "expires", minimum=1))
 
     def as_enqueue_opts(self) -> EnqueueOpts:
+        """The ``EnqueueOpts`` one fire enqueues with: these fields, ready now."""
         return EnqueueOpts(
             priority=self.priority, max_attempts=self.max_attempts, expires=self.expires
         )
 
 
 DEFAULT_QUEUE_OPTS = QueueOpts(300, 3, 5, None)
+"""What ``store.queue(name)`` stamps without opts: 300 s, 3 attempts, base 5 s, kept forever."""
 OUTBOX_QUEUE_OPTS = QueueOpts(60, 5, 5, None)
+"""What every outbox stamps: 60 s, 5 attempts, base 5 s, kept forever (contract §4)."""
 DEFAULT_ENQUEUE_OPTS = EnqueueOpts()
 
 
 def check_type(value: object, cls: type, field: str) -> None:
+    """Refuse a ``field`` argument that is not a ``cls`` with ``InvalidOptions``."""
     if not isinstance(value, cls):
         raise InvalidOptions(f"{field} must be a {cls.__name__}, got {type(value).__name__}")
 
@@ -178,7 +232,7 @@ def _whole(value: object) -> int:
 def resolve_new_job(
     queue: str, payload: str, queue_opts: QueueOpts, opts: EnqueueOpts, now: int
 ) -> NewJob:
-    """Apply the resolution rules of CONTRACT.md §2 at enqueue time ``now``."""
+    """Apply the resolution rules of contract §2 at enqueue time ``now``."""
     if opts.delay is not None:
         run_at = now + _whole(opts.delay)  # delay wins over run_at
     elif opts.run_at is not None:

@@ -1,4 +1,4 @@
-"""Payload encoding (CONTRACT.md §0): JSON text in storage, decoded values out.
+"""Payload encoding (contract §0): JSON text in storage, decoded values out.
 
 Two rules beyond "a round trip through json": a payload nests at most
 ``MAX_PAYLOAD_DEPTH`` lists/objects deep (deeper ones are refused with
@@ -52,7 +52,12 @@ class UndecodablePayload:
 
     Only text written around alkstore (raw SQL, an older release, corruption) can be
     undecodable. A claim never hands such a job out: it moves it to dead with
-    ``last_error`` naming the reason; ``get_job`` shows it with this payload."""
+    ``last_error`` naming the reason; ``get_job`` shows it with this payload.
+
+    Attributes:
+        text: the stored text (for bytes that are not UTF-8, their ``repr``).
+        reason: why it cannot be decoded.
+    """
 
     text: str
     reason: str
@@ -132,4 +137,5 @@ def decode_payload(text: str | bytes) -> Any:
 
 
 def is_undecodable(payload: object) -> bool:
+    """Whether ``payload`` is an ``UndecodablePayload``."""
     return type(payload) is UndecodablePayload

@@ -1,4 +1,4 @@
-"""Schedule spec grammar v1 (CONTRACT.md §5): ``@every <n><unit>``, unit ``s|m|h|d``."""
+"""Schedule spec grammar v1 (contract §5): ``@every <n><unit>``, unit ``s|m|h|d``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ _EVERY = re.compile(r"@every ([1-9][0-9]{0,12})([smhd])")
 
 
 def parse_spec(spec: object) -> int:
-    """The interval in seconds of a valid spec; anything else raises ``InvalidSpec``."""
+    """The interval in seconds of a valid spec; anything else raises ``InvalidSpec``.
+
+    The grammar (contract §5) is ``@every <n><unit>``: ``n`` a positive integer
+    without leading zeros, ``unit`` one of ``s``, ``m``, ``h``, ``d``, exactly one
+    space, nothing around it. ``parse_spec("@every 5m") == 300``.
+
+    Raises:
+        InvalidSpec: ``spec`` is not a ``str`` in the grammar (cron strings
+            included), or its interval is too large to store.
+    """
     if not isinstance(spec, str):
         raise InvalidSpec(spec, "a spec is a str")
     match = _EVERY.fullmatch(spec)

@@ -1,4 +1,4 @@
-"""Durations and instants (CONTRACT.md §0): everything stored is whole epoch seconds.
+"""Durations and instants (contract §0): everything stored is whole epoch seconds.
 
 Durations round *up* so "wait at least this long" is never shortened; instants
 round up for the same reason ("not before").

@@ -1,4 +1,7 @@
-"""Frozen values returned by engines (CONTRACT.md §2, §5, §6, §7)."""
+"""Frozen values returned by engines (contract §2, §5, §6, §7).
+
+Every timestamp is an ``int`` of whole UTC epoch seconds from the store's clock.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,11 @@ from .options import ScheduleOpts
 
 
 class JobState(enum.StrEnum):
+    """Where a job is in its life: ``pending -> processing -> dead`` (contract §2).
+
+    An acked or cancelled job has no state: its row is gone.
+    """
+
     PENDING = "pending"
     PROCESSING = "processing"
     DEAD = "dead"
@@ -17,7 +25,37 @@ class JobState(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A snapshot of one job row; ``last_error``/``died_at`` are set on dead rows only."""
+    """A snapshot of one job row; ``last_error``/``died_at`` are set on dead rows only.
+
+    Returned by ``get_job`` and carried by every ``JobHandle`` (contract §2).
+    The stamps (``max_attempts``, ``visibility_timeout_s``, ``backoff_base_s``,
+    ``dead_letter_retention_s``) were resolved at enqueue; every later
+    operation reads them rather than the queue's current options.
+
+    Attributes:
+        id: unique for the store's lifetime, never reused.
+        queue: the queue's name.
+        state: ``JobState.PENDING``, ``PROCESSING`` or ``DEAD``.
+        payload: the decoded payload (``alkstore.payload.UndecodablePayload`` if
+            its stored text cannot be decoded).
+        priority: higher is claimed first.
+        attempts: how many times the job has been claimed.
+        max_attempts: the claim budget; a lapsed job at it goes dead.
+        created_at: when it was enqueued.
+        run_at: when it is (or was) due.
+        claimed_at: when the current claim began (on a dead job, the last one, if any);
+            ``None`` while pending.
+        expires_at: after this it is never claimed and the sweep moves it to dead;
+            ``None`` = never.
+        worker_id: who holds the current claim (on a dead job, the last one, if any);
+            ``None`` while pending.
+        visibility_timeout_s: how long a claim lasts without a heartbeat.
+        backoff_base_s: the base of the retry curve.
+        dead_letter_retention_s: how long the job stays once dead; ``None`` = forever.
+        last_error: why it died (``"expired"``, ``"max attempts exceeded"`` or the
+            caller's ``fail`` error); ``None`` unless dead.
+        died_at: when it moved to dead; ``None`` unless dead.
+    """
 
     id: int
     queue: str
@@ -40,6 +78,14 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class SweepResult:
+    """What one ``sweep_expired`` did (contract §2).
+
+    Attributes:
+        expired: jobs moved to dead because they passed ``expires_at``.
+        exhausted: lapsed jobs moved to dead because their attempts were spent.
+        purged: dead jobs deleted because their retention had passed.
+    """
+
     expired: int
     exhausted: int
     purged: int
@@ -47,18 +93,40 @@ class SweepResult:
 
 @dataclass(frozen=True, slots=True)
 class TickResult:
+    """What one ``tick_schedules`` did (contract §5).
+
+    Attributes:
+        fired: boundaries fired (one job enqueued each).
+        skipped: missed boundaries skipped forward past the catch-up cap.
+    """
+
     fired: int
     skipped: int
 
 
 @dataclass(frozen=True, slots=True)
 class LockInfo:
+    """The live holder of a lock (contract §6).
+
+    Attributes:
+        owner: who holds it.
+        expires_at: when the lease lapses unless renewed.
+    """
+
     owner: str
     expires_at: int
 
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
+    """One event of a stream (contract §7).
+
+    Attributes:
+        offset: its position, strictly increasing per stream from 1.
+        payload: the decoded payload.
+        created_at: when it was appended.
+    """
+
     offset: int
     payload: Any
     created_at: int
@@ -66,6 +134,18 @@ class StreamEvent:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
+    """A registered schedule (contract §5).
+
+    Attributes:
+        name: the schedule's name.
+        spec: its spec as given, e.g. ``"@every 300s"``.
+        queue: the queue each fire enqueues into.
+        payload: what each fire enqueues (decoded).
+        opts: the ``ScheduleOpts`` each fired job is stamped with.
+        interval_s: the spec's interval in seconds.
+        next_fire_at: the next boundary to fire.
+    """
+
     name: str
     spec: str
     queue: str

@@ -1,4 +1,4 @@
-"""Ephemeral pub/sub (CONTRACT.md §7): delivered to every subscription open at commit."""
+"""Ephemeral pub/sub (contract §7): delivered to every subscription open at commit."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ _CLOSED = object()
 
 
 class CoreSubscription:
-    """Messages arrive from the engine's listener; ``get`` blocks for the next one."""
+    """Messages arrive from the engine's listener; ``get`` blocks for the next one.
+
+    Returned by ``store.subscribe(channel)``; iterable, closable, a context
+    manager (contract §7). Full contract: ``alkstore.api.Subscription``.
+    """
 
     def __init__(self, store: CoreStore, channel: str) -> None:
         self._store = store
@@ -32,6 +36,7 @@ class CoreSubscription:
 
     @property
     def channel(self) -> str:
+        """The channel this subscription receives."""
         return self._channel
 
     def _deliver(self, payload: str) -> None:
@@ -55,6 +60,7 @@ class CoreSubscription:
             return self._messages.popleft()
 
     def __iter__(self) -> Iterator[Any]:
+        """Yield each message's payload until the subscription or its store closes."""
         while True:
             message = self.get()
             if message is None and (self._closed or self._store.closed):
@@ -63,6 +69,7 @@ class CoreSubscription:
                 yield message
 
     def close(self) -> None:
+        """Stop receiving; unread messages are dropped. Idempotent."""
         with self._ready:
             if self._closed:
                 return
@@ -73,14 +80,21 @@ class CoreSubscription:
 
     @property
     def closed(self) -> bool:
+        """Whether ``close()`` has been called."""
         return self._closed
 
     def __enter__(self) -> CoreSubscription:
+        """Use the subscription in a ``with`` block; it closes on exit.
+
+        Raises:
+            StoreClosed: the subscription is already closed.
+        """
         if self._closed:
             raise StoreClosed("this subscription is closed")
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close the subscription."""
         self.close()
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Queue, outbox and job-handle front ends over a ``Driver`` (CONTRACT.md §2, §4)."""
+"""Queue, outbox and job-handle front ends over a ``Driver`` (contract §2, §4)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ MAX_JOB_ID = 2**63 - 1
 
 
 def check_job_id(job_id: object) -> int:
+    """Refuse a ``job_id`` that is not an int with ``InvalidOptions``."""
     if isinstance(job_id, bool) or not isinstance(job_id, int):
         raise InvalidOptions(f"job_id must be an int, got {type(job_id).__name__}")
     return job_id
@@ -37,6 +38,7 @@ def _storable(job_id: int) -> bool:
 
 
 def check_error(error: object) -> str:
+    """Refuse an ``error`` that is not a ``str`` with ``InvalidOptions``."""
     if not isinstance(error, str):
         raise InvalidOptions(f"error must be a str, got {type(error).__name__}")
     return error
@@ -47,7 +49,13 @@ def _claim_order(job: Job) -> tuple[int, int, int]:
 
 
 class CoreJobHandle:
-    """One claim: ``(job.id, job.attempts)`` identifies it for every handle op."""
+    """One claim: ``(job.id, job.attempts)`` identifies it for every handle op.
+
+    Returned by ``claim``, ``claim_batch`` and ``claim_wait``. ``ack``,
+    ``heartbeat``, ``retry`` and ``fail`` return ``False`` and change nothing once
+    the claim is lost (deadline passed, or reclaimed): see
+    ``alkstore.api.JobHandle`` (contract §2).
+    """
 
     __slots__ = ("_job", "_queue")
 
@@ -57,35 +65,52 @@ class CoreJobHandle:
 
     @property
     def job(self) -> Job:
+        """The job as claimed (a frozen snapshot)."""
         return self._job
 
     @property
     def id(self) -> int:
+        """The job's id."""
         return self._job.id
 
     @property
     def payload(self) -> Any:
+        """The job's decoded payload."""
         return self._job.payload
 
     @property
     def attempts(self) -> int:
+        """This claim's attempt number (1 on the first claim)."""
         return self._job.attempts
 
     @property
     def queue(self) -> str:
+        """The name of the job's queue."""
         return self._job.queue
 
     @property
     def worker_id(self) -> str | None:
+        """The worker that holds this claim."""
         return self._job.worker_id
 
     def ack(self) -> bool:
+        """Finish the job (delete it); ``False`` if this claim is no longer live.
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
         store = self._queue._store
         now = store._now()
         job = self._job
         return store._write(lambda c: store._driver.ack(c, job.id, job.attempts, now))
 
     def heartbeat(self, extend: Duration) -> bool:
+        """Set the claim's deadline to ``now + extend``; ``False`` if no longer live.
+
+        Raises:
+            InvalidOptions: ``extend`` is not a duration of at least 1 s.
+            StoreClosed: the store was closed.
+        """
         seconds = duration_seconds(extend, "extend", minimum=1)
         store = self._queue._store
         now = store._now()
@@ -95,6 +120,15 @@ class CoreJobHandle:
         )
 
     def retry(self, error: str, delay: Duration | None = None) -> bool:
+        """Back to pending at ``now + delay`` (default: the backoff curve).
+
+        At its attempt budget the job goes dead (``"max attempts exceeded"``)
+        instead. ``False`` if this claim is no longer live (contract §2).
+
+        Raises:
+            InvalidOptions: ``error`` is not a ``str`` or ``delay`` is malformed.
+            StoreClosed: the store was closed.
+        """
         check_error(error)
         # Validate the delay first: a bad argument is refused even when the budget is spent.
         explicit = None if delay is None else duration_seconds(delay, "delay")
@@ -123,6 +157,12 @@ class CoreJobHandle:
         return ok
 
     def fail(self, error: str) -> bool:
+        """Dead-letter the job now with ``last_error = error``; ``False`` if no longer live.
+
+        Raises:
+            InvalidOptions: ``error`` is not a ``str``.
+            StoreClosed: the store was closed.
+        """
         return self._bury(check_error(error))
 
     def _bury(self, error: str) -> bool:
@@ -138,7 +178,11 @@ class CoreJobHandle:
 
 
 class CoreQueue:
-    """A queue is a name plus the opts its enqueues stamp; it touches no storage."""
+    """A queue is a name plus the opts its enqueues stamp; it touches no storage.
+
+    Returned by ``store.queue(name, opts)``; the full contract of each method is
+    on ``alkstore.api.QueueConsumer`` (contract §2).
+    """
 
     def __init__(self, store: CoreStore, name: str, opts: QueueOpts) -> None:
         self._store = store
@@ -148,20 +192,36 @@ class CoreQueue:
 
     @property
     def name(self) -> str:
+        """The queue's name (for an outbox, its reserved backing queue's)."""
         return self._name
 
     @property
     def opts(self) -> QueueOpts:
+        """The options this handle stamps on each job it enqueues."""
         return self._opts
 
     # -- producing --------------------------------------------------------
     def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
+        """Add one job, stamped with this queue's opts and ``opts``; return its id.
+
+        Raises:
+            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
+            StoreClosed: the store was closed.
+        """
         # enqueue_many of one payload, without the checks a one-item list passes anyway.
         self._store._check_open()
         resolved = _enqueue_opts(opts)
         return self._insert([encode_payload(payload)], resolved)[0]
 
     def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
+        """Add one job per payload in one transaction; return the ids in order.
+
+        Raises:
+            PayloadError: a payload is not JSON-serializable (nothing written).
+            InvalidOptions: ``payloads`` is not a list or tuple, or ``opts`` is malformed.
+            StoreClosed: the store was closed.
+        """
         store = self._store
         store._check_open()
         if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
@@ -192,10 +252,25 @@ class CoreQueue:
 
     # -- consuming --------------------------------------------------------
     def claim(self, worker_id: str) -> JobHandle | None:
+        """Claim the next claimable job as ``worker_id``; ``None`` when there is none.
+
+        Order: priority descending, then ``run_at``, then id (contract §2).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            StoreClosed: the store was closed.
+        """
         handles = self.claim_batch(worker_id, 1)
         return handles[0] if handles else None
 
     def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]:
+        """Claim up to ``limit`` (1..10,000) jobs, in claim order.
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            InvalidOptions: ``limit`` is out of range.
+            StoreClosed: the store was closed.
+        """
         return self._claim_batch(worker_id, limit, None)
 
     def _claim_batch(self, worker_id: str, limit: int, wait_s: float | None) -> list[JobHandle]:
@@ -228,6 +303,16 @@ class CoreQueue:
         timeout: Duration | None = None,
         stop: StopToken | None = None,
     ) -> JobHandle | None:
+        """Claim a job, waiting (wake-driven) until one is claimable.
+
+        Returns ``None`` on ``timeout`` or ``stop``; ``timeout=None`` waits until
+        ``stop`` is set (contract §2, wake).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            InvalidOptions: ``timeout`` or ``stop`` is malformed.
+            StoreClosed: the store was (or gets) closed.
+        """
         validate_identifier(worker_id, "worker_id")
         if stop is not None:
             check_type(stop, StopToken, "stop")
@@ -270,6 +355,13 @@ class CoreQueue:
         return store._read(lambda c: store._driver.next_wake_at(c, self._name, now), wait_s)
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
+        """Ack the jobs among ``job_ids`` that ``worker_id`` holds live; return how many.
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            InvalidOptions: an id is not an int.
+            StoreClosed: the store was closed.
+        """
         validate_identifier(worker_id, "worker_id")
         ids = [i for i in (check_job_id(i) for i in job_ids) if _storable(i)]
         if not ids:
@@ -279,6 +371,14 @@ class CoreQueue:
         return store._write(lambda c: store._driver.ack_batch(c, self._name, ids, worker_id, now))
 
     def cancel(self, job_id: int) -> bool:
+        """Delete a pending or processing job of this queue; dead jobs stay.
+
+        Returns ``True`` if a row was deleted.
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the store was closed.
+        """
         check_job_id(job_id)
         store = self._store
         store._check_open()
@@ -287,7 +387,14 @@ class CoreQueue:
         return store._write(lambda c: store._driver.cancel(c, self._name, job_id))
 
     def get_job(self, job_id: int) -> Job | None:
-        """Id-global: finds the job whatever its queue (CONTRACT.md §2)."""
+        """Id-global: finds the job whatever its queue (contract §2).
+
+        Returns the ``Job`` (pending, processing or dead), or ``None``.
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the store was closed.
+        """
         check_job_id(job_id)
         store = self._store
         store._check_open()
@@ -296,11 +403,18 @@ class CoreQueue:
         return store._read(lambda c: store._driver.get_job(c, job_id, None))
 
     def sweep_expired(self) -> SweepResult:
+        """Bury expired jobs, then lapsed exhausted ones, then purge old dead ones.
+
+        Each step is one atomic statement on this queue only (contract §2).
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
         store = self._store
         now = store._now()
         driver = store._driver
         name = self._name
-        # Each step is its own atomic statement (CONTRACT.md §2); expiry first so a
+        # Each step is its own atomic statement (contract §2); expiry first so a
         # row that is both expired and exhausted records "expired".
         expired = store._write(lambda c: driver.bury_expired(c, name, now))
         exhausted = store._write(lambda c: driver.bury_exhausted(c, name, now))
@@ -312,7 +426,10 @@ class CoreQueue:
 
 
 class CoreOutbox(CoreQueue):
-    """The queue surface over the outbox's reserved backing queue (CONTRACT.md §4)."""
+    """The queue surface over the outbox's reserved backing queue (contract §4).
+
+    Returned by ``store.outbox(name)``; its jobs are stamped ``OUTBOX_QUEUE_OPTS``.
+    """
 
     def __init__(self, store: CoreStore, name: str, backing_queue: str, opts: QueueOpts) -> None:
         super().__init__(store, backing_queue, opts)
@@ -320,6 +437,7 @@ class CoreOutbox(CoreQueue):
 
     @property
     def outbox_name(self) -> str:
+        """The outbox's own name (``name`` is its backing queue's)."""
         return self._outbox_name
 
     def __repr__(self) -> str:

@@ -34,7 +34,20 @@ DEFAULT_REPOLL_S = 1.0
 
 
 class CoreStore:
-    """Thread-safe and shareable; every rule lives here, every statement in the driver."""
+    """Thread-safe and shareable; every rule lives here, every statement in the driver.
+
+    What ``alkstore.open(url)`` returns for every reference engine; the full
+    contract of each method is on ``alkstore.api.Store`` (contract §1-§7).
+
+    Args:
+        driver: the engine's ``alkstore.driver.Driver``.
+        clock: where time comes from; default ``SystemClock()``.
+        repoll_s: the safety-net re-poll of waiting calls, in (0, 3600] seconds.
+        engine_name: the engine's name, for messages.
+
+    Raises:
+        InvalidOptions: ``repoll_s`` is out of range or ``clock`` is not a ``Clock``.
+    """
 
     def __init__(
         self,
@@ -66,10 +79,12 @@ class CoreStore:
     # -- plumbing shared by the front ends --------------------------------
     @property
     def clock(self) -> Clock:
+        """The clock every stored time comes from."""
         return self._clock
 
     @property
     def driver(self) -> Driver[Any]:
+        """The engine's driver (for engines and the conformance kit, not applications)."""
         return self._driver
 
     def _now(self) -> int:
@@ -118,6 +133,16 @@ class CoreStore:
 
     # -- public surface ---------------------------------------------------
     def queue(self, name: str, opts: QueueOpts | None = None) -> CoreQueue:
+        """A handle on the queue ``name`` stamping ``opts`` (default ``DEFAULT_QUEUE_OPTS``).
+
+        Touches no storage (contract §2).
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            InvalidOptions: ``opts`` is not a ``QueueOpts``.
+            StoreClosed: the store was closed.
+        """
         validate_name(name, "queue name")
         if opts is not None:
             check_type(opts, QueueOpts, "opts")
@@ -125,11 +150,25 @@ class CoreStore:
         return CoreQueue(self, name, opts if opts is not None else DEFAULT_QUEUE_OPTS)
 
     def outbox(self, name: str) -> CoreOutbox:
+        """A handle on the outbox ``name`` (contract §4).
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            StoreClosed: the store was closed.
+        """
         backing = outbox_queue_name(name)
         self._check_open()
         return CoreOutbox(self, name, backing, OUTBOX_QUEUE_OPTS)
 
     def lock(self, name: str) -> CoreLock:
+        """A handle on the lock ``name`` (contract §6).
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            StoreClosed: the store was closed.
+        """
         validate_name(name, "lock name")
         self._check_open()
         return CoreLock(self, name)
@@ -137,34 +176,85 @@ class CoreStore:
     def _internal_lock(self, name: str) -> CoreLock:
         return CoreLock(self, name)
 
-    # -- scheduler (CONTRACT.md §5) ---------------------------------------
+    # -- scheduler (contract §5) ---------------------------------------
     def schedule(
         self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
     ) -> Schedule:
+        """Create or update (by name) a schedule firing ``payload`` into ``queue``.
+
+        ``spec`` is ``"@every <n><s|m|h|d>"``; a new or changed spec first fires
+        at ``now + interval`` (contract §5).
+
+        Raises:
+            InvalidName: ``name`` or ``queue`` is malformed.
+            ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
+            InvalidSpec: ``spec`` is not in the grammar.
+            InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
+            PayloadError: ``payload`` is not JSON-serializable.
+        """
         return self._scheduler_front.schedule(name, spec, queue, payload, opts)
 
     def unschedule(self, name: str) -> bool:
+        """Delete the schedule ``name``; ``True`` if it existed.
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+        """
         return self._scheduler_front.unschedule(name)
 
     def get_schedule(self, name: str) -> Schedule | None:
+        """The schedule ``name``, or ``None``.
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+        """
         return self._scheduler_front.get_schedule(name)
 
     def schedules(self) -> list[Schedule]:
+        """Every schedule, ordered by name."""
         return self._scheduler_front.schedules()
 
     def tick_schedules(self, worker_id: str) -> TickResult:
+        """Fire every due boundary once (at most 64 per schedule) as the leader.
+
+        Fires nothing while another worker holds the live leadership lock
+        (contract §5).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+        """
         return self._scheduler_front.tick(worker_id)
 
     def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
+        """Lead the scheduler (wait for the lock, then renew, tick, sleep) until ``stop``.
+
+        Raises:
+            LeadershipLost: the lock lapsed or was taken; raised before ticking.
+            InvalidOptions: ``stop`` is not a ``StopToken``.
+            InvalidName: ``worker_id`` is malformed.
+        """
         self._scheduler_front.run(stop, worker_id)
 
-    # -- streams and pub/sub (CONTRACT.md §7) --------------------------------
+    # -- streams and pub/sub (contract §7) --------------------------------
     def stream(self, name: str) -> CoreStream:
+        """A handle on the stream ``name`` (contract §7).
+
+        Raises:
+            InvalidName: ``name`` is malformed.
+            ReservedName: ``name`` starts with the reserved prefix.
+            NotImplementedError: the engine does not implement the streams profile.
+        """
         validate_name(name, "stream name")
         self._streams()
         return CoreStream(self, name)
 
     def notify(self, channel: str, payload: Any) -> None:
+        """Publish ``payload`` to every subscription of ``channel`` open now (contract §7).
+
+        Raises:
+            InvalidName: ``channel`` is malformed.
+            PayloadError: ``payload`` is not JSON-serializable.
+        """
         validate_name(channel, "channel")
         text = encode_payload(payload)
         driver = self._pubsub()
@@ -172,12 +262,25 @@ class CoreStore:
         self._write(lambda c: driver.publish(c, channel, text, now))
 
     def subscribe(self, channel: str) -> CoreSubscription:
+        """Receive messages published on ``channel`` from now on (contract §7).
+
+        Raises:
+            InvalidName: ``channel`` is malformed.
+        """
         validate_name(channel, "channel")
         self._pubsub()
         return CoreSubscription(self, channel)
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
+        """``with store.transaction() as tx:`` an engine transaction (contract §3).
+
+        Commits when the block ends, rolls back on an exception; waiters wake
+        only after the commit.
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
         self._check_open()
         with self._driver.transaction() as handle:
             tx = CoreTransaction(self, handle)
@@ -192,7 +295,14 @@ class CoreStore:
     @contextmanager
     def attach(self, connection: Any) -> Iterator[CoreTransaction]:
         """Join the caller's open transaction; other waiters learn of it on the
-        caller's commit through the engine's cross-process wake."""
+        caller's commit through the engine's cross-process wake.
+
+        The store never commits or rolls back ``connection`` (contract §3).
+
+        Raises:
+            InvalidOptions: the engine cannot use ``connection``.
+            StoreClosed: the store was closed.
+        """
         self._check_open()
         with self._driver.attach(connection) as handle:
             tx = CoreTransaction(self, handle)
@@ -202,6 +312,7 @@ class CoreStore:
                 tx._finish()
 
     def close(self) -> None:
+        """Release connections and wake waiters; later calls raise ``StoreClosed``."""
         with self._close_lock:
             if self._closed:
                 return
@@ -211,9 +322,11 @@ class CoreStore:
 
     @property
     def closed(self) -> bool:
+        """Whether ``close()`` has been called."""
         return self._closed
 
     def __enter__(self) -> CoreStore:
+        """Use the store in a ``with`` block; it closes on exit."""
         return self
 
     def __exit__(
@@ -222,6 +335,7 @@ class CoreStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         self.close()
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Durable append-only streams with consumer offsets (CONTRACT.md §7, ADR-015 §5)."""
+"""Durable append-only streams with consumer offsets (contract §7, ADR-015 §5)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,18 @@ MAX_OFFSET = 2**63 - 1
 
 
 def check_offset(value: object, field: str) -> int:
+    """Refuse a ``field`` that is not an int within ``0..MAX_OFFSET`` (``InvalidOptions``)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
         raise InvalidOptions(f"{field} must be an int within 0..{MAX_OFFSET}, got {value!r}")
     return value
 
 
 class CoreStream:
+    """An append-only log with durable consumer offsets; from ``store.stream(name)``.
+
+    Full contract: ``alkstore.api.Stream`` (contract §7).
+    """
+
     def __init__(self, store: CoreStore, name: str) -> None:
         self._store = store
         self._name = name
@@ -37,9 +43,16 @@ class CoreStream:
 
     @property
     def name(self) -> str:
+        """The stream's name."""
         return self._name
 
     def append(self, payload: Any) -> int:
+        """Append one event; return its offset (strictly increasing, from 1).
+
+        Raises:
+            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            StoreClosed: the store was closed.
+        """
         text = encode_payload(payload)
         store = self._store
         now = store._now()
@@ -56,6 +69,12 @@ class CoreStream:
         return offset
 
     def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
+        """Up to ``limit`` (1..10,000) events with offsets greater than ``after``, in order.
+
+        Raises:
+            InvalidOptions: ``after`` or ``limit`` is out of range.
+            StoreClosed: the store was closed.
+        """
         check_offset(after, "after")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
             raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
@@ -64,6 +83,13 @@ class CoreStream:
         return store._read(lambda c: driver.stream_read(c, self._name, after, limit))
 
     def commit(self, consumer: str, offset: int) -> None:
+        """Record durably that ``consumer`` has processed events up to ``offset``.
+
+        Raises:
+            InvalidName: ``consumer`` is malformed.
+            InvalidOptions: ``offset`` is not a non-negative int.
+            StoreClosed: the store was closed.
+        """
         validate_identifier(consumer, "consumer")
         check_offset(offset, "offset")
         store = self._store
@@ -71,12 +97,24 @@ class CoreStream:
         store._write(lambda c: driver.stream_commit(c, self._name, consumer, offset))
 
     def offset(self, consumer: str) -> int:
+        """The offset ``consumer`` last committed, 0 when none.
+
+        Raises:
+            InvalidName: ``consumer`` is malformed.
+            StoreClosed: the store was closed.
+        """
         validate_identifier(consumer, "consumer")
         store = self._store
         driver = store._streams()
         return store._read(lambda c: driver.stream_offset(c, self._name, consumer))
 
     def trim_to(self, offset: int) -> int:
+        """Delete the events with offsets smaller than ``offset``; return how many.
+
+        Raises:
+            InvalidOptions: ``offset`` is not a non-negative int.
+            StoreClosed: the store was closed.
+        """
         check_offset(offset, "offset")
         store = self._store
         driver = store._streams()
@@ -85,7 +123,14 @@ class CoreStream:
     def wait(
         self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
     ) -> bool:
-        """``True`` as soon as an event with an offset greater than ``after`` exists."""
+        """``True`` as soon as an event with an offset greater than ``after`` exists.
+
+        ``False`` on ``timeout`` or ``stop``; wake-driven like ``claim_wait``.
+
+        Raises:
+            InvalidOptions: ``after``, ``timeout`` or ``stop`` is malformed.
+            StoreClosed: the store was (or gets) closed.
+        """
         check_offset(after, "after")
         if stop is not None:
             check_type(stop, StopToken, "stop")

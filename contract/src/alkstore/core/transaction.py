@@ -1,4 +1,4 @@
-"""The transactional seam (CONTRACT.md §3)."""
+"""The transactional seam (contract §3)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ if TYPE_CHECKING:
 
 
 class CoreTransaction:
-    """Engine statements run on the transaction's connection; wakes wait for commit."""
+    """Engine statements run on the transaction's connection; wakes wait for commit.
+
+    What ``store.transaction()`` and ``store.attach(conn)`` yield. Everything
+    done through it commits or rolls back with the caller's business writes;
+    after the ``with`` block every method raises ``StoreClosed``. Full contract:
+    ``alkstore.api.Transaction`` (contract §3).
+    """
 
     def __init__(self, store: CoreStore, handle: Any) -> None:
         self._store = store
@@ -28,22 +34,59 @@ class CoreTransaction:
 
     @property
     def connection(self) -> Any:
+        """The engine's DB-API connection carrying this transaction.
+
+        Raises:
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         self._check_live()
         return self._store._driver.native_connection(self._handle)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """``connection.execute(sql, params)``: a business write in this transaction.
+
+        Raises:
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         connection = self.connection
         return connection.execute(sql, params) if params is not None else connection.execute(sql)
 
     def enqueue(self, queue: str, payload: Any, opts: EnqueueOpts | None = None) -> int:
+        """Enqueue into ``queue`` if this transaction commits; return the job id.
+
+        A queue named here stamps ``DEFAULT_QUEUE_OPTS``; reserved names (an
+        outbox's backing queue) are refused (contract §3).
+
+        Raises:
+            InvalidName: ``queue`` is malformed.
+            ReservedName: ``queue`` starts with the reserved prefix.
+            PayloadError: ``payload`` is not JSON-serializable.
+            InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         validate_name(queue, "queue name")
         return self._insert(queue, payload, self._store._queue_opts_for(queue), _enqueue_opts(opts))
 
     def outbox_enqueue(self, outbox: str, payload: Any) -> int:
+        """Enqueue into the outbox ``outbox`` if this transaction commits (contract §4).
+
+        Raises:
+            InvalidName: ``outbox`` is malformed.
+            ReservedName: ``outbox`` starts with the reserved prefix.
+            PayloadError: ``payload`` is not JSON-serializable.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         backing = outbox_queue_name(outbox)
         return self._insert(backing, payload, OUTBOX_QUEUE_OPTS, _enqueue_opts(None))
 
     def stream_append(self, stream: str, payload: Any) -> int:
+        """Append to ``stream`` if this transaction commits; return the offset.
+
+        Raises:
+            InvalidName: ``stream`` is malformed.
+            PayloadError: ``payload`` is not JSON-serializable.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         validate_name(stream, "stream name")
         text = encode_payload(payload)
         self._check_live()
@@ -53,7 +96,13 @@ class CoreTransaction:
         return offset
 
     def notify(self, channel: str, payload: Any) -> None:
-        """Delivered to subscribers only if the transaction commits."""
+        """Delivered to subscribers only if the transaction commits.
+
+        Raises:
+            InvalidName: ``channel`` is malformed.
+            PayloadError: ``payload`` is not JSON-serializable.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         validate_name(channel, "channel")
         text = encode_payload(payload)
         self._check_live()
@@ -61,7 +110,15 @@ class CoreTransaction:
         store._pubsub().publish(self._handle, channel, text, store._now())
 
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
-        """Queue-filtered read inside the transaction (CONTRACT.md §2)."""
+        """Queue-filtered read inside the transaction (contract §2).
+
+        Returns the ``Job`` if a row with ``job_id`` belongs to ``queue``, else ``None``.
+
+        Raises:
+            InvalidName: ``queue`` is malformed.
+            InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
         validate_name(queue, "queue name")
         check_job_id(job_id)
         self._check_live()
