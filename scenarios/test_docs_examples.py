@@ -1,0 +1,168 @@
+"""Documented examples, run as written: the README's "Using it in an app" block on
+both reference engines, and the runnable programs of ``docs/guide/``.
+
+Only the URL is swapped. On PostgreSQL the README example gets a database of
+its own (its ``orders`` table and the store's default schema would otherwise
+be shared with every other run on the server), dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+import alkstore
+from alkstore import JobState
+from alkstore_postgres.provisioning import dsn_as_url, shared_server_dsn
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+README_URL = '"sqlite:///app.db"'
+EXPECTED_OUTPUT = "sending {'to': 'a@example.com'}\nsending {'order': 7}\n"
+
+
+def readme_example() -> str:
+    """The first python block under the README's "Using it in an app" heading."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Using it in an app\n", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None, "README.md: no python block under 'Using it in an app'"
+    return match.group(1)
+
+
+def run_readme_example(url: str) -> None:
+    code = readme_example()
+    assert code.count(README_URL) == 1, f"README example no longer opens {README_URL}"
+    exec(compile(code.replace(README_URL, repr(url)), str(README), "exec"), {})
+
+
+@pytest.fixture
+def postgres_database() -> Iterator[str]:
+    """A fresh database on the shared test server, as a libpq DSN; dropped afterwards."""
+    admin_dsn = shared_server_dsn()
+    name = "alkstore_readme_" + secrets.token_hex(6)
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_conninfo(admin_dsn, dbname=name)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+def test_readme_example_runs_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    database = tmp_path / "app.db"
+
+    run_readme_example(f"sqlite:///{database}")
+
+    assert capsys.readouterr().out == EXPECTED_OUTPUT
+    with closing(sqlite3.connect(database)) as conn:
+        assert conn.execute("SELECT id FROM orders").fetchall() == [(7,)]
+
+
+def test_readme_example_runs_on_postgres(
+    postgres_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_readme_example(dsn_as_url(postgres_database))
+
+    assert capsys.readouterr().out == EXPECTED_OUTPUT
+    with psycopg.connect(postgres_database) as conn:
+        assert conn.execute("SELECT id FROM orders").fetchall() == [(7,)]
+
+
+def guide_block(page: str, first_line: str) -> str:
+    """The python block of ``docs/guide/<page>`` that starts with ``first_line``."""
+    text = (DOCS / "guide" / page).read_text(encoding="utf-8")
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    for block in blocks:
+        if block.startswith(first_line):
+            return block
+    raise AssertionError(f"docs/guide/{page}: no python block starting {first_line!r}")
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 20) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_guide_worker_handles_jobs_then_stops_cleanly_on_a_signal(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(guide_block("worker-loop.md", '"""worker.py'), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    with alkstore.open(url) as store:
+        emails = store.queue("emails")
+        sent = emails.enqueue({"to": "a@example.com"})
+        hopeless = emails.enqueue({"subject": "no recipient"})
+        worker = subprocess.Popen(
+            [sys.executable, str(script), url], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            handled = wait_until(
+                lambda: (
+                    emails.get_job(sent) is None
+                    and getattr(emails.get_job(hopeless), "state", None) is JobState.DEAD
+                )
+            )
+            worker.send_signal(signum)
+            out, err = worker.communicate(timeout=20)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        dead = emails.get_job(hopeless)
+
+    assert handled
+    assert worker.returncode == 0
+    assert err == b""  # no KeyboardInterrupt traceback, nothing else either
+    assert out.decode().splitlines() == ["ready", "sending {'to': 'a@example.com'}", "stopped"]
+    assert dead is not None
+    assert dead.last_error == "no recipient"
+
+
+def test_guide_shutdown_example_stops_worker_and_leader_on_sigterm(tmp_path: Path) -> None:
+    script = tmp_path / "shutdown.py"
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    code = guide_block("shutdown.md", "import signal")
+    assert code.count(README_URL) == 1
+    script.write_text(code.replace(README_URL, repr(url)), encoding="utf-8")
+    with alkstore.open(url) as store:
+        sent = store.queue("emails").enqueue({"to": "a@example.com"})
+        worker = subprocess.Popen(
+            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            handled = wait_until(lambda: store.queue("emails").get_job(sent) is None)
+            worker.send_signal(signal.SIGTERM)
+            out, err = worker.communicate(timeout=20)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+
+    assert handled
+    assert worker.returncode == 0
+    assert err == b""
+    assert out.decode().splitlines() == ["sending {'to': 'a@example.com'}"]
