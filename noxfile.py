@@ -4,6 +4,10 @@
     nox -s tests                                 every unit test + the kit on every reference engine
     nox -s lint                                  ruff + mypy
     nox -s bench                                 benchmarks, both engines side by side
+    nox -s faults [-- --quick]                   fault runs on both engines (crash storm,
+                                                 atomicity under SIGKILL, hostile input)
+    nox -s docs                                  the docs site, warnings as errors
+    nox -s build                                 sdists + wheels into dist/, twine-checked
 
 Sessions that need PostgreSQL use ``ALKSTORE_PG_DSN`` when it is set, else a
 Docker daemon via testcontainers, else the local server binaries (a throwaway
@@ -35,6 +39,9 @@ UNIT_TEST_DIRS = (
     "conformance/tests",
     f"{MEMORY}/tests",
     "scenarios/test_scenarios.py",
+    "scenarios/test_docs_examples.py",
+    "scenarios/test_install.py",
+    "scenarios/faults/test_faults.py",
 )
 POSTGRES_ENGINES = {"postgresql", "postgres"}
 
@@ -138,3 +145,44 @@ def bench(session: nox.Session) -> None:
     _install_all(session)
     with _postgres(session) as env:
         session.run("python", "scenarios/benchmarks/run.py", *session.posargs, env=env)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs site (mkdocs + mkdocstrings API reference) into site/; warnings fail it."""
+    # ruff lets mkdocstrings format the rendered signatures.
+    session.install("mkdocs", "mkdocs-material", "mkdocstrings[python]", "ruff")
+    session.install(*(arg for path in (CONTRACT, SQLITE, POSTGRES, KIT) for arg in ("-e", path)))
+    quiet = {"NO_MKDOCS_2_WARNING": "1"}  # mkdocs-material's end-of-life banner
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=quiet)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Sdists and wheels of every published distribution into dist/, checked by twine."""
+    import zipfile  # only this session reads wheels
+
+    session.install("build", "twine")
+    dist = ROOT / "dist"
+    dist.mkdir(exist_ok=True)
+    for stale in dist.iterdir():  # an older version would also match `pip install dist/x-*.whl`
+        stale.unlink()
+    for path in (CONTRACT, SQLITE, POSTGRES, KIT):
+        session.run("python", "-m", "build", "--outdir", str(dist), path)
+    artifacts = sorted(dist.iterdir())
+    session.run("twine", "check", "--strict", *map(str, artifacts))
+    for wheel in (a for a in artifacts if a.suffix == ".whl"):
+        if not any(n.endswith("/py.typed") for n in zipfile.ZipFile(wheel).namelist()):
+            session.error(f"{wheel.name} lacks its py.typed marker")
+    session.log("built: " + ", ".join(a.name for a in artifacts))
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """Fault runs on both engines: crash storm, atomicity under SIGKILL, hostile input.
+
+    PostgreSQL runs on a private throwaway server (local server binaries), which
+    the crash storm restarts mid-run; never on ``ALKSTORE_PG_DSN``'s server.
+    """
+    _install_all(session)
+    session.run("python", "scenarios/faults/run.py", *session.posargs)

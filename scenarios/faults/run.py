@@ -1,0 +1,188 @@
+"""Fault runs of the reference engines (``nox -s faults``).
+
+    python scenarios/faults/run.py [--engine sqlite|postgresql] [--scenario NAME] [--quick]
+
+Three scenarios, each on a fresh store of each engine, through the public API:
+
+* ``storm``     -- worker crash storm: SIGKILLed workers, restarted; on
+  PostgreSQL the server is also stopped and started twice mid-run;
+* ``atomicity`` -- transactions SIGKILLed mid-flight leave all or nothing;
+* ``hostile``   -- the hostile-input table: the exact error, nothing written.
+
+PostgreSQL runs on a PRIVATE throwaway server (``LocalPostgres``: local server
+binaries required) so the storm can restart it; it is always stopped at the
+end. Prints one table of figures per scenario and exits non-zero on any loss,
+duplicate, unexpected error or failing hostile-input row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+
+from fault_atomicity import AtomicityConfig, run_atomicity
+from fault_hostile import run_hostile
+from fault_report import ScenarioResult, failure, render
+from fault_storm import Disruption, StormConfig, run_storm
+
+import alkstore
+from alkstore import EngineSpec
+from alkstore_postgres.server import LocalPostgres
+
+ENGINES = ("sqlite", "postgresql")
+ALIASES = {"postgres": "postgresql"}
+SCENARIOS = ("storm", "atomicity", "hostile")
+PG_SCHEMA_PREFIX = "alkstore_faults_"
+PG_CONNECT_TIMEOUT_S = 2
+"""Workers give up on a dead server quickly and retry, instead of blocking 10 s."""
+PG_DOWN_S = 2.0
+"""How long the second (fast) restart keeps the server down."""
+QUICK_STORM = StormConfig(jobs=300, workers=3, storm_s=30.0, drain_s=30.0)
+QUICK_ATOMICITY = AtomicityConfig(kills=8)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", action="append", choices=[*ENGINES, *ALIASES])
+    parser.add_argument("--scenario", action="append", choices=SCENARIOS)
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--jobs", type=int, help="crash storm: jobs enqueued")
+    parser.add_argument("--workers", type=int, help="crash storm: worker processes")
+    parser.add_argument("--kills", type=int, help="atomicity: transaction writers SIGKILLed")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the kill choices and times")
+    args = parser.parse_args(argv)
+    for name in ("jobs", "workers", "kills"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name} must be positive")
+    return args
+
+
+def storm_config(args: argparse.Namespace) -> StormConfig:
+    base = QUICK_STORM if args.quick else StormConfig()
+    return StormConfig(
+        jobs=args.jobs or base.jobs,
+        workers=args.workers or base.workers,
+        kill_every_s=base.kill_every_s,
+        visibility_timeout_s=base.visibility_timeout_s,
+        work_s=base.work_s,
+        batch=base.batch,
+        storm_s=base.storm_s,
+        drain_s=base.drain_s,
+        seed=args.seed,
+    )
+
+
+def atomicity_config(args: argparse.Namespace) -> AtomicityConfig:
+    base = QUICK_ATOMICITY if args.quick else AtomicityConfig()
+    return AtomicityConfig(
+        kills=args.kills or base.kills,
+        min_life_s=base.min_life_s,
+        max_life_s=base.max_life_s,
+        seed=args.seed,
+    )
+
+
+def progress(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- stores
+
+
+class Stores:
+    """Fresh stores per scenario: a temp file for SQLite, a fresh schema on the
+    private PostgreSQL server (started on first use) for PostgreSQL."""
+
+    def __init__(self, stack: ExitStack) -> None:
+        self._stack = stack
+        self._pg: LocalPostgres | None = None
+
+    @contextmanager
+    def fresh(self, engine: str) -> Iterator[EngineSpec]:
+        if engine != "postgresql":
+            with alkstore.load_engine(engine).provision() as spec:
+                yield spec
+            return
+        pg = self.postgres()
+        schema = PG_SCHEMA_PREFIX + secrets.token_hex(6)
+        yield EngineSpec(pg.dsn, {"schema": schema, "connect_timeout_s": PG_CONNECT_TIMEOUT_S})
+
+    def postgres(self) -> LocalPostgres:
+        if self._pg is None:
+            # fsync off: only processes crash here, never the OS, so what reached
+            # the kernel survives; fsync would only slow the storm down.
+            self._pg = self._stack.enter_context(LocalPostgres(fsync=False))
+            progress(f"private PostgreSQL {self._pg.version} at {self._pg.dsn}")
+        return self._pg
+
+    def disruptions(self, engine: str) -> list[Disruption]:
+        """Two server restarts mid-storm on PostgreSQL: a crash-like one and a slow one."""
+        if engine != "postgresql":
+            return []
+        pg = self.postgres()
+
+        def immediate() -> None:
+            pg.stop("immediate")  # like a crash: no checkpoint, clients cut off
+            pg.start()
+
+        def fast_with_outage() -> None:
+            pg.stop("fast")
+            time.sleep(PG_DOWN_S)
+            pg.start()
+
+        return [
+            Disruption(0.25, "PostgreSQL stop -m immediate + start", immediate),
+            Disruption(
+                0.6, f"PostgreSQL stop -m fast, {PG_DOWN_S:g} s down, start", fast_with_outage
+            ),
+        ]
+
+
+def run_scenario(
+    name: str, engine: str, stores: Stores, args: argparse.Namespace
+) -> ScenarioResult:
+    started = time.monotonic()
+    try:
+        with stores.fresh(engine) as spec:
+            if name == "storm":
+                return run_storm(
+                    engine, spec, storm_config(args), stores.disruptions(engine), progress
+                )
+            if name == "atomicity":
+                return run_atomicity(engine, spec, atomicity_config(args), progress)
+            return run_hostile(engine, spec, progress)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        return failure(name, engine, time.monotonic() - started, exc)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
+    scenarios = [s for s in SCENARIOS if not args.scenario or s in args.scenario]
+    results: list[ScenarioResult] = []
+    began = time.monotonic()
+    with ExitStack() as stack:
+        stores = Stores(stack)
+        for scenario in scenarios:
+            for engine in engines:
+                progress(f"{scenario} on {engine}...")
+                results.append(run_scenario(scenario, engine, stores, args))
+    print()
+    print(render(results))
+    failed = [f"{r.scenario} on {r.engine}" for r in results if r.failed]
+    print(f"\n{len(results)} runs in {time.monotonic() - began:.0f} s; ", end="")
+    print(
+        f"FAILED: {', '.join(failed)}" if failed else "no loss, no duplicate, no unexpected error"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
