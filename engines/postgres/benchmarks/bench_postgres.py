@@ -158,7 +158,7 @@ def bench_claim_ack(dsn: str, rounds: int, batch: int) -> None:
             (encode_payload(PAYLOAD), jobs),
         )
         conn.commit()
-        conn.execute(f'ANALYZE "{schema}".jobs')
+        conn.execute(f'ANALYZE "{schema}".alkstore_jobs')
         conn.execute(f"ANALYZE {table}")
         conn.commit()
         claim = (

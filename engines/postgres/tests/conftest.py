@@ -18,7 +18,7 @@ from pg_helpers import StoreFactory, fresh_schema_name
 import alkstore
 from alkstore.core import CoreStore
 from alkstore_postgres.provisioning import drop_schema
-from alkstore_postgres.server import provision_server
+from alkstore_postgres.server import LocalPostgres, provision_server
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +56,22 @@ def admin(pg_dsn: str) -> Iterator[psycopg.Connection[Any]]:
     """A separate autocommit connection for looking at the database from outside."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture(scope="module")
+def private_pg() -> Iterator[LocalPostgres]:
+    """A throwaway server of the test module's own, for tests that stop it or change
+    its configuration (never the session's shared server)."""
+    with LocalPostgres() as pg:
+        yield pg
+
+
+@pytest.fixture
+def running_pg(private_pg: LocalPostgres) -> Iterator[LocalPostgres]:
+    """The module's private server, up at the start and the end of each test."""
+    private_pg.start()
+    yield private_pg
+    private_pg.start()
 
 
 @pytest.fixture(autouse=True)

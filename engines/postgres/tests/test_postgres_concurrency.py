@@ -51,4 +51,4 @@ def test_threads_hammering_claim_and_ack_process_every_job_exactly_once(
     duplicates = [job for job, times in Counter(acked).items() if times > 1]
     assert duplicates == []
     assert sorted(acked) == sorted(enqueued)
-    assert admin.execute(f'SELECT count(*) FROM "{schema}".jobs').fetchone() == (0,)
+    assert admin.execute(f'SELECT count(*) FROM "{schema}".alkstore_jobs').fetchone() == (0,)

@@ -1,13 +1,14 @@
-"""Connection loss: unreachable servers, restarts, killed connections.
+"""Connection loss: unreachable servers, restarts, killed connections, and calls
+that wait no longer than their caller allows while the server is down.
 
 These tests stop and restart a server, so they get a private throwaway one
-(``LocalPostgres``) rather than the session's shared server.
+(``running_pg``) rather than the session's shared server.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+import time
 from typing import Any
 
 import psycopg
@@ -17,20 +18,6 @@ from pg_helpers import BackgroundClaim, fresh_schema_name, wait_until
 import alkstore
 from alkstore import EngineUnavailable
 from alkstore_postgres.server import LocalPostgres
-
-
-@pytest.fixture(scope="module")
-def private_pg() -> Iterator[LocalPostgres]:
-    with LocalPostgres() as pg:
-        yield pg
-
-
-@pytest.fixture
-def running_pg(private_pg: LocalPostgres) -> Iterator[LocalPostgres]:
-    """The private server, up at the start and the end of each test."""
-    private_pg.start()
-    yield private_pg
-    private_pg.start()
 
 
 def _closed_port() -> int:
@@ -113,3 +100,49 @@ def test_claim_wait_survives_a_server_restart(running_pg: LocalPostgres) -> None
         handle = waiting.result()
         assert handle.id == job_id
         assert handle.ack()
+
+
+def _seconds(call: Any) -> float:
+    started = time.monotonic()
+    call()
+    return time.monotonic() - started
+
+
+def test_claim_wait_finds_no_work_at_its_timeout_while_the_server_is_down(
+    running_pg: LocalPostgres,
+) -> None:
+    # connect_timeout_s stays at its 10 s default: the caller's 1 s must bound the wait.
+    with alkstore.open(running_pg.dsn, schema=fresh_schema_name()) as store:
+        queue = store.queue("q")
+        running_pg.stop()
+        got: list[Any] = []
+        elapsed = _seconds(lambda: got.append(queue.claim_wait("w", timeout=1)))
+        assert got == [None]
+        assert elapsed < 3  # the bug: 10 s, the connect timeout
+
+
+def test_a_unit_waits_for_a_connection_only_as_long_as_its_caller_allows(
+    running_pg: LocalPostgres,
+) -> None:
+    with alkstore.open(running_pg.dsn, schema=fresh_schema_name(), pool_min_size=0) as store:
+        driver: Any = store.driver  # type: ignore[attr-defined]
+        running_pg.stop()
+        started = time.monotonic()
+        with pytest.raises(EngineUnavailable):
+            driver.write(lambda c: None, wait_s=0.5)
+        assert time.monotonic() - started < 2  # connect_timeout_s is 10 s
+
+
+def test_a_call_raises_engine_unavailable_within_connect_timeout_while_the_server_is_down(
+    running_pg: LocalPostgres,
+) -> None:
+    with alkstore.open(
+        running_pg.dsn, schema=fresh_schema_name(), connect_timeout_s=2, pool_min_size=3
+    ) as store:
+        queue = store.queue("q")
+        queue.enqueue("before")
+        running_pg.stop()
+        started = time.monotonic()
+        with pytest.raises(EngineUnavailable):
+            queue.enqueue("while down")
+        assert time.monotonic() - started < 2 + 1.5

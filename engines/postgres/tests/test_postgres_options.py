@@ -22,6 +22,9 @@ HOSTILE_SCHEMAS = [
     "pg_temp_evil",
     "dash-ed",
     "é",
+    "information_schema",
+    "pg_catalog",
+    "pg_toast",
 ]
 
 
@@ -67,6 +70,9 @@ def test_unknown_option_is_refused_naming_it() -> None:
         ({"messages_keep": 0}, "messages_keep"),
         ({"messages_keep": 2**31}, "messages_keep"),
         ({"messages_keep": 1.5}, "messages_keep"),
+        ({"reconnect_max_s": 0}, "reconnect_max_s"),
+        ({"reconnect_max_s": 61}, "reconnect_max_s"),
+        ({"reconnect_max_s": "1"}, "reconnect_max_s"),
     ],
 )
 def test_bad_option_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:
@@ -82,6 +88,7 @@ def test_defaults() -> None:
         pool_max_size=10,
         repoll_s=1.0,
         connect_timeout_s=10.0,
+        reconnect_max_s=1.0,
         messages_keep=10_000,
     )
 
@@ -102,6 +109,30 @@ def test_url_becomes_a_libpq_url(url: str, expected: str) -> None:
 def test_url_of_another_engine_is_refused() -> None:
     with pytest.raises(InvalidOptions, match="sqlite"):
         libpq_url("sqlite:///x.db")
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("postgresql://[::1", "IPv6 host"),
+        ("postgresql://u@h/app%zz", "percent-encoded"),
+        ("postgresql://u@h/app?bogus=1", "bogus"),
+        ("postgresql://u@h:notaport/app", "notaport"),
+        ("postgresql://u@h:70000/app", "70000"),
+    ],
+)
+def test_a_malformed_url_is_refused_before_connecting(url: str, named: str) -> None:
+    # The host "h" does not resolve: anything that tried to connect would fail otherwise.
+    with pytest.raises(InvalidOptions, match=named) as info:
+        alkstore.open(url)
+    assert info.value.__cause__ is None  # no psycopg error behind it: nothing connected
+
+
+def test_a_refused_url_never_shows_its_password() -> None:
+    with pytest.raises(InvalidOptions) as info:
+        alkstore.open("postgresql://app:s3cret%zz@h/app")
+    assert "s3cret" not in str(info.value)
+    assert "percent-encoded" in str(info.value)
 
 
 def test_both_entry_points_load_the_one_provider() -> None:

@@ -38,7 +38,7 @@ class Boom(Exception):
 
 
 def _stored_payloads(admin: psycopg.Connection[Any], schema: str) -> list[str]:
-    rows = admin.execute(f'SELECT payload FROM "{schema}".messages ORDER BY id').fetchall()
+    rows = admin.execute(f'SELECT payload FROM "{schema}".alkstore_messages ORDER BY id').fetchall()
     return [row[0] for row in rows]
 
 

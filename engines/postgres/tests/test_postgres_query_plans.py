@@ -25,7 +25,7 @@ def filled(open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
     store = open_store(clock=FakeClock(NOW))
     store.schedule("schedule-00000", "@every 1s", "q", {"n": 0})
     admin.execute(
-        f'INSERT INTO "{schema}".schedules'
+        f'INSERT INTO "{schema}".alkstore_schedules'
         " (name, spec, queue, payload, priority, interval_s, next_fire_at)"
         " SELECT format('schedule-%%s', lpad(n::text, 5, '0')), format('@every %%ss', s),"
         "        'q', '{}', 0, s, %s + s"
@@ -34,7 +34,8 @@ def filled(open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
     )
     for stream in ("s0", "s1", "s2"):
         admin.execute(
-            f'INSERT INTO "{schema}".stream_events (stream, event_offset, payload, created_at)'
+            f'INSERT INTO "{schema}".alkstore_stream_events'
+            " (stream, event_offset, payload, created_at)"
             " SELECT %s, n, '{}', %s FROM generate_series(1, %s) AS n",
             (stream, NOW, EVENTS),
         )
@@ -42,13 +43,13 @@ def filled(open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
     for n in range(20):
         store.notify("c", {"n": n, "blob": LARGE})
     admin.execute(
-        f'INSERT INTO "{schema}".messages (channel, payload, created_at)'
+        f'INSERT INTO "{schema}".alkstore_messages (channel, payload, created_at)'
         " SELECT 'c', '\"stored\"', %s FROM generate_series(1, %s)",
         (NOW, MESSAGES),
     )
-    admin.execute(f'ANALYZE "{schema}".schedules')
-    admin.execute(f'ANALYZE "{schema}".stream_events')
-    admin.execute(f'ANALYZE "{schema}".messages')
+    admin.execute(f'ANALYZE "{schema}".alkstore_schedules')
+    admin.execute(f'ANALYZE "{schema}".alkstore_stream_events')
+    admin.execute(f'ANALYZE "{schema}".alkstore_messages')
     return Statements.for_schema(schema)
 
 
@@ -61,7 +62,7 @@ def test_due_schedules_are_read_off_the_due_index(
     filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
     plan = _plan(admin, filled.schedules_due, {"now": NOW + 5})
-    assert "schedules_due" in plan
+    assert "alkstore_schedules_due" in plan
     assert "Seq Scan" not in plan
 
 
@@ -69,7 +70,7 @@ def test_the_next_boundary_is_the_first_entry_of_the_due_index(
     filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
     plan = _plan(admin, filled.schedule_next_fire_at, {})
-    assert "schedules_due" in plan
+    assert "alkstore_schedules_due" in plan
     assert "Seq Scan" not in plan
 
 
@@ -78,7 +79,7 @@ def test_a_schedule_row_is_found_by_its_name(
     filled: Statements, admin: psycopg.Connection[Any], statement: str
 ) -> None:
     plan = _plan(admin, getattr(filled, statement), {"name": "schedule-00007"})
-    assert "schedules_pkey" in plan
+    assert "alkstore_schedules_pkey" in plan
     assert "Seq Scan" not in plan
 
 
@@ -88,7 +89,7 @@ def test_an_advance_finds_its_row_by_an_index(
     # By name (the primary key) or by boundary and name (the due index): one row.
     params = {"name": "schedule-00007", "expected": NOW + 8, "new_fire_at": NOW + 16}
     plan = _plan(admin, filled.schedule_advance, params)
-    assert "Index Scan using schedules_" in plan
+    assert "Index Scan using alkstore_schedules_" in plan
     assert "Seq Scan" not in plan
 
 
@@ -97,7 +98,7 @@ def test_a_stream_read_is_one_range_of_the_primary_key(
 ) -> None:
     params = {"stream": "s1", "after": EVENTS // 2, "limit": 100}
     plan = _plan(admin, filled.stream_read, params)
-    assert "Index Scan using stream_events_pkey" in plan
+    assert "Index Scan using alkstore_stream_events_pkey" in plan
     assert "Sort" not in plan
     assert "Seq Scan" not in plan
 
@@ -106,7 +107,7 @@ def test_trimming_a_stream_is_one_range_of_the_primary_key(
     filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
     plan = _plan(admin, filled.stream_trim, {"stream": "s1", "before": 100})
-    assert "stream_events_pkey" in plan
+    assert "alkstore_stream_events_pkey" in plan
     assert "Seq Scan" not in plan
 
 
@@ -123,7 +124,7 @@ def test_the_listener_reads_stored_messages_by_id(
     filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
     plan = _plan(admin, filled.fetch_messages, {"ids": [3, 4]})
-    assert "messages_pkey" in plan
+    assert "alkstore_messages_pkey" in plan
     assert "Seq Scan" not in plan
 
 
@@ -140,5 +141,5 @@ def test_pruning_stored_messages_reads_only_the_primary_key(
         "reference_prefix": "#",
     }
     plan = _plan(admin, getattr(filled, statement), params)
-    assert "messages_pkey" in plan
+    assert "alkstore_messages_pkey" in plan
     assert "Seq Scan" not in plan

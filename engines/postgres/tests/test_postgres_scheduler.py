@@ -133,7 +133,7 @@ def test_a_second_advance_waits_for_the_row_lock_then_finds_the_boundary_moved(
         second = BackgroundCall(
             lambda: driver.write(lambda c: driver.schedule_advance(c, "s", START + 10, START + 20))
         )
-        assert wait_until(lambda: blocked_on_a_lock(admin, "schedules"))
+        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_schedules"))
         assert not second.done
     assert second.result() is False
     assert _stored(store).next_fire_at == START + 20
@@ -170,8 +170,8 @@ def test_a_fire_is_invisible_until_its_advance_and_job_commit_together(
         driver.insert_jobs(c, [_job()])
         # From outside, before the unit returns: neither the advance nor the job.
         row = admin.execute(
-            f'SELECT (SELECT next_fire_at FROM "{schema}".schedules),'
-            f' (SELECT count(*) FROM "{schema}".jobs)'
+            f'SELECT (SELECT next_fire_at FROM "{schema}".alkstore_schedules),'
+            f' (SELECT count(*) FROM "{schema}".alkstore_jobs)'
         ).fetchone()
         assert row is not None
         seen_mid_fire.append(tuple(row))

@@ -26,7 +26,7 @@ def _tables(conn: psycopg.Connection[Any], schema: str) -> set[str]:
 
 def _migrations(conn: psycopg.Connection[Any], schema: str) -> list[tuple[Any, ...]]:
     return conn.execute(
-        f'SELECT version, applied_at FROM "{schema}".migrations ORDER BY version'
+        f'SELECT version, applied_at FROM "{schema}".alkstore_migrations ORDER BY version'
     ).fetchall()
 
 
@@ -36,15 +36,15 @@ def test_open_creates_every_table_in_the_engine_schema(
     public_before = _tables(admin, "public")
     open_store()
     assert _tables(admin, schema) == {
-        "jobs",
-        "dead_jobs",
-        "locks",
-        "schedules",
-        "streams",
-        "stream_events",
-        "stream_consumers",
-        "messages",
-        "migrations",
+        "alkstore_jobs",
+        "alkstore_dead_jobs",
+        "alkstore_locks",
+        "alkstore_schedules",
+        "alkstore_streams",
+        "alkstore_stream_events",
+        "alkstore_stream_consumers",
+        "alkstore_messages",
+        "alkstore_migrations",
     }
     assert _tables(admin, "public") == public_before
 
@@ -97,7 +97,7 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         release_one.setattr(migrations, "LATEST_VERSION", 1)
         assert migrate(pg_dsn, schema=schema) == 1
     admin.execute(
-        f'INSERT INTO "{schema}".jobs (queue, payload, priority, max_attempts, created_at,'
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
         " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 3, 1, 1, 1, 1)"
     )
     with alkstore.open(pg_dsn, schema=schema) as store:
@@ -106,7 +106,7 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
     assert [version for version, _ in _migrations(admin, schema)] == [1, 2]
-    assert {"schedules", "streams", "messages"} <= _tables(admin, schema)
+    assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
 
 
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(
@@ -137,7 +137,7 @@ def test_a_schema_newer_than_this_engine_is_opened_as_is(
     migrate(pg_dsn, schema=schema)
     future = LATEST_VERSION + 1
     admin.execute(
-        f'INSERT INTO "{schema}".migrations (version, description) VALUES (%s, %s)',
+        f'INSERT INTO "{schema}".alkstore_migrations (version, description) VALUES (%s, %s)',
         (future, "from a newer release"),
     )
     with alkstore.open(pg_dsn, schema=schema, migrate=migrate_on_open) as store:
@@ -163,7 +163,7 @@ def test_schema_created_beforehand_by_an_administrator_is_used(
     admin.execute(f'CREATE SCHEMA "{schema}"')
     with alkstore.open(pg_dsn, schema=schema) as store:
         store.queue("q").enqueue(1)
-    assert "jobs" in _tables(admin, schema)
+    assert "alkstore_jobs" in _tables(admin, schema)
 
 
 def test_dead_rows_move_to_the_dead_table_keeping_their_id(
@@ -175,8 +175,8 @@ def test_dead_rows_move_to_the_dead_table_keeping_their_id(
     assert handle is not None
     assert handle.fail("bad input")
 
-    live = admin.execute(f'SELECT id FROM "{schema}".jobs').fetchall()
-    dead = admin.execute(f'SELECT id, last_error FROM "{schema}".dead_jobs').fetchall()
+    live = admin.execute(f'SELECT id FROM "{schema}".alkstore_jobs').fetchall()
+    dead = admin.execute(f'SELECT id, last_error FROM "{schema}".alkstore_dead_jobs').fetchall()
     assert live == []
     assert dead == [(job_id, "bad input")]
 
@@ -197,14 +197,14 @@ def test_claim_statement_walks_the_partial_indexes(
         queue.enqueue_many(list(range(200)), EnqueueOpts(priority=n % 3))
         queue.enqueue_many(list(range(100)), EnqueueOpts(delay=3600))
         queue.claim_batch("w", 50)
-    admin.execute(f'ANALYZE "{schema}".jobs')
+    admin.execute(f'ANALYZE "{schema}".alkstore_jobs')
 
     statements = Statements.for_schema(schema)
     params = {"queue": "q7", "now": NOW + 60, "worker_id": "w", "limit": 10}
     plan = _explain(admin, statements.claim, params)
 
-    assert "jobs_pending_claim" in plan
-    assert "jobs_processing_deadline" in plan
+    assert "alkstore_jobs_pending_claim" in plan
+    assert "alkstore_jobs_processing_deadline" in plan
     assert "Seq Scan" not in plan
 
 
@@ -214,12 +214,13 @@ def test_ack_batch_looks_rows_up_by_primary_key_however_many_are_in_flight(
     clock = alkstore.testing.FakeClock(NOW)
     queue = open_store(clock=clock).queue("q")
     queue.enqueue_many(list(range(3000)))
-    admin.execute(f'ANALYZE "{schema}".jobs')  # statistics from before anything was claimed
+    # Statistics from before anything was claimed.
+    admin.execute(f'ANALYZE "{schema}".alkstore_jobs')
     handles = queue.claim_batch("w", 2500)
 
     statements = Statements.for_schema(schema)
     params = {"ids": [h.id for h in handles[:100]], "queue": "q", "worker_id": "w", "now": NOW}
     plan = _explain(admin, statements.ack_batch, params)
 
-    assert "jobs_pkey" in plan
-    assert "jobs_processing_deadline" not in plan
+    assert "alkstore_jobs_pkey" in plan
+    assert "alkstore_jobs_processing_deadline" not in plan

@@ -132,7 +132,7 @@ def test_an_appender_waits_for_an_open_append_to_the_same_stream(
         later = BackgroundCall(lambda: stream.append("later"))
         # The later append waits on the stream's counter row: nothing is readable,
         # in particular not an offset above the uncommitted one.
-        assert wait_until(lambda: blocked_on_a_lock(admin, "streams"))
+        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_streams"))
         assert stream.read() == []
         assert not later.done
         other = store.stream("other").append("another stream is not held up")

@@ -25,15 +25,19 @@ Connection loss
     A pooled connection the server closed while it sat idle (a restart) is
     noticed at checkout without a round trip -- unsolicited input on an idle
     connection -- confirmed, and handed back to the pool, which replaces it.
-    Anything that still fails because the server is unreachable raises
-    ``alkstore.EngineUnavailable`` with the psycopg error chained.
+    Waiting for a connection is bounded by the caller's ``wait_s`` and
+    ``connect_timeout_s``, and reconnecting after an outage by
+    ``reconnect_max_s`` (see ``connections``). Anything that still fails
+    because the server is unreachable raises ``alkstore.EngineUnavailable``,
+    and a refused configuration (no such database or role, a wrong password, a
+    missing privilege) ``alkstore.EngineMisconfigured``, with the psycopg error
+    chained.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import select
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from itertools import groupby
@@ -41,7 +45,6 @@ from typing import Any, Final, TypeVar
 
 import psycopg
 from psycopg import pq
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, job_from_row, queue_topic
 from alkstore.errors import InvalidOptions
@@ -49,7 +52,8 @@ from alkstore.options import NewJob, new_job_stamps
 from alkstore.values import Job, LockInfo
 
 from .clock import ServerClock
-from .errors import is_unavailable, unavailable
+from .connections import StorePool
+from .errors import contract_error
 from .handle import PgHandle, execute, rowcount
 from .listener import NotifyListener, notify_payload
 from .migrations import ensure_schema
@@ -87,30 +91,6 @@ def message_channel(schema: str) -> str:
 _STAMPS = new_job_stamps
 
 
-def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
-    fd = conn.fileno()
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
-
-
-def closed_by_server(conn: psycopg.Connection[Any]) -> bool:
-    """Whether an idle pooled connection is unusable, at the cost of a round trip only
-    when the server sent something unasked (on shutdown: FATAL, then EOF)."""
-    if conn.closed or conn.broken or conn.pgconn.status != pq.ConnStatus.OK:
-        return True
-    if not _has_unread_input(conn):
-        return False
-    try:
-        conn.execute(b"")
-    except psycopg.Error:
-        return True
-    return False
-
-
 class PostgresDriver(ProfileMethods):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
@@ -130,21 +110,7 @@ class PostgresDriver(ProfileMethods):
             "fallback_application_name": APPLICATION_NAME,
         }
         self._prepare(conninfo, connect_kwargs, options)
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            conninfo,
-            kwargs={"autocommit": True, **connect_kwargs},
-            min_size=options.pool_min_size,
-            max_size=options.pool_max_size,
-            timeout=options.connect_timeout_s,
-            configure=self._configure,
-            name=f"alkstore:{options.schema}",
-            open=False,
-        )
-        try:
-            self._pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)
-        except PoolTimeout as exc:
-            self._pool.close()
-            raise unavailable(exc, "opening the connection pool") from exc
+        self._pool = StorePool(conninfo, connect_kwargs, options, configure=self._configure)
         self.listener = NotifyListener(
             conninfo,
             connect_kwargs,
@@ -152,6 +118,8 @@ class PostgresDriver(ProfileMethods):
             message_channel=self.message_channel,
             fetch_messages=self._sql.fetch_messages,
             ready_timeout_s=options.connect_timeout_s,
+            reconnect_max_s=options.reconnect_max_s,
+            on_reconnect=self._pool.prompt,
         )
         """The store's LISTEN connection and thread (started by ``start_watching``)."""
 
@@ -166,13 +134,14 @@ class PostgresDriver(ProfileMethods):
             with psycopg.connect(conninfo, autocommit=True, **connect_kwargs) as conn:
                 ensure_schema(conn, options.schema, migrate=options.migrate)
                 # Pub/sub's stored messages are pruned here and when publishing,
-                # never on a timer (CONTRACT.md's no-ambient-timers rule).
+                # never on a timer (the store runs no timers of its own).
                 conn.execute(self._sql.prune_messages, {"keep": options.messages_keep})
                 if self._server_clock is not None:
                     self._server_clock.measure(conn)
         except psycopg.Error as exc:
-            if is_unavailable(exc):
-                raise unavailable(exc, "opening the store") from exc
+            error = contract_error(exc, "opening the store")
+            if error is not None:
+                raise error from exc
             raise
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
@@ -181,45 +150,31 @@ class PostgresDriver(ProfileMethods):
             self._server_clock.refresh(conn)
 
     # -- connections ----------------------------------------------------------------
-    def _take(self) -> psycopg.Connection[Any]:
-        try:
-            return self._pool.getconn()
-        except psycopg.Error as exc:  # PoolTimeout included
-            raise unavailable(exc, "waiting for a connection") from exc
-
     @contextmanager
-    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
-        conn = self._take()
-        # A server restart kills every idle connection at once: skip (and let the
-        # pool replace) each dead one, at most one pool's worth.
-        for _ in range(self._pool.max_size):
-            if not closed_by_server(conn):
-                break
-            self._pool.putconn(conn)
-            conn = self._take()
-        try:
-            if self._server_clock is not None and self._server_clock.due():
-                self._server_clock.refresh(conn)
-            yield conn
-        except psycopg.Error as exc:
-            if is_unavailable(exc):
-                raise unavailable(exc, "talking to the server") from exc
-            raise
-        finally:
-            self._pool.putconn(conn)
+    def _pooled(self, wait_s: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        with self._pool.connection(wait_s) as conn:
+            try:
+                if self._server_clock is not None and self._server_clock.due():
+                    self._server_clock.refresh(conn)
+                yield conn
+            except psycopg.Error as exc:
+                error = contract_error(exc, "talking to the server")
+                if error is not None:
+                    raise error from exc
+                raise
 
-    def _run(self, work: Callable[[PgHandle], T]) -> T:
+    def _run(self, work: Callable[[PgHandle], T], wait_s: float | None) -> T:
         # The unit's exit stack closes a transaction a statement began mid-unit
         # (commit on return, rollback on raise) before the connection goes back.
-        with self._pooled() as conn, ExitStack() as unit:
+        with self._pooled(wait_s) as conn, ExitStack() as unit:
             return work(PgHandle(conn, standalone=True, unit=unit))
 
     # -- transactions ----------------------------------------------------------------
-    def write(self, work: Callable[[PgHandle], T]) -> T:
-        return self._run(work)
+    def write(self, work: Callable[[PgHandle], T], *, wait_s: float | None = None) -> T:
+        return self._run(work, wait_s)
 
-    def read(self, work: Callable[[PgHandle], T]) -> T:
-        return self._run(work)
+    def read(self, work: Callable[[PgHandle], T], *, wait_s: float | None = None) -> T:
+        return self._run(work, wait_s)
 
     @contextmanager
     def transaction(self) -> Iterator[PgHandle]:

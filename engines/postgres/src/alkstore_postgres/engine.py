@@ -7,10 +7,12 @@ import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Final
+from urllib.parse import unquote
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
-from alkstore.clock import Clock
+from alkstore.clock import Clock, check_clock
 from alkstore.core import CoreStore
 from alkstore.driver import Driver
 from alkstore.engine import Capabilities, EngineSpec
@@ -18,7 +20,7 @@ from alkstore.errors import InvalidOptions
 
 from .clock import ServerClock
 from .driver import PostgresDriver
-from .errors import is_unavailable, unavailable
+from .errors import contract_error
 from .migrations import ensure_schema
 from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_schema_name
 from .provisioning import provision
@@ -30,13 +32,47 @@ _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)
 
 
 def libpq_url(url: str) -> str:
-    """The connection string libpq understands: ``postgresql+psycopg://`` -> ``postgresql://``."""
+    """The connection string libpq understands (``postgresql+psycopg://`` ->
+    ``postgresql://``), checked before anything connects: a URL libpq cannot parse
+    (an unclosed ``[``, a bad ``%`` escape, an unknown ``?parameter``) or a port that
+    is not a number is refused with ``InvalidOptions``."""
     if not isinstance(url, str):
         raise InvalidOptions(f"url must be a str, got {type(url).__name__}")
     match = _URL_SCHEME.match(url)
     if match is None:
         raise InvalidOptions(f"not a postgresql:// or postgres:// URL: {url.partition(':')[0]!r}")
-    return "postgresql://" + url[match.end() :]
+    conninfo = "postgresql://" + url[match.end() :]
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.Error as exc:
+        reason = _without_password(str(exc).strip(), conninfo)
+        # Not chained: psycopg's message would show the password the reason masks.
+        raise InvalidOptions(f"invalid postgresql URL: {reason}") from None
+    _check_ports(params.get("port"))
+    return conninfo
+
+
+def _check_ports(value: object) -> None:
+    # libpq would refuse it only when connecting, as if the server were unreachable.
+    if value is None:
+        return
+    for port in str(value).split(","):
+        if port and not (port.isdigit() and 0 < int(port) < 65536):
+            raise InvalidOptions(f"invalid postgresql URL: port {port!r} is not a TCP port")
+
+
+def _without_password(message: str, conninfo: str) -> str:
+    """``message`` with the URL's password (as written, and decoded) masked: libpq
+    quotes the token it could not parse, which may be the password."""
+    authority = conninfo[len("postgresql://") :].split("/", 1)[0]
+    userinfo, at, _ = authority.rpartition("@")
+    _, colon, password = userinfo.partition(":")
+    if not (at and colon and password):
+        return message
+    for secret in {password, unquote(password)}:
+        if secret:
+            message = message.replace(secret, "***")
+    return message
 
 
 def open_store(
@@ -48,18 +84,23 @@ def open_store(
 ) -> CoreStore:
     """Open (creating or migrating the schema unless ``migrate=False``) a store."""
     options = parse_options(opts)  # before any connection: bad options touch nothing
+    check_clock(clock)
     conninfo = libpq_url(url)
     # The default clock follows the server; a ServerClock passed in is kept measured too.
     server_clock = clock if isinstance(clock, ServerClock) else None
     if clock is None:
         server_clock = ServerClock()
     driver = PostgresDriver(conninfo, options, server_clock)
-    return CoreStore(
-        wrap(driver) if wrap is not None else driver,
-        clock=clock if clock is not None else server_clock,
-        repoll_s=options.repoll_s,
-        engine_name=ENGINE_NAME,
-    )
+    try:
+        return CoreStore(
+            wrap(driver) if wrap is not None else driver,
+            clock=clock if clock is not None else server_clock,
+            repoll_s=options.repoll_s,
+            engine_name=ENGINE_NAME,
+        )
+    except BaseException:
+        driver.close()  # its pool and listener must not outlive a failed open
+        raise
 
 
 def migrate(url: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout_s: float = 10.0) -> int:
@@ -73,8 +114,9 @@ def migrate(url: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout_s: float 
         ) as conn:
             return ensure_schema(conn, name, migrate=True)
     except psycopg.Error as exc:
-        if is_unavailable(exc):
-            raise unavailable(exc, "migrating") from exc
+        error = contract_error(exc, "migrating")
+        if error is not None:
+            raise error from exc
         raise
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from alkstore.errors import AlkstoreError, EngineUnavailable
+from alkstore.errors import AlkstoreError, EngineMisconfigured, EngineUnavailable
 
 
 class SchemaNotMigrated(AlkstoreError):
@@ -15,15 +17,23 @@ class SchemaNotMigrated(AlkstoreError):
     ``migrate=True``, or ``alkstore_postgres.migrate(url, schema=...)``).
     """
 
-    def __init__(self, schema: str, found: int, required: int) -> None:
+    def __init__(
+        self, schema: str, found: int, required: int, *, legacy_layout: bool = False
+    ) -> None:
         self.schema = schema
         self.found = found
         self.required = required
-        state = (
-            "has no alkstore tables"
-            if found == 0
-            else f"is at migration version {found}, this engine needs {required}"
-        )
+        self.legacy_layout = legacy_layout
+        """The schema holds alkstore 0.1.0's unprefixed tables (migrating renames them)."""
+        if legacy_layout:
+            state = (
+                f"holds the unprefixed tables of alkstore 0.1.0 (migration version {found}), "
+                "which migrating renames to alkstore_*"
+            )
+        elif found == 0:
+            state = "has no alkstore tables"
+        else:
+            state = f"is at migration version {found}, this engine needs {required}"
         super().__init__(
             f"schema {schema!r} {state}; opened with migrate=False, so nothing was changed. "
             "Migrate it first: alkstore_postgres.migrate(url, schema=...) or open once "
@@ -37,12 +47,45 @@ class SchemaNotMigrated(AlkstoreError):
 _UNAVAILABLE_PREFIXES = ("08", "57P")
 _UNAVAILABLE_STATES = frozenset({"53300"})
 
+# SQLSTATEs meaning "the server was reached and refused this configuration": invalid
+# authorization (28000: no such role, no pg_hba.conf entry, login not allowed), wrong
+# password (28P01), no such database (3D000), insufficient privilege (42501).
+_MISCONFIGURED_STATES = frozenset({"28000", "28P01", "3D000", "42501"})
+
+# A connection the server refuses fails inside libpq, which keeps only the message
+# (no SQLSTATE): these are the server's FATAL messages for the states above, and
+# libpq's own for a password it was never given. (A server with translated
+# lc_messages words them differently; those refusals report as unavailable.)
+_MISCONFIGURED_MESSAGES = re.compile(
+    r'FATAL:\s+(?:database "[^"]*" does not exist'
+    r'|role "[^"]*" does not exist'
+    r'|role "[^"]*" is not permitted to log in'
+    r"|\w+ authentication failed for user"
+    r"|no pg_hba\.conf entry for"
+    r"|permission denied for database)"
+    r"|fe_sendauth: no password supplied"
+)
+
+
+def is_misconfigured(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server refused this configuration (not transient): no
+    such database or role, a wrong or missing password, a missing privilege."""
+    if not isinstance(exc, psycopg.Error):
+        return False
+    sqlstate = exc.sqlstate
+    if sqlstate is not None:
+        return sqlstate in _MISCONFIGURED_STATES
+    return isinstance(exc, psycopg.OperationalError) and bool(
+        _MISCONFIGURED_MESSAGES.search(str(exc))
+    )
+
 
 def is_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database cannot be reached (rather than a bad statement)."""
+    """Whether ``exc`` says the database cannot be reached (rather than a bad statement
+    or a refused configuration)."""
     if isinstance(exc, PoolTimeout):
         return True
-    if not isinstance(exc, psycopg.OperationalError):
+    if not isinstance(exc, psycopg.OperationalError) or is_misconfigured(exc):
         return False
     sqlstate = exc.sqlstate
     if sqlstate is None:
@@ -54,3 +97,21 @@ def is_unavailable(exc: BaseException) -> bool:
 def unavailable(exc: psycopg.Error, doing: str) -> EngineUnavailable:
     """The contract's error for a lost or unreachable server (chain ``exc`` with ``from``)."""
     return EngineUnavailable(f"PostgreSQL is unavailable while {doing}: {exc}")
+
+
+def misconfigured(exc: psycopg.Error, doing: str) -> EngineMisconfigured:
+    """The contract's error for a refused configuration (chain ``exc`` with ``from``)."""
+    return EngineMisconfigured(
+        f"PostgreSQL refused this configuration while {doing} (check the URL's database, "
+        f"user and password, and the role's privileges): {exc}"
+    )
+
+
+def contract_error(exc: psycopg.Error, doing: str) -> AlkstoreError | None:
+    """The contract's error for ``exc``, or ``None`` for an error of the statement itself
+    (which is not masked: it propagates as psycopg raised it)."""
+    if is_misconfigured(exc):
+        return misconfigured(exc, doing)
+    if is_unavailable(exc):
+        return unavailable(exc, doing)
+    return None

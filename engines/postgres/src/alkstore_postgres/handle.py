@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import psycopg
 
-from .errors import is_unavailable, unavailable
+from .errors import contract_error
 
 CONFLICT_RETRIES: Final = 3
 """A standalone statement that lost a deadlock or serialization race is re-run this often."""
@@ -62,8 +62,9 @@ def execute(
                 raise
             retries -= 1
         except psycopg.Error as exc:
-            if is_unavailable(exc):
-                raise unavailable(exc, "running a statement") from exc
+            error = contract_error(exc, "running a statement")
+            if error is not None:
+                raise error from exc
             raise
 
 

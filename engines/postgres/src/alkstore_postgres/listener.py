@@ -13,9 +13,10 @@ only) on one of the store's two channels:
 Notifications are handled in arrival order, which is commit order. The first
 ``start`` waits (bounded) until ``LISTEN`` is in place, so a subscription that
 has opened receives every message committed afterwards. When the connection is
-lost it reconnects (with a capped backoff) and then wakes every waiter,
-because commits made while nobody listened were never announced: waiters
-re-poll and find them. (Pub/sub messages published meanwhile are not
+lost it reconnects (with a backoff capped at ``reconnect_max_s``), tells the
+store (``on_reconnect``: its pool reconnects at once too) and then wakes every
+waiter, because commits made while nobody listened were never announced:
+waiters re-poll and find them. (Pub/sub messages published meanwhile are not
 replayed: pub/sub is ephemeral.) For wakes nothing here is needed for
 correctness -- the core's re-poll safety net covers a missed wake -- only for
 latency.
@@ -28,6 +29,7 @@ import selectors
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 import psycopg
@@ -46,7 +48,8 @@ PING_S: Final = 30.0
 """Probe an idle listening connection this often, so a silently dead peer is noticed."""
 
 RECONNECT_INITIAL_S: Final = 0.05
-RECONNECT_MAX_S: Final = 2.0
+RECONNECT_MAX_S: Final = 1.0
+"""The default cap of the reconnect backoff (the store passes its ``reconnect_max_s``)."""
 
 Notification = tuple[str, str]
 """``(NOTIFY channel, payload)`` as received."""
@@ -64,7 +67,9 @@ class NotifyListener:
     """Owns the listening connection and its thread; ``start`` is lazy and idempotent.
 
     ``message_channel`` and ``fetch_messages`` (a statement selecting ``id, channel,
-    payload`` of the stored messages whose ids are ``%(ids)s``) enable pub/sub."""
+    payload`` of the stored messages whose ids are ``%(ids)s``) enable pub/sub;
+    ``on_reconnect`` is called (on this thread) each time LISTEN is back in place
+    after the connection was lost or could not be made."""
 
     def __init__(
         self,
@@ -75,6 +80,8 @@ class NotifyListener:
         message_channel: str | None = None,
         fetch_messages: bytes | None = None,
         ready_timeout_s: float = 10.0,
+        reconnect_max_s: float = RECONNECT_MAX_S,
+        on_reconnect: Callable[[], None] | None = None,
     ) -> None:
         self._conninfo = conninfo
         self._connect_kwargs = connect_kwargs
@@ -82,6 +89,8 @@ class NotifyListener:
         self._message_channel = message_channel
         self._fetch_messages = fetch_messages
         self._ready_timeout_s = ready_timeout_s
+        self._reconnect_max_s = reconnect_max_s
+        self._on_reconnect = on_reconnect
         channels = [channel] if message_channel is None else [channel, message_channel]
         self._listen = [
             sql.SQL("LISTEN {}").format(sql.Identifier(c)).as_bytes(None) for c in channels
@@ -148,26 +157,28 @@ class NotifyListener:
 
     def _listen_until_closed(self) -> None:
         backoff = RECONNECT_INITIAL_S
+        lost = False  # whether the server was lost (or never reached) since the last LISTEN
         while not self._stopping.is_set():
             listened = self.connections
             try:
                 with psycopg.connect(
                     self._conninfo, autocommit=True, **self._connect_kwargs
                 ) as conn:
-                    self._serve(conn)
+                    self._serve(conn, reconnected=lost)
             except psycopg.Error as exc:
                 logger.debug("alkstore listener: %s", exc)
             except Exception:  # never let the thread die silently: log and go on
                 logger.exception("alkstore listener failed; reconnecting")
             self._first_attempt.set()  # a first attempt that failed: stop making start() wait
+            lost = True
             if self.connections > listened:
                 backoff = RECONNECT_INITIAL_S  # it was listening: reconnect at once
                 continue
             # Could not connect or LISTEN: back off, so a down server is not hammered.
             self._stopping.wait(backoff)
-            backoff = min(backoff * 2, RECONNECT_MAX_S)
+            backoff = min(backoff * 2, self._reconnect_max_s)
 
-    def _serve(self, conn: psycopg.Connection[Any]) -> None:
+    def _serve(self, conn: psycopg.Connection[Any], *, reconnected: bool) -> None:
         # Notifications that arrive while a statement runs here (LISTEN, the ping, a
         # read of stored messages) are queued by psycopg's handler and handled after it.
         pending: deque[Notification] = deque()
@@ -176,6 +187,8 @@ class NotifyListener:
             conn.execute(listen)
         self.connections += 1
         self._first_attempt.set()
+        if reconnected:
+            self._reconnected()
         # Commits made while nobody listened were never announced to us: re-poll.
         self._wake_everyone()
         encoding = conn.info.encoding
@@ -247,6 +260,15 @@ class NotifyListener:
             # One failing delivery must neither stop the thread nor drop the
             # connection (which would lose the messages behind it).
             logger.exception("alkstore listener: delivering a message on %r failed", message[0])
+
+    def _reconnected(self) -> None:
+        callback = self._on_reconnect
+        if callback is None:
+            return
+        try:
+            callback()
+        except Exception:  # the store's business; listening goes on regardless
+            logger.exception("alkstore listener: the reconnect callback failed")
 
     def _wake_everyone(self) -> None:
         if self._sink is not None:

@@ -1,17 +1,21 @@
 """Versioned, idempotent schema migrations, safe when many processes open at once.
 
-The schema records the versions applied in ``<schema>.migrations``. Opening a
-store reads that version (cheap, no lock) and returns at once when it is
-current. Otherwise the upgrade runs in ONE transaction under a
+Every table and index the engine creates is named ``alkstore_...``, so the
+schema may be shared with an application's own tables (``public``). The schema
+records the versions applied in ``<schema>.alkstore_migrations`` -- the only
+table the version reader reads. Opening a store reads that version (cheap, no
+lock) and returns at once when it is current. Otherwise the upgrade runs in ONE transaction under a
 transaction-scoped advisory lock keyed by the schema name: concurrent openers
 queue on the lock, and each re-reads the version once it holds it (from the
 catalogs as of that moment, not from its caches), so exactly one of them
 applies each migration and the rest find nothing left to do. DDL is
 transactional in PostgreSQL, so a failed upgrade leaves no half-built schema.
 
-Migrations are append-only and additive: a released migration is never edited,
-and a schema newer than this code knows is accepted (rolling deploys keep
-working). New tables arrive as new versions at the end of ``MIGRATIONS``.
+Migrations are append-only and additive: a released migration is never edited
+(beyond the prefix of its names, which the upgrade from alkstore 0.1.0 in
+``legacy`` applies to existing schemas), and a schema newer than this code
+knows is accepted (rolling deploys keep working). New tables arrive as new
+versions at the end of ``MIGRATIONS``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any, Final
 import psycopg
 
 from .errors import SchemaNotMigrated
+from .legacy import legacy_version, rename_legacy_layout
 from .statements import render
 
 
@@ -40,7 +45,7 @@ V1_QUEUES_AND_LOCKS = Migration(
     "queues (live and dead jobs) and locks",
     (
         """
-        CREATE TABLE {schema}.jobs (
+        CREATE TABLE {schema}.alkstore_jobs (
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             queue text COLLATE "C" NOT NULL,
             state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'processing')),
@@ -62,21 +67,21 @@ V1_QUEUES_AND_LOCKS = Migration(
         """,
         # The claim path, one partial index per claimable state, each in claim order.
         """
-        CREATE INDEX jobs_pending_claim
-            ON {schema}.jobs (queue, priority DESC, run_at, id) WHERE state = 'pending'
+        CREATE INDEX alkstore_jobs_pending_claim
+            ON {schema}.alkstore_jobs (queue, priority DESC, run_at, id) WHERE state = 'pending'
         """,
         """
-        CREATE INDEX jobs_processing_deadline
-            ON {schema}.jobs (queue, deadline) WHERE state = 'processing'
+        CREATE INDEX alkstore_jobs_processing_deadline
+            ON {schema}.alkstore_jobs (queue, deadline) WHERE state = 'processing'
         """,
         # sweep_expired: only rows that can expire are indexed.
         """
-        CREATE INDEX jobs_expiring
-            ON {schema}.jobs (queue, expires_at) WHERE expires_at IS NOT NULL
+        CREATE INDEX alkstore_jobs_expiring
+            ON {schema}.alkstore_jobs (queue, expires_at) WHERE expires_at IS NOT NULL
         """,
         # Dead rows keep their live id; the claim path never reads this table.
         """
-        CREATE TABLE {schema}.dead_jobs (
+        CREATE TABLE {schema}.alkstore_dead_jobs (
             id bigint PRIMARY KEY,
             queue text COLLATE "C" NOT NULL,
             payload text NOT NULL,
@@ -97,12 +102,12 @@ V1_QUEUES_AND_LOCKS = Migration(
         """,
         # purge_dead: the retention deadline itself, for rows that have one.
         """
-        CREATE INDEX dead_jobs_retention
-            ON {schema}.dead_jobs (queue, (died_at + dead_letter_retention_s))
+        CREATE INDEX alkstore_dead_jobs_retention
+            ON {schema}.alkstore_dead_jobs (queue, (died_at + dead_letter_retention_s))
             WHERE dead_letter_retention_s IS NOT NULL
         """,
         """
-        CREATE TABLE {schema}.locks (
+        CREATE TABLE {schema}.alkstore_locks (
             name text COLLATE "C" PRIMARY KEY,
             owner text COLLATE "C" NOT NULL,
             expires_at bigint NOT NULL
@@ -116,7 +121,7 @@ V2_SCHEDULES_STREAMS_MESSAGES = Migration(
     "schedules, streams with consumer offsets, stored pub/sub messages",
     (
         """
-        CREATE TABLE {schema}.schedules (
+        CREATE TABLE {schema}.alkstore_schedules (
             name text COLLATE "C" PRIMARY KEY,
             spec text NOT NULL,
             queue text COLLATE "C" NOT NULL,
@@ -130,19 +135,19 @@ V2_SCHEDULES_STREAMS_MESSAGES = Migration(
         """,
         # The tick's due scan and the leader's next boundary, both in index order.
         """
-        CREATE INDEX schedules_due ON {schema}.schedules (next_fire_at, name)
+        CREATE INDEX alkstore_schedules_due ON {schema}.alkstore_schedules (next_fire_at, name)
         """,
         # One counter row per stream: offsets are allocated by updating it (its row
         # lock orders appenders until commit), and it outlives trimmed events, so an
         # offset is never handed out twice.
         """
-        CREATE TABLE {schema}.streams (
+        CREATE TABLE {schema}.alkstore_streams (
             stream text COLLATE "C" PRIMARY KEY,
             last_offset bigint NOT NULL
         )
         """,
         """
-        CREATE TABLE {schema}.stream_events (
+        CREATE TABLE {schema}.alkstore_stream_events (
             stream text COLLATE "C" NOT NULL,
             event_offset bigint NOT NULL,
             payload text NOT NULL,
@@ -151,7 +156,7 @@ V2_SCHEDULES_STREAMS_MESSAGES = Migration(
         )
         """,
         """
-        CREATE TABLE {schema}.stream_consumers (
+        CREATE TABLE {schema}.alkstore_stream_consumers (
             stream text COLLATE "C" NOT NULL,
             consumer text COLLATE "C" NOT NULL,
             committed_offset bigint NOT NULL,
@@ -160,7 +165,7 @@ V2_SCHEDULES_STREAMS_MESSAGES = Migration(
         """,
         # Pub/sub messages too large for a NOTIFY payload; the NOTIFY names the id.
         """
-        CREATE TABLE {schema}.messages (
+        CREATE TABLE {schema}.alkstore_messages (
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             channel text NOT NULL,
             payload text NOT NULL,
@@ -184,14 +189,14 @@ SELECT EXISTS (
     SELECT 1
     FROM pg_catalog.pg_class AS c
     JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-    WHERE n.nspname = %(schema)s AND c.relname = 'migrations'
+    WHERE n.nspname = %(schema)s AND c.relname = 'alkstore_migrations'
 )
 """
 """Read with the statement's own snapshot, not the backend's catalog caches: after
 waiting for the migration lock, it sees tables another opener just committed."""
 
 APPLIED_VERSION: Final = """
-SELECT coalesce(max(version), 0) FROM {schema}.migrations
+SELECT coalesce(max(version), 0) FROM {schema}.alkstore_migrations
 """
 
 LOCK_SCHEMA_FOR_MIGRATION: Final = """
@@ -203,7 +208,7 @@ pooler, too); keyed by schema so stores in different schemas never wait on each 
 CREATE_SCHEMA: Final = "CREATE SCHEMA {schema}"
 
 CREATE_MIGRATIONS_TABLE: Final = """
-CREATE TABLE IF NOT EXISTS {schema}.migrations (
+CREATE TABLE IF NOT EXISTS {schema}.alkstore_migrations (
     version integer PRIMARY KEY,
     description text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
@@ -211,7 +216,8 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
 """
 
 RECORD_VERSION: Final = """
-INSERT INTO {schema}.migrations (version, description) VALUES (%(version)s, %(description)s)
+INSERT INTO {schema}.alkstore_migrations (version, description)
+VALUES (%(version)s, %(description)s)
 """
 
 
@@ -222,7 +228,8 @@ def _scalar(conn: psycopg.Connection[Any], query: bytes | str, params: dict[str,
 
 
 def applied_version(conn: psycopg.Connection[Any], schema: str) -> int:
-    """The schema's migration version; 0 when it has no alkstore tables (or is absent)."""
+    """The schema's migration version; 0 when it has no ``alkstore_migrations`` table
+    (or is absent)."""
     if not _scalar(conn, MIGRATIONS_TABLE_EXISTS, {"schema": schema}):
         return 0
     version: int = _scalar(conn, render(APPLIED_VERSION, schema), {})
@@ -238,6 +245,9 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str, *, migrate: bool) 
     if version >= LATEST_VERSION:
         return version
     if not migrate:
+        legacy = legacy_version(conn, schema) if version == 0 else None
+        if legacy is not None:
+            raise SchemaNotMigrated(schema, legacy, LATEST_VERSION, legacy_layout=True)
         raise SchemaNotMigrated(schema, version, LATEST_VERSION)
     with conn.transaction():
         conn.execute(LOCK_SCHEMA_FOR_MIGRATION.encode(), {"schema": schema})
@@ -247,6 +257,9 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str, *, migrate: bool) 
 def _upgrade(conn: psycopg.Connection[Any], schema: str) -> int:
     """Inside the migrating transaction, under the schema's lock."""
     version = applied_version(conn, schema)  # another opener may have finished first
+    if version == 0 and legacy_version(conn, schema) is not None:
+        rename_legacy_layout(conn, schema)
+        version = applied_version(conn, schema)
     if version >= LATEST_VERSION:
         return version
     # CREATE SCHEMA needs CREATE on the database; a schema a DBA created

@@ -24,11 +24,19 @@ MAX_MESSAGES_KEEP = 2**31 - 1
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """Lower-case, unquoted-identifier shape, at most 63 bytes (PostgreSQL's NAMEDATALEN - 1)."""
 
+SYSTEM_SCHEMAS = frozenset({"information_schema"})
+"""PostgreSQL's own schemas besides the ``pg_`` ones (``pg_catalog``, ``pg_toast``, ...):
+tables created there would sit among the server's catalog views."""
+
+DEFAULT_RECONNECT_MAX_S = 1.0
+MAX_RECONNECT_S = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class PostgresOptions:
     schema: str = DEFAULT_SCHEMA
-    """The engine-owned schema holding every table of this store."""
+    """The schema holding every table of this store; it may hold others' tables too
+    (every engine table and index is named ``alkstore_...``), but not be a system schema."""
     migrate: bool = True
     """Create or upgrade the schema at open; ``False`` only checks it is current."""
     pool_min_size: int = 1
@@ -37,6 +45,10 @@ class PostgresOptions:
     """Safety-net re-poll of waiting calls (the only wake without LISTEN, e.g. PgBouncer)."""
     connect_timeout_s: float = 10.0
     """Bound on connecting and on waiting for a pooled connection."""
+    reconnect_max_s: float = DEFAULT_RECONNECT_MAX_S
+    """While the server is unreachable, the longest the store goes without trying to
+    reconnect (the pool's attempts and the listener's backoff): calls work again within
+    about this long once the server is back."""
     messages_keep: int = DEFAULT_MESSAGES_KEEP
     """Pub/sub messages too large for NOTIFY are stored; opening a store and each
     stored publish prune them to the newest this many."""
@@ -53,8 +65,11 @@ def validate_schema_name(value: object) -> str:
             f"schema {value!r} is not a valid engine schema name: use 1-63 characters "
             "of a-z, 0-9 and _, not starting with a digit"
         )
-    if value.startswith("pg_"):
-        raise InvalidOptions(f"schema {value!r}: the pg_ prefix is reserved by PostgreSQL")
+    if value.startswith("pg_") or value in SYSTEM_SCHEMAS:
+        raise InvalidOptions(
+            f"schema {value!r} is a PostgreSQL system schema (pg_*, information_schema); "
+            "name a schema of your own"
+        )
     return value
 
 
@@ -105,6 +120,11 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
         repoll_s=_check_seconds(opts.get("repoll_s", defaults.repoll_s), "repoll_s", 3600),
         connect_timeout_s=_check_seconds(
             opts.get("connect_timeout_s", defaults.connect_timeout_s), "connect_timeout_s", 3600
+        ),
+        reconnect_max_s=_check_seconds(
+            opts.get("reconnect_max_s", defaults.reconnect_max_s),
+            "reconnect_max_s",
+            MAX_RECONNECT_S,
         ),
         messages_keep=_check_int(
             opts.get("messages_keep", defaults.messages_keep),

@@ -40,11 +40,11 @@ def _move_to_dead(predicate: str) -> str:
     them into the dead table; the statement's row count is how many moved."""
     return f"""
 WITH moved AS (
-    DELETE FROM {{schema}}.jobs
+    DELETE FROM {{schema}}.alkstore_jobs
     WHERE {predicate}
     RETURNING {_MOVED}
 )
-INSERT INTO {{schema}}.dead_jobs ({_MOVED}, last_error, died_at)
+INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, last_error, died_at)
 SELECT {_MOVED}, %(error)s, %(now)s
 FROM moved
 """
@@ -54,7 +54,7 @@ FROM moved
 
 INSERT_JOB: Final = """
 WITH inserted AS (
-    INSERT INTO {schema}.jobs (
+    INSERT INTO {schema}.alkstore_jobs (
         queue, payload, priority, max_attempts, created_at, run_at, expires_at,
         visibility_timeout_s, backoff_base_s, dead_letter_retention_s
     )
@@ -77,7 +77,7 @@ delivers it only when the transaction commits."""
 
 INSERT_JOBS: Final = """
 WITH inserted AS (
-    INSERT INTO {schema}.jobs (
+    INSERT INTO {schema}.alkstore_jobs (
         queue, payload, priority, max_attempts, created_at, run_at, expires_at,
         visibility_timeout_s, backoff_base_s, dead_letter_retention_s
     )
@@ -101,7 +101,7 @@ scalars. Ids come from one identity sequence in ``position`` order, so
 
 CLAIM: Final = """
 WITH ready AS (
-    SELECT id, priority, run_at FROM {schema}.jobs
+    SELECT id, priority, run_at FROM {schema}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
       AND attempts < max_attempts
@@ -109,7 +109,7 @@ WITH ready AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), lapsed AS (
-    SELECT id, priority, run_at FROM {schema}.jobs
+    SELECT id, priority, run_at FROM {schema}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
       AND attempts < max_attempts
@@ -121,7 +121,7 @@ WITH ready AS (
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
 )
-UPDATE {schema}.jobs AS job
+UPDATE {schema}.alkstore_jobs AS job
 SET state = 'processing',
     attempts = job.attempts + 1,
     claimed_at = %(now)s,
@@ -135,7 +135,7 @@ RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
           job.dead_letter_retention_s, NULL::text, NULL::bigint
 """
 """Claim in one statement. Each state walks its own partial index in claim order
-(pending: ``jobs_pending_claim``; lapsed: ``jobs_processing_deadline``) and
+(pending: ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
 locks with SKIP LOCKED, so concurrent claimers never wait on or share a row;
 the best ``limit`` of both are claimed, the rest unlock at commit."""
 
@@ -152,36 +152,36 @@ BURY_CLAIM: Final = _move_to_dead(
 )
 
 PURGE_DEAD: Final = """
-DELETE FROM {schema}.dead_jobs
+DELETE FROM {schema}.alkstore_dead_jobs
 WHERE queue = %(queue)s
   AND dead_letter_retention_s IS NOT NULL
   AND died_at + dead_letter_retention_s < %(now)s
 """
 
 ACK: Final = """
-DELETE FROM {schema}.jobs
+DELETE FROM {schema}.alkstore_jobs
 WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
 ACK_BATCH: Final = """
-DELETE FROM {schema}.jobs
+DELETE FROM {schema}.alkstore_jobs
 WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
   AND worker_id = %(worker_id)s AND deadline > %(now)s
 """
 """Looks rows up by primary key. ``deadline > now`` already means "processing"
 (the table's CHECK: a deadline is set exactly while processing), and leaving
-``state = 'processing'`` out keeps the planner off ``jobs_processing_deadline``:
+``state = 'processing'`` out keeps the planner off ``alkstore_jobs_processing_deadline``:
 with stale statistics it would otherwise walk every in-flight row of the queue
 for each batch."""
 
 HEARTBEAT: Final = """
-UPDATE {schema}.jobs SET deadline = %(deadline)s
+UPDATE {schema}.alkstore_jobs SET deadline = %(deadline)s
 WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
 RESCHEDULE: Final = """
 WITH rescheduled AS (
-    UPDATE {schema}.jobs
+    UPDATE {schema}.alkstore_jobs
     SET state = 'pending', run_at = %(run_at)s, worker_id = NULL, claimed_at = NULL,
         deadline = NULL
     WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
@@ -194,25 +194,25 @@ round trip) wake the queue's waiters in every process: the job may be due now,
 and anyone's timer for the queue's next due row may have to move."""
 
 CANCEL: Final = """
-DELETE FROM {schema}.jobs WHERE id = %(id)s AND queue = %(queue)s
+DELETE FROM {schema}.alkstore_jobs WHERE id = %(id)s AND queue = %(queue)s
 """
 
 GET_JOB: Final = f"""
 SELECT {_LIVE_JOB}
-FROM {{schema}}.jobs
+FROM {{schema}}.alkstore_jobs
 WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 UNION ALL
 SELECT {_DEAD_JOB}
-FROM {{schema}}.dead_jobs
+FROM {{schema}}.alkstore_dead_jobs
 WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """
 """Live and dead rows share the id sequence, so at most one row matches."""
 
 NEXT_WAKE_AT: Final = """
 SELECT least(
-    (SELECT min(run_at) FROM {schema}.jobs
+    (SELECT min(run_at) FROM {schema}.alkstore_jobs
      WHERE queue = %(queue)s AND state = 'pending' AND run_at > %(now)s),
-    (SELECT min(deadline) FROM {schema}.jobs
+    (SELECT min(deadline) FROM {schema}.alkstore_jobs
      WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)
 )
 """
@@ -226,7 +226,7 @@ SELECT pg_notify(%(channel)s, topic) FROM unnest(%(topics)s::text[]) AS topic
 # -- locks -------------------------------------------------------------------------
 
 LOCK_ACQUIRE: Final = """
-INSERT INTO {schema}.locks AS held (name, owner, expires_at)
+INSERT INTO {schema}.alkstore_locks AS held (name, owner, expires_at)
 VALUES (%(name)s, %(owner)s, %(expires_at)s)
 ON CONFLICT (name) DO UPDATE
 SET owner = excluded.owner, expires_at = excluded.expires_at
@@ -235,17 +235,17 @@ RETURNING 1
 """
 
 LOCK_RENEW: Final = """
-UPDATE {schema}.locks SET expires_at = %(expires_at)s
+UPDATE {schema}.alkstore_locks SET expires_at = %(expires_at)s
 WHERE name = %(name)s AND owner = %(owner)s AND expires_at > %(now)s
 """
 
 LOCK_RELEASE: Final = """
-DELETE FROM {schema}.locks
+DELETE FROM {schema}.alkstore_locks
 WHERE name = %(name)s AND owner = %(owner)s AND expires_at > %(now)s
 """
 
 LOCK_HOLDER: Final = """
-SELECT owner, expires_at FROM {schema}.locks
+SELECT owner, expires_at FROM {schema}.alkstore_locks
 WHERE name = %(name)s AND expires_at > %(now)s
 """
 
@@ -256,7 +256,7 @@ _SCHEDULE = """
 """In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
 
 SCHEDULE_UPSERT: Final = f"""
-INSERT INTO {{schema}}.schedules AS stored ({_SCHEDULE})
+INSERT INTO {{schema}}.alkstore_schedules AS stored ({_SCHEDULE})
 VALUES (
     %(name)s, %(spec)s, %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s::integer,
     %(expires_s)s::bigint, %(interval_s)s, %(next_fire_at)s
@@ -278,26 +278,26 @@ not push the next fire away); a new or changed spec takes the one given. ``store
 is the row as it was before the update."""
 
 SCHEDULE_DELETE: Final = """
-DELETE FROM {schema}.schedules WHERE name = %(name)s
+DELETE FROM {schema}.alkstore_schedules WHERE name = %(name)s
 """
 
 SCHEDULE_GET: Final = f"""
-SELECT {_SCHEDULE} FROM {{schema}}.schedules WHERE name = %(name)s
+SELECT {_SCHEDULE} FROM {{schema}}.alkstore_schedules WHERE name = %(name)s
 """
 
 SCHEDULE_LIST: Final = f"""
-SELECT {_SCHEDULE} FROM {{schema}}.schedules ORDER BY name
+SELECT {_SCHEDULE} FROM {{schema}}.alkstore_schedules ORDER BY name
 """
 
 SCHEDULES_DUE: Final = f"""
-SELECT {_SCHEDULE} FROM {{schema}}.schedules
+SELECT {_SCHEDULE} FROM {{schema}}.alkstore_schedules
 WHERE next_fire_at <= %(now)s
 ORDER BY next_fire_at, name
 """
-"""Walks ``schedules_due`` in its own order and stops at the first future boundary."""
+"""Walks ``alkstore_schedules_due`` in its own order and stops at the first future boundary."""
 
 SCHEDULE_ADVANCE: Final = """
-UPDATE {schema}.schedules SET next_fire_at = %(new_fire_at)s
+UPDATE {schema}.alkstore_schedules SET next_fire_at = %(new_fire_at)s
 WHERE name = %(name)s AND next_fire_at = %(expected)s
 """
 """The compare-and-set of a boundary fire. A second ticker's update waits for the
@@ -305,13 +305,13 @@ first one's row lock and then re-checks ``next_fire_at`` against the committed r
 it matches nothing, so it fires nothing."""
 
 SCHEDULE_NEXT_FIRE_AT: Final = """
-SELECT min(next_fire_at) FROM {schema}.schedules
+SELECT min(next_fire_at) FROM {schema}.alkstore_schedules
 """
 
 # -- streams -------------------------------------------------------------------------
 
 _ALLOCATE_OFFSETS = """
-    INSERT INTO {schema}.streams AS counter (stream, last_offset)
+    INSERT INTO {schema}.alkstore_streams AS counter (stream, last_offset)
     VALUES (%(stream)s, %(count)s)
     ON CONFLICT (stream) DO UPDATE SET last_offset = counter.last_offset + excluded.last_offset
     RETURNING last_offset"""
@@ -326,7 +326,7 @@ _WAKE_STREAM = """
 STREAM_APPEND: Final = f"""
 WITH allocated AS ({_ALLOCATE_OFFSETS}
 ), appended AS (
-    INSERT INTO {{schema}}.stream_events (stream, event_offset, payload, created_at)
+    INSERT INTO {{schema}}.alkstore_stream_events (stream, event_offset, payload, created_at)
     SELECT %(stream)s, last_offset, %(payload)s, %(now)s FROM allocated
     RETURNING event_offset
 ), woken AS ({_WAKE_STREAM}
@@ -339,7 +339,7 @@ statement (unless ``topic`` is NULL: this transaction already announced it)."""
 STREAM_APPEND_MANY: Final = f"""
 WITH allocated AS ({_ALLOCATE_OFFSETS}
 ), appended AS (
-    INSERT INTO {{schema}}.stream_events (stream, event_offset, payload, created_at)
+    INSERT INTO {{schema}}.alkstore_stream_events (stream, event_offset, payload, created_at)
     SELECT %(stream)s, allocated.last_offset - %(count)s + event.position, event.payload,
            %(now)s
     FROM allocated, unnest(%(payloads)b::text[]) WITH ORDINALITY AS event (payload, position)
@@ -352,25 +352,25 @@ ORDER BY event_offset
 """``STREAM_APPEND`` for ``count`` events, numbered consecutively in input order."""
 
 STREAM_READ: Final = """
-SELECT event_offset, payload, created_at FROM {schema}.stream_events
+SELECT event_offset, payload, created_at FROM {schema}.alkstore_stream_events
 WHERE stream = %(stream)s AND event_offset > %(after)s
 ORDER BY event_offset
 LIMIT %(limit)s
 """
 
 STREAM_COMMIT: Final = """
-INSERT INTO {schema}.stream_consumers (stream, consumer, committed_offset)
+INSERT INTO {schema}.alkstore_stream_consumers (stream, consumer, committed_offset)
 VALUES (%(stream)s, %(consumer)s, %(offset)s)
 ON CONFLICT (stream, consumer) DO UPDATE SET committed_offset = excluded.committed_offset
 """
 
 STREAM_OFFSET: Final = """
-SELECT committed_offset FROM {schema}.stream_consumers
+SELECT committed_offset FROM {schema}.alkstore_stream_consumers
 WHERE stream = %(stream)s AND consumer = %(consumer)s
 """
 
 STREAM_TRIM: Final = """
-DELETE FROM {schema}.stream_events WHERE stream = %(stream)s AND event_offset < %(before)s
+DELETE FROM {schema}.alkstore_stream_events WHERE stream = %(stream)s AND event_offset < %(before)s
 """
 
 # -- pub/sub -----------------------------------------------------------------------
@@ -381,9 +381,9 @@ SELECT pg_notify(%(channel)s, %(message)s)
 """A message small enough for NOTIFY (``alkstore_postgres.messages``), sent on commit."""
 
 _PRUNE_MESSAGES_UP_TO = """
-    DELETE FROM {{schema}}.messages
+    DELETE FROM {{schema}}.alkstore_messages
     WHERE id = ANY(ARRAY(
-        SELECT id FROM {{schema}}.messages
+        SELECT id FROM {{schema}}.alkstore_messages
         WHERE id <= {newest} - %(keep)s
         FOR UPDATE SKIP LOCKED
     ))"""
@@ -393,7 +393,7 @@ publisher's transaction, however long the caller keeps it open."""
 
 PUBLISH_STORED: Final = f"""
 WITH stored AS (
-    INSERT INTO {{schema}}.messages (channel, payload, created_at)
+    INSERT INTO {{schema}}.alkstore_messages (channel, payload, created_at)
     VALUES (%(pubsub_channel)s, %(payload)s, %(now)s)
     RETURNING id
 ), pruned AS ({_PRUNE_MESSAGES_UP_TO.format(newest="(SELECT id FROM stored)")}
@@ -404,13 +404,13 @@ SELECT pg_notify(%(channel)s, %(reference_prefix)s || id) FROM stored
 messages beyond the newest ``keep``, in one statement."""
 
 PRUNE_MESSAGES: Final = _PRUNE_MESSAGES_UP_TO.format(
-    newest="(SELECT max(id) FROM {schema}.messages)"
+    newest="(SELECT max(id) FROM {schema}.alkstore_messages)"
 )
 """Run when a store opens (and, within ``PUBLISH_STORED``, on each stored publish):
 never on a timer."""
 
 FETCH_MESSAGES: Final = """
-SELECT id, channel, payload FROM {schema}.messages WHERE id = ANY(%(ids)s::bigint[])
+SELECT id, channel, payload FROM {schema}.alkstore_messages WHERE id = ANY(%(ids)s::bigint[])
 """
 """The listener resolving the references it received."""
 

@@ -1,0 +1,179 @@
+"""The store's connection pool: waits bounded by the caller, reconnects soon after an outage.
+
+psycopg_pool replaces a lost connection in the background, retrying a failed
+connect with a backoff that doubles from about 1 s (1, 2, 4, 8, 16, 32 s, ...)
+until ``reconnect_timeout`` (5 minutes by default); a caller waiting for a
+connection only waits. After a 35 s outage its next try could be half a minute
+away, and every call failed until then although the server was back. The pool
+has no setting for the backoff itself, so this module bounds it with what it
+does offer:
+
+* ``reconnect_timeout`` is ``reconnect_max_s``: a background attempt gives up
+  after about that long (two tries) and the pool stops counting the connection
+  it was trying to open;
+* a caller waits for a connection in slices of ``reconnect_max_s``; each new
+  slice finds that room in the pool and starts a new attempt at once. So the
+  server is tried about every ``reconnect_max_s`` while anyone waits for it, and
+  not at all while nobody does;
+* ``prompt()`` (called when the store's listener has reconnected) starts an
+  attempt at once, so waiting workers find the server as soon as it is back.
+
+Every wait is bounded by the caller's remaining time (``wait_s``) and by
+``connect_timeout_s``, whichever is shorter; then the call raises
+``EngineUnavailable`` -- or ``EngineMisconfigured`` when the pool's last connect
+was refused for its configuration (a wrong password, a dropped role).
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, Self
+
+import psycopg
+from psycopg import pq
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from .errors import is_misconfigured, misconfigured, unavailable
+from .options import PostgresOptions
+
+ConnectOutcome = Callable[[psycopg.Error | None], None]
+"""Told each connect's error, or ``None`` when it connected."""
+
+
+def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
+    fd = conn.fileno()
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
+def closed_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle pooled connection is unusable, at the cost of a round trip only
+    when the server sent something unasked (on shutdown: FATAL, then EOF)."""
+    if conn.closed or conn.broken or conn.pgconn.status != pq.ConnStatus.OK:
+        return True
+    if not _has_unread_input(conn):
+        return False
+    try:
+        conn.execute(b"")
+    except psycopg.Error:
+        return True
+    return False
+
+
+def _reporting_connection_class(report: ConnectOutcome) -> type[psycopg.Connection[Any]]:
+    """A connection class whose ``connect`` reports each outcome (the error, or ``None``):
+    the pool connects in its own threads and only logs why it could not."""
+
+    class ReportingConnection(psycopg.Connection[Any]):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+            try:
+                conn = super().connect(conninfo, **kwargs)
+            except psycopg.Error as exc:
+                report(exc)
+                raise
+            report(None)
+            return conn
+
+    return ReportingConnection
+
+
+class StorePool:
+    """A ``psycopg_pool.ConnectionPool`` of autocommit connections, checked out with a
+    time budget."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        connect_kwargs: dict[str, Any],
+        options: PostgresOptions,
+        configure: Callable[[psycopg.Connection[Any]], None],
+    ) -> None:
+        self._connect_timeout_s = options.connect_timeout_s
+        self._reconnect_max_s = options.reconnect_max_s
+        self._last_connect_error: psycopg.Error | None = None
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            conninfo,
+            connection_class=_reporting_connection_class(self._connected),
+            kwargs={"autocommit": True, **connect_kwargs},
+            min_size=options.pool_min_size,
+            max_size=options.pool_max_size,
+            timeout=options.connect_timeout_s,
+            reconnect_timeout=options.reconnect_max_s,
+            configure=configure,
+            name=f"alkstore:{options.schema}",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)
+        except PoolTimeout as exc:
+            self._pool.close()
+            self._no_connection(exc, "opening the connection pool")
+
+    def _connected(self, error: psycopg.Error | None) -> None:
+        self._last_connect_error = error
+
+    @property
+    def max_size(self) -> int:
+        return self._pool.max_size
+
+    def budget(self, wait_s: float | None) -> float:
+        """How long a call may wait for a connection: its own remaining time, at most
+        ``connect_timeout_s``."""
+        if wait_s is None:
+            return self._connect_timeout_s
+        return min(wait_s, self._connect_timeout_s)
+
+    @contextmanager
+    def connection(self, wait_s: float | None) -> Iterator[psycopg.Connection[Any]]:
+        """A usable connection within the call's budget, given back afterwards."""
+        deadline = time.monotonic() + self.budget(wait_s)
+        conn = self._take(deadline)
+        # A server restart kills every idle connection at once: skip (and let the
+        # pool replace) each dead one, at most one pool's worth, within the budget.
+        for _ in range(self._pool.max_size):
+            if not closed_by_server(conn):
+                break
+            self._pool.putconn(conn)
+            conn = self._take(deadline)
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    def _take(self, deadline: float) -> psycopg.Connection[Any]:
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                # A slice of at most reconnect_max_s: a new wait makes the pool start
+                # a connect attempt when its last one gave up (see the module's doc).
+                return self._pool.getconn(timeout=max(min(remaining, self._reconnect_max_s), 0))
+            except PoolTimeout as exc:
+                if time.monotonic() >= deadline:
+                    self._no_connection(exc, "waiting for a connection")
+            except psycopg.Error as exc:  # e.g. the pool is closed
+                raise unavailable(exc, "waiting for a connection") from exc
+
+    def _no_connection(self, timeout: PoolTimeout, doing: str) -> NoReturn:
+        """Raise why no connection came: the pool's last failed connect says more than
+        its timeout ("connection refused", "password authentication failed")."""
+        cause = self._last_connect_error or timeout
+        if is_misconfigured(cause):
+            raise misconfigured(cause, doing) from cause
+        raise unavailable(cause, doing) from cause
+
+    def prompt(self) -> None:
+        """The server answers again (the listener reconnected): replace the pool's dead
+        idle connections and start a connect attempt now, not at the next backoff."""
+        if not self._pool.closed:
+            self._pool.check()
+
+    def close(self) -> None:
+        self._pool.close()
