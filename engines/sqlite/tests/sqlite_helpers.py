@@ -7,6 +7,8 @@ import them by name.
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import sqlite3
 import threading
 import time
@@ -15,8 +17,9 @@ from typing import Any
 
 import alkstore
 from alkstore import Store
+from alkstore.core import CoreStore
 from alkstore.testing import FakeClock
-from alkstore_sqlite import database_path
+from alkstore_sqlite import SqliteDriver, database_path
 from alkstore_sqlite.shared import SharedDatabase, _shared
 
 StoreFactory = Callable[..., Store]
@@ -25,6 +28,14 @@ StoreFactory = Callable[..., Store]
 PlanRow = tuple[int, int, str]
 
 WATCHER_THREAD = "alkstore-sqlite-watcher"
+
+
+def sqlite_driver(store: Store) -> SqliteDriver:
+    """The engine driver under ``store``."""
+    assert isinstance(store, CoreStore)
+    driver = store.driver
+    assert isinstance(driver, SqliteDriver)
+    return driver
 
 
 def shared_state(url: str) -> SharedDatabase | None:
@@ -226,3 +237,102 @@ def tick_at(url: str, now: int, worker_id: str, rounds: int, results: Any) -> No
             results.put(sum(store.tick_schedules(worker_id).fired for _ in range(rounds)))
     except Exception as exc:
         results.put(repr(exc))
+
+
+# -- faults: a stalled writer, a full disk ------------------------------------------
+
+HOLD_AT_MOST_S = 60.0
+"""A holding child lets go after this long even if the parent never says so."""
+
+
+def hold_transaction(url: str, holding: Any, let_go: Any) -> None:
+    """Open ``store.transaction()``, enqueue in it, set ``holding``, and keep it open
+    until ``let_go`` is set (then commit)."""
+    with alkstore.open(url) as store, store.transaction() as tx:
+        tx.enqueue("q", {"held": True})
+        holding.set()
+        let_go.wait(HOLD_AT_MOST_S)
+
+
+def _file_sizes(directory: str) -> dict[str, int]:
+    return {name: os.path.getsize(os.path.join(directory, name)) for name in os.listdir(directory)}
+
+
+def _limit_file_size(limit: int) -> None:
+    """No file this process writes may grow past ``limit`` bytes: a write beyond it
+    fails with EFBIG (SIGXFSZ ignored), which SQLite reports like a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+
+def _lift_file_size_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+def _outcome(call: Callable[[], Any]) -> str:
+    """``"ok"``, or the exception as ``"<type>: <message>"``."""
+    try:
+        call()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def run_out_of_space(url: str, results: Any) -> None:
+    """Fill a store, then make every file size limit its current size (a full disk),
+    try each kind of write, lift the limit and use the same store again; put what
+    happened on ``results`` as a dict."""
+    seen: dict[str, Any] = {}
+    directory = os.path.dirname(database_path(url))
+    wal = database_path(url) + "-wal"
+    with alkstore.open(url, busy_timeout_s=1) as store:
+        queue = store.queue("q")
+        queue.enqueue_many([{"n": n, "pad": "x" * 1000} for n in range(50)])
+        # Like a full disk, no file can grow: the next commit must append to the
+        # WAL, and a checkpoint must grow the database file.
+        _limit_file_size(min(os.path.getsize(wal), os.path.getsize(database_path(url))))
+
+        def in_transaction() -> None:
+            with store.transaction() as tx:
+                tx.enqueue("q", {"n": "in a transaction"})
+
+        seen["while full"] = {
+            "enqueue": _outcome(lambda: queue.enqueue({"n": "while full"})),
+            "claim": _outcome(lambda: queue.claim("w")),
+            "transaction": _outcome(in_transaction),
+            "notify": _outcome(lambda: store.notify("c", "while full")),
+            "get_job": _outcome(lambda: queue.get_job(1)),
+        }
+        seen["wal while full"] = os.path.getsize(wal)
+        _lift_file_size_limit()
+        seen["enqueue after"] = _outcome(lambda: queue.enqueue({"n": "after"}))
+        seen["wal after"] = os.path.getsize(wal)
+        handles = queue.claim_batch("w", 100)
+        seen["claimed"] = [h.payload["n"] for h in handles]
+        seen["acked"] = queue.ack_batch([h.id for h in handles], "w")
+        with store.transaction() as tx:
+            seen["integrity"] = tx.execute("PRAGMA integrity_check").fetchall()
+    seen["files"] = _file_sizes(directory)
+    results.put(seen)
+
+
+def open_out_of_space(url: str, limit: int, results: Any) -> None:
+    """Open a store while no file may grow past ``limit`` bytes; put ``(the open's
+    outcome, the directory's files afterwards)`` on ``results``."""
+    _limit_file_size(limit)
+    outcome = _outcome(lambda: alkstore.open(url).close())
+    results.put((outcome, _file_sizes(os.path.dirname(database_path(url)))))
+
+
+def open_at_once(url: str, file_size_limit: int | None, barrier: Any, results: Any) -> None:
+    """Wait at ``barrier``, then open a store and enqueue one job (with no file
+    allowed to grow past ``file_size_limit`` bytes, if given); put the job id or
+    the error on ``results``."""
+    if file_size_limit is not None:
+        _limit_file_size(file_size_limit)
+    barrier.wait(HOLD_AT_MOST_S)
+    try:
+        with alkstore.open(url) as store:
+            results.put(store.queue("q").enqueue({"by": os.getpid()}))
+    except Exception as exc:
+        results.put(f"{type(exc).__name__}: {exc}")

@@ -8,31 +8,58 @@ from collections.abc import Callable
 from alkstore import EngineUnavailable, StoreClosed
 
 from . import statements as sql
+from .budget import pause
 from .options import SqliteOptions
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_WRITE_REFUSED = frozenset(
+    {sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_TRUNCATE, sqlite3.SQLITE_IOERR_SHMSIZE}
+)
+_OUT_OF_SPACE_HINT = (
+    " (a write was refused: a full disk, a quota or a file size limit, or a failing "
+    "device; nothing was half-written, and the store resumes by itself once there "
+    "is room again)"
+)
 
 
-def connect(path: str, options: SqliteOptions) -> sqlite3.Connection:
+def connect(
+    path: str,
+    options: SqliteOptions,
+    deadline: float | None = None,
+    *,
+    busy_handler_s: float = 0.0,
+) -> sqlite3.Connection:
     """A connection in autocommit mode (the driver issues BEGIN/COMMIT itself),
-    usable from any thread (the pool hands it to one thread at a time)."""
+    usable from any thread (the pool hands it to one thread at a time).
+
+    ``busy_handler_s`` is how long SQLite's own busy handler may sleep inside one
+    statement. The driver's connections use 0: a lock conflict comes back at once
+    and the driver waits for it within the call's one budget (``budget``), which
+    SQLite's handler, sleeping on its own clock, would overrun. Setting up the
+    connection reads the schema, which another connection can lock for a moment
+    (switching a new file to WAL mode): that is tried again until ``deadline``
+    (``time.monotonic()``; ``None``: tried once).
+    """
     try:
         conn = sqlite3.connect(
-            path,
-            timeout=options.busy_timeout_s,  # sqlite3_busy_timeout: the backstop, see driver
-            isolation_level=None,
-            check_same_thread=False,
+            path, timeout=busy_handler_s, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
         raise unavailable(exc, path) from exc
-    try:
-        conn.execute(sql.SYNCHRONOUS[options.synchronous])
-        conn.execute(sql.TEMP_STORE_MEMORY)
-        conn.execute(sql.WAL_AUTOCHECKPOINT)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise unavailable(exc, path) from exc
-    return conn
+    attempt = 0
+    while True:
+        try:
+            conn.execute(sql.SYNCHRONOUS[options.synchronous])
+            conn.execute(sql.TEMP_STORE_MEMORY)
+            conn.execute(sql.WAL_AUTOCHECKPOINT)
+            conn.execute(sql.JOURNAL_SIZE_LIMIT)
+            return conn
+        except sqlite3.Error as exc:
+            if deadline is not None and is_busy(exc) and pause(attempt, deadline):
+                attempt += 1
+                continue
+            conn.close()
+            raise unavailable(exc, path) from exc
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
@@ -47,8 +74,16 @@ def is_unavailable(exc: sqlite3.Error) -> bool:
     return type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError)
 
 
+def is_out_of_space(exc: sqlite3.Error) -> bool:
+    """A write failed for want of room: a full disk (SQLITE_FULL), or a write the
+    OS refused (a quota, a file size limit, an I/O error all read SQLITE_IOERR_WRITE)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF == sqlite3.SQLITE_FULL or code in _WRITE_REFUSED)
+
+
 def unavailable(exc: sqlite3.Error, path: str) -> EngineUnavailable:
-    return EngineUnavailable(f"SQLite database {path!r} is unavailable: {exc}")
+    hint = _OUT_OF_SPACE_HINT if is_out_of_space(exc) else ""
+    return EngineUnavailable(f"SQLite database {path!r} is unavailable: {exc}{hint}")
 
 
 class ConnectionPool:
@@ -59,18 +94,19 @@ class ConnectionPool:
     the number of threads using the store at once and no further.
     """
 
-    def __init__(self, opener: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, opener: Callable[[float | None], sqlite3.Connection]) -> None:
         self._opener = opener
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
 
-    def take(self) -> sqlite3.Connection:
+    def take(self, deadline: float | None = None) -> sqlite3.Connection:
+        """An idle connection, or a new one (set up by ``deadline``, see ``connect``)."""
         if self._closed:
             raise StoreClosed("the store is closed")
         try:
             return self._idle.pop()
         except IndexError:
-            return self._opener()
+            return self._opener(deadline)
 
     def give(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:

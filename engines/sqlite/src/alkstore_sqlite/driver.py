@@ -7,9 +7,11 @@ The transaction handle ``c`` is the ``sqlite3.Connection`` itself (so
 
 Writes run as ``BEGIN IMMEDIATE … COMMIT`` on a pooled connection while the
 process holds the database's writer gate (``gate.py``), so alkstore writers
-queue in the kernel rather than in SQLite's sleeping busy handler. A write
-that is refused with SQLITE_BUSY anyway (a lock held outside alkstore) rolled
-back, so it is retried until ``busy_timeout_s`` has passed.
+queue on the gate rather than in SQLite's sleeping busy handler. A write that
+is refused with SQLITE_BUSY anyway (a lock held outside alkstore) rolled back,
+so it is tried again. Every call waits for the gate and for SQLite's locks
+within one budget, ``busy_timeout_s`` or the caller's ``wait_s`` if shorter
+(``budget.py``), then fails with ``EngineUnavailable``.
 """
 
 from __future__ import annotations
@@ -21,43 +23,32 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
-from itertools import groupby
-from operator import attrgetter
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
 from alkstore.driver import WakeSink, job_from_row
-from alkstore.options import NewJob, new_job_stamps
+from alkstore.options import JobStamps, stamp_values
 from alkstore.values import Job, LockInfo
 
 from . import statements as sql
-from .connections import ConnectionPool, connect, is_busy, is_unavailable, unavailable
-from .gate import NoGate, WriterGate
+from .budget import describe_limit, limit_s, pause
+from .connections import (
+    ConnectionPool,
+    connect,
+    is_busy,
+    is_out_of_space,
+    is_unavailable,
+    unavailable,
+)
+from .gate import GateBusy, NoGate, WriterGate
+from .leftovers import might_hold_nothing, missing_files, remove_created
 from .options import SqliteOptions
 from .profiles import ProfileStatements
 from .schema import LATEST_VERSION, migrate, schema_version
-from .shared import SharedDatabase, release, share
+from .shared import SharedDatabase, release, share, sole_user
 
 T = TypeVar("T")
 
-NEW_JOB_PARAMS: Callable[[NewJob], tuple[Any, ...]] = attrgetter(
-    "queue",
-    "payload",
-    "priority",
-    "created_at",
-    "run_at",
-    "expires_at",
-    "max_attempts",
-    "visibility_timeout_s",
-    "backoff_base_s",
-    "dead_letter_retention_s",
-)
-"""A ``NewJob`` as the positional parameters of ``statements.INSERT_JOB``."""
-
-STAMPS = new_job_stamps
-
-
-_BUSY_PAUSE_S = 0.001
 
 _NESTED_WRITE = (
     "a store.transaction() is open on this thread, and SQLite has one writer at a "
@@ -72,43 +63,72 @@ class SqliteDriver(ProfileStatements):
     ) -> None:
         """Open (creating if needed) and migrate the database file at ``path``.
 
-        ``serialize_writers=False`` leaves writers to SQLite's busy handler alone;
-        it exists to measure what the writer gate buys.
+        If that fails, the files the attempt created are removed again when that
+        is safe (``leftovers``). ``serialize_writers=False`` leaves writers to SQLite's
+        locks alone; it exists to measure what the writer gate buys.
         """
         self.path = path
         self._options = options
         self._pool = ConnectionPool(partial(connect, path, options))
         self._sinks: set[WakeSink] = set()
         self._closed = False
-        first = self._pool.take()  # EngineUnavailable, with sqlite3's error chained
+        self._out_of_space = False
+        """A write failed for want of room: the next one first gives the WAL's space back."""
+        deadline = time.monotonic() + options.busy_timeout_s
+        missing = missing_files(path)  # before anything here can create them
+        fresh = might_hold_nothing(path)
+        shared = self._share(deadline)
+        self._shared: SharedDatabase = shared
+        self._gate: WriterGate | NoGate = shared.gate if serialize_writers else NoGate()
+        first: sqlite3.Connection | None = None
+        holding = False
         try:
-            self._shared: SharedDatabase = share(path)
-        except OSError as exc:
-            first.close()
-            raise EngineUnavailable(f"cannot open the writer lock of {path!r}: {exc}") from exc
-        self._gate: WriterGate | NoGate = self._shared.gate if serialize_writers else NoGate()
-        try:
-            self._prepare(first)
+            if fresh:
+                # Nobody may remove the file while this open uses it: hold the gate
+                # before the first connection touches it (see ``leftovers``).
+                self._enter_gate(deadline, None, shared.gate.acquire_current)
+                holding = True
+            first = self._pool.take(deadline)  # EngineUnavailable, sqlite3's error chained
+            self._prepare(first, deadline, holding)
         except BaseException:
-            first.close()
-            self.close()
+            self._closed = True
+            if first is not None:
+                first.close()
+            self._pool.close()
+            if holding:
+                if sole_user(shared):
+                    remove_created(path, missing)
+                shared.gate.release()
+            release(shared)
             raise
+        if holding:
+            shared.gate.release()
         self._pool.give(first)
 
     # -- opening ------------------------------------------------------------------
-    def _prepare(self, conn: sqlite3.Connection) -> None:
+    def _share(self, deadline: float) -> SharedDatabase:
+        try:
+            return share(self.path)
+        except OSError as exc:
+            # Mostly a path SQLite cannot use either (no such directory): let it say why.
+            self._pool.take(deadline).close()
+            raise EngineUnavailable(f"cannot open the writer lock of {self.path!r}: {exc}") from exc
+
+    def _prepare(self, conn: sqlite3.Connection, deadline: float, holding: bool) -> None:
         """WAL mode, the latest schema and a pruned notifications table; a read when
-        all three are already there."""
-        wal = self._retrying(lambda: _journal_mode(conn) == "wal")
-        if wal and self._transact(conn, self._is_ready, sql.BEGIN_READ):
+        all three are already there. ``holding``: the caller holds the gate."""
+        wal = self._retrying(lambda: _journal_mode(conn) == "wal", deadline)
+        if wal and self._transact(conn, self._is_ready, sql.BEGIN_READ, deadline, None):
             return
-        self._gate.acquire()
+        if not holding:
+            self._enter_gate(deadline, None, self._gate.acquire)
         try:
             if not wal:
-                self._retrying(lambda: self._enable_wal(conn))
-            self._transact(conn, self._migrate_and_prune, sql.BEGIN_WRITE)
+                self._retrying(lambda: self._enable_wal(conn), deadline)
+            self._transact(conn, self._migrate_and_prune, sql.BEGIN_WRITE, deadline, None)
         finally:
-            self._gate.release()
+            if not holding:
+                self._gate.release()
 
     def _is_ready(self, conn: sqlite3.Connection) -> bool:
         if schema_version(conn) != LATEST_VERSION:
@@ -119,7 +139,7 @@ class SqliteDriver(ProfileStatements):
 
     def _migrate_and_prune(self, conn: sqlite3.Connection) -> None:
         # Pub/sub's hygiene happens here, when a store opens, and nowhere else: the
-        # engine runs nothing on a timer (CONTRACT.md's no-ambient-timers rule).
+        # engine runs nothing on a timer (the contract's no-ambient-timers rule).
         migrate(conn)
         conn.execute(sql.PRUNE_NOTIFICATIONS, {"keep": self._options.notifications_keep})
 
@@ -132,31 +152,54 @@ class SqliteDriver(ProfileStatements):
             )
 
     # -- transactions ---------------------------------------------------------------
-    def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    def write(self, work: Callable[[sqlite3.Connection], T], *, wait_s: float | None = None) -> T:
         gate = self._gate
         if gate.owner == threading.get_ident():
             raise RuntimeError(_NESTED_WRITE)
-        conn = self._pool.take()
+        deadline = time.monotonic() + limit_s(wait_s, self._options.busy_timeout_s)
+        conn = self._pool.take(deadline)
         try:
-            gate.acquire()
+            self._enter_gate(deadline, wait_s, gate.acquire)
             try:
-                return self._transact(conn, work, sql.BEGIN_WRITE)
+                if self._out_of_space:
+                    self._reclaim_wal(conn)
+                return self._transact(conn, work, sql.BEGIN_WRITE, deadline, wait_s)
             finally:
                 gate.release()
         finally:
             self._pool.give(conn)
 
-    def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self._pool.take()
+    def read(self, work: Callable[[sqlite3.Connection], T], *, wait_s: float | None = None) -> T:
+        deadline = time.monotonic() + limit_s(wait_s, self._options.busy_timeout_s)
+        conn = self._pool.take(deadline)
         try:
-            return self._transact(conn, work, sql.BEGIN_READ)
+            return self._transact(conn, work, sql.BEGIN_READ, deadline, wait_s)
         finally:
             self._pool.give(conn)
 
+    def _enter_gate(
+        self, deadline: float, wait_s: float | None, acquire: Callable[[float], None]
+    ) -> None:
+        try:
+            acquire(deadline)
+        except GateBusy as busy:
+            raise EngineUnavailable(
+                f"the writer lock of SQLite database {self.path!r} stayed held by "
+                f"{busy.holder} for {self._waited(deadline, wait_s):.2f} s, the limit set by "
+                f"{describe_limit(wait_s, self._options.busy_timeout_s)}. alkstore runs one "
+                "write at a time per database file: a store.transaction() kept open, or a "
+                "process stopped or hung inside one, holds up every writer"
+            ) from None
+
     def _transact(
-        self, conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], begin: str
+        self,
+        conn: sqlite3.Connection,
+        work: Callable[[sqlite3.Connection], T],
+        begin: str,
+        deadline: float,
+        wait_s: float | None,
     ) -> T:
-        give_up_at: float | None = None
+        attempt = 0
         while True:
             try:
                 conn.execute(begin)
@@ -168,49 +211,73 @@ class SqliteDriver(ProfileStatements):
                     raise
                 return result
             except sqlite3.Error as exc:
-                give_up_at = self._retry_or_raise(exc, give_up_at)
+                self._retry_or_raise(exc, attempt, deadline, wait_s)
+            attempt += 1
 
-    def _retrying(self, attempt: Callable[[], T]) -> T:
-        give_up_at: float | None = None
+    def _retrying(self, attempt: Callable[[], T], deadline: float) -> T:
+        tries = 0
         while True:
             try:
                 return attempt()
             except sqlite3.Error as exc:
-                give_up_at = self._retry_or_raise(exc, give_up_at)
+                self._retry_or_raise(exc, tries, deadline, None)
+            tries += 1
 
-    def _retry_or_raise(self, exc: sqlite3.Error, give_up_at: float | None) -> float:
-        """After a failed attempt: pause and return the retry deadline, or raise."""
+    def _retry_or_raise(
+        self, exc: sqlite3.Error, attempt: int, deadline: float, wait_s: float | None
+    ) -> None:
+        """After a failed try: pause before the next, or raise."""
         if not is_busy(exc):
             self._raise_mapped(exc)
-        now = time.monotonic()
-        if give_up_at is None:
-            give_up_at = now + self._options.busy_timeout_s
-        if now < give_up_at:
-            time.sleep(_BUSY_PAUSE_S)
-            return give_up_at
+        if pause(attempt, deadline):
+            return
         raise EngineUnavailable(
             f"SQLite database {self.path!r} stayed locked by a connection outside "
-            f"alkstore for longer than busy_timeout_s={self._options.busy_timeout_s:g}"
+            f"alkstore (your own, another tool, an attached transaction) for "
+            f"{self._waited(deadline, wait_s):.2f} s, the limit set by "
+            f"{describe_limit(wait_s, self._options.busy_timeout_s)}"
         ) from exc
 
+    def _waited(self, deadline: float, wait_s: float | None) -> float:
+        started = deadline - limit_s(wait_s, self._options.busy_timeout_s)
+        return time.monotonic() - started
+
     def _raise_mapped(self, exc: sqlite3.Error) -> NoReturn:
+        if is_out_of_space(exc):
+            self._out_of_space = True
         if is_busy(exc) or is_unavailable(exc):
             raise unavailable(exc, self.path) from exc
         raise exc
+
+    def _reclaim_wal(self, conn: sqlite3.Connection) -> None:
+        """The first write after one failed for want of room (holding the gate, before
+        its own BEGIN) checkpoints the WAL into the database and truncates it to zero
+        bytes: once there is room for the checkpoint, the space the WAL grew into is
+        given back at once rather than kept by the WAL file."""
+        try:
+            conn.execute(sql.WAL_CHECKPOINT_TRUNCATE).fetchall()
+        except sqlite3.Error:
+            return  # still no room (or a lock outside alkstore): the next write tries again
+        self._out_of_space = False
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         gate = self._gate
         if gate.owner == threading.get_ident():
             raise RuntimeError(_NESTED_WRITE)
-        conn = self._pool.take()
+        deadline = time.monotonic() + self._options.busy_timeout_s
+        conn = self._pool.take(deadline)
         try:
-            gate.acquire()
+            self._enter_gate(deadline, None, gate.acquire)
             try:
-                self._retrying(partial(conn.execute, sql.BEGIN_WRITE))
+                if self._out_of_space:
+                    self._reclaim_wal(conn)
+                self._retrying(partial(conn.execute, sql.BEGIN_WRITE), deadline)
                 try:
                     yield conn
-                except BaseException:
+                except BaseException as exc:
+                    if isinstance(exc, sqlite3.Error) and is_out_of_space(exc):
+                        self._out_of_space = True
                     _rollback(conn)
                     raise
                 if conn.in_transaction:  # the caller may have ended it with its own COMMIT
@@ -294,21 +361,21 @@ class SqliteDriver(ProfileStatements):
         release(self._shared)
 
     # -- queues ---------------------------------------------------------------------
-    def insert_jobs(self, c: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[int]:
-        if len(jobs) == 1:
-            job_id = c.execute(sql.INSERT_JOB, NEW_JOB_PARAMS(jobs[0])).lastrowid
-            assert job_id is not None
-            return [job_id]
-        # The core stamps one batch alike: bind the stamps once per statement and
-        # only a payload per row (runs of different stamps each get their own).
-        for stamps, alike in groupby(jobs, key=STAMPS):
-            payloads = [job.payload for job in alike]
-            for start, size in _batches(len(payloads)):
-                c.execute(sql.INSERT_JOBS_ALIKE[size], [*stamps, *payloads[start : start + size]])
+    def insert_jobs(
+        self, c: sqlite3.Connection, stamps: JobStamps, payloads: Sequence[str]
+    ) -> list[int]:
+        # Announcing needs nothing: every process's watcher sees the commit itself.
+        values = stamp_values(stamps)
+        if len(payloads) == 1:
+            # sqlite3 sets lastrowid after every INSERT; its type just admits None.
+            return [cast(int, c.execute(sql.INSERT_JOB, (*values, payloads[0])).lastrowid)]
+        # Bind the stamps once per statement and only a payload per row.
+        for start, size in _batches(len(payloads)):
+            c.execute(sql.INSERT_JOBS_ALIKE[size], (*values, *payloads[start : start + size]))
         (last,) = c.execute(sql.LAST_INSERT_ID).fetchone()
         # AUTOINCREMENT gives each row max(ever used) + 1, in VALUES order, and this
         # transaction is the only writer: one batch's ids are consecutive, ending at last.
-        return list(range(last - len(jobs) + 1, last + 1))
+        return list(range(last - len(payloads) + 1, last + 1))
 
     def claim(
         self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int

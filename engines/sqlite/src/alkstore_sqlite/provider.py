@@ -58,7 +58,11 @@ class SqliteEngine:
         driver = SqliteDriver(path, options)
         try:
             return CoreStore(
-                wrap(driver), clock=clock, repoll_s=options.repoll_s, engine_name=self.name
+                wrap(driver),
+                clock=clock,
+                repoll_s=options.repoll_s,
+                capabilities=self.capabilities,
+                engine_name=self.name,
             )
         except BaseException:
             driver.close()

@@ -12,13 +12,20 @@ from .gate import WriterGate
 from .options import SqliteOptions
 from .watcher import Watcher
 
+# The watcher only reads; a short busy handler lets it ride over SQLite's rare
+# read-side lock (WAL recovery) without reconnecting, and never stalls it longer
+# than its own reconnect pause.
+_WATCHER_BUSY_HANDLER_S = 0.1
+
 
 class SharedDatabase:
     def __init__(self, key: str, path: str) -> None:
         self.key = key
         self.path = path
         self.gate = WriterGate(path)
-        self.watcher = Watcher(lambda: connect(path, SqliteOptions()))
+        self.watcher = Watcher(
+            lambda: connect(path, SqliteOptions(), busy_handler_s=_WATCHER_BUSY_HANDLER_S)
+        )
         self.users = 0
 
 
@@ -46,6 +53,12 @@ def release(shared: SharedDatabase) -> None:
             del _shared[shared.key]
     shared.watcher.stop()
     shared.gate.close()
+
+
+def sole_user(shared: SharedDatabase) -> bool:
+    """Whether exactly one store of this process (the caller) has the file open."""
+    with _lock:
+        return shared.users == 1
 
 
 def _forget_after_fork() -> None:

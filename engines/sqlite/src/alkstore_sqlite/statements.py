@@ -10,6 +10,7 @@ are compiled once per connection.
 from __future__ import annotations
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
+from alkstore.options import JOB_STAMP_FIELDS
 
 from .schema import (
     CLAIM_INDEX,
@@ -41,6 +42,15 @@ TEMP_STORE_MEMORY = "PRAGMA temp_store = MEMORY"
 # fsyncs, while the writer gate is held. Checkpointing every ~16 MB (4 KiB
 # pages) instead of SQLite's ~4 MB makes those stalls four times rarer.
 WAL_AUTOCHECKPOINT = "PRAGMA wal_autocheckpoint = 4000"
+# Without a limit the WAL file keeps the largest size it ever reached (a big
+# transaction, a reader that held checkpoints back, a full-disk episode). With
+# it, the first commit after a completed checkpoint cuts the file back to 16 MiB,
+# just above what 4000 pages of 4 KiB reach between checkpoints, so steady writing
+# never truncates and regrows it.
+JOURNAL_SIZE_LIMIT = "PRAGMA journal_size_limit = 16777216"
+# Copies the WAL into the database and truncates it to zero bytes; the driver runs
+# it once after a write failed for want of room (see SqliteDriver._reclaim_wal).
+WAL_CHECKPOINT_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
 JOURNAL_MODE = "PRAGMA journal_mode"
 JOURNAL_MODE_WAL = "PRAGMA journal_mode = WAL"
 DATA_VERSION = "PRAGMA data_version"
@@ -51,13 +61,15 @@ _DEAD_COLUMNS = ", ".join("'dead' AS state" if c == "state" else c for c in JOB_
 
 # -- queues ---------------------------------------------------------------------
 
+_STAMP_COLUMNS = ", ".join(JOB_STAMP_FIELDS)
+_STAMP_PARAMS = ", ".join(f"?{n}" for n in range(1, len(JOB_STAMP_FIELDS) + 1))
+_FIRST_PAYLOAD = len(JOB_STAMP_FIELDS) + 1
+
 INSERT_JOB = f"""
-INSERT INTO {JOBS} (
-    queue, state, payload, priority, created_at, run_at, expires_at, max_attempts,
-    visibility_timeout_s, backoff_base_s, dead_letter_retention_s
-) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO {JOBS} ({_STAMP_COLUMNS}, state, payload)
+VALUES ({_STAMP_PARAMS}, 'pending', ?{_FIRST_PAYLOAD})
 """
-"""Positional, in the order of ``driver.NEW_JOB_PARAMS``."""
+"""Positional: the stamps in ``JOB_STAMP_FIELDS`` order, then the payload."""
 
 BATCH_SIZES = (64, 32, 16, 8, 4, 2, 1)
 """Batches run as multi-row statements of these sizes: one statement per 64 rows
@@ -66,19 +78,16 @@ prepared-statement cache small."""
 
 
 def _insert_alike(rows: int) -> str:
-    payloads = ", ".join(f"(?{10 + row})" for row in range(rows))
+    payloads = ", ".join(f"(?{_FIRST_PAYLOAD + row})" for row in range(rows))
     return f"""
-INSERT INTO {JOBS} (
-    queue, state, payload, priority, created_at, run_at, expires_at, max_attempts,
-    visibility_timeout_s, backoff_base_s, dead_letter_retention_s
-)
-SELECT ?1, 'pending', column1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM (VALUES {payloads})
+INSERT INTO {JOBS} ({_STAMP_COLUMNS}, state, payload)
+SELECT {_STAMP_PARAMS}, 'pending', column1 FROM (VALUES {payloads})
 """
 
 
 INSERT_JOBS_ALIKE = {size: _insert_alike(size) for size in BATCH_SIZES}
-"""Jobs stamped alike (one enqueue_many): ``?1``-``?9`` are the stamps in the order of
-``driver.STAMPS``, then one payload per row, inserted in VALUES order."""
+"""Jobs stamped alike (one enqueue): the stamps in ``JOB_STAMP_FIELDS`` order, then one
+payload per row, inserted in VALUES order."""
 
 LAST_INSERT_ID = "SELECT last_insert_rowid()"
 
