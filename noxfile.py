@@ -58,7 +58,7 @@ def _install_all(session: nox.Session, *extra: str) -> None:
 
 def _server_module() -> Any:
     # The provisioner is stdlib-only, so the nox process can load it from source.
-    path = ROOT / POSTGRES / "src" / "alkstore_postgres" / "server.py"
+    path = ROOT / POSTGRES / "src" / "alkstore_postgres" / "testing" / "server.py"
     spec = importlib.util.spec_from_file_location("_alkstore_pg_server", path)
     assert spec is not None
     assert spec.loader is not None

@@ -26,7 +26,7 @@ from psycopg.conninfo import make_conninfo
 
 import alkstore
 from alkstore import JobState
-from alkstore_postgres.provisioning import dsn_as_url, shared_server_dsn
+from alkstore_postgres.testing.provisioning import dsn_as_url, shared_server_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -32,7 +32,13 @@ def make_store(driver: FakeDriver, clock: FakeClock) -> Iterator[StoreFactory]:
     stores: list[CoreStore] = []
 
     def build(*, repoll_s: float = 0.01) -> CoreStore:
-        store = CoreStore(driver, clock=clock, repoll_s=repoll_s, engine_name="fake")
+        store = CoreStore(
+            driver,
+            clock=clock,
+            repoll_s=repoll_s,
+            capabilities=driver.capabilities,
+            engine_name="fake",
+        )
         stores.append(store)
         return store
 

@@ -35,10 +35,13 @@ from alkstore.driver import (
     StreamDriver,
     WakeSink,
     job_from_row,
+    queue_topic,
     stream_event,
+    stream_topic,
 )
+from alkstore.engine import Capabilities
 from alkstore.errors import EngineUnavailable
-from alkstore.options import NewJob
+from alkstore.options import JobStamps
 from alkstore.values import Job, LockInfo, StreamEvent
 
 T = TypeVar("T")
@@ -99,6 +102,9 @@ def _valid_claim(row: dict[str, Any] | None, attempt: int, now: int) -> bool:
 
 
 class FakeDriver:
+    capabilities = Capabilities()
+    """The queue core only."""
+
     def __init__(self) -> None:
         self._mutex = threading.RLock()
         self._state = State()
@@ -227,33 +233,34 @@ class FakeDriver:
         self.close_count += 1
 
     # -- queues ------------------------------------------------------------------
-    def insert_jobs(self, c: FakeTx, jobs: Sequence[NewJob]) -> list[int]:
-        self._record("insert_jobs", c, tuple(jobs))
+    def insert_jobs(self, c: FakeTx, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:
+        self._record("insert_jobs", c, stamps, tuple(payloads))
         ids = []
-        for job in jobs:
+        for payload in payloads:
             job_id = c.state.next_id
             c.state.next_id += 1
             c.state.live[job_id] = {
                 "id": job_id,
-                "queue": job.queue,
+                "queue": stamps.queue,
                 "state": "pending",
-                "payload": job.payload,
-                "priority": job.priority,
+                "payload": payload,
+                "priority": stamps.priority,
                 "attempts": 0,
-                "max_attempts": job.max_attempts,
-                "created_at": job.created_at,
-                "run_at": job.run_at,
+                "max_attempts": stamps.max_attempts,
+                "created_at": stamps.created_at,
+                "run_at": stamps.run_at,
                 "claimed_at": None,
-                "expires_at": job.expires_at,
+                "expires_at": stamps.expires_at,
                 "worker_id": None,
-                "visibility_timeout_s": job.visibility_timeout_s,
-                "backoff_base_s": job.backoff_base_s,
-                "dead_letter_retention_s": job.dead_letter_retention_s,
+                "visibility_timeout_s": stamps.visibility_timeout_s,
+                "backoff_base_s": stamps.backoff_base_s,
+                "dead_letter_retention_s": stamps.dead_letter_retention_s,
                 "last_error": None,
                 "died_at": None,
                 "deadline": None,
             }
             ids.append(job_id)
+        c.announced.append(queue_topic(stamps.queue))  # the seam: an insert announces
         return ids
 
     def claim(self, c: FakeTx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
@@ -356,6 +363,7 @@ class FakeDriver:
             return False
         assert row is not None
         row.update(state="pending", run_at=run_at, worker_id=None, claimed_at=None, deadline=None)
+        c.announced.append(queue_topic(row["queue"]))  # the seam: a reschedule announces
         return True
 
     def bury(self, c: FakeTx, job_id: int, attempt: int, now: int, error: str) -> bool:
@@ -426,6 +434,8 @@ class FakeProfilesDriver(FakeDriver):
     """``FakeDriver`` plus the optional profiles: ``SchedulerDriver``,
     ``StreamDriver`` and ``PubSubDriver``, faithful to their docstrings."""
 
+    capabilities = Capabilities(scheduler=True, streams=True, pubsub=True)
+
     def __init__(self) -> None:
         super().__init__()
         self.stream_read_seen = threading.Event()
@@ -485,6 +495,7 @@ class FakeProfilesDriver(FakeDriver):
             c.state.last_offset[stream] = offset
             events[offset] = (payload, now)
             offsets.append(offset)
+        c.announced.append(stream_topic(stream))  # the seam: an append announces
         return offsets
 
     def stream_read(self, c: FakeTx, stream: str, after: int, limit: int) -> list[StreamEvent]:

@@ -64,7 +64,7 @@ def test_claim_wait_with_zero_timeout_still_tries_once(store: CoreStore) -> None
 
 def test_claim_wait_starts_the_engines_watcher(store: CoreStore, driver: FakeDriver) -> None:
     store.queue("q").claim_wait("w1", timeout=0)
-    assert driver.sink is store._hub
+    assert driver.sink is store._context.hub
 
 
 def test_claim_wait_returns_none_when_stopped_from_another_thread(

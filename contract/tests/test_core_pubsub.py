@@ -15,7 +15,7 @@ import pytest
 from fakes import FakeDriver, FakeProfilesDriver
 
 from alkstore.core import CoreStore
-from alkstore.errors import PayloadError, ReservedName, StoreClosed
+from alkstore.errors import PayloadError, ProfileUnavailable, ReservedName, StoreClosed
 from alkstore.testing import FakeClock
 
 SAFETY_NET_S = 10
@@ -32,7 +32,7 @@ def driver() -> FakeProfilesDriver:
 
 def test_subscribe_starts_the_engines_listener(store: CoreStore, driver: FakeDriver) -> None:
     store.subscribe("c")
-    assert driver.sink is store._hub
+    assert driver.sink is store._context.hub
 
 
 def test_notify_delivers_to_a_subscription(store: CoreStore) -> None:
@@ -201,7 +201,7 @@ def test_an_engine_without_the_pubsub_profile_raises_not_implemented(
     clock: FakeClock, use: Callable[[CoreStore], object]
 ) -> None:
     plain = FakeDriver()
-    with CoreStore(plain, clock=clock) as store, pytest.raises(NotImplementedError):
+    with CoreStore(plain, clock=clock) as store, pytest.raises(ProfileUnavailable):
         use(store)
     assert plain.statements() == []
     assert plain.sink is None

@@ -9,7 +9,7 @@ from fakes import FakeDriver
 
 from alkstore.backoff import retry_delay_range
 from alkstore.core import CoreStore
-from alkstore.driver import ERROR_EXHAUSTED
+from alkstore.driver import ERROR_EXHAUSTED, queue_topic
 from alkstore.errors import InvalidOptions, PayloadError
 from alkstore.options import EnqueueOpts, QueueOpts
 from alkstore.testing import FakeClock
@@ -48,9 +48,18 @@ def test_enqueue_uses_the_clock_floored_to_a_second(
 def test_enqueue_many_inserts_every_job_in_one_write(store: CoreStore, driver: FakeDriver) -> None:
     ids = store.queue("q").enqueue_many([1, 2, 3])
     assert len(set(ids)) == 3
-    statements = driver.statements()
-    assert [call.name for call in statements] == ["insert_jobs", "announce"]
-    assert len({call.txn for call in statements}) == 1
+    (insert,) = driver.statements()
+    assert insert.name == "insert_jobs"
+    stamps, payloads = insert.args
+    assert (stamps.queue, payloads) == ("q", ("1", "2", "3"))  # one set of stamps, once
+
+
+def test_an_enqueue_announces_its_queue_through_the_insert(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    store.queue("q").enqueue(1)
+    assert driver.calls_named("announce") == []
+    assert driver.committed_announcements == [queue_topic("q")]
 
 
 def test_enqueue_many_with_a_bad_payload_writes_nothing(
@@ -279,16 +288,18 @@ def test_ack_batch_of_nothing_writes_nothing(store: CoreStore, driver: FakeDrive
     assert driver.calls == []
 
 
-def test_retry_announces_the_queue_in_its_own_transaction(
+def test_retry_is_one_reschedule_which_announces_the_queue(
     store: CoreStore, driver: FakeDriver
 ) -> None:
     queue = store.queue("q")
     queue.enqueue(1)
     handle = queue.claim("w1")
     assert handle is not None
+    driver.committed_announcements.clear()
     assert handle.retry("boom", delay=30) is True
     (reschedule,) = driver.calls_named("reschedule")
-    assert driver.statement_names_in(reschedule.txn) == ["reschedule", "announce"]
+    assert driver.statement_names_in(reschedule.txn) == ["reschedule"]
+    assert driver.committed_announcements == [queue_topic("q")]
 
 
 @pytest.mark.parametrize("job_id", [-1, 2**63, 2**64])

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alkstore.constants import CATCH_UP_CAP, SCHEDULER_LEASE_S, SCHEDULER_LOCK
-from alkstore.core import CoreStore
+from alkstore.core import CoreLock, CoreStore
 from alkstore.driver import SCHEDULES_TOPIC, queue_topic
 from alkstore.errors import (
     InvalidName,
@@ -25,6 +25,7 @@ from alkstore.errors import (
     InvalidSpec,
     LeadershipLost,
     PayloadError,
+    ProfileUnavailable,
     ReservedName,
 )
 from alkstore.options import DEFAULT_QUEUE_OPTS, EnqueueOpts, ScheduleOpts
@@ -168,7 +169,7 @@ def test_rescheduling_a_changed_spec_restarts_from_now(store: CoreStore, clock: 
 
 
 def test_scheduling_wakes_a_sleeping_leader(store: CoreStore) -> None:
-    with store._hub.waiter(SCHEDULES_TOPIC) as waiter:
+    with store._context.hub.waiter(SCHEDULES_TOPIC) as waiter:
         store.schedule("s", "@every 1s", "q", 1)
         assert waiter.wait(timeout=0) is True
 
@@ -272,7 +273,8 @@ def test_each_fire_advances_and_enqueues_in_its_own_write(
     fire_txns = [call.txn for call in driver.calls_named("schedule_advance")]
     assert len(set(fire_txns)) == 3
     for txn in fire_txns:
-        assert driver.statement_names_in(txn) == ["schedule_advance", "insert_jobs", "announce"]
+        # The insert announces the queue itself (the seam's rule): no extra statement.
+        assert driver.statement_names_in(txn) == ["schedule_advance", "insert_jobs"]
     writes = {call.txn for call in driver.calls_named("begin") if call.args == ("write",)}
     assert set(fire_txns) <= writes
 
@@ -294,7 +296,7 @@ def test_each_fire_moves_the_boundary_by_one_interval(
 def test_a_fire_wakes_the_target_queues_waiters(store: CoreStore, clock: FakeClock) -> None:
     store.schedule("s", "@every 10s", "q", 1)
     clock.advance(10)
-    with store._hub.waiter(queue_topic("q")) as waiter:
+    with store._context.hub.waiter(queue_topic("q")) as waiter:
         store.tick_schedules("w")
         assert waiter.wait(timeout=0) is True
 
@@ -319,7 +321,7 @@ def test_a_tick_fires_min_of_due_and_cap_and_lands_on_the_first_boundary_after_n
 ) -> None:
     driver = FakeProfilesDriver()
     clock = FakeClock(START)
-    with CoreStore(driver, clock=clock) as store:
+    with CoreStore(driver, clock=clock, capabilities=driver.capabilities) as store:
         store.schedule("s", f"@every {interval}s", "q", 1)
         # Exactly ``due`` boundaries lie at or before now.
         clock.set(START + due * interval + int(into_next * interval))
@@ -377,7 +379,7 @@ def test_fires_made_before_another_ticker_overtook_still_wake_the_queue(
     store.schedule("s", "@every 10s", "q", 1)
     clock.advance(30)
     on_fires(driver, {1: lambda: driver.move_next_fire_at("s", START + 40)})
-    with store._hub.waiter(queue_topic("q")) as waiter:
+    with store._context.hub.waiter(queue_topic("q")) as waiter:
         store.tick_schedules("w")
         assert waiter.wait(timeout=0) is True
 
@@ -390,12 +392,12 @@ def test_a_tick_fires_nothing_while_another_owner_holds_the_leadership_lock(
     clock.advance(30)
     assert store.tick_schedules("w") == TickResult(fired=0, skipped=0)
     assert driver.live_rows("q") == []
-    assert store._internal_lock(SCHEDULER_LOCK).holder() == LockInfo("other", START + 100)
+    assert CoreLock(store._context, SCHEDULER_LOCK).holder() == LockInfo("other", START + 100)
 
 
 def test_a_tick_takes_the_leadership_lock(store: CoreStore) -> None:
     store.tick_schedules("w")
-    holder = store._internal_lock(SCHEDULER_LOCK).holder()
+    holder = CoreLock(store._context, SCHEDULER_LOCK).holder()
     assert holder == LockInfo("w", START + SCHEDULER_LEASE_S)
 
 
@@ -403,7 +405,7 @@ def test_a_tick_renews_the_callers_own_lock(store: CoreStore, clock: FakeClock) 
     store.tick_schedules("w")
     clock.advance(20)
     store.tick_schedules("w")
-    holder = store._internal_lock(SCHEDULER_LOCK).holder()
+    holder = CoreLock(store._context, SCHEDULER_LOCK).holder()
     assert holder == LockInfo("w", START + 20 + SCHEDULER_LEASE_S)
 
 
@@ -432,7 +434,7 @@ def test_run_schedules_releases_the_lock_when_stopped(store: CoreStore, driver: 
     stop = StopToken()
     on_fires(driver, {1: stop.stop})
     Leading(store, stop).join()
-    assert store._internal_lock(SCHEDULER_LOCK).holder() is None
+    assert CoreLock(store._context, SCHEDULER_LOCK).holder() is None
     assert [call.args[1] for call in driver.calls_named("lock_release")] == ["leader"]
 
 
@@ -448,7 +450,7 @@ def test_run_schedules_returns_when_stopped_from_another_thread(
     stop.stop()
     leading.join()
     assert len(driver.live_rows("q")) >= 2
-    assert store._internal_lock(SCHEDULER_LOCK).holder() is None
+    assert CoreLock(store._context, SCHEDULER_LOCK).holder() is None
 
 
 def test_run_schedules_without_a_worker_id_leads_under_a_generated_one(
@@ -459,7 +461,7 @@ def test_run_schedules_without_a_worker_id_leads_under_a_generated_one(
     holders: list[LockInfo | None] = []
 
     def note_holder_and_stop() -> None:
-        holders.append(store._internal_lock(SCHEDULER_LOCK).holder())
+        holders.append(CoreLock(store._context, SCHEDULER_LOCK).holder())
         stop.stop()
 
     on_fires(driver, {1: note_holder_and_stop})
@@ -494,7 +496,7 @@ def test_run_schedules_raises_leadership_lost_when_the_lock_is_taken(
     with pytest.raises(LeadershipLost):
         Leading(store, stop).join()
     assert len(driver.live_rows("q")) == 1
-    assert store._internal_lock(SCHEDULER_LOCK).holder() == LockInfo("thief", START + 1000)
+    assert CoreLock(store._context, SCHEDULER_LOCK).holder() == LockInfo("thief", START + 1000)
 
 
 def test_run_schedules_waits_while_another_owner_leads_then_takes_over(
@@ -540,6 +542,6 @@ def test_an_engine_without_the_scheduler_profile_raises_not_implemented(
     clock: FakeClock, use: Callable[[CoreStore], object]
 ) -> None:
     plain = FakeDriver()
-    with CoreStore(plain, clock=clock) as store, pytest.raises(NotImplementedError):
+    with CoreStore(plain, clock=clock) as store, pytest.raises(ProfileUnavailable):
         use(store)
     assert plain.calls == []

@@ -16,7 +16,13 @@ from fakes import FakeDriver, FakeProfilesDriver
 from alkstore.constants import MAX_BATCH
 from alkstore.core import CoreStore
 from alkstore.driver import stream_topic
-from alkstore.errors import InvalidName, InvalidOptions, PayloadError, ReservedName
+from alkstore.errors import (
+    InvalidName,
+    InvalidOptions,
+    PayloadError,
+    ProfileUnavailable,
+    ReservedName,
+)
 from alkstore.stop import StopToken
 from alkstore.testing import FakeClock
 from alkstore.values import StreamEvent
@@ -134,7 +140,7 @@ def test_append_with_a_bad_payload_writes_nothing(store: CoreStore, driver: Fake
 
 
 def test_append_wakes_the_streams_waiters(store: CoreStore) -> None:
-    with store._hub.waiter(stream_topic("s")) as waiter:
+    with store._context.hub.waiter(stream_topic("s")) as waiter:
         store.stream("s").append(1)
         assert waiter.wait(timeout=0) is True
 
@@ -280,7 +286,7 @@ def test_a_rolled_back_transaction_leaves_no_stream_event(store: CoreStore) -> N
 
 
 def test_a_transaction_append_wakes_waiters_only_after_commit(store: CoreStore) -> None:
-    with store._hub.waiter(stream_topic("s")) as waiter:
+    with store._context.hub.waiter(stream_topic("s")) as waiter:
         with store.transaction() as tx:
             tx.stream_append("s", 1)
             assert waiter.wait(timeout=0) is False
@@ -309,6 +315,6 @@ def test_an_engine_without_the_streams_profile_raises_not_implemented(
     clock: FakeClock, use: Callable[[CoreStore], object]
 ) -> None:
     plain = FakeDriver()
-    with CoreStore(plain, clock=clock) as store, pytest.raises(NotImplementedError):
+    with CoreStore(plain, clock=clock) as store, pytest.raises(ProfileUnavailable):
         use(store)
     assert plain.statements() == []

@@ -17,7 +17,7 @@ from alkstore.options import (
     EnqueueOpts,
     QueueOpts,
     ScheduleOpts,
-    resolve_new_job,
+    resolve_stamps,
 )
 
 NOW = 1_000
@@ -164,59 +164,79 @@ def test_schedule_opts_carry_over_to_enqueue_opts() -> None:
 
 
 def test_resolve_delay_wins_over_run_at() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(), EnqueueOpts(delay=10, run_at=5_000), NOW)
+    job = resolve_stamps("q", QueueOpts(), EnqueueOpts(delay=10, run_at=5_000), NOW)
     assert job.run_at == NOW + 10
 
 
 def test_resolve_run_at_applies_without_delay() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(), EnqueueOpts(run_at=5_000), NOW)
+    job = resolve_stamps("q", QueueOpts(), EnqueueOpts(run_at=5_000), NOW)
     assert job.run_at == 5_000
 
 
 def test_resolve_without_delay_or_run_at_is_ready_now() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(), EnqueueOpts(), NOW)
+    job = resolve_stamps("q", QueueOpts(), EnqueueOpts(), NOW)
     assert job.run_at == NOW
 
 
 def test_resolve_zero_delay_still_wins_over_run_at() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(), EnqueueOpts(delay=0, run_at=5_000), NOW)
+    job = resolve_stamps("q", QueueOpts(), EnqueueOpts(delay=0, run_at=5_000), NOW)
     assert job.run_at == NOW
 
 
 def test_resolve_expires_is_relative_to_now() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(), EnqueueOpts(expires=60), NOW)
+    job = resolve_stamps("q", QueueOpts(), EnqueueOpts(expires=60), NOW)
     assert job.expires_at == NOW + 60
 
 
 def test_resolve_without_expires_never_expires() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(), EnqueueOpts(), NOW)
+    job = resolve_stamps("q", QueueOpts(), EnqueueOpts(), NOW)
     assert job.expires_at is None
 
 
 def test_resolve_enqueue_max_attempts_wins_over_the_queues() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(max_attempts=3), EnqueueOpts(max_attempts=9), NOW)
+    job = resolve_stamps("q", QueueOpts(max_attempts=3), EnqueueOpts(max_attempts=9), NOW)
     assert job.max_attempts == 9
 
 
 def test_resolve_falls_back_to_the_queues_max_attempts() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(max_attempts=4), EnqueueOpts(), NOW)
+    job = resolve_stamps("q", QueueOpts(max_attempts=4), EnqueueOpts(), NOW)
     assert job.max_attempts == 4
 
 
 def test_resolve_stamps_the_queue_opts_on_the_job() -> None:
     queue_opts = QueueOpts(visibility_timeout_s=42, backoff_base_s=7, dead_letter_retention_s=99)
-    job = resolve_new_job("emails", '{"a":1}', queue_opts, EnqueueOpts(priority=3), NOW)
+    job = resolve_stamps("emails", queue_opts, EnqueueOpts(priority=3), NOW)
     assert (
         job.queue,
-        job.payload,
         job.priority,
         job.created_at,
         job.visibility_timeout_s,
         job.backoff_base_s,
         job.dead_letter_retention_s,
-    ) == ("emails", '{"a":1}', 3, NOW, 42, 7, 99)
+    ) == ("emails", 3, NOW, 42, 7, 99)
 
 
 def test_resolve_keeps_no_retention_when_the_queue_has_none() -> None:
-    job = resolve_new_job("q", "{}", QueueOpts(dead_letter_retention_s=None), EnqueueOpts(), NOW)
+    job = resolve_stamps("q", QueueOpts(dead_letter_retention_s=None), EnqueueOpts(), NOW)
     assert job.dead_letter_retention_s is None
+
+
+def test_resolved_options_are_plain_ints() -> None:
+    queue_opts = QueueOpts(visibility_timeout_s=1.5, backoff_base_s=timedelta(seconds=2.1))
+    enqueue_opts = EnqueueOpts(delay=0.2, expires=timedelta(minutes=1), run_at=10.5)
+    values = (
+        queue_opts.visibility_timeout_s,
+        queue_opts.backoff_base_s,
+        enqueue_opts.delay,
+        enqueue_opts.expires,
+        enqueue_opts.run_at,
+        ScheduleOpts(expires=0.5).expires,
+    )
+    assert values == (2, 3, 1, 60, 11, 1)
+    assert all(type(value) is int for value in values)
+
+
+def test_options_compare_and_hash_by_their_resolved_values() -> None:
+    assert QueueOpts(visibility_timeout_s=timedelta(seconds=60)) == QueueOpts(60)
+    assert hash(EnqueueOpts(delay=0.5)) == hash(EnqueueOpts(delay=1))
+    assert dataclasses.replace(QueueOpts(), max_attempts=9) == QueueOpts(max_attempts=9)

@@ -32,7 +32,7 @@ from fault_storm import Disruption, StormConfig, run_storm
 
 import alkstore
 from alkstore import EngineSpec
-from alkstore_postgres.server import LocalPostgres
+from alkstore_postgres.testing.server import LocalPostgres
 
 ENGINES = ("sqlite", "postgresql")
 ALIASES = {"postgres": "postgresql"}

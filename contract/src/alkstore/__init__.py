@@ -46,6 +46,7 @@ from .errors import (
     InvalidSpec,
     LeadershipLost,
     PayloadError,
+    ProfileUnavailable,
     ReservedName,
     StoreClosed,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "OffsetClock",
     "Outbox",
     "PayloadError",
+    "ProfileUnavailable",
     "Queue",
     "QueueConsumer",
     "QueueOpts",

@@ -20,7 +20,8 @@ from dataclasses import dataclass, fields
 from itertools import repeat
 from typing import Any, Protocol, TypeVar
 
-from .options import NewJob, ScheduleOpts
+from .options import JobStamps as JobStamps
+from .options import ScheduleOpts
 from .payload import decode_payload
 from .values import Job, JobState, LockInfo, Schedule, StreamEvent
 
@@ -59,7 +60,8 @@ cannot be decoded (``alkstore.payload.UndecodablePayload``)."""
 _STATES = {state.value: state for state in JobState}
 
 # job_from_row builds a Job positionally: its fields must be JOB_COLUMNS, in order.
-assert tuple(f.name for f in fields(Job)) == JOB_COLUMNS
+if tuple(f.name for f in fields(Job)) != JOB_COLUMNS:
+    raise TypeError("Job's fields must be JOB_COLUMNS, in that order")
 
 
 # Job is a frozen dataclass with slots: its __init__ sets each field through
@@ -73,7 +75,8 @@ _JOB_SLOTS: tuple[Callable[[Job, Any], None], ...] = tuple(
 _SET_STATE = _JOB_SLOTS[JOB_COLUMNS.index("state")]
 _SET_PAYLOAD = _JOB_SLOTS[JOB_COLUMNS.index("payload")]
 _run_all: Callable[[Iterator[None]], None] = deque[None](maxlen=0).extend
-assert not hasattr(Job, "__post_init__")
+if hasattr(Job, "__post_init__"):
+    raise TypeError("job_from_row sets Job's slots directly: Job must have no __post_init__")
 
 
 def job_from_row(row: Sequence[Any]) -> Job:
@@ -114,7 +117,7 @@ class Driver(Protocol[C]):
         ``read(work)`` runs it on a consistent read. Every queue and lock
         ``write`` of the core is a sequence of statements that are each
         correct committed on their own (the claim path's ``bury_exhausted``
-        before ``claim``; ``insert_jobs`` before ``announce``), so an engine
+        before ``claim``; ``schedule_upsert`` before ``announce``), so an engine
         may run those statement by statement in autocommit, one round trip
         each; the scheduler's fire (``schedule_advance`` then ``insert_jobs``)
         is the unit that must commit as one. ``transaction()`` opens
@@ -159,14 +162,20 @@ class Driver(Protocol[C]):
         ...
 
     def announce(self, c: C, topics: Sequence[str]) -> None:
-        """Inside ``c``'s transaction: make other processes wake for ``topics`` on commit."""
+        """Inside ``c``'s transaction: make other processes wake for ``topics`` on commit.
+
+        ``insert_jobs``, ``reschedule`` and ``stream_append`` announce their own queue
+        or stream (an engine may fold that into the statement); the core calls this
+        only for other topics (a changed schedule)."""
         ...
 
     def close(self) -> None: ...
 
     # -- queues -------------------------------------------------------------
-    def insert_jobs(self, c: C, jobs: Sequence[NewJob]) -> list[int]:
-        """Insert pending rows; return their new ids in input order."""
+    def insert_jobs(self, c: C, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:
+        """Insert one pending row per payload (JSON text), every one stamped with
+        ``stamps``; return the new ids in payload order. Announces
+        ``queue_topic(stamps.queue)`` to other processes on commit."""
         ...
 
     def claim(self, c: C, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
@@ -206,7 +215,8 @@ class Driver(Protocol[C]):
 
     def reschedule(self, c: C, job_id: int, attempt: int, now: int, run_at: int) -> bool:
         """If the claim is valid: back to pending at ``run_at``; ``worker_id`` and
-        ``claimed_at`` cleared."""
+        ``claimed_at`` cleared. Announces the job's queue topic on commit (the job
+        may be due now, and waiters elsewhere may have to move their timers)."""
         ...
 
     def bury(self, c: C, job_id: int, attempt: int, now: int, error: str) -> bool:
@@ -244,12 +254,6 @@ class Driver(Protocol[C]):
         ...
 
 
-def iter_chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """Split ``items`` for statements with a bound on parameters."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 # -- optional profiles ------------------------------------------------------
 # Engines that declare the scheduler / streams / pubsub capabilities implement
 # these too. They are separate protocols so the queue core stays the minimum.
@@ -257,10 +261,6 @@ def iter_chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 def stream_topic(stream: str) -> str:
     return "stream:" + stream
-
-
-def channel_topic(channel: str) -> str:
-    return "channel:" + channel
 
 
 SCHEDULES_TOPIC = "schedules"
@@ -302,7 +302,8 @@ class StreamDriver(Protocol[C_contra]):
         self, c: C_contra, stream: str, payloads: Sequence[str], now: int
     ) -> list[int]:
         """Append in order; offsets strictly increasing per stream from 1, never reused,
-        and assigned so no reader can pass a smaller offset that commits later."""
+        and assigned so no reader can pass a smaller offset that commits later.
+        Announces ``stream_topic(stream)`` on commit."""
         ...
 
     def stream_read(

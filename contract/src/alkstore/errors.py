@@ -102,3 +102,16 @@ class EngineMisconfigured(AlkstoreError):
     """The database was reached and refused this configuration: no such database or
     role, a wrong password, a missing permission. Not transient: retrying the same
     call will not help, so this is deliberately not an ``EngineUnavailable``."""
+
+
+class ProfileUnavailable(AlkstoreError, NotImplementedError):
+    """The engine does not implement an optional profile (scheduler, streams, pubsub):
+    its ``Capabilities`` say so. Use another engine, or do without the profile."""
+
+    def __init__(self, engine: str, profile: str) -> None:
+        self.engine = engine
+        self.profile = profile
+        super().__init__(
+            f"the {engine or 'this'} engine does not implement the {profile} profile "
+            f"(its Capabilities have {profile}=False)"
+        )

@@ -1,26 +1,28 @@
 """Queue, enqueue and schedule options (contract §2, §5; ADR-010 §3a).
 
 Options validate and normalize on construction, so a bad value is refused
-with ``InvalidOptions`` naming the field before anything is written. Every
-duration is stored as whole seconds (rounded up), every instant as whole
-epoch seconds.
+with ``InvalidOptions`` naming the field before anything is written. The
+constructors accept durations as ``int | float`` seconds or a ``timedelta`` and
+instants as epoch seconds or an aware ``datetime``; the fields hold what they
+resolve to: whole seconds (rounded up), plain ``int``s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
 from .constants import PRIORITY_RANGE
 from .errors import InvalidOptions
-from .timeconv import duration_seconds, instant_seconds
+from .timeconv import Duration, Instant, duration_seconds, instant_seconds
 
 
-def _set(obj: object, field: str, value: object) -> None:
-    object.__setattr__(obj, field, value)
+def _init(obj: object, **fields: object) -> None:
+    # The one way to set the fields of a frozen dataclass from its own __init__.
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)
 
 
 def _check_max_attempts(value: object, field: str) -> int:
@@ -40,7 +42,15 @@ def _check_priority(value: object) -> int:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+def _optional_duration(value: Duration | None, field: str, *, minimum: int = 0) -> int | None:
+    return None if value is None else duration_seconds(value, field, minimum=minimum)
+
+
+def _optional_max_attempts(value: object) -> int | None:
+    return None if value is None else _check_max_attempts(value, "max_attempts")
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class QueueOpts:
     """Per-queue defaults, stamped on each job at enqueue (never read live).
 
@@ -63,28 +73,32 @@ class QueueOpts:
             names the field.
     """
 
-    visibility_timeout_s: int | float | timedelta = 300
-    max_attempts: int = 3
-    backoff_base_s: int | float | timedelta = 5
-    dead_letter_retention_s: int | float | timedelta | None = None
+    visibility_timeout_s: int
+    max_attempts: int
+    backoff_base_s: int
+    dead_letter_retention_s: int | None
 
-    def __post_init__(self) -> None:
-        _set(
+    def __init__(
+        self,
+        visibility_timeout_s: Duration = 300,
+        max_attempts: int = 3,
+        backoff_base_s: Duration = 5,
+        dead_letter_retention_s: Duration | None = None,
+    ) -> None:
+        _init(
             self,
-            "visibility_timeout_s",
-            duration_seconds(self.visibility_timeout_s, "visibility_timeout_s", minimum=1),
+            visibility_timeout_s=duration_seconds(
+                visibility_timeout_s, "visibility_timeout_s", minimum=1
+            ),
+            max_attempts=_check_max_attempts(max_attempts, "max_attempts"),
+            backoff_base_s=duration_seconds(backoff_base_s, "backoff_base_s"),
+            dead_letter_retention_s=_optional_duration(
+                dead_letter_retention_s, "dead_letter_retention_s"
+            ),
         )
-        _set(self, "max_attempts", _check_max_attempts(self.max_attempts, "max_attempts"))
-        _set(self, "backoff_base_s", duration_seconds(self.backoff_base_s, "backoff_base_s"))
-        if self.dead_letter_retention_s is not None:
-            _set(
-                self,
-                "dead_letter_retention_s",
-                duration_seconds(self.dead_letter_retention_s, "dead_letter_retention_s"),
-            )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class EnqueueOpts:
     """Per-job options. ``delay`` wins over ``run_at``; ``expires`` is relative to enqueue.
 
@@ -105,25 +119,31 @@ class EnqueueOpts:
             names the field.
     """
 
-    delay: int | float | timedelta | None = None
-    priority: int = 0
-    max_attempts: int | None = None
-    expires: int | float | timedelta | None = None
-    run_at: int | float | datetime | None = None
+    delay: int | None
+    priority: int
+    max_attempts: int | None
+    expires: int | None
+    run_at: int | None
 
-    def __post_init__(self) -> None:
-        if self.delay is not None:
-            _set(self, "delay", duration_seconds(self.delay, "delay"))
-        _set(self, "priority", _check_priority(self.priority))
-        if self.max_attempts is not None:
-            _set(self, "max_attempts", _check_max_attempts(self.max_attempts, "max_attempts"))
-        if self.expires is not None:
-            _set(self, "expires", duration_seconds(self.expires, "expires", minimum=1))
-        if self.run_at is not None:
-            _set(self, "run_at", instant_seconds(self.run_at, "run_at"))
+    def __init__(
+        self,
+        delay: Duration | None = None,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        expires: Duration | None = None,
+        run_at: Instant | None = None,
+    ) -> None:
+        _init(
+            self,
+            delay=_optional_duration(delay, "delay"),
+            priority=_check_priority(priority),
+            max_attempts=_optional_max_attempts(max_attempts),
+            expires=_optional_duration(expires, "expires", minimum=1),
+            run_at=None if run_at is None else instant_seconds(run_at, "run_at"),
+        )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ScheduleOpts:
     """What each fire of a schedule stamps over the target queue's default opts.
 
@@ -141,16 +161,19 @@ class ScheduleOpts:
             names the field.
     """
 
-    priority: int = 0
-    max_attempts: int | None = None
-    expires: int | float | timedelta | None = None
+    priority: int
+    max_attempts: int | None
+    expires: int | None
 
-    def __post_init__(self) -> None:
-        _set(self, "priority", _check_priority(self.priority))
-        if self.max_attempts is not None:
-            _set(self, "max_attempts", _check_max_attempts(self.max_attempts, "max_attempts"))
-        if self.expires is not None:
-            _set(self, "expires", duration_seconds(self.expires, "expires", minimum=1))
+    def __init__(
+        self, priority: int = 0, max_attempts: int | None = None, expires: Duration | None = None
+    ) -> None:
+        _init(
+            self,
+            priority=_check_priority(priority),
+            max_attempts=_optional_max_attempts(max_attempts),
+            expires=_optional_duration(expires, "expires", minimum=1),
+        )
 
     def as_enqueue_opts(self) -> EnqueueOpts:
         """The ``EnqueueOpts`` one fire enqueues with: these fields, ready now."""
@@ -172,15 +195,16 @@ def check_type(value: object, cls: type, field: str) -> None:
         raise InvalidOptions(f"{field} must be a {cls.__name__}, got {type(value).__name__}")
 
 
-@dataclass(slots=True)
-class NewJob:
-    """A job resolved for insertion: every stamp decided, payload encoded.
+@dataclass(frozen=True, slots=True)
+class JobStamps:
+    """Everything an enqueue decides for its jobs but their payloads (contract §2).
 
-    Not frozen: one is built per enqueued job on the hot path, and a frozen
-    dataclass's __init__ costs four times as much. Drivers only read it."""
+    Every job of one enqueue is stamped alike, so the core resolves the stamps
+    once and hands the driver ``(stamps, payloads)``; later operations read
+    the job's own stamps, never the queue's live options.
+    """
 
     queue: str
-    payload: str
     priority: int
     created_at: int
     run_at: int
@@ -190,71 +214,32 @@ class NewJob:
     backoff_base_s: int
     dead_letter_retention_s: int | None
 
-    def with_payload(self, payload: str) -> NewJob:
-        """The same stamps over another payload (the jobs of one enqueue are alike)."""
-        return NewJob(
-            self.queue,
-            payload,
-            self.priority,
-            self.created_at,
-            self.run_at,
-            self.expires_at,
-            self.max_attempts,
-            self.visibility_timeout_s,
-            self.backoff_base_s,
-            self.dead_letter_retention_s,
-        )
+
+JOB_STAMP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JobStamps))
+"""The fields of ``JobStamps`` in declaration order: the one place their order is kept."""
+
+stamp_values: Callable[[JobStamps], tuple[Any, ...]] = attrgetter(*JOB_STAMP_FIELDS)
+"""``JobStamps`` as a tuple in ``JOB_STAMP_FIELDS`` order (for positional parameters)."""
 
 
-NEW_JOB_STAMPS: tuple[str, ...] = (
-    "queue",
-    "priority",
-    "created_at",
-    "run_at",
-    "expires_at",
-    "max_attempts",
-    "visibility_timeout_s",
-    "backoff_base_s",
-    "dead_letter_retention_s",
-)
-"""Every field of a ``NewJob`` but its payload, in the order engines bind them."""
-
-new_job_stamps: Callable[[NewJob], tuple[Any, ...]] = attrgetter(*NEW_JOB_STAMPS)
-"""The stamps of a ``NewJob``: jobs with equal stamps can share one multi-row insert."""
-
-
-def _whole(value: object) -> int:
-    # Options normalize every duration and instant to int in __post_init__.
-    assert isinstance(value, int)
-    return value
-
-
-def resolve_new_job(
-    queue: str, payload: str, queue_opts: QueueOpts, opts: EnqueueOpts, now: int
-) -> NewJob:
-    """Apply the resolution rules of contract §2 at enqueue time ``now``."""
+def resolve_stamps(queue: str, queue_opts: QueueOpts, opts: EnqueueOpts, now: int) -> JobStamps:
+    """Apply the resolution rules of contract §2 at enqueue time ``now``: ``delay``
+    wins over ``run_at``, ``expires`` counts from now, the job's ``max_attempts``
+    over the queue's."""
     if opts.delay is not None:
-        run_at = now + _whole(opts.delay)  # delay wins over run_at
+        run_at = now + opts.delay
     elif opts.run_at is not None:
-        run_at = _whole(opts.run_at)
+        run_at = opts.run_at
     else:
         run_at = now
-    expires_at = None if opts.expires is None else now + _whole(opts.expires)
-    return NewJob(
+    return JobStamps(
         queue=queue,
-        payload=payload,
         priority=opts.priority,
         created_at=now,
         run_at=run_at,
-        expires_at=expires_at,
-        max_attempts=opts.max_attempts
-        if opts.max_attempts is not None
-        else queue_opts.max_attempts,
-        visibility_timeout_s=_whole(queue_opts.visibility_timeout_s),
-        backoff_base_s=_whole(queue_opts.backoff_base_s),
-        dead_letter_retention_s=(
-            None
-            if queue_opts.dead_letter_retention_s is None
-            else _whole(queue_opts.dead_letter_retention_s)
-        ),
+        expires_at=None if opts.expires is None else now + opts.expires,
+        max_attempts=queue_opts.max_attempts if opts.max_attempts is None else opts.max_attempts,
+        visibility_timeout_s=queue_opts.visibility_timeout_s,
+        backoff_base_s=queue_opts.backoff_base_s,
+        dead_letter_retention_s=queue_opts.dead_letter_retention_s,
     )

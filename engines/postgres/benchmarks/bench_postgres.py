@@ -28,8 +28,8 @@ import psycopg
 import alkstore
 import alkstore.testing
 from alkstore.payload import encode_payload
-from alkstore_postgres.provisioning import SCHEMA_PREFIX, drop_schema
-from alkstore_postgres.server import DSN_ENV, provision_server
+from alkstore_postgres.testing.provisioning import SCHEMA_PREFIX, drop_schema
+from alkstore_postgres.testing.server import DSN_ENV, provision_server
 
 Step = Callable[[], int]
 """One round of a workload; returns how many jobs it handled."""

@@ -17,8 +17,8 @@ from pg_helpers import StoreFactory, fresh_schema_name
 
 import alkstore
 from alkstore.core import CoreStore
-from alkstore_postgres.provisioning import drop_schema
-from alkstore_postgres.server import LocalPostgres, provision_server
+from alkstore_postgres.testing.provisioning import drop_schema
+from alkstore_postgres.testing.server import LocalPostgres, provision_server
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 import alkstore
 from alkstore import InvalidOptions
 from alkstore_postgres import SchemaNotMigrated
-from alkstore_postgres.server import LocalPostgres
+from alkstore_postgres.testing.server import LocalPostgres
 
 PREFIXED_TABLES = {
     "alkstore_jobs",

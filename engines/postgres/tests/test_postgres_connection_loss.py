@@ -17,7 +17,7 @@ from pg_helpers import BackgroundClaim, fresh_schema_name, wait_until
 
 import alkstore
 from alkstore import EngineUnavailable
-from alkstore_postgres.server import LocalPostgres
+from alkstore_postgres.testing.server import LocalPostgres
 
 
 def _closed_port() -> int:

@@ -17,7 +17,7 @@ from pg_helpers import fresh_schema_name, wait_until
 import alkstore
 from alkstore import EngineMisconfigured, EngineUnavailable
 from alkstore_postgres import migrate
-from alkstore_postgres.server import LocalPostgres
+from alkstore_postgres.testing.server import LocalPostgres
 
 PASSWORD_ROLE = "alk_password_role"
 PASSWORD = "right horse battery"

@@ -17,7 +17,7 @@ from pg_helpers import BackgroundClaim, fresh_schema_name, wait_until
 
 import alkstore
 from alkstore import EngineUnavailable, Queue
-from alkstore_postgres.server import LocalPostgres
+from alkstore_postgres.testing.server import LocalPostgres
 
 OUTAGE_S = 17
 """Past psycopg_pool's attempt at about 15 s (jittered by up to 10%), before its next."""

@@ -13,8 +13,8 @@ from psycopg.conninfo import conninfo_to_dict
 import alkstore
 from alkstore import EngineSpec
 from alkstore_postgres import ENGINE
-from alkstore_postgres.provisioning import dsn_as_url
-from alkstore_postgres.server import DSN_ENV
+from alkstore_postgres.testing.provisioning import dsn_as_url
+from alkstore_postgres.testing.server import DSN_ENV
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Tests for alkstore_postgres.server (run with PYTHONPATH=engines/postgres/src)."""
+"""Tests for alkstore_postgres.testing.server (run with PYTHONPATH=engines/postgres/src)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from alkstore_postgres import server
-from alkstore_postgres.server import (
+from alkstore_postgres.testing.server import (
     BINDIR_ENV,
     DSN_ENV,
     LocalPostgres,

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..names import validate_identifier
 from ..timeconv import Duration, duration_seconds
 from ..values import LockInfo
-
-if TYPE_CHECKING:
-    from .store import CoreStore
+from .context import StoreContext
 
 
 class CoreLock:
@@ -18,8 +14,8 @@ class CoreLock:
     Full contract: ``alkstore.api.Lock``.
     """
 
-    def __init__(self, store: CoreStore, name: str) -> None:
-        self._store = store
+    def __init__(self, context: StoreContext, name: str) -> None:
+        self._context = context
         self._name = name
 
     @property
@@ -37,10 +33,10 @@ class CoreLock:
         """
         validate_identifier(owner, "owner")
         seconds = duration_seconds(ttl, "ttl", minimum=1)
-        store = self._store
-        now = store._now()
-        return store._write(
-            lambda c: store._driver.lock_acquire(c, self._name, owner, now, now + seconds)
+        ctx = self._context
+        now = ctx.now()
+        return ctx.write(
+            lambda c: ctx.driver.lock_acquire(c, self._name, owner, now, now + seconds)
         )
 
     def renew(self, owner: str, ttl: Duration) -> bool:
@@ -53,11 +49,9 @@ class CoreLock:
         """
         validate_identifier(owner, "owner")
         seconds = duration_seconds(ttl, "ttl", minimum=1)
-        store = self._store
-        now = store._now()
-        return store._write(
-            lambda c: store._driver.lock_renew(c, self._name, owner, now, now + seconds)
-        )
+        ctx = self._context
+        now = ctx.now()
+        return ctx.write(lambda c: ctx.driver.lock_renew(c, self._name, owner, now, now + seconds))
 
     def release(self, owner: str) -> bool:
         """Release ``owner``'s live lease; ``True`` if it held the lock.
@@ -67,15 +61,15 @@ class CoreLock:
             StoreClosed: the store was closed.
         """
         validate_identifier(owner, "owner")
-        store = self._store
-        now = store._now()
-        return store._write(lambda c: store._driver.lock_release(c, self._name, owner, now))
+        ctx = self._context
+        now = ctx.now()
+        return ctx.write(lambda c: ctx.driver.lock_release(c, self._name, owner, now))
 
     def holder(self) -> LockInfo | None:
         """The live holder, or ``None`` when free or lapsed."""
-        store = self._store
-        now = store._now()
-        return store._read(lambda c: store._driver.lock_holder(c, self._name, now))
+        ctx = self._context
+        now = ctx.now()
+        return ctx.read(lambda c: ctx.driver.lock_holder(c, self._name, now))
 
     def __repr__(self) -> str:
         return f"<Lock {self._name!r}>"

@@ -5,15 +5,13 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import StoreClosed
 from ..payload import decode_payload
 from ..timeconv import Duration
+from .context import StoreContext
 from .waiting import Deadline
-
-if TYPE_CHECKING:
-    from .store import CoreStore
 
 _CLOSED = object()
 
@@ -25,14 +23,14 @@ class CoreSubscription:
     manager (contract §7). Full contract: ``alkstore.api.Subscription``.
     """
 
-    def __init__(self, store: CoreStore, channel: str) -> None:
-        self._store = store
+    def __init__(self, context: StoreContext, channel: str) -> None:
+        self._context = context
         self._channel = channel
         self._messages: deque[Any] = deque()
         self._ready = threading.Condition()
         self._closed = False
-        store._hub.listen(channel, self._deliver)
-        store._driver.start_watching(store._hub)
+        context.hub.listen(channel, self._deliver)
+        context.driver.start_watching(context.hub)
 
     @property
     def channel(self) -> str:
@@ -50,7 +48,7 @@ class CoreSubscription:
         deadline = Deadline(timeout)
         with self._ready:
             while not self._messages:
-                if self._closed or self._store.closed:
+                if self._closed or self._context.closed:
                     return None
                 remaining = deadline.remaining()
                 if remaining is not None and remaining <= 0:
@@ -63,7 +61,7 @@ class CoreSubscription:
         """Yield each message's payload until the subscription or its store closes."""
         while True:
             message = self.get()
-            if message is None and (self._closed or self._store.closed):
+            if message is None and (self._closed or self._context.closed):
                 return
             if message is not None:
                 yield message
@@ -76,7 +74,7 @@ class CoreSubscription:
             self._closed = True
             self._messages.clear()  # closed means nothing more is received, queued or not
             self._ready.notify_all()
-        self._store._hub.unlisten(self._channel, self._deliver)
+        self._context.hub.unlisten(self._channel, self._deliver)
 
     @property
     def closed(self) -> bool:

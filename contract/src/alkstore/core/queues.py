@@ -3,45 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..api import JobHandle
 from ..backoff import retry_delay
-from ..constants import MAX_BATCH
 from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import EngineUnavailable, InvalidOptions
 from ..names import validate_identifier
-from ..options import DEFAULT_ENQUEUE_OPTS, EnqueueOpts, QueueOpts, check_type, resolve_new_job
+from ..options import EnqueueOpts, QueueOpts, check_type, resolve_stamps
 from ..payload import UndecodablePayload, encode_payload, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
 from ..values import Job, SweepResult
+from .checks import check_error, check_job_id, check_limit, enqueue_opts, storable_id
+from .context import StoreContext
 from .waiting import Deadline, wait_budget
-
-if TYPE_CHECKING:
-    from .store import CoreStore
-
-
-MAX_JOB_ID = 2**63 - 1
-"""Ids are int64 on every engine: a larger (or negative) id names no job."""
-
-
-def check_job_id(job_id: object) -> int:
-    """Refuse a ``job_id`` that is not an int with ``InvalidOptions``."""
-    if isinstance(job_id, bool) or not isinstance(job_id, int):
-        raise InvalidOptions(f"job_id must be an int, got {type(job_id).__name__}")
-    return job_id
-
-
-def _storable(job_id: int) -> bool:
-    return 0 <= job_id <= MAX_JOB_ID
-
-
-def check_error(error: object) -> str:
-    """Refuse an ``error`` that is not a ``str`` with ``InvalidOptions``."""
-    if not isinstance(error, str):
-        raise InvalidOptions(f"error must be a str, got {type(error).__name__}")
-    return error
 
 
 def _claim_order(job: Job) -> tuple[int, int, int]:
@@ -99,10 +75,10 @@ class CoreJobHandle:
         Raises:
             StoreClosed: the store was closed.
         """
-        store = self._queue._store
-        now = store._now()
+        ctx = self._queue._context
+        now = ctx.now()
         job = self._job
-        return store._write(lambda c: store._driver.ack(c, job.id, job.attempts, now))
+        return ctx.write(lambda c: ctx.driver.ack(c, job.id, job.attempts, now))
 
     def heartbeat(self, extend: Duration) -> bool:
         """Set the claim's deadline to ``now + extend``; ``False`` if no longer live.
@@ -112,11 +88,11 @@ class CoreJobHandle:
             StoreClosed: the store was closed.
         """
         seconds = duration_seconds(extend, "extend", minimum=1)
-        store = self._queue._store
-        now = store._now()
+        ctx = self._queue._context
+        now = ctx.now()
         job = self._job
-        return store._write(
-            lambda c: store._driver.heartbeat(c, job.id, job.attempts, now, now + seconds)
+        return ctx.write(
+            lambda c: ctx.driver.heartbeat(c, job.id, job.attempts, now, now + seconds)
         )
 
     def retry(self, error: str, delay: Duration | None = None) -> bool:
@@ -133,27 +109,19 @@ class CoreJobHandle:
         # Validate the delay first: a bad argument is refused even when the budget is spent.
         explicit = None if delay is None else duration_seconds(delay, "delay")
         job = self._job
-        store = self._queue._store
+        ctx = self._queue._context
         if job.attempts >= job.max_attempts:
             return self._bury(ERROR_EXHAUSTED)
         if explicit is not None:
             seconds = explicit
         else:
-            seconds = retry_delay(job.backoff_base_s, job.attempts, store._rng)
-        now = store._now()
-        driver = store._driver
-        topics = [queue_topic(job.queue)]
-
-        def work(c: Any) -> bool:
-            if not driver.reschedule(c, job.id, job.attempts, now, now + seconds):
-                return False
-            # Waiters elsewhere re-plan: the job is claimable again at its new run_at.
-            driver.announce(c, topics)
-            return True
-
-        ok = store._write(work)
+            seconds = retry_delay(job.backoff_base_s, job.attempts, ctx.rng)
+        now = ctx.now()
+        driver = ctx.driver
+        # The reschedule announces the queue: waiters elsewhere re-plan, as do ours.
+        ok = ctx.write(lambda c: driver.reschedule(c, job.id, job.attempts, now, now + seconds))
         if ok:
-            store._hub.notify(topics[0])
+            ctx.hub.notify(queue_topic(job.queue))
         return ok
 
     def fail(self, error: str) -> bool:
@@ -166,10 +134,10 @@ class CoreJobHandle:
         return self._bury(check_error(error))
 
     def _bury(self, error: str) -> bool:
-        store = self._queue._store
-        now = store._now()
+        ctx = self._queue._context
+        now = ctx.now()
         job = self._job
-        return store._write(lambda c: store._driver.bury(c, job.id, job.attempts, now, error))
+        return ctx.write(lambda c: ctx.driver.bury(c, job.id, job.attempts, now, error))
 
     def __repr__(self) -> str:
         return (
@@ -184,8 +152,8 @@ class CoreQueue:
     on ``alkstore.api.QueueConsumer`` (contract §2).
     """
 
-    def __init__(self, store: CoreStore, name: str, opts: QueueOpts) -> None:
-        self._store = store
+    def __init__(self, context: StoreContext, name: str, opts: QueueOpts) -> None:
+        self._context = context
         self._name = name
         self._opts = opts
         self._topic = queue_topic(name)
@@ -210,8 +178,8 @@ class CoreQueue:
             StoreClosed: the store was closed.
         """
         # enqueue_many of one payload, without the checks a one-item list passes anyway.
-        self._store._check_open()
-        resolved = _enqueue_opts(opts)
+        self._context.check_open()
+        resolved = enqueue_opts(opts)
         return self._insert([encode_payload(payload)], resolved)[0]
 
     def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
@@ -222,32 +190,23 @@ class CoreQueue:
             InvalidOptions: ``payloads`` is not a list or tuple, or ``opts`` is malformed.
             StoreClosed: the store was closed.
         """
-        store = self._store
-        store._check_open()
+        ctx = self._context
+        ctx.check_open()
         if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
             raise InvalidOptions("payloads must be a sequence (list or tuple) of payloads")
-        resolved = _enqueue_opts(opts)
+        resolved = enqueue_opts(opts)
         texts = [encode_payload(p) for p in payloads]  # refuse bad payloads before writing
         if not texts:
             return []
         return self._insert(texts, resolved)
 
     def _insert(self, texts: list[str], resolved: EnqueueOpts) -> list[int]:
-        store = self._store
-        now = store._now()
-        # Every job of one enqueue is stamped alike: resolve once, vary the payload.
-        first = resolve_new_job(self._name, texts[0], self._opts, resolved, now)
-        jobs = [first] + [first.with_payload(t) for t in texts[1:]]
-        driver = store._driver
-        topics = [self._topic]
-
-        def work(c: Any) -> list[int]:
-            ids = driver.insert_jobs(c, jobs)
-            driver.announce(c, topics)
-            return ids
-
-        ids = store._write(work)
-        store._hub.notify(self._topic)
+        ctx = self._context
+        # Every job of one enqueue is stamped alike: the stamps are resolved once.
+        stamps = resolve_stamps(self._name, self._opts, resolved, ctx.now())
+        driver = ctx.driver
+        ids = ctx.write(lambda c: driver.insert_jobs(c, stamps, texts))
+        ctx.hub.notify(self._topic)
         return ids
 
     # -- consuming --------------------------------------------------------
@@ -275,11 +234,10 @@ class CoreQueue:
 
     def _claim_batch(self, worker_id: str, limit: int, wait_s: float | None) -> list[JobHandle]:
         validate_identifier(worker_id, "worker_id")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
-            raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
-        store = self._store
-        driver = store._driver
-        now = store._now()
+        check_limit(limit)
+        ctx = self._context
+        driver = ctx.driver
+        now = ctx.now()
         name = self._name
 
         def work(c: Any) -> list[Job]:
@@ -291,7 +249,7 @@ class CoreQueue:
                     return _set_aside_undecodable(driver, c, name, worker_id, now, limit, jobs)
             return jobs
 
-        jobs = store._write(work, wait_s)
+        jobs = ctx.write(work, wait_s)
         if len(jobs) > 1:
             jobs.sort(key=_claim_order)
         handles: list[JobHandle] = [CoreJobHandle(self, job) for job in jobs]
@@ -316,11 +274,11 @@ class CoreQueue:
         validate_identifier(worker_id, "worker_id")
         if stop is not None:
             check_type(stop, StopToken, "stop")
-        store = self._store
+        ctx = self._context
         deadline = Deadline(timeout)
-        store._check_open()  # never start an engine's watcher on a closed store
-        with store._hub.waiter(self._topic) as waiter:
-            store._driver.start_watching(store._hub)
+        ctx.check_open()  # never start an engine's watcher on a closed store
+        with ctx.hub.waiter(self._topic) as waiter:
+            ctx.driver.start_watching(ctx.hub)
             if stop is not None:
                 stop.add_callback(waiter.wake)
             try:
@@ -343,16 +301,16 @@ class CoreQueue:
                         next_due = None
                     if deadline.expired():
                         return None
-                    waiter.wait(wait_budget(store.clock, deadline, next_due, store._repoll_s))
-                    store._check_open()
+                    waiter.wait(wait_budget(ctx.clock, deadline, next_due, ctx.repoll_s))
+                    ctx.check_open()
             finally:
                 if stop is not None:
                     stop.remove_callback(waiter.wake)
 
     def _next_wake_at(self, wait_s: float | None) -> int | None:
-        store = self._store
-        now = store._now()
-        return store._read(lambda c: store._driver.next_wake_at(c, self._name, now), wait_s)
+        ctx = self._context
+        now = ctx.now()
+        return ctx.read(lambda c: ctx.driver.next_wake_at(c, self._name, now), wait_s)
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
         """Ack the jobs among ``job_ids`` that ``worker_id`` holds live; return how many.
@@ -363,12 +321,12 @@ class CoreQueue:
             StoreClosed: the store was closed.
         """
         validate_identifier(worker_id, "worker_id")
-        ids = [i for i in (check_job_id(i) for i in job_ids) if _storable(i)]
+        ids = [i for i in (check_job_id(i) for i in job_ids) if storable_id(i)]
         if not ids:
             return 0
-        store = self._store
-        now = store._now()
-        return store._write(lambda c: store._driver.ack_batch(c, self._name, ids, worker_id, now))
+        ctx = self._context
+        now = ctx.now()
+        return ctx.write(lambda c: ctx.driver.ack_batch(c, self._name, ids, worker_id, now))
 
     def cancel(self, job_id: int) -> bool:
         """Delete a pending or processing job of this queue; dead jobs stay.
@@ -380,11 +338,11 @@ class CoreQueue:
             StoreClosed: the store was closed.
         """
         check_job_id(job_id)
-        store = self._store
-        store._check_open()
-        if not _storable(job_id):
+        ctx = self._context
+        ctx.check_open()
+        if not storable_id(job_id):
             return False
-        return store._write(lambda c: store._driver.cancel(c, self._name, job_id))
+        return ctx.write(lambda c: ctx.driver.cancel(c, self._name, job_id))
 
     def get_job(self, job_id: int) -> Job | None:
         """Id-global: finds the job whatever its queue (contract §2).
@@ -396,11 +354,11 @@ class CoreQueue:
             StoreClosed: the store was closed.
         """
         check_job_id(job_id)
-        store = self._store
-        store._check_open()
-        if not _storable(job_id):
+        ctx = self._context
+        ctx.check_open()
+        if not storable_id(job_id):
             return None
-        return store._read(lambda c: store._driver.get_job(c, job_id, None))
+        return ctx.read(lambda c: ctx.driver.get_job(c, job_id, None))
 
     def sweep_expired(self) -> SweepResult:
         """Bury expired jobs, then lapsed exhausted ones, then purge old dead ones.
@@ -410,15 +368,15 @@ class CoreQueue:
         Raises:
             StoreClosed: the store was closed.
         """
-        store = self._store
-        now = store._now()
-        driver = store._driver
+        ctx = self._context
+        now = ctx.now()
+        driver = ctx.driver
         name = self._name
         # Each step is its own atomic statement (contract §2); expiry first so a
         # row that is both expired and exhausted records "expired".
-        expired = store._write(lambda c: driver.bury_expired(c, name, now))
-        exhausted = store._write(lambda c: driver.bury_exhausted(c, name, now))
-        purged = store._write(lambda c: driver.purge_dead(c, name, now))
+        expired = ctx.write(lambda c: driver.bury_expired(c, name, now))
+        exhausted = ctx.write(lambda c: driver.bury_exhausted(c, name, now))
+        purged = ctx.write(lambda c: driver.purge_dead(c, name, now))
         return SweepResult(expired=expired, exhausted=exhausted, purged=purged)
 
     def __repr__(self) -> str:
@@ -431,8 +389,10 @@ class CoreOutbox(CoreQueue):
     Returned by ``store.outbox(name)``; its jobs are stamped ``OUTBOX_QUEUE_OPTS``.
     """
 
-    def __init__(self, store: CoreStore, name: str, backing_queue: str, opts: QueueOpts) -> None:
-        super().__init__(store, backing_queue, opts)
+    def __init__(
+        self, context: StoreContext, name: str, backing_queue: str, opts: QueueOpts
+    ) -> None:
+        super().__init__(context, backing_queue, opts)
         self._outbox_name = name
 
     @property
@@ -465,10 +425,3 @@ def _set_aside_undecodable(
         wanted = limit - len(claimed)
         jobs = driver.claim(c, queue, worker_id, now, wanted)
     return claimed
-
-
-def _enqueue_opts(opts: EnqueueOpts | None) -> EnqueueOpts:
-    if opts is None:
-        return DEFAULT_ENQUEUE_OPTS
-    check_type(opts, EnqueueOpts, "opts")
-    return opts

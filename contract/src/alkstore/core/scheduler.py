@@ -11,23 +11,21 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..clock import RealtimeClock
 from ..constants import CATCH_UP_CAP, SCHEDULER_LEASE_S, SCHEDULER_LOCK
 from ..driver import SCHEDULES_TOPIC, ScheduleRecord, queue_topic
-from ..errors import LeadershipLost
+from ..errors import AlkstoreError, LeadershipLost
 from ..names import validate_identifier, validate_name
-from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_new_job
+from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_stamps
 from ..payload import encode_payload
 from ..spec import parse_spec
 from ..stop import StopToken
 from ..values import Schedule, TickResult
+from .context import StoreContext
 from .locks import CoreLock
 from .wake import Waiter
-
-if TYPE_CHECKING:
-    from .store import CoreStore
 
 # The leader re-plans at least this often, so its lease never lapses while it sleeps.
 _MAX_SLEEP_S = SCHEDULER_LEASE_S / 3
@@ -38,8 +36,8 @@ def default_worker_id() -> str:
 
 
 class CoreScheduler:
-    def __init__(self, store: CoreStore) -> None:
-        self._store = store
+    def __init__(self, context: StoreContext) -> None:
+        self._context = context
 
     # -- registry ----------------------------------------------------------
     def schedule(
@@ -52,11 +50,9 @@ class CoreScheduler:
             opts = ScheduleOpts()
         check_type(opts, ScheduleOpts, "opts")
         text = encode_payload(payload)
-        store = self._store
-        driver = store._scheduler()
-        now = store._now()
-        expires = opts.expires
-        assert expires is None or isinstance(expires, int)  # normalized by ScheduleOpts
+        ctx = self._context
+        driver = ctx.scheduler()
+        now = ctx.now()
         record = ScheduleRecord(
             name=name,
             spec=spec,
@@ -64,56 +60,57 @@ class CoreScheduler:
             payload=text,
             priority=opts.priority,
             max_attempts=opts.max_attempts,
-            expires_s=expires,
+            expires_s=opts.expires,
             interval_s=interval,
             next_fire_at=now + interval,
         )
 
         def work(c: Any) -> ScheduleRecord | None:
             driver.schedule_upsert(c, record)
-            store._driver.announce(c, [SCHEDULES_TOPIC])
+            ctx.driver.announce(c, [SCHEDULES_TOPIC])
             return driver.schedule_get(c, name)
 
-        stored = store._write(work)
-        store._hub.notify(SCHEDULES_TOPIC)
-        assert stored is not None
+        stored = ctx.write(work)
+        ctx.hub.notify(SCHEDULES_TOPIC)
+        if stored is None:  # only an engine that loses a row it just wrote gets here
+            raise AlkstoreError(f"the engine lost schedule {name!r} as it stored it")
         return stored.to_schedule()
 
     def unschedule(self, name: str) -> bool:
         validate_name(name, "schedule name")
-        store = self._store
-        driver = store._scheduler()
-        return store._write(lambda c: driver.schedule_delete(c, name))
+        ctx = self._context
+        driver = ctx.scheduler()
+        return ctx.write(lambda c: driver.schedule_delete(c, name))
 
     def get_schedule(self, name: str) -> Schedule | None:
         validate_name(name, "schedule name")
-        store = self._store
-        driver = store._scheduler()
-        record = store._read(lambda c: driver.schedule_get(c, name))
+        ctx = self._context
+        driver = ctx.scheduler()
+        record = ctx.read(lambda c: driver.schedule_get(c, name))
         return None if record is None else record.to_schedule()
 
     def schedules(self) -> list[Schedule]:
-        store = self._store
-        driver = store._scheduler()
-        return [r.to_schedule() for r in store._read(driver.schedule_list)]
+        ctx = self._context
+        driver = ctx.scheduler()
+        return [r.to_schedule() for r in ctx.read(driver.schedule_list)]
 
     # -- firing ------------------------------------------------------------
     def tick(self, worker_id: str) -> TickResult:
         """One tick as ``worker_id``: take (or renew) the leadership lock, then fire.
         A live lock held by someone else means another leader ticks: fire nothing."""
         validate_identifier(worker_id, "worker_id")
-        store = self._store
-        store._scheduler()
-        if not store._internal_lock(SCHEDULER_LOCK).acquire(worker_id, SCHEDULER_LEASE_S):
+        ctx = self._context
+        ctx.scheduler()
+        if not CoreLock(ctx, SCHEDULER_LOCK).acquire(worker_id, SCHEDULER_LEASE_S):
             return TickResult(fired=0, skipped=0)
         return self._fire_due()
 
     def _fire_due(self) -> TickResult:
-        store = self._store
-        driver = store._scheduler()
-        now = store._now()
+        ctx = self._context
+        driver = ctx.scheduler()
+        now = ctx.now()
         fired = skipped = 0
-        for record in store._read(lambda c: driver.schedules_due(c, now)):
+        for record in ctx.read(lambda c: driver.schedules_due(c, now)):
             n, k = self._fire_schedule(record, now)
             fired += n
             skipped += k
@@ -123,8 +120,8 @@ class CoreScheduler:
         """Fire ``record``'s due boundaries; when another ticker overtakes us (a lost
         compare-and-set), re-read the row and carry on from where it left off, so a
         tick racing a crashed ticker's late commit still fires every due boundary."""
-        store = self._store
-        driver = store._scheduler()
+        ctx = self._context
+        driver = ctx.scheduler()
         name = record.name
         fired = 0
         for _ in range(CATCH_UP_CAP + 1):
@@ -132,7 +129,7 @@ class CoreScheduler:
             fired += n
             if not overtaken:
                 return fired, skipped
-            fresh = store._read(lambda c: driver.schedule_get(c, name))
+            fresh = ctx.read(lambda c: driver.schedule_get(c, name))
             if fresh is None or fresh.next_fire_at > now:
                 break
             record = fresh
@@ -143,13 +140,11 @@ class CoreScheduler:
     ) -> tuple[int, int, bool]:
         """Fire up to ``budget`` due boundaries one transaction each, then skip the rest
         forward if the budget ran out. Returns ``(fired, skipped, overtaken)``."""
-        store = self._store
-        driver = store._scheduler()
+        ctx = self._context
+        driver = ctx.scheduler()
         opts = ScheduleOpts(record.priority, record.max_attempts, record.expires_s)
-        job = resolve_new_job(
-            record.queue, record.payload, DEFAULT_QUEUE_OPTS, opts.as_enqueue_opts(), now
-        )
-        topics = [queue_topic(record.queue)]
+        stamps = resolve_stamps(record.queue, DEFAULT_QUEUE_OPTS, opts.as_enqueue_opts(), now)
+        payloads = [record.payload]
         interval = record.interval_s
         at = record.next_fire_at
         fired = 0
@@ -157,25 +152,26 @@ class CoreScheduler:
         def fire(c: Any) -> bool:
             if not driver.schedule_advance(c, record.name, at, at + interval):
                 return False  # another ticker fired this boundary
-            store._driver.insert_jobs(c, [job])
-            store._driver.announce(c, topics)
+            ctx.driver.insert_jobs(c, stamps, payloads)  # announces the queue on commit
             return True
 
         overtaken = False
         while at <= now and fired < budget:
-            if not store._write(fire):
+            if not ctx.write(fire):
                 overtaken = True
                 break
             fired += 1
             at += interval
         if fired:
-            store._hub.notify(topics[0])  # also when overtaken: the jobs fired so far are real
+            ctx.hub.notify(
+                queue_topic(record.queue)
+            )  # also when overtaken: the jobs fired so far are real
         if overtaken or at > now:
             return fired, 0, overtaken
         # Past the catch-up cap: skip forward to the first boundary after now.
         missed = (now - at) // interval + 1
         target = at + missed * interval
-        moved = store._write(lambda c: driver.schedule_advance(c, record.name, at, target))
+        moved = ctx.write(lambda c: driver.schedule_advance(c, record.name, at, target))
         return fired, (missed if moved else 0), not moved
 
     # -- the leader loop -----------------------------------------------------
@@ -183,11 +179,11 @@ class CoreScheduler:
         check_type(stop, StopToken, "stop")
         owner = worker_id if worker_id is not None else default_worker_id()
         validate_identifier(owner, "worker_id")
-        store = self._store
-        store._scheduler()
-        lock = store._internal_lock(SCHEDULER_LOCK)
-        with store._hub.waiter(SCHEDULES_TOPIC) as waiter:
-            store._driver.start_watching(store._hub)
+        ctx = self._context
+        ctx.scheduler()
+        lock = CoreLock(ctx, SCHEDULER_LOCK)
+        with ctx.hub.waiter(SCHEDULES_TOPIC) as waiter:
+            ctx.driver.start_watching(ctx.hub)
             stop.add_callback(waiter.wake)
             try:
                 if not self._become_leader(lock, owner, stop, waiter):
@@ -210,7 +206,7 @@ class CoreScheduler:
             if lock.acquire(owner, SCHEDULER_LEASE_S):
                 return True
             holder = lock.holder()
-            wait = 1.0 if holder is None else holder.expires_at - self._store.clock.now()
+            wait = 1.0 if holder is None else holder.expires_at - self._context.clock.now()
             self._pause(min(max(wait, 0.0), _MAX_SLEEP_S), waiter)
         return False
 
@@ -226,20 +222,20 @@ class CoreScheduler:
         before then (a schedule changed, or an engine's wake that cannot tell topics
         apart) only re-reads the next boundary: renewing and ticking on every wake
         would make the leader write once per commit on such an engine."""
-        store = self._store
-        driver = store._scheduler()
-        renew_at = store.clock.now() + _MAX_SLEEP_S
+        ctx = self._context
+        driver = ctx.scheduler()
+        renew_at = ctx.clock.now() + _MAX_SLEEP_S
         while not stop.is_set():
             waiter.clear()  # before the read: a change committed after it wakes the pause
-            next_at = store._read(driver.schedule_next_fire_at)
+            next_at = ctx.read(driver.schedule_next_fire_at)
             wake_at = renew_at if next_at is None else min(renew_at, next_at)
-            if not self._pause(wake_at - store.clock.now(), waiter):
+            if not self._pause(wake_at - ctx.clock.now(), waiter):
                 return
 
     def _pause(self, seconds: float, waiter: Waiter) -> bool:
         """Sleep on the store's clock; a realtime wait also ends on stop or a schedule
         change. ``True`` if it ended early for one of those."""
-        clock = self._store.clock
+        clock = self._context.clock
         if isinstance(clock, RealtimeClock):
             return waiter.wait(max(seconds, 0.0))
         clock.sleep(max(seconds, 0.001))

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
-import random
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..api import Store
 from ..clock import Clock, SystemClock, check_clock
-from ..driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
-from ..errors import InvalidOptions, StoreClosed
+from ..driver import Driver
+from ..engine import Capabilities
+from ..errors import InvalidOptions
 from ..names import outbox_queue_name, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
 from ..payload import encode_payload
 from ..stop import StopToken
-from ..timeconv import whole_now
 from ..values import Schedule, TickResult
+from .context import StoreContext
 from .locks import CoreLock
 from .pubsub import CoreSubscription
 from .queues import CoreOutbox, CoreQueue
 from .scheduler import CoreScheduler
 from .streams import CoreStream
 from .transaction import CoreTransaction
-from .wake import WakeHub
-
-T = TypeVar("T")
 
 DEFAULT_REPOLL_S = 1.0
 """Safety-net re-poll of waiting calls when no wake arrives (engine option ``repoll_s``)."""
@@ -43,6 +39,9 @@ class CoreStore:
         driver: the engine's ``alkstore.driver.Driver``.
         clock: where time comes from; default ``SystemClock()``.
         repoll_s: the safety-net re-poll of waiting calls, in (0, 3600] seconds.
+        capabilities: the optional profiles the engine implements (its provider's
+            ``Capabilities``); a profile it lacks raises ``ProfileUnavailable``.
+            Default ``Capabilities()``: the queue core only.
         engine_name: the engine's name, for messages.
 
     Raises:
@@ -55,6 +54,7 @@ class CoreStore:
         *,
         clock: Clock | None = None,
         repoll_s: float = DEFAULT_REPOLL_S,
+        capabilities: Capabilities | None = None,
         engine_name: str = "",
     ) -> None:
         if (
@@ -66,70 +66,32 @@ class CoreStore:
                 f"repoll_s must be a number of seconds in (0, 3600], got {repoll_s!r}"
             )
         check_clock(clock)
-        self._driver = driver
-        self._clock: Clock = clock if clock is not None else SystemClock()
-        self._repoll_s = float(repoll_s)
-        self._hub = WakeHub()
-        self._rng = random.Random()
-        self._closed = False
-        self._close_lock = threading.Lock()
-        self._scheduler_front = CoreScheduler(self)
+        if capabilities is not None:
+            check_type(capabilities, Capabilities, "capabilities")
+        self._context = StoreContext(
+            driver,
+            clock if clock is not None else SystemClock(),
+            repoll_s=float(repoll_s),
+            capabilities=capabilities if capabilities is not None else Capabilities(),
+            engine_name=engine_name,
+        )
+        self._scheduler_front = CoreScheduler(self._context)
         self.engine_name = engine_name
 
-    # -- plumbing shared by the front ends --------------------------------
     @property
     def clock(self) -> Clock:
         """The clock every stored time comes from."""
-        return self._clock
+        return self._context.clock
 
     @property
     def driver(self) -> Driver[Any]:
         """The engine's driver (for engines and the conformance kit, not applications)."""
-        return self._driver
+        return self._context.driver
 
-    def _now(self) -> int:
-        self._check_open()
-        return whole_now(self._clock.now())
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-
-    def _write(self, work: Callable[[Any], T], wait_s: float | None = None) -> T:
-        self._check_open()
-        if wait_s is None:
-            return self._driver.write(work)
-        return self._driver.write(work, wait_s=wait_s)
-
-    def _read(self, work: Callable[[Any], T], wait_s: float | None = None) -> T:
-        self._check_open()
-        if wait_s is None:
-            return self._driver.read(work)
-        return self._driver.read(work, wait_s=wait_s)
-
-    def _profile(self, method: str, profile: str) -> Any:
-        self._check_open()
-        if not hasattr(self._driver, method):
-            raise NotImplementedError(
-                f"the {self.engine_name or 'this'} engine does not implement the {profile} profile"
-            )
-        return self._driver
-
-    def _scheduler(self) -> SchedulerDriver[Any]:
-        driver: SchedulerDriver[Any] = self._profile("schedule_upsert", "scheduler")
-        return driver
-
-    def _streams(self) -> StreamDriver[Any]:
-        driver: StreamDriver[Any] = self._profile("stream_append", "streams")
-        return driver
-
-    def _pubsub(self) -> PubSubDriver[Any]:
-        driver: PubSubDriver[Any] = self._profile("publish", "pubsub")
-        return driver
-
-    def _queue_opts_for(self, queue: str) -> QueueOpts:
-        # Transactions name queues without a handle: they stamp the engine defaults.
-        return DEFAULT_QUEUE_OPTS
+    @property
+    def capabilities(self) -> Capabilities:
+        """The optional profiles this store offers (its engine's ``Capabilities``)."""
+        return self._context.capabilities
 
     # -- public surface ---------------------------------------------------
     def queue(self, name: str, opts: QueueOpts | None = None) -> CoreQueue:
@@ -146,8 +108,8 @@ class CoreStore:
         validate_name(name, "queue name")
         if opts is not None:
             check_type(opts, QueueOpts, "opts")
-        self._check_open()
-        return CoreQueue(self, name, opts if opts is not None else DEFAULT_QUEUE_OPTS)
+        self._context.check_open()
+        return CoreQueue(self._context, name, opts if opts is not None else DEFAULT_QUEUE_OPTS)
 
     def outbox(self, name: str) -> CoreOutbox:
         """A handle on the outbox ``name`` (contract §4).
@@ -158,8 +120,8 @@ class CoreStore:
             StoreClosed: the store was closed.
         """
         backing = outbox_queue_name(name)
-        self._check_open()
-        return CoreOutbox(self, name, backing, OUTBOX_QUEUE_OPTS)
+        self._context.check_open()
+        return CoreOutbox(self._context, name, backing, OUTBOX_QUEUE_OPTS)
 
     def lock(self, name: str) -> CoreLock:
         """A handle on the lock ``name`` (contract §6).
@@ -170,11 +132,8 @@ class CoreStore:
             StoreClosed: the store was closed.
         """
         validate_name(name, "lock name")
-        self._check_open()
-        return CoreLock(self, name)
-
-    def _internal_lock(self, name: str) -> CoreLock:
-        return CoreLock(self, name)
+        self._context.check_open()
+        return CoreLock(self._context, name)
 
     # -- scheduler (contract §5) ---------------------------------------
     def schedule(
@@ -242,11 +201,11 @@ class CoreStore:
         Raises:
             InvalidName: ``name`` is malformed.
             ReservedName: ``name`` starts with the reserved prefix.
-            NotImplementedError: the engine does not implement the streams profile.
+            ProfileUnavailable: the engine does not implement the streams profile.
         """
         validate_name(name, "stream name")
-        self._streams()
-        return CoreStream(self, name)
+        self._context.streams()
+        return CoreStream(self._context, name)
 
     def notify(self, channel: str, payload: Any) -> None:
         """Publish ``payload`` to every subscription of ``channel`` open now (contract §7).
@@ -257,9 +216,10 @@ class CoreStore:
         """
         validate_name(channel, "channel")
         text = encode_payload(payload)
-        driver = self._pubsub()
-        now = self._now()
-        self._write(lambda c: driver.publish(c, channel, text, now))
+        ctx = self._context
+        driver = ctx.pubsub()
+        now = ctx.now()
+        ctx.write(lambda c: driver.publish(c, channel, text, now))
 
     def subscribe(self, channel: str) -> CoreSubscription:
         """Receive messages published on ``channel`` from now on (contract §7).
@@ -268,8 +228,8 @@ class CoreStore:
             InvalidName: ``channel`` is malformed.
         """
         validate_name(channel, "channel")
-        self._pubsub()
-        return CoreSubscription(self, channel)
+        self._context.pubsub()
+        return CoreSubscription(self._context, channel)
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
@@ -281,16 +241,16 @@ class CoreStore:
         Raises:
             StoreClosed: the store was closed.
         """
-        self._check_open()
-        with self._driver.transaction() as handle:
-            tx = CoreTransaction(self, handle)
+        self._context.check_open()
+        with self._context.driver.transaction() as handle:
+            tx = CoreTransaction(self._context, handle)
             try:
                 yield tx
             finally:
                 topics = tx._finish()
         # Only reached after a commit: a rolled-back transaction wakes nobody.
         for topic in topics:
-            self._hub.notify(topic)
+            self._context.hub.notify(topic)
 
     @contextmanager
     def attach(self, connection: Any) -> Iterator[CoreTransaction]:
@@ -303,9 +263,9 @@ class CoreStore:
             InvalidOptions: the engine cannot use ``connection``.
             StoreClosed: the store was closed.
         """
-        self._check_open()
-        with self._driver.attach(connection) as handle:
-            tx = CoreTransaction(self, handle)
+        self._context.check_open()
+        with self._context.driver.attach(connection) as handle:
+            tx = CoreTransaction(self._context, handle)
             try:
                 yield tx
             finally:
@@ -313,17 +273,15 @@ class CoreStore:
 
     def close(self) -> None:
         """Release connections and wake waiters; later calls raise ``StoreClosed``."""
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._hub.close()
-        self._driver.close()
+        if not self._context.mark_closed():
+            return
+        self._context.hub.close()
+        self._context.driver.close()
 
     @property
     def closed(self) -> bool:
         """Whether ``close()`` has been called."""
-        return self._closed
+        return self._context.closed
 
     def __enter__(self) -> CoreStore:
         """Use the store in a ``with`` block; it closes on exit."""
@@ -339,7 +297,7 @@ class CoreStore:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
+        state = "closed" if self._context.closed else "open"
         return f"<alkstore Store engine={self.engine_name!r} {state}>"
 
 

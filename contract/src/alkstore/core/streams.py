@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..constants import MAX_BATCH
 from ..driver import stream_topic
-from ..errors import EngineUnavailable, InvalidOptions
+from ..errors import EngineUnavailable
 from ..names import validate_identifier
 from ..options import check_type
 from ..payload import encode_payload
 from ..stop import StopToken
 from ..timeconv import Duration
 from ..values import StreamEvent
+from .checks import check_limit, check_offset
+from .context import StoreContext
 from .waiting import Deadline, wait_budget
-
-if TYPE_CHECKING:
-    from .store import CoreStore
-
-
-MAX_OFFSET = 2**63 - 1
-"""Offsets are int64 on every engine: a larger one names no event and cannot be stored."""
-
-
-def check_offset(value: object, field: str) -> int:
-    """Refuse a ``field`` that is not an int within ``0..MAX_OFFSET`` (``InvalidOptions``)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
-        raise InvalidOptions(f"{field} must be an int within 0..{MAX_OFFSET}, got {value!r}")
-    return value
 
 
 class CoreStream:
@@ -36,8 +23,8 @@ class CoreStream:
     Full contract: ``alkstore.api.Stream`` (contract §7).
     """
 
-    def __init__(self, store: CoreStore, name: str) -> None:
-        self._store = store
+    def __init__(self, context: StoreContext, name: str) -> None:
+        self._context = context
         self._name = name
         self._topic = stream_topic(name)
 
@@ -54,18 +41,12 @@ class CoreStream:
             StoreClosed: the store was closed.
         """
         text = encode_payload(payload)
-        store = self._store
-        now = store._now()
-        driver = store._streams()
-        topics = [self._topic]
-
-        def work(c: Any) -> int:
-            (offset,) = driver.stream_append(c, self._name, [text], now)
-            store._driver.announce(c, topics)
-            return offset
-
-        offset = store._write(work)
-        store._hub.notify(self._topic)
+        ctx = self._context
+        now = ctx.now()
+        driver = ctx.streams()
+        # The append announces the stream to other processes; this one is told here.
+        (offset,) = ctx.write(lambda c: driver.stream_append(c, self._name, [text], now))
+        ctx.hub.notify(self._topic)
         return offset
 
     def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
@@ -76,11 +57,10 @@ class CoreStream:
             StoreClosed: the store was closed.
         """
         check_offset(after, "after")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BATCH:
-            raise InvalidOptions(f"limit must be an int within 1..{MAX_BATCH}, got {limit!r}")
-        store = self._store
-        driver = store._streams()
-        return store._read(lambda c: driver.stream_read(c, self._name, after, limit))
+        check_limit(limit)
+        ctx = self._context
+        driver = ctx.streams()
+        return ctx.read(lambda c: driver.stream_read(c, self._name, after, limit))
 
     def commit(self, consumer: str, offset: int) -> None:
         """Record durably that ``consumer`` has processed events up to ``offset``.
@@ -92,9 +72,9 @@ class CoreStream:
         """
         validate_identifier(consumer, "consumer")
         check_offset(offset, "offset")
-        store = self._store
-        driver = store._streams()
-        store._write(lambda c: driver.stream_commit(c, self._name, consumer, offset))
+        ctx = self._context
+        driver = ctx.streams()
+        ctx.write(lambda c: driver.stream_commit(c, self._name, consumer, offset))
 
     def offset(self, consumer: str) -> int:
         """The offset ``consumer`` last committed, 0 when none.
@@ -104,9 +84,9 @@ class CoreStream:
             StoreClosed: the store was closed.
         """
         validate_identifier(consumer, "consumer")
-        store = self._store
-        driver = store._streams()
-        return store._read(lambda c: driver.stream_offset(c, self._name, consumer))
+        ctx = self._context
+        driver = ctx.streams()
+        return ctx.read(lambda c: driver.stream_offset(c, self._name, consumer))
 
     def trim_to(self, offset: int) -> int:
         """Delete the events with offsets smaller than ``offset``; return how many.
@@ -116,9 +96,9 @@ class CoreStream:
             StoreClosed: the store was closed.
         """
         check_offset(offset, "offset")
-        store = self._store
-        driver = store._streams()
-        return store._write(lambda c: driver.stream_trim(c, self._name, offset))
+        ctx = self._context
+        driver = ctx.streams()
+        return ctx.write(lambda c: driver.stream_trim(c, self._name, offset))
 
     def wait(
         self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
@@ -134,10 +114,10 @@ class CoreStream:
         check_offset(after, "after")
         if stop is not None:
             check_type(stop, StopToken, "stop")
-        store = self._store
+        ctx = self._context
         deadline = Deadline(timeout)
-        with store._hub.waiter(self._topic) as waiter:
-            store._driver.start_watching(store._hub)
+        with ctx.hub.waiter(self._topic) as waiter:
+            ctx.driver.start_watching(ctx.hub)
             if stop is not None:
                 stop.add_callback(waiter.wake)
             try:
@@ -152,16 +132,16 @@ class CoreStream:
                             return False
                     if (stop is not None and stop.is_set()) or deadline.expired():
                         return False
-                    waiter.wait(wait_budget(store.clock, deadline, None, store._repoll_s))
-                    store._check_open()
+                    waiter.wait(wait_budget(ctx.clock, deadline, None, ctx.repoll_s))
+                    ctx.check_open()
             finally:
                 if stop is not None:
                     stop.remove_callback(waiter.wake)
 
     def _has_event_after(self, after: int, wait_s: float | None) -> bool:
-        store = self._store
-        driver = store._streams()
-        return bool(store._read(lambda c: driver.stream_read(c, self._name, after, 1), wait_s))
+        ctx = self._context
+        driver = ctx.streams()
+        return bool(ctx.read(lambda c: driver.stream_read(c, self._name, after, 1), wait_s))
 
     def __repr__(self) -> str:
         return f"<Stream {self._name!r}>"

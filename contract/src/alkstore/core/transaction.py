@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..driver import queue_topic, stream_topic
 from ..errors import StoreClosed
 from ..names import outbox_queue_name, validate_name
-from ..options import OUTBOX_QUEUE_OPTS, EnqueueOpts, QueueOpts, resolve_new_job
+from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, EnqueueOpts, QueueOpts, resolve_stamps
 from ..payload import encode_payload
 from ..values import Job
-from .queues import _enqueue_opts, _storable, check_job_id
-
-if TYPE_CHECKING:
-    from .store import CoreStore
+from .checks import check_job_id, enqueue_opts, storable_id
+from .context import StoreContext
 
 
 class CoreTransaction:
@@ -26,10 +24,11 @@ class CoreTransaction:
     ``alkstore.api.Transaction`` (contract §3).
     """
 
-    def __init__(self, store: CoreStore, handle: Any) -> None:
-        self._store = store
+    def __init__(self, context: StoreContext, handle: Any) -> None:
+        self._context = context
         self._handle = handle
-        self._topics: set[str] = set()
+        self._woken: set[str] = set()
+        """Topics to wake in this process once the transaction has committed."""
         self._finished = False
 
     @property
@@ -40,7 +39,7 @@ class CoreTransaction:
             StoreClosed: the transaction has finished or the store was closed.
         """
         self._check_live()
-        return self._store._driver.native_connection(self._handle)
+        return self._context.driver.native_connection(self._handle)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """``connection.execute(sql, params)``: a business write in this transaction.
@@ -65,7 +64,7 @@ class CoreTransaction:
             StoreClosed: the transaction has finished or the store was closed.
         """
         validate_name(queue, "queue name")
-        return self._insert(queue, payload, self._store._queue_opts_for(queue), _enqueue_opts(opts))
+        return self._insert(queue, payload, DEFAULT_QUEUE_OPTS, enqueue_opts(opts))
 
     def outbox_enqueue(self, outbox: str, payload: Any) -> int:
         """Enqueue into the outbox ``outbox`` if this transaction commits (contract §4).
@@ -77,7 +76,7 @@ class CoreTransaction:
             StoreClosed: the transaction has finished or the store was closed.
         """
         backing = outbox_queue_name(outbox)
-        return self._insert(backing, payload, OUTBOX_QUEUE_OPTS, _enqueue_opts(None))
+        return self._insert(backing, payload, OUTBOX_QUEUE_OPTS, enqueue_opts(None))
 
     def stream_append(self, stream: str, payload: Any) -> int:
         """Append to ``stream`` if this transaction commits; return the offset.
@@ -90,9 +89,9 @@ class CoreTransaction:
         validate_name(stream, "stream name")
         text = encode_payload(payload)
         self._check_live()
-        store = self._store
-        (offset,) = store._streams().stream_append(self._handle, stream, [text], store._now())
-        self._announce(stream_topic(stream))
+        ctx = self._context
+        (offset,) = ctx.streams().stream_append(self._handle, stream, [text], ctx.now())
+        self._woken.add(stream_topic(stream))  # the append announced it to other processes
         return offset
 
     def notify(self, channel: str, payload: Any) -> None:
@@ -106,8 +105,8 @@ class CoreTransaction:
         validate_name(channel, "channel")
         text = encode_payload(payload)
         self._check_live()
-        store = self._store
-        store._pubsub().publish(self._handle, channel, text, store._now())
+        ctx = self._context
+        ctx.pubsub().publish(self._handle, channel, text, ctx.now())
 
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         """Queue-filtered read inside the transaction (contract §2).
@@ -122,30 +121,24 @@ class CoreTransaction:
         validate_name(queue, "queue name")
         check_job_id(job_id)
         self._check_live()
-        if not _storable(job_id):
+        if not storable_id(job_id):
             return None
-        return self._store._driver.get_job(self._handle, job_id, queue)
+        return self._context.driver.get_job(self._handle, job_id, queue)
 
     def _insert(self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts) -> int:
         text = encode_payload(payload)
         self._check_live()
-        store = self._store
-        job = resolve_new_job(queue, text, queue_opts, opts, store._now())
-        topic = queue_topic(queue)
-        (job_id,) = store._driver.insert_jobs(self._handle, [job])
-        self._announce(topic)
+        ctx = self._context
+        stamps = resolve_stamps(queue, queue_opts, opts, ctx.now())
+        (job_id,) = ctx.driver.insert_jobs(self._handle, stamps, [text])
+        self._woken.add(queue_topic(queue))  # the insert announced it to other processes
         return job_id
-
-    def _announce(self, topic: str) -> None:
-        if topic not in self._topics:
-            self._store._driver.announce(self._handle, [topic])
-            self._topics.add(topic)
 
     def _check_live(self) -> None:
         if self._finished:
             raise StoreClosed("this transaction has already finished")
-        self._store._check_open()
+        self._context.check_open()
 
     def _finish(self) -> set[str]:
         self._finished = True
-        return self._topics
+        return self._woken

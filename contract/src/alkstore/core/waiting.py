@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from ..clock import Clock, RealtimeClock
 from ..timeconv import duration_seconds
@@ -39,13 +40,12 @@ class Deadline:
 
 def _seconds(value: object, field: str) -> float:
     # Timeouts are real waits: keep sub-second precision, but validate like durations.
-    duration_seconds(value, field)
-    if isinstance(value, (int, float)):
-        return float(value)
-    from datetime import timedelta
-
-    assert isinstance(value, timedelta)
-    return value.total_seconds()
+    whole = duration_seconds(value, field)
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, float):
+        return value
+    return float(whole)
 
 
 def wait_budget(clock: Clock, deadline: Deadline, next_due: int | None, repoll: float) -> float:

@@ -19,7 +19,6 @@ from .engine import (
 from .errors import SchemaNotMigrated
 from .migrations import LATEST_VERSION
 from .options import DEFAULT_MESSAGES_KEEP, DEFAULT_SCHEMA, PostgresOptions, parse_options
-from .provisioning import provision
 
 __all__ = [
     "DEFAULT_MESSAGES_KEEP",
@@ -38,6 +37,5 @@ __all__ = [
     "migrate",
     "open_store",
     "parse_options",
-    "provision",
     "wake_channel",
 ]

@@ -57,10 +57,9 @@ class ServerClock(OffsetClock):
         The server's reading is taken to be at the midpoint of the round trip.
         """
         before = self._local_time()
-        row = conn.execute(SERVER_TIME).fetchone()
+        [(server_time,)] = conn.execute(SERVER_TIME).fetchall()
         after = self._local_time()
-        assert row is not None
-        self.offset = float(row[0]) - (before + after) / 2
+        self.offset = float(server_time) - (before + after) / 2
         self._measured_at = time.monotonic()
         return self.offset
 

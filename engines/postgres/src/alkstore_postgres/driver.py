@@ -40,7 +40,6 @@ import hashlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from itertools import groupby
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -48,7 +47,7 @@ from psycopg import pq
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, job_from_row, queue_topic
 from alkstore.errors import InvalidOptions
-from alkstore.options import NewJob, new_job_stamps
+from alkstore.options import JobStamps
 from alkstore.values import Job, LockInfo
 
 from .clock import ServerClock
@@ -58,7 +57,7 @@ from .handle import PgHandle, execute, rowcount
 from .listener import NotifyListener, notify_payload
 from .migrations import ensure_schema
 from .options import PostgresOptions
-from .profiles import ProfileMethods
+from .profiles import ProfileStatements
 from .statements import Statements
 
 T = TypeVar("T")
@@ -88,10 +87,7 @@ def message_channel(schema: str) -> str:
     return _store_channel(schema, "message")
 
 
-_STAMPS = new_job_stamps
-
-
-class PostgresDriver(ProfileMethods):
+class PostgresDriver(ProfileStatements):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
     def __init__(
@@ -218,27 +214,20 @@ class PostgresDriver(ProfileMethods):
         self._pool.close()
 
     # -- queues ------------------------------------------------------------------------
-    def insert_jobs(self, c: PgHandle, jobs: Sequence[NewJob]) -> list[int]:
-        ids: list[int] = []
-        # The core inserts jobs stamped alike; anything else goes in runs that are.
-        for _, alike in groupby(jobs, key=_STAMPS):
-            run = list(alike)
-            ids.extend(self._insert_alike(c, run[0], [job.payload for job in run]))
-        return ids
-
-    def _insert_alike(self, c: PgHandle, stamp: NewJob, payloads: list[str]) -> list[int]:
-        """One statement for jobs stamped like ``stamp``, differing only in payload."""
-        topic = queue_topic(stamp.queue)
+    def insert_jobs(self, c: PgHandle, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:
+        """One statement: the rows, and the NOTIFY of their queue (unless this unit
+        already announced it), so a lone enqueue is one round trip."""
+        topic = queue_topic(stamps.queue)
         params: dict[str, Any] = {
-            "queue": stamp.queue,
-            "priority": stamp.priority,
-            "max_attempts": stamp.max_attempts,
-            "created_at": stamp.created_at,
-            "run_at": stamp.run_at,
-            "expires_at": stamp.expires_at,
-            "visibility_timeout_s": stamp.visibility_timeout_s,
-            "backoff_base_s": stamp.backoff_base_s,
-            "dead_letter_retention_s": stamp.dead_letter_retention_s,
+            "queue": stamps.queue,
+            "priority": stamps.priority,
+            "max_attempts": stamps.max_attempts,
+            "created_at": stamps.created_at,
+            "run_at": stamps.run_at,
+            "expires_at": stamps.expires_at,
+            "visibility_timeout_s": stamps.visibility_timeout_s,
+            "backoff_base_s": stamps.backoff_base_s,
+            "dead_letter_retention_s": stamps.dead_letter_retention_s,
             "channel": self.channel,
             "topic": None if topic in c.announced else notify_payload(topic),
         }
@@ -247,7 +236,7 @@ class PostgresDriver(ProfileMethods):
             params["payload"] = payloads[0]
             rows = execute(c, self._sql.insert_job, params).fetchall()
         else:
-            params["payloads"] = payloads
+            params["payloads"] = list(payloads)
             rows = execute(c, self._sql.insert_jobs, params).fetchall()
         c.announced.add(topic)
         return [row[0] for row in rows]
@@ -297,7 +286,7 @@ class PostgresDriver(ProfileMethods):
         row = execute(c, self._sql.reschedule, params).fetchone()
         if row is None:
             return False
-        c.announced.add(queue_topic(row[0]))  # so the core's announce adds no round trip
+        c.announced.add(queue_topic(row[0]))  # the statement announced the queue
         return True
 
     def bury(self, c: PgHandle, job_id: int, attempt: int, now: int, error: str) -> bool:

@@ -23,9 +23,10 @@ from .driver import PostgresDriver
 from .errors import contract_error
 from .migrations import ensure_schema
 from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_schema_name
-from .provisioning import provision
 
 ENGINE_NAME: Final = "postgresql"
+CAPABILITIES: Final = Capabilities(scheduler=True, streams=True, pubsub=True)
+"""Every optional profile: scheduler, streams, pub/sub (and attach, locks, ...)."""
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)
@@ -96,6 +97,7 @@ def open_store(
             wrap(driver) if wrap is not None else driver,
             clock=clock if clock is not None else server_clock,
             repoll_s=options.repoll_s,
+            capabilities=CAPABILITIES,
             engine_name=ENGINE_NAME,
         )
     except BaseException:
@@ -126,7 +128,7 @@ class PostgresEngine:
     name: str = ENGINE_NAME
     version: str = __version__
     contract_version: str = "1"
-    capabilities: Capabilities = Capabilities(scheduler=True, streams=True, pubsub=True)
+    capabilities: Capabilities = CAPABILITIES
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
         return open_store(url, clock=clock, **opts)
@@ -143,6 +145,10 @@ class PostgresEngine:
         return open_store(url, clock=clock, wrap=wrap, **opts)
 
     def provision(self) -> AbstractContextManager[EngineSpec]:
+        """A fresh schema on a server for the conformance kit (``testing.provisioning``):
+        ``$ALKSTORE_PG_DSN``, else a throwaway server; dropped afterwards."""
+        from .testing.provisioning import provision  # test infrastructure, loaded on use
+
         return provision()
 
     def native_connection_factory(self, spec: EngineSpec) -> Callable[[], psycopg.Connection[Any]]:

@@ -42,7 +42,8 @@ def begin_transaction(c: PgHandle) -> None:
     """Make the rest of ``c``'s unit of work one transaction (idempotent)."""
     if not c.standalone:
         return
-    assert c.unit is not None, "a standalone handle belongs to a write/read unit"
+    if c.unit is None:
+        raise TypeError("only the handle of a write/read unit can begin a transaction")
     # Entered on the unit's exit stack: committed when the unit returns, rolled
     # back when it raises, before the connection goes back to the pool.
     c.unit.enter_context(c.conn.transaction())

@@ -126,10 +126,8 @@ def legacy_version(conn: psycopg.Connection[Any], schema: str) -> int | None:
     if columns["jobs"] != LEGACY_JOBS_COLUMNS:
         return None
     query = sql.SQL(LEGACY_VERSION).format(schema=sql.Identifier(schema))
-    row = conn.execute(query).fetchone()
-    assert row is not None
-    version: int = row[0]
-    return version
+    [(version,)] = conn.execute(query).fetchall()
+    return int(version)
 
 
 def rename_legacy_layout(conn: psycopg.Connection[Any], schema: str) -> None:

@@ -222,9 +222,8 @@ VALUES (%(version)s, %(description)s)
 
 
 def _scalar(conn: psycopg.Connection[Any], query: bytes | str, params: dict[str, Any]) -> Any:
-    row = conn.execute(query.encode() if isinstance(query, str) else query, params).fetchone()
-    assert row is not None
-    return row[0]
+    [(value,)] = conn.execute(query.encode() if isinstance(query, str) else query, params)
+    return value
 
 
 def applied_version(conn: psycopg.Connection[Any], schema: str) -> int:

@@ -27,7 +27,7 @@ from .messages import REFERENCE_PREFIX, inline_message
 from .statements import Statements
 
 
-class ProfileMethods:
+class ProfileStatements:
     """``SchedulerDriver``, ``StreamDriver`` and ``PubSubDriver`` for ``PostgresDriver``."""
 
     # Set by PostgresDriver.__init__.
@@ -131,6 +131,6 @@ if TYPE_CHECKING:
 
     # Static proof that these methods fill every profile the engine declares.
     def _conforms(
-        p: ProfileMethods,
+        p: ProfileStatements,
     ) -> tuple[SchedulerDriver[PgHandle], StreamDriver[PgHandle], PubSubDriver[PgHandle]]:
         return p, p, p

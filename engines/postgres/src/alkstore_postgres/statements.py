@@ -10,7 +10,7 @@ clock; no statement reads the server's own ``now()``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final
 
 from psycopg import sql
@@ -463,7 +463,41 @@ class Statements:
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
-        templates = globals()
         return cls(
-            **{field.name: render(templates[field.name.upper()], schema) for field in fields(cls)}
+            insert_job=render(INSERT_JOB, schema),
+            insert_jobs=render(INSERT_JOBS, schema),
+            claim=render(CLAIM, schema),
+            bury_exhausted=render(BURY_EXHAUSTED, schema),
+            bury_expired=render(BURY_EXPIRED, schema),
+            bury_claim=render(BURY_CLAIM, schema),
+            purge_dead=render(PURGE_DEAD, schema),
+            ack=render(ACK, schema),
+            ack_batch=render(ACK_BATCH, schema),
+            heartbeat=render(HEARTBEAT, schema),
+            reschedule=render(RESCHEDULE, schema),
+            cancel=render(CANCEL, schema),
+            get_job=render(GET_JOB, schema),
+            next_wake_at=render(NEXT_WAKE_AT, schema),
+            notify=render(NOTIFY, schema),
+            lock_acquire=render(LOCK_ACQUIRE, schema),
+            lock_renew=render(LOCK_RENEW, schema),
+            lock_release=render(LOCK_RELEASE, schema),
+            lock_holder=render(LOCK_HOLDER, schema),
+            schedule_upsert=render(SCHEDULE_UPSERT, schema),
+            schedule_delete=render(SCHEDULE_DELETE, schema),
+            schedule_get=render(SCHEDULE_GET, schema),
+            schedule_list=render(SCHEDULE_LIST, schema),
+            schedules_due=render(SCHEDULES_DUE, schema),
+            schedule_advance=render(SCHEDULE_ADVANCE, schema),
+            schedule_next_fire_at=render(SCHEDULE_NEXT_FIRE_AT, schema),
+            stream_append=render(STREAM_APPEND, schema),
+            stream_append_many=render(STREAM_APPEND_MANY, schema),
+            stream_read=render(STREAM_READ, schema),
+            stream_commit=render(STREAM_COMMIT, schema),
+            stream_offset=render(STREAM_OFFSET, schema),
+            stream_trim=render(STREAM_TRIM, schema),
+            publish=render(PUBLISH, schema),
+            publish_stored=render(PUBLISH_STORED, schema),
+            prune_messages=render(PRUNE_MESSAGES, schema),
+            fetch_messages=render(FETCH_MESSAGES, schema),
         )

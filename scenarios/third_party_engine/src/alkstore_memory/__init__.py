@@ -7,7 +7,7 @@ This package shows the whole path for an outside engine author:
    and of any optional profile you declare (``SchedulerDriver``,
    ``StreamDriver``, ``PubSubDriver``). Rules live in the shared core; the
    driver only stores and selects.
-2. **Hand the driver to the core**: ``alkstore.core.CoreStore(driver, ...)``
+2. **Hand the driver to the core**: ``alkstore.core.CoreStore(driver, capabilities=..., ...)``
    is the ``Store`` applications use, identical on every engine.
 3. **Publish a provider** (this module): an object with ``name``,
    ``version``, ``contract_version``, ``capabilities``, ``open(url, clock=,
@@ -86,7 +86,13 @@ class MemoryEngine:
         if opts:
             raise InvalidOptions(f"unknown memory engine option(s): {', '.join(sorted(opts))}")
         driver = MemoryDriver(database(_database_name(url)))
-        return CoreStore(wrap(driver), clock=clock, repoll_s=repoll_s, engine_name=self.name)
+        return CoreStore(
+            wrap(driver),
+            clock=clock,
+            repoll_s=repoll_s,
+            capabilities=self.capabilities,
+            engine_name=self.name,
+        )
 
     @contextmanager
     def provision(self) -> Iterator[EngineSpec]:

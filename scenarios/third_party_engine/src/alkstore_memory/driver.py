@@ -29,9 +29,11 @@ from alkstore.driver import (
     ERROR_EXPIRED,
     ScheduleRecord,
     WakeSink,
+    queue_topic,
     stream_event,
+    stream_topic,
 )
-from alkstore.options import NewJob
+from alkstore.options import JobStamps
 from alkstore.values import Job, JobState, LockInfo, StreamEvent
 
 from .database import Database, Tx
@@ -150,12 +152,13 @@ class MemoryDriver:
         self._db.unwatch(self)
 
     # -- queues -----------------------------------------------------------------------
-    def insert_jobs(self, c: Tx, jobs: Sequence[NewJob]) -> list[int]:
+    def insert_jobs(self, c: Tx, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:
         ids = []
-        for job in jobs:
+        for payload in payloads:
             job_id = self._db.next_job_id()
-            c.tables.jobs[job_id] = JobRow.pending(job_id, job)
+            c.tables.jobs[job_id] = JobRow.pending(job_id, stamps, payload)
             ids.append(job_id)
+        c.topics.add(queue_topic(stamps.queue))
         return ids
 
     def claim(self, c: Tx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
@@ -232,6 +235,7 @@ class MemoryDriver:
         c.tables.jobs[job_id] = replace(
             row, state=PENDING, run_at=run_at, worker_id=None, claimed_at=None, deadline=None
         )
+        c.topics.add(queue_topic(row.queue))
         return True
 
     def bury(self, c: Tx, job_id: int, attempt: int, now: int, error: str) -> bool:
@@ -326,6 +330,7 @@ class MemoryDriver:
         # trim, so they are never reused.
         added = tuple(EventRow(self._db.next_offset(stream), p, now) for p in payloads)
         c.tables.streams[stream] = c.tables.streams.get(stream, ()) + added
+        c.topics.add(stream_topic(stream))
         return [event.offset for event in added]
 
     def stream_read(self, c: Tx, stream: str, after: int, limit: int) -> list[StreamEvent]:

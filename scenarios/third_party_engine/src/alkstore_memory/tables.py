@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from alkstore.driver import JOB_COLUMNS, ScheduleRecord, job_from_row
-from alkstore.options import NewJob
+from alkstore.options import JobStamps
 from alkstore.values import Job, JobState, LockInfo
 
 
@@ -48,23 +48,23 @@ class JobRow:
     deadline: int | None = None
 
     @classmethod
-    def pending(cls, job_id: int, job: NewJob) -> JobRow:
+    def pending(cls, job_id: int, stamps: JobStamps, payload: str) -> JobRow:
         return cls(
             id=job_id,
-            queue=job.queue,
+            queue=stamps.queue,
             state=JobState.PENDING,
-            payload=job.payload,
-            priority=job.priority,
+            payload=payload,
+            priority=stamps.priority,
             attempts=0,
-            max_attempts=job.max_attempts,
-            created_at=job.created_at,
-            run_at=job.run_at,
+            max_attempts=stamps.max_attempts,
+            created_at=stamps.created_at,
+            run_at=stamps.run_at,
             claimed_at=None,
-            expires_at=job.expires_at,
+            expires_at=stamps.expires_at,
             worker_id=None,
-            visibility_timeout_s=job.visibility_timeout_s,
-            backoff_base_s=job.backoff_base_s,
-            dead_letter_retention_s=job.dead_letter_retention_s,
+            visibility_timeout_s=stamps.visibility_timeout_s,
+            backoff_base_s=stamps.backoff_base_s,
+            dead_letter_retention_s=stamps.dead_letter_retention_s,
         )
 
     def to_job(self) -> Job:

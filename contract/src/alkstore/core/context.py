@@ -1,0 +1,115 @@
+"""``StoreContext``: what every front end of one store shares, in one small object.
+
+The queue, lock, stream, scheduler, subscription and transaction front ends
+each hold the context of the store that made them, never the store itself:
+they need the driver, the clock, the wake hub and the rule that a closed
+store refuses every call, and nothing else of ``CoreStore``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..clock import Clock
+from ..driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
+from ..engine import Capabilities
+from ..errors import ProfileUnavailable, StoreClosed
+from ..timeconv import whole_now
+from .wake import WakeHub
+
+T = TypeVar("T")
+
+
+class StoreContext:
+    """The driver, clock, wake hub and randomness of one open store."""
+
+    __slots__ = (
+        "_close_lock",
+        "_closed",
+        "capabilities",
+        "clock",
+        "driver",
+        "engine_name",
+        "hub",
+        "repoll_s",
+        "rng",
+    )
+
+    def __init__(
+        self,
+        driver: Driver[Any],
+        clock: Clock,
+        *,
+        repoll_s: float,
+        capabilities: Capabilities,
+        engine_name: str,
+    ) -> None:
+        self.driver = driver
+        self.clock = clock
+        self.repoll_s = repoll_s
+        self.capabilities = capabilities
+        self.engine_name = engine_name
+        self.hub = WakeHub()
+        self.rng = random.Random()
+        """The core's one random source: retry jitter."""
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    # -- open or closed -----------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+    def mark_closed(self) -> bool:
+        """Close the context; ``True`` only for the call that closed it."""
+        with self._close_lock:
+            if self._closed:
+                return False
+            self._closed = True
+            return True
+
+    # -- time and units of work ----------------------------------------------
+    def now(self) -> int:
+        """The store's "now" in whole seconds (and a check that the store is open)."""
+        self.check_open()
+        return whole_now(self.clock.now())
+
+    def write(self, work: Callable[[Any], T], wait_s: float | None = None) -> T:
+        """Run ``work`` in a driver write unit; ``wait_s`` bounds waiting for the engine."""
+        self.check_open()
+        if wait_s is None:
+            return self.driver.write(work)
+        return self.driver.write(work, wait_s=wait_s)
+
+    def read(self, work: Callable[[Any], T], wait_s: float | None = None) -> T:
+        """Run ``work`` on a consistent read; ``wait_s`` as for ``write``."""
+        self.check_open()
+        if wait_s is None:
+            return self.driver.read(work)
+        return self.driver.read(work, wait_s=wait_s)
+
+    # -- optional profiles (capabilities are data, not method probes) -----------
+    def scheduler(self) -> SchedulerDriver[Any]:
+        driver: SchedulerDriver[Any] = self._profile("scheduler")
+        return driver
+
+    def streams(self) -> StreamDriver[Any]:
+        driver: StreamDriver[Any] = self._profile("streams")
+        return driver
+
+    def pubsub(self) -> PubSubDriver[Any]:
+        driver: PubSubDriver[Any] = self._profile("pubsub")
+        return driver
+
+    def _profile(self, profile: str) -> Any:
+        self.check_open()
+        if not getattr(self.capabilities, profile):
+            raise ProfileUnavailable(self.engine_name, profile)
+        return self.driver
