@@ -1,4 +1,4 @@
-"""The maintenance recipe (CONTRACT.md §5, ADR-010 §6): timeliness is the app's.
+"""The maintenance recipe (contract §5, decision 010 §6): timeliness is the app's.
 
 Nothing in alkstore sweeps on its own. This story wires the one schedule and
 the one worker every deployment needs: every 300 s the scheduler enqueues a

@@ -1,4 +1,4 @@
-"""The one retry backoff curve: equal jitter under a 3600 s cap (CONTRACT.md §2)."""
+"""The one retry backoff curve: equal jitter under a 3600 s cap (contract §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ephemeral pub/sub (CONTRACT.md §7), over the recording fake.
+"""Ephemeral pub/sub (contract §7), over the recording fake.
 
 The fake delivers a published message when its transaction commits, to the
 sink given to ``start_watching``, as a real engine's listener would.

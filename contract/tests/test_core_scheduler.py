@@ -1,4 +1,4 @@
-"""The scheduler collapsed into queues (CONTRACT.md §5), over the recording fake.
+"""The scheduler collapsed into queues (contract §5), over the recording fake.
 
 ``run_schedules`` on a ``FakeClock`` never blocks: its sleeps advance fake
 time, so the tests steer it with driver hooks that run between transactions.

@@ -1,4 +1,4 @@
-"""Durable streams with consumer offsets (CONTRACT.md §7), over the recording fake.
+"""Durable streams with consumer offsets (contract §7), over the recording fake.
 
 Waits use generous timeouts only as a safety net; no test asserts a duration.
 """

@@ -1,4 +1,4 @@
-"""Engines plug in through entry points and are picked by URL scheme (CONTRACT.md §1)."""
+"""Engines plug in through entry points and are picked by URL scheme (contract §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The error taxonomy (CONTRACT.md §8)."""
+"""The error taxonomy (contract §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One naming rule for every name-taking surface (CONTRACT.md §0, §4)."""
+"""One naming rule for every name-taking surface (contract §0, §4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Queue, enqueue and schedule options normalize to whole seconds and refuse bad
-fields by name (CONTRACT.md §2, §5, §9)."""
+fields by name (contract §2, §5, §9)."""
 
 from __future__ import annotations
 

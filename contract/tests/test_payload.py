@@ -1,5 +1,5 @@
 """Payloads round-trip through JSON; anything else is refused before a write
-(CONTRACT.md §0)."""
+(contract §0)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schedule spec grammar v1: ``@every <n><s|m|h|d>`` (CONTRACT.md §5)."""
+"""Schedule spec grammar v1: ``@every <n><s|m|h|d>`` (contract §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Durations and instants become whole seconds, rounded up (CONTRACT.md §0)."""
+"""Durations and instants become whole seconds, rounded up (contract §0)."""
 
 from __future__ import annotations
 

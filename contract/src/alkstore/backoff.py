@@ -1,4 +1,4 @@
-"""The retry backoff curve (contract §2, ADR-010 §3): the one implementation.
+"""The retry backoff curve (contract §2, decision 010 §3): the one implementation.
 
 Equal-jitter exponential: for attempt ``a`` and base ``b`` the ceiling is
 ``min(b * 2**(a-1), BACKOFF_CAP_S)`` and the delay is uniform over

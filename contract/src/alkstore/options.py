@@ -1,4 +1,4 @@
-"""Queue, enqueue and schedule options (contract §2, §5; ADR-010 §3a).
+"""Queue, enqueue and schedule options (contract §2, §5; decision 010 §3a).
 
 Options validate and normalize on construction, so a bad value is refused
 with ``InvalidOptions`` naming the field before anything is written. The

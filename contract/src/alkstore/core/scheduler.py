@@ -1,4 +1,4 @@
-"""The scheduler collapsed into queues (contract §5, ADR-009).
+"""The scheduler collapsed into queues (contract §5, decision 009).
 
 Each boundary fire is its own transaction: enqueue the payload and advance
 ``next_fire_at`` by one interval with a compare-and-set on the schedule row.

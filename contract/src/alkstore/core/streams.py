@@ -1,4 +1,4 @@
-"""Durable append-only streams with consumer offsets (contract §7, ADR-015 §5)."""
+"""Durable append-only streams with consumer offsets (contract §7, decision 015 §5)."""
 
 from __future__ import annotations
 
