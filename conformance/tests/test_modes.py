@@ -30,9 +30,10 @@ MANIFEST = parse_manifest(
 SEED = "7"
 
 
-def test_a_plain_run_is_a_check_with_the_dev_profile_and_one_trial() -> None:
+def test_a_plain_run_is_a_check_with_the_dev_profile_and_two_trials() -> None:
+    # Two, so a developer's ordinary check repeats every race as a certification does.
     mode = resolve_mode(certify=False, reduced=False, trials=None, profile=None)
-    assert mode == RunMode(certify=False, reduced=False, trials=1, hypothesis_profile=DEV_PROFILE)
+    assert mode == RunMode(certify=False, reduced=False, trials=2, hypothesis_profile=DEV_PROFILE)
     assert mode.name == "check"
 
 
@@ -70,9 +71,18 @@ def test_more_trials_than_the_minimum_may_be_asked_for() -> None:
         ({"certify": True, "reduced": True, "profile": "default"}, "a reduced certification"),
         ({"certify": True, "trials": 2}, "at least 3 trials"),
         ({"certify": True, "reduced": True, "trials": 1}, "at least 2 trials"),
-        ({"trials": 0}, "at least 1 trials"),
+        ({"trials": 1}, "at least 2 trials"),
+        ({"trials": 0}, "at least 2 trials"),
     ],
-    ids=["reduced-alone", "short-profile", "unknown-profile", "few-trials", "few-reduced", "zero"],
+    ids=[
+        "reduced-alone",
+        "short-profile",
+        "unknown-profile",
+        "few-trials",
+        "few-reduced",
+        "one",
+        "zero",
+    ],
 )
 def test_a_run_the_kit_cannot_honour_is_refused(options: dict[str, Any], complaint: str) -> None:
     arguments: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""The manifest and the tests, checked against each other (CONTRACT.md §10)."""
+"""The manifest and the tests, checked against each other (contract §10)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,22 @@ The kit calls it once per test process on a freshly provisioned spec and
 records the first answer as the report's ``engine.backend``. A hook that
 raises, or answers something that is not a JSON object, is recorded as
 ``{"error": "..."}``: it never fails a test.
+
+**open_with_driver_wrapper** (certifies crash atomicity at every statement)::
+
+    def open_with_driver_wrapper(
+        self, url: str, wrap: Callable[[Driver], Driver], *, clock=None, **opts
+    ) -> Store:
+        '''Open like open(), but build the store over wrap(engine_driver), so
+        every alkstore.driver.Driver call goes through what wrap returns.'''
+
+For an engine built on the shared core this is one line:
+``CoreStore(wrap(driver), clock=clock, ...)``. The kit wraps the driver in a
+proxy that counts statement calls inside a child process and SIGKILLs that
+process right after statement N (``alkstore_conformance.faults``), for every
+N of an operation, then checks the store shows all of the operation's
+transaction or none of it. Without the hook those properties are reported
+not_applicable.
 """
 
 from __future__ import annotations
@@ -33,10 +49,14 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from alkstore import EngineSpec
+from alkstore import Clock, EngineSpec, Store
+from alkstore.driver import Driver
 
 NATIVE_CONNECTION_HOOK = "native_connection_factory"
 DESCRIBE_BACKEND_HOOK = "describe_backend"
+DRIVER_WRAPPER_HOOK = "open_with_driver_wrapper"
+
+DriverWrapper = Callable[[Driver[Any]], Driver[Any]]
 
 
 @runtime_checkable
@@ -69,3 +89,24 @@ def describe_backend(provider: object, spec: EngineSpec) -> dict[str, Any] | Non
     except Exception as exc:
         return {"error": f"{DESCRIBE_BACKEND_HOOK}(spec) failed: {type(exc).__name__}: {exc}"}
     return plain
+
+
+@runtime_checkable
+class DriverWrapperProvider(Protocol):
+    def open_with_driver_wrapper(
+        self, url: str, wrap: DriverWrapper, *, clock: Clock | None = None, **opts: Any
+    ) -> Store: ...
+
+
+def has_driver_wrapper(provider: object) -> bool:
+    """Whether the engine lets the kit interpose on its driver (crash points)."""
+    return isinstance(provider, DriverWrapperProvider)
+
+
+def open_with_driver_wrapper(
+    provider: object, spec: EngineSpec, wrap: DriverWrapper, clock: Clock | None = None
+) -> Store:
+    """Open ``spec``'s store over ``wrap(driver)``; the engine must have the hook."""
+    if not isinstance(provider, DriverWrapperProvider):
+        raise TypeError(f"the engine provides no {DRIVER_WRAPPER_HOOK} hook")
+    return provider.open_with_driver_wrapper(spec.url, wrap, clock=clock, **spec.opts)

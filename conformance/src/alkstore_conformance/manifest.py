@@ -1,4 +1,4 @@
-"""The property manifest shipped with the suite (CONTRACT.md §10).
+"""The property manifest shipped with the suite (contract §10).
 
 Each property has a stable id, a title, the contract section it checks and the
 profile it belongs to (``queues`` for the core, else an optional profile named

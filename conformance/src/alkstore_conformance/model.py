@@ -1,5 +1,5 @@
 """A pure-Python reference model of the contract's queues, outbox, transactional
-enqueue, scheduler, locks and streams (CONTRACT.md §2-§7; pub/sub is not modelled).
+enqueue, scheduler, locks and streams (contract §2-§7; pub/sub is not modelled).
 
 The model is written from the contract text, not from ``alkstore.core``: the kit's
 stateful machine drives an engine and this model side by side and fails on the
@@ -11,7 +11,7 @@ backoff range and the constants.
 What the model cannot predict it checks and adopts instead:
 
 * job ids are the engine's to choose; the model checks they are new and larger
-  than every id committed before (CONTRACT.md §2: unique, never reused), then uses them;
+  than every id committed before (contract §2: unique, never reused), then uses them;
 * a retry without an explicit delay draws its jitter from a range; the model
   knows the range, the engine's ``run_at`` is checked against it and then adopted
   (``settle_retry``);
@@ -55,10 +55,10 @@ from alkstore.backoff import retry_delay_range
 from alkstore.clock import Clock
 
 ERROR_EXHAUSTED = "max attempts exceeded"
-"""``last_error`` of a job whose attempt budget ran out (ADR-010 §4)."""
+"""``last_error`` of a job whose attempt budget ran out (decision 010 §4)."""
 
 ERROR_EXPIRED = "expired"
-"""``last_error`` of a job swept past its ``expires_at`` (ADR-010 §4)."""
+"""``last_error`` of a job swept past its ``expires_at`` (decision 010 §4)."""
 
 
 class ModelDisagreement(AssertionError):
@@ -66,7 +66,7 @@ class ModelDisagreement(AssertionError):
 
 
 def whole_seconds(duration: int | float | timedelta) -> int:
-    """A duration in whole seconds, rounded up (CONTRACT.md §0)."""
+    """A duration in whole seconds, rounded up (contract §0)."""
     if isinstance(duration, timedelta):
         micros = (duration.days * 86_400 + duration.seconds) * 1_000_000 + duration.microseconds
         return -(-micros // 1_000_000)
@@ -144,7 +144,7 @@ class ModelJob:
             died_at=self.died_at,
         )
 
-    # The predicates of CONTRACT.md §2, at whole-second ``now``.
+    # The predicates of contract §2, at whole-second ``now``.
     def expired(self, now: int) -> bool:
         return self.expires_at is not None and self.expires_at <= now
 
@@ -167,7 +167,7 @@ class ModelJob:
 @dataclass(frozen=True, slots=True)
 class Claim:
     """What a claim handed out: ``(job_id, attempt)`` names it; ``job`` is the snapshot
-    the handle carries (CONTRACT.md §2: a later reclaim invalidates this claim)."""
+    the handle carries (contract §2: a later reclaim invalidates this claim)."""
 
     job_id: int
     attempt: int
@@ -191,7 +191,7 @@ class ModelLock:
 
 @dataclass
 class ModelSchedule:
-    """One schedule row (CONTRACT.md §5)."""
+    """One schedule row (contract §5)."""
 
     name: str
     spec: str
@@ -333,7 +333,7 @@ class ReferenceModel:
         return self._live.get(job_id) or self._dead.get(job_id)
 
     def get_job(self, job_id: int) -> Job | None:
-        """``Queue.get_job`` is id-global (CONTRACT.md §2)."""
+        """``Queue.get_job`` is id-global (contract §2)."""
         job = self._row(job_id)
         return None if job is None else job.as_job()
 
@@ -496,7 +496,7 @@ class ReferenceModel:
     # -- handle ops ----------------------------------------------------------------
     def _valid(self, claim: Claim, now: int) -> ModelJob | None:
         """The row, if ``claim`` is still live: processing under this very attempt and
-        before its deadline (ADR-010 §2)."""
+        before its deadline (decision 010 §2)."""
         job = self._live.get(claim.job_id)
         if (
             job is None

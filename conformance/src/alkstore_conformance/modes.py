@@ -1,4 +1,4 @@
-"""Check and certify: what a run demands (CONTRACT.md §10).
+"""Check and certify: what a run demands.
 
 ``check`` (the default) runs the suite and reports; it never certifies.
 ``certify`` demands more of the same suite: the long Hypothesis profile,
@@ -27,7 +27,7 @@ CERTIFY_EXAMPLES = 4 * DEV_EXAMPLES
 CERTIFY_STATEFUL_STEPS = 100
 """Twice Hypothesis's default of 50 steps per stateful example."""
 
-CHECK_TRIALS = 1
+CHECK_TRIALS = 2
 REDUCED_TRIALS = 2
 CERTIFY_TRIALS = 3
 """Minimum trials of every concurrency test: a race must show up across fresh runs."""

@@ -79,7 +79,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="trials of each concurrency test (at least the mode's minimum: 1, 2 reduced, 3)",
+        help="trials of each concurrency test (at least the mode's minimum: 2, 2 reduced, 3)",
     )
     group.addoption(
         "--alkstore-property",

@@ -1,18 +1,62 @@
-"""Work done by concurrent claimers (threads, or spawned child processes).
+"""Child processes of the kit, and the work of concurrent claimers (threads or processes).
 
-Child processes reopen the test's store from its picklable ``EngineSpec``
-through ``alkstore.load_engine(name, group)``, on the system clock. Every loop
-is bounded in count and in time.
+Every child process has one shape: a module-level function decorated with
+``child_process`` that takes a ``results`` queue, may put progress reports
+``(kind, value)`` on it (``("ready", None)``), and returns its final report;
+``child_process`` puts that report on ``results``, or ``("error", "Type:
+message")`` if the body raised, so a failure is reported rather than lost. The
+parent side is ``profile_support.Children``. Children reopen the test's store
+from its picklable ``EngineSpec`` with ``open_in_child``; every loop and wait is
+bounded in count and in time.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol
 
 from alkstore import EngineSpec, JobHandle, QueueConsumer, Store, load_engine
+from alkstore.testing import FakeClock
+
+P = ParamSpec("P")
+
+Report = tuple[str, Any]
+"""What a child puts on its ``results`` queue: ``(kind, value)``."""
+
+
+def error_report(exc: BaseException) -> Report:
+    return ("error", f"{type(exc).__name__}: {exc}")
+
+
+def child_process(body: Callable[P, Report]) -> Callable[P, None]:
+    """Make ``body`` a spawn target: its returned report, or its error, goes on the
+    ``results`` argument. The target keeps ``body``'s name, so a spawned child
+    imports it by name as before."""
+    signature = inspect.signature(body)
+
+    @functools.wraps(body)
+    def target(*args: P.args, **kwargs: P.kwargs) -> None:
+        results = signature.bind(*args, **kwargs).arguments["results"]
+        try:
+            report = body(*args, **kwargs)
+        except BaseException as exc:
+            results.put(error_report(exc))
+        else:
+            results.put(report)
+
+    return target
+
+
+def open_in_child(
+    engine_name: str, engine_group: str, spec: EngineSpec, clock: FakeClock | None = None
+) -> Store:
+    """Reopen the test's store in a child (a clock cannot cross processes: a child
+    on a fake clock gets its own)."""
+    return load_engine(engine_name, engine_group).open(spec.url, clock=clock, **spec.opts)
 
 
 class SharedCounter(Protocol):
@@ -103,10 +147,7 @@ def claim_until_all_acked(
     return records
 
 
-def open_from_spec(engine_name: str, engine_group: str, spec: EngineSpec) -> Store:
-    return load_engine(engine_name, engine_group).open(spec.url, **spec.opts)
-
-
+@child_process
 def claimer_process(
     engine_name: str,
     engine_group: str,
@@ -120,26 +161,25 @@ def claimer_process(
     time_limit_s: float,
     results: Any,
     abandon_offset: int = 0,
-) -> None:
-    """Child process: open the store, meet the others at the barrier, claim."""
-    try:
-        with open_from_spec(engine_name, engine_group, spec) as store:
-            queue = store.queue(queue_name)
-            barrier.wait(timeout=time_limit_s)  # so the first claims collide
-            records = claim_until_all_acked(
-                queue,
-                worker_id,
-                total=total,
-                acked=acked,
-                abandon=abandon_first_claim_of_every(abandon_every, abandon_offset),
-                batch=3,
-                time_limit_s=time_limit_s,
-            )
-        results.put((worker_id, records, None))
-    except BaseException as exc:
-        results.put((worker_id, [], f"{type(exc).__name__}: {exc}"))
+) -> Report:
+    """Open the store, meet the others at the barrier, claim; reports
+    ``("claims", (worker_id, [ClaimRecord, ...]))``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        barrier.wait(timeout=time_limit_s)  # so the first claims collide
+        records = claim_until_all_acked(
+            queue,
+            worker_id,
+            total=total,
+            acked=acked,
+            abandon=abandon_first_claim_of_every(abandon_every, abandon_offset),
+            batch=3,
+            time_limit_s=time_limit_s,
+        )
+    return ("claims", (worker_id, records))
 
 
+@child_process
 def opener_process(
     engine_name: str,
     engine_group: str,
@@ -148,17 +188,16 @@ def opener_process(
     barrier: Any,
     time_limit_s: float,
     results: Any,
-) -> None:
-    """Child process: open the store at the same moment as the others, enqueue one job."""
-    try:
-        barrier.wait(timeout=time_limit_s)
-        with open_from_spec(engine_name, engine_group, spec) as store:
-            job_id = store.queue(queue_name).enqueue({"opened_by": queue_name})
-        results.put((job_id, None))
-    except BaseException as exc:
-        results.put((None, f"{type(exc).__name__}: {exc}"))
+) -> Report:
+    """Open the store at the same moment as the others, enqueue one job; reports
+    ``("enqueued", job_id)``."""
+    barrier.wait(timeout=time_limit_s)
+    with open_in_child(engine_name, engine_group, spec) as store:
+        job_id = store.queue(queue_name).enqueue({"opened_by": queue_name})
+    return ("enqueued", job_id)
 
 
+@child_process
 def enqueuer_process(
     engine_name: str,
     engine_group: str,
@@ -167,14 +206,11 @@ def enqueuer_process(
     go: Any,
     time_limit_s: float,
     results: Any,
-) -> None:
-    """Child process: once told to go, enqueue one job and report its id."""
-    try:
-        with open_from_spec(engine_name, engine_group, spec) as store:
-            queue = store.queue(queue_name)
-            results.put(("ready", None))
-            if not go.wait(timeout=time_limit_s):
-                raise TimeoutError("never told to enqueue")
-            results.put(("enqueued", queue.enqueue({"from": "another process"})))
-    except BaseException as exc:
-        results.put(("error", f"{type(exc).__name__}: {exc}"))
+) -> Report:
+    """Say ``ready``; once told to go, enqueue one job and report ``("enqueued", id)``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        results.put(("ready", None))
+        if not go.wait(timeout=time_limit_s):
+            raise TimeoutError("never told to enqueue")
+        return ("enqueued", queue.enqueue({"from": "another process"}))

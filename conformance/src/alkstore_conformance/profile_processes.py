@@ -1,29 +1,27 @@
-"""Child processes of the scheduler, streams and pub/sub properties.
+"""Child processes of the scheduler, streams, pub/sub, lock, race and crash properties.
 
-Each runs in a spawned process, reopens the test's store from its picklable
-``EngineSpec`` through ``alkstore.load_engine(name, group)`` and reports on a
-``multiprocessing`` queue as ``(kind, value)``; a failure is reported as
-``("error", "Type: message")`` rather than lost. A child on a fake clock gets
-its own ``FakeClock`` (a clock cannot be shared across processes); every wait
-is bounded by ``time_limit_s``.
+Each has the kit's one child-process shape (``processes.child_process``): it runs
+in a spawned process, reopens the test's store with ``open_in_child``, may say
+``("ready", None)`` on its ``results`` queue and returns its final ``(kind,
+value)`` report; a failure is reported as ``("error", "Type: message")`` rather
+than lost. A child on a fake clock gets its own ``FakeClock``; every wait is
+bounded by ``time_limit_s``.
 """
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from alkstore import EngineSpec, Store, load_engine
+from alkstore.constants import MAX_BATCH
 from alkstore.testing import FakeClock
 
-
-def open_in_child(
-    engine_name: str, engine_group: str, spec: EngineSpec, clock: FakeClock | None = None
-) -> Store:
-    return load_engine(engine_name, engine_group).open(spec.url, clock=clock, **spec.opts)
-
-
-def _error(exc: BaseException) -> tuple[str, str]:
-    return ("error", f"{type(exc).__name__}: {exc}")
+from .faults import CrashPoint, StatementCounter
+from .hooks import open_with_driver_wrapper
+from .processes import Report, child_process, open_in_child
 
 
 def tick_at_instants(
@@ -45,6 +43,7 @@ def tick_at_instants(
     return ticks
 
 
+@child_process
 def ticker_process(
     engine_name: str,
     engine_group: str,
@@ -54,18 +53,16 @@ def ticker_process(
     barrier: Any,
     results: Any,
     time_limit_s: float,
-) -> None:
+) -> Report:
     """``tick_at_instants`` in a child process on its own ``FakeClock``; reports
     ``("ticks", [(fired, skipped), ...])``."""
-    try:
-        clock = FakeClock(instants[0])
-        with open_in_child(engine_name, engine_group, spec, clock) as store:
-            ticks = tick_at_instants(store, clock, worker_id, instants, barrier, time_limit_s)
-        results.put(("ticks", ticks))
-    except BaseException as exc:
-        results.put(_error(exc))
+    clock = FakeClock(instants[0])
+    with open_in_child(engine_name, engine_group, spec, clock) as store:
+        ticks = tick_at_instants(store, clock, worker_id, instants, barrier, time_limit_s)
+    return ("ticks", ticks)
 
 
+@child_process
 def doomed_ticker_process(
     engine_name: str,
     engine_group: str,
@@ -75,18 +72,15 @@ def doomed_ticker_process(
     go: Any,
     results: Any,
     time_limit_s: float,
-) -> None:
+) -> Report:
     """Open the store at ``instant``, say ``ready``, tick once when told to: the
     parent kills this process (SIGKILL) while the tick fires."""
-    try:
-        with open_in_child(engine_name, engine_group, spec, FakeClock(instant)) as store:
-            results.put(("ready", None))
-            if not go.wait(timeout=time_limit_s):
-                raise TimeoutError("never told to tick")
-            result = store.tick_schedules(worker_id)
-        results.put(("ticked", (result.fired, result.skipped)))
-    except BaseException as exc:
-        results.put(_error(exc))
+    with open_in_child(engine_name, engine_group, spec, FakeClock(instant)) as store:
+        results.put(("ready", None))
+        if not go.wait(timeout=time_limit_s):
+            raise TimeoutError("never told to tick")
+        result = store.tick_schedules(worker_id)
+    return ("ticked", (result.fired, result.skipped))
 
 
 def append_events(
@@ -117,6 +111,7 @@ def append_events(
     return offsets
 
 
+@child_process
 def stream_appender_process(
     engine_name: str,
     engine_group: str,
@@ -129,18 +124,16 @@ def stream_appender_process(
     finished: Any,
     results: Any,
     time_limit_s: float,
-) -> None:
+) -> Report:
     """``append_events`` in a child process; reports ``("offsets", (writer, offsets))``."""
-    try:
-        with open_in_child(engine_name, engine_group, spec) as store:
-            offsets = append_events(
-                store, stream, writer, count, in_transaction, barrier, finished, time_limit_s
-            )
-        results.put(("offsets", (writer, offsets)))
-    except BaseException as exc:
-        results.put(_error(exc))
+    with open_in_child(engine_name, engine_group, spec) as store:
+        offsets = append_events(
+            store, stream, writer, count, in_transaction, barrier, finished, time_limit_s
+        )
+    return ("offsets", (writer, offsets))
 
 
+@child_process
 def stream_appender_on_signal(
     engine_name: str,
     engine_group: str,
@@ -149,19 +142,17 @@ def stream_appender_on_signal(
     go: Any,
     results: Any,
     time_limit_s: float,
-) -> None:
+) -> Report:
     """Say ``ready``; once told to, append one event and report its offset."""
-    try:
-        with open_in_child(engine_name, engine_group, spec) as store:
-            handle = store.stream(stream)
-            results.put(("ready", None))
-            if not go.wait(timeout=time_limit_s):
-                raise TimeoutError("never told to append")
-            results.put(("appended", handle.append({"from": "another process"})))
-    except BaseException as exc:
-        results.put(_error(exc))
+    with open_in_child(engine_name, engine_group, spec) as store:
+        handle = store.stream(stream)
+        results.put(("ready", None))
+        if not go.wait(timeout=time_limit_s):
+            raise TimeoutError("never told to append")
+        return ("appended", handle.append({"from": "another process"}))
 
 
+@child_process
 def subscriber_process(
     engine_name: str,
     engine_group: str,
@@ -170,26 +161,24 @@ def subscriber_process(
     expected: int,
     results: Any,
     time_limit_s: float,
-) -> None:
+) -> Report:
     """Subscribe, say ``subscribed``, then report the first ``expected`` messages
     (fewer if ``time_limit_s`` passes first)."""
-    try:
-        with (
-            open_in_child(engine_name, engine_group, spec) as store,
-            store.subscribe(channel) as subscription,
-        ):
-            results.put(("subscribed", None))
-            received: list[Any] = []
-            for _ in range(expected):
-                message = subscription.get(timeout=time_limit_s)
-                if message is None:
-                    break
-                received.append(message)
-        results.put(("received", received))
-    except BaseException as exc:
-        results.put(_error(exc))
+    with (
+        open_in_child(engine_name, engine_group, spec) as store,
+        store.subscribe(channel) as subscription,
+    ):
+        results.put(("subscribed", None))
+        received: list[Any] = []
+        for _ in range(expected):
+            message = subscription.get(timeout=time_limit_s)
+            if message is None:
+                break
+            received.append(message)
+    return ("received", received)
 
 
+@child_process
 def notifier_process(
     engine_name: str,
     engine_group: str,
@@ -199,14 +188,164 @@ def notifier_process(
     go: Any,
     results: Any,
     time_limit_s: float,
-) -> None:
+) -> Report:
     """Say ``ready``; once told to, notify ``payload`` on ``channel``."""
-    try:
-        with open_in_child(engine_name, engine_group, spec) as store:
-            results.put(("ready", None))
-            if not go.wait(timeout=time_limit_s):
-                raise TimeoutError("never told to notify")
-            store.notify(channel, payload)
-        results.put(("notified", None))
-    except BaseException as exc:
-        results.put(_error(exc))
+    with open_in_child(engine_name, engine_group, spec) as store:
+        results.put(("ready", None))
+        if not go.wait(timeout=time_limit_s):
+            raise TimeoutError("never told to notify")
+        store.notify(channel, payload)
+    return ("notified", None)
+
+
+# -- crash points (alkstore_conformance.faults) ------------------------------------------
+
+
+@child_process
+def crashing_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    operation: Callable[[Store, Callable[[], None], Any], None],
+    argument: Any,
+    clock_at: int | None,
+    crash: CrashPoint | None,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Open the store over the kit's counting driver (the engine's
+    ``open_with_driver_wrapper`` hook) and run ``operation(store, arm, argument)``.
+    With ``crash`` the process SIGKILLs itself at that statement and reports nothing;
+    without, it reports ``("statements", [names of the armed statements])``."""
+    provider = load_engine(engine_name, engine_group)
+    counter = StatementCounter(crash)
+    clock = None if clock_at is None else FakeClock(clock_at)
+    with open_with_driver_wrapper(provider, spec, counter.wrap, clock) as store:
+        operation(store, counter.arm, argument)
+    return ("statements", counter.calls)
+
+
+# -- prompt wakes -------------------------------------------------------------------------
+
+
+@child_process
+def writer_on_signals(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    kind: str,
+    name: str,
+    commands: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Say ``ready``; on every command enqueue a job (``kind`` "queue") or append an
+    event ("stream") to ``name`` and report ``("wrote", (id or offset, time.time()))``
+    right after it committed; a ``None`` command ends the loop."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        results.put(("ready", None))
+        while commands.get(timeout=time_limit_s) is not None:
+            if kind == "queue":
+                written = store.queue(name).enqueue({"from": "another process"})
+            else:
+                written = store.stream(name).append({"from": "another process"})
+            results.put(("wrote", (written, time.time())))
+    return ("done", None)
+
+
+# -- races ----------------------------------------------------------------------------------
+
+
+@child_process
+def batch_reader_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    total: int,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Say ``ready``, then claim everything of ``queue_name`` as it becomes visible,
+    until ``total`` jobs were claimed; report ``("claims", [{batch: jobs, ...}, ...])``,
+    one entry per non-empty claim, counting each claim's jobs by ``payload["batch"]``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        results.put(("ready", None))
+        claims: list[dict[int, int]] = []
+        claimed = 0
+        give_up_at = time.monotonic() + time_limit_s
+        while claimed < total and time.monotonic() < give_up_at:
+            handles = queue.claim_batch("batch-reader", MAX_BATCH)
+            if handles:
+                seen = Counter(int(handle.payload["batch"]) for handle in handles)
+                claims.append(dict(seen))
+                claimed += len(handles)
+    return ("claims", claims)
+
+
+LockAction = tuple[str, str, str]
+"""``(lock name, "acquire" | "renew" | "release", owner)``."""
+
+
+@child_process
+def lock_racer_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    actions: list[LockAction],
+    ttl_s: int,
+    clock_at: int | None,
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Run each lock action after meeting the other racers at the barrier, so the
+    actions of one round collide; report ``("locked", (actions, [True/False, ...]))``."""
+    clock = None if clock_at is None else FakeClock(clock_at)
+    with open_in_child(engine_name, engine_group, spec, clock) as store:
+        outcomes = race_lock_actions(store, actions, ttl_s, barrier, time_limit_s)
+    return ("locked", (actions, outcomes))
+
+
+def race_lock_actions(
+    store: Store, actions: list[LockAction], ttl_s: int, barrier: Any, time_limit_s: float
+) -> list[bool]:
+    outcomes: list[bool] = []
+    for name, action, owner in actions:
+        lock = store.lock(name)
+        barrier.wait(timeout=time_limit_s)
+        if action == "acquire":
+            outcomes.append(lock.acquire(owner, ttl_s))
+        elif action == "renew":
+            outcomes.append(lock.renew(owner, ttl_s))
+        else:
+            outcomes.append(lock.release(owner))
+    return outcomes
+
+
+@child_process
+def offset_committer_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    stream: str,
+    commits: list[tuple[str, int]],
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Commit each ``(consumer, offset)`` after meeting the other committers at the
+    barrier; report ``("committed", None)``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        race_offset_commits(store, stream, commits, barrier, time_limit_s)
+    return ("committed", None)
+
+
+def race_offset_commits(
+    store: Store, stream: str, commits: list[tuple[str, int]], barrier: Any, time_limit_s: float
+) -> None:
+    handle = store.stream(stream)
+    for consumer, offset in commits:
+        barrier.wait(timeout=time_limit_s)
+        handle.commit(consumer, offset)

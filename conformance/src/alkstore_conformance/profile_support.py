@@ -1,4 +1,4 @@
-"""Helpers for the suite's scheduler, streams and pub/sub properties (CONTRACT.md §5, §7).
+"""Helpers for the suite's scheduler, streams and pub/sub properties (contract §5, §7).
 
 Public API only, like the rest of the kit: a clock the test steps by hand, a
 way to run a blocking call in a bounded thread, and a way to count what a
@@ -141,7 +141,8 @@ def payload_counts(handles: list[JobHandle]) -> Counter[str]:
 
 
 class Children:
-    """Spawned child processes (``profile_processes``) and the queue they report on.
+    """Spawned child processes (``processes.child_process`` targets) and the queue
+    they report on: the parent side of the kit's one child-process shape.
 
     A context manager: on exit every child is joined (bounded), and one still
     alive is terminated, so no test leaves a process behind."""
@@ -152,8 +153,8 @@ class Children:
         self.results: Any = self.context.Queue()
         self.processes: list[BaseProcess] = []
 
-    def start(self, target: Callable[..., None], *args: Any) -> BaseProcess:
-        process = self.context.Process(target=target, args=args, daemon=True)
+    def start(self, target: Callable[..., None], *args: Any, **kwargs: Any) -> BaseProcess:
+        process = self.context.Process(target=target, args=args, kwargs=kwargs, daemon=True)
         process.start()
         self.processes.append(process)
         return process

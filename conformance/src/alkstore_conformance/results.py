@@ -1,6 +1,6 @@
 """Per-property results: what the terminal table and the JSON report say.
 
-Statuses (CONTRACT.md §10): ``pass | fail | error | not_applicable``. A test's
+Statuses (contract §10): ``pass | fail | error | not_applicable``. A test's
 status comes from its phases (a failing call is ``fail``; a failing setup or
 teardown, or a skip that is not a not-applicable profile, is ``error``); a
 property's status is the worst of its tests', where a property with only

@@ -1,12 +1,12 @@
-"""Repeated trials of the suite's concurrency tests (CONTRACT.md §10).
+"""Repeated trials of the suite's concurrency tests.
 
-A race may hide in one run and show in the next, so a certification runs
-every test that asks for the ``trial`` fixture several times: once in a check,
-at least twice in a reduced certification, at least three times in a full
-one. Each trial is its own test (``[trial1]``, ``[trial2]``, ...) with a fresh
-seed derived from the run's seed and its node id -- recorded in the report and
-reproduced by ``--hypothesis-seed`` -- for the test to vary what it can
-(which jobs a "crashed" worker abandons, ...).
+A race may hide in one run and show in the next, so every run repeats each
+test that asks for the ``trial`` fixture: twice in a check and in a reduced
+certification, at least three times in a full one. Each trial is its own
+test (``[trial1]``, ``[trial2]``, ...) with a fresh seed derived from the
+run's seed and its node id -- recorded in the report and reproduced by
+``--hypothesis-seed`` -- for the test to vary what it can (which jobs a
+"crashed" worker abandons, ...).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The kit proves it can fail: deliberately broken engines (CONTRACT.md §10).
+"""The kit proves it can fail: deliberately broken engines (contract §10).
 
 Each mutant is the SQLite reference engine with one bug, registered under the
 entry-point group ``alkstore.engines.selftest`` and naming the manifest
@@ -15,6 +15,14 @@ Needs the SQLite engine: ``pip install 'alkstore-conformance[selftest]'``.
 
 from __future__ import annotations
 
+from .blind_spots import (
+    ChunkedEnqueueDriver,
+    NoTimerDriver,
+    ReadThenWriteLockDriver,
+    SplitFireDriver,
+    TruncatingErrorDriver,
+    TwoStepBuryDriver,
+)
 from .engine import MutantEngine
 from .queues import (
     AckIgnoresAttemptDriver,
@@ -97,6 +105,42 @@ SCHEDULE_NO_CAP = MutantEngine(
     bug="a tick never skips past the catch-up cap: every missed boundary fires",
     driver=NeverSkipsDriver,
 )
+TRUNCATED_ERROR = MutantEngine(
+    "truncated-error",
+    catches="QUEUE-ERROR-WHOLE",
+    bug="a failed job's last_error keeps only its first 4000 characters",
+    driver=TruncatingErrorDriver,
+)
+CHUNKED_ENQUEUE = MutantEngine(
+    "chunked-enqueue",
+    catches="QUEUE-ENQUEUE-MANY-ATOMIC",
+    bug="enqueue_many commits every 100 rows: readers see half a batch, a crash keeps one",
+    driver=ChunkedEnqueueDriver,
+)
+NO_TIMER = MutantEngine(
+    "no-timer",
+    catches="WAKE-DELAYED-JOB-PROMPT",
+    bug="next_wake_at is always None: a delayed job is found by the 1 s re-poll only",
+    driver=NoTimerDriver,
+)
+READ_THEN_WRITE_LOCK = MutantEngine(
+    "read-then-write-lock",
+    catches="LOCK-ACQUIRE-RACE",
+    bug="acquire checks the lock in one transaction and takes it in the next: two winners",
+    driver=ReadThenWriteLockDriver,
+)
+SPLIT_FIRE = MutantEngine(
+    "split-fire",
+    catches="SCHED-FIRE-CRASH-ATOMIC",
+    bug="a schedule's advance commits before its job is inserted: a crash loses the job",
+    driver=SplitFireDriver,
+)
+TWO_STEP_BURY = MutantEngine(
+    "two-step-bury",
+    catches="QUEUE-DEAD-MOVE-CRASH-ATOMIC",
+    bug="fail deletes the live row and inserts the dead one in two commits",
+    driver=TwoStepBuryDriver,
+)
 
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
@@ -112,6 +156,12 @@ MUTANTS: dict[str, MutantEngine] = {
         ROLLBACK_KEEPS_JOBS,
         SCHEDULE_DOUBLE_FIRE,
         SCHEDULE_NO_CAP,
+        TRUNCATED_ERROR,
+        CHUNKED_ENQUEUE,
+        NO_TIMER,
+        READ_THEN_WRITE_LOCK,
+        SPLIT_FIRE,
+        TWO_STEP_BURY,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

@@ -16,10 +16,15 @@ from alkstore import Capabilities, EngineSpec, Store
 from alkstore.clock import Clock
 from alkstore.constants import CONTRACT_VERSION
 from alkstore.core import CoreStore
+from alkstore.driver import Driver
 from alkstore_sqlite import SqliteDriver, database_path, parse_options
 from alkstore_sqlite import provider as sqlite_provider
 
 from .. import __version__
+
+
+def _unwrapped(driver: Driver[Any]) -> Driver[Any]:
+    return driver
 
 
 class MutantEngine:
@@ -46,11 +51,26 @@ class MutantEngine:
         self._store = store
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        return self.open_with_driver_wrapper(url, _unwrapped, clock=clock, **opts)
+
+    def open_with_driver_wrapper(
+        self,
+        url: str,
+        wrap: Callable[[Driver[Any]], Driver[Any]],
+        *,
+        clock: Clock | None = None,
+        **opts: Any,
+    ) -> Store:
+        """The kit's fault-injection hook (``alkstore_conformance.hooks``)."""
         options = parse_options(dict(opts))
         driver = self._driver(database_path(url), options)
         try:
             return self._store(
-                driver, clock=clock, repoll_s=options.repoll_s, engine_name=self.name
+                wrap(driver),
+                clock=clock,
+                repoll_s=options.repoll_s,
+                capabilities=self.capabilities,
+                engine_name=self.name,
             )
         except BaseException:
             driver.close()

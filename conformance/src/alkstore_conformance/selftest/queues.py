@@ -13,12 +13,13 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from alkstore import BACKOFF_CAP_S
 from alkstore.core import CoreStore
 from alkstore.driver import ERROR_EXPIRED, JOB_COLUMNS, Driver, job_from_row
-from alkstore.options import NewJob
+from alkstore.options import JobStamps
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.schema import JOBS
@@ -149,9 +150,11 @@ UPDATE sqlite_sequence SET seq = (SELECT coalesce(max(id), 0) FROM {JOBS}) WHERE
 
 
 class ReusedIdsDriver(SqliteDriver):
-    def insert_jobs(self, c: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[int]:
+    def insert_jobs(
+        self, c: sqlite3.Connection, stamps: JobStamps, payloads: Sequence[str]
+    ) -> list[int]:
         c.execute(FORGET_USED_IDS, {"table": JOBS})
-        return super().insert_jobs(c, jobs)
+        return super().insert_jobs(c, stamps, payloads)
 
 
 # -- a rollback that leaves a job behind ------------------------------------------------
@@ -168,23 +171,27 @@ class EscapingEnqueueDriver(SqliteDriver):
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        enqueued: list[NewJob] = []
+        enqueued: list[tuple[JobStamps, Sequence[str]]] = []
         try:
             with super().transaction() as c:
                 self._open.tx, self._open.enqueued = c, enqueued
                 yield c
         except BaseException:
             self._open.tx = None
-            if enqueued:
-                self.write(lambda c: SqliteDriver.insert_jobs(self, c, enqueued))
+            for stamps, payloads in enqueued:
+                self.write(
+                    partial(SqliteDriver.insert_jobs, self, stamps=stamps, payloads=payloads)
+                )
             raise
         finally:
             self._open.tx = None
 
-    def insert_jobs(self, c: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[int]:
-        ids = super().insert_jobs(c, jobs)
+    def insert_jobs(
+        self, c: sqlite3.Connection, stamps: JobStamps, payloads: Sequence[str]
+    ) -> list[int]:
+        ids = super().insert_jobs(c, stamps, payloads)
         if getattr(self._open, "tx", None) is c:
-            self._open.enqueued.extend(jobs)
+            self._open.enqueued.append((stamps, payloads))
         return ids
 
 
@@ -204,7 +211,7 @@ class NoJitterStore(CoreStore):
 
     def __init__(self, driver: Driver[Any], **kwargs: Any) -> None:
         super().__init__(driver, **kwargs)
-        self._rng = TopOfTheRange()  # the core's one random source (backoff jitter)
+        self._context.rng = TopOfTheRange()  # the core's one random source (backoff jitter)
 
 
 STAMPED_BASE = f"SELECT backoff_base_s FROM {JOBS} WHERE id = :id"

@@ -9,10 +9,8 @@ every job acked exactly once, and no two claims of one job overlap in time.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import threading
 from collections import defaultdict
-from typing import Any
 
 import pytest
 
@@ -25,6 +23,7 @@ from alkstore_conformance.processes import (
     claim_until_all_acked,
     claimer_process,
 )
+from alkstore_conformance.profile_support import Children
 from alkstore_conformance.trials import Trial
 
 JOBS = 120
@@ -103,37 +102,25 @@ def test_processes_claim_each_job_exactly_once(
     engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store, trial: Trial
 ) -> None:
     ids = _fill(store, "contended")
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(CLAIMERS)
-    acked = context.Value("i", 0)
-    results: Any = context.Queue()
-    children = [
-        context.Process(
-            target=claimer_process,
-            args=(engine_name, engine_group, engine_spec, "contended", f"process-{index}"),
-            kwargs={
-                "barrier": barrier,
-                "acked": acked,
-                "total": JOBS,
-                "abandon_every": ABANDON_EVERY,
-                "time_limit_s": TIME_LIMIT_S,
-                "results": results,
-                "abandon_offset": trial.seed,
-            },
-        )
-        for index in range(CLAIMERS)
-    ]
-    for child in children:
-        child.start()
-    try:
-        outcomes = [results.get(timeout=TIME_LIMIT_S * 2) for _ in children]
-    finally:
-        for child in children:
-            child.join(TIME_LIMIT_S)
-        for child in children:
-            if child.is_alive():
-                child.terminate()
-                child.join(5)
-    assert [(worker, error) for worker, _, error in outcomes if error is not None] == []
-    records = [record for _, history, _ in outcomes for record in history]
+    with Children(TIME_LIMIT_S * 2) as children:
+        barrier = children.context.Barrier(CLAIMERS)
+        acked = children.context.Value("i", 0)
+        for index in range(CLAIMERS):
+            children.start(
+                claimer_process,
+                engine_name,
+                engine_group,
+                engine_spec,
+                "contended",
+                f"process-{index}",
+                barrier=barrier,
+                acked=acked,
+                total=JOBS,
+                abandon_every=ABANDON_EVERY,
+                time_limit_s=TIME_LIMIT_S,
+                results=children.results,
+                abandon_offset=trial.seed,
+            )
+        outcomes = [children.expect("claims") for _ in range(CLAIMERS)]
+    records = [record for _, history in outcomes for record in history]
     _check_history(store, "contended", ids, records)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import pickle
 import threading
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from alkstore import (
 from alkstore.testing import FakeClock
 from alkstore_conformance.fixtures import StoreFactory
 from alkstore_conformance.processes import opener_process
+from alkstore_conformance.profile_support import Children
 
 CHILD_TIME_LIMIT_S = 60.0
 
@@ -115,37 +115,23 @@ def test_processes_open_one_fresh_store_at_once(
     engine_name: str, engine_group: str, engine_spec: EngineSpec, open_store: StoreFactory
 ) -> None:
     openers = 3
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(openers)
-    results: Any = context.Queue()
-    children = [
-        context.Process(
-            target=opener_process,
-            args=(engine_name, engine_group, engine_spec, "opened", barrier, CHILD_TIME_LIMIT_S),
-            kwargs={"results": results},
-        )
-        for _ in range(openers)
-    ]
-    for child in children:
-        child.start()
-    try:
-        outcomes = [results.get(timeout=CHILD_TIME_LIMIT_S * 2) for _ in children]
-    finally:
-        _reap(children)
-    assert [error for _, error in outcomes if error is not None] == []
-    ids = [job_id for job_id, _ in outcomes]
+    with Children(CHILD_TIME_LIMIT_S * 2) as children:
+        barrier = children.context.Barrier(openers)
+        for _ in range(openers):
+            children.start(
+                opener_process,
+                engine_name,
+                engine_group,
+                engine_spec,
+                "opened",
+                barrier,
+                CHILD_TIME_LIMIT_S,
+                results=children.results,
+            )
+        ids = [children.expect("enqueued") for _ in range(openers)]
     assert len(set(ids)) == openers
     checker = open_store().queue("opened")
     assert sorted(h.id for h in checker.claim_batch("checker", 10)) == sorted(ids)
-
-
-def _reap(children: list[Any]) -> None:
-    for child in children:
-        child.join(CHILD_TIME_LIMIT_S)
-    for child in children:
-        if child.is_alive():
-            child.terminate()
-            child.join(5)
 
 
 @pytest.mark.property("STORE-REOPEN-DURABLE")

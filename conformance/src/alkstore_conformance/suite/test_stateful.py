@@ -1,7 +1,7 @@
 """QUEUE-MODEL-AGREEMENT: an engine and the reference model, driven side by side.
 
 A Hypothesis rule-based machine opens one fresh store per example (on a FakeClock)
-and applies random operations of CONTRACT.md §2-§7 to the engine and to
+and applies random operations of contract §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
 transactions that commit or roll back, the outbox, locks with two owners, schedules
@@ -18,7 +18,7 @@ jobs then live in the ordinary queues like every other job.
 
 Reopening closes the store and opens a new one on the same spec and clock. Handles
 claimed before stay readable values (``job``, ``id``, ``attempts``), but their ops
-raise ``StoreClosed`` (CONTRACT.md §1: any call after ``close()``); their claims
+raise ``StoreClosed`` (contract §1: any call after ``close()``); their claims
 stay reachable by id, through ``ack_batch`` on the new store.
 
 Option ranges are small on purpose (priorities -1..1, deadlines of seconds, clock
@@ -476,7 +476,7 @@ class QueueModelMachine(RuleBasedStateMachine):
 
     @rule()
     def maintenance(self) -> None:
-        """The documented recipe (CONTRACT.md §5): sweep every queue in turn."""
+        """The documented recipe (contract §5): sweep every queue in turn."""
         for queue in CONSUMERS:
             self.sweep_expired(queue)
 

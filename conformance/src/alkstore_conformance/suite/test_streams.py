@@ -1,4 +1,4 @@
-"""§7 (ADR-015 §5): streams -- an append-only log per name with durable consumer offsets."""
+"""§7 (decision 015 §5): streams -- an append-only log per name with durable consumer offsets."""
 
 from __future__ import annotations
 

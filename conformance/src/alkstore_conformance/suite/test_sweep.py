@@ -1,4 +1,4 @@
-"""§2: sweep_expired and the no-stranded-rows property (ADR-010 §5)."""
+"""§2: sweep_expired and the no-stranded-rows property (decision 010 §5)."""
 
 from __future__ import annotations
 

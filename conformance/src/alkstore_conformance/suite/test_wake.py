@@ -1,4 +1,4 @@
-"""§2 (ADR-006): claim_wait is wake-driven, bounded by timeout and stop.
+"""§2 (decision 006): claim_wait is wake-driven, bounded by timeout and stop.
 
 These tests are functional: generous timeouts, no latency assertions (speed
 belongs in benchmarks). Short sleeps only sequence "the waiter has started
@@ -8,15 +8,14 @@ would still pass, just checking less.
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from typing import Any
 
 import pytest
 
 from alkstore import EngineSpec, EnqueueOpts, StopToken, Store
 from alkstore_conformance.fixtures import StoreFactory
 from alkstore_conformance.processes import enqueuer_process
+from alkstore_conformance.profile_support import Children
 from alkstore_conformance.support import claim_wait_in_thread
 
 GENEROUS_S = 60.0
@@ -63,27 +62,24 @@ def test_claim_wait_returns_a_job_enqueued_by_another_store(
 def test_claim_wait_returns_a_job_enqueued_by_another_process(
     engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store
 ) -> None:
-    context = multiprocessing.get_context("spawn")
-    go = context.Event()
-    results: Any = context.Queue()
-    child = context.Process(
-        target=enqueuer_process,
-        args=(engine_name, engine_group, engine_spec, "jobs", go, GENEROUS_S, results),
-    )
-    child.start()
-    try:
-        assert results.get(timeout=GENEROUS_S) == ("ready", None)
+    with Children(GENEROUS_S) as children:
+        go = children.context.Event()
+        children.start(
+            enqueuer_process,
+            engine_name,
+            engine_group,
+            engine_spec,
+            "jobs",
+            go,
+            GENEROUS_S,
+            children.results,
+        )
+        children.expect("ready")
         got = claim_wait_in_thread(store.queue("jobs"), timeout=GENEROUS_S)
         time.sleep(SETTLE_S)
         go.set()
-        kind, value = results.get(timeout=GENEROUS_S)
-        assert kind == "enqueued", value
+        value = children.expect("enqueued")
         handle = got()
-    finally:
-        child.join(GENEROUS_S)
-        if child.is_alive():
-            child.terminate()
-            child.join(5)
     assert handle is not None
     assert handle.id == value
 

@@ -1,0 +1,153 @@
+"""Mutants for the kit's former blind spots: each breaks one sentence of the contract
+in a way only a large value, a crash at the wrong statement, a race between
+processes or a stopwatch can see.
+
+Like the other mutants they subclass the SQLite reference driver and replace
+one statement. Several need a commit in the middle of the core's transaction
+(``COMMIT`` then ``BEGIN IMMEDIATE`` on the same connection, still under the
+writer gate): that is how an engine that runs a multi-statement move on
+autocommit, or commits in chunks, behaves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+
+from alkstore.driver import JOB_COLUMNS
+from alkstore.options import JobStamps
+from alkstore_sqlite import SqliteDriver
+from alkstore_sqlite.schema import DEAD, JOBS, LOCKS
+
+_BEGIN_WRITE = "BEGIN IMMEDIATE"
+_COMMIT = "COMMIT"
+
+
+def _commit_and_continue(c: sqlite3.Connection) -> None:
+    """Commit what the transaction holds so far and go on in a new one."""
+    c.execute(_COMMIT)
+    c.execute(_BEGIN_WRITE)
+
+
+# -- class 1: a value that does not come back whole ------------------------------------
+
+ERROR_KEPT_CHARS = 4000
+"""What the truncating mutant keeps of an error: a column sized for "short" messages."""
+
+
+class TruncatingErrorDriver(SqliteDriver):
+    """Stores at most ``ERROR_KEPT_CHARS`` of a failure's error: a traceback-sized
+    ``last_error`` comes back cut."""
+
+    def bury(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, error: str) -> bool:
+        return super().bury(c, job_id, attempt, now, error[:ERROR_KEPT_CHARS])
+
+
+# -- class 2: a batch that is not one transaction --------------------------------------
+
+ENQUEUE_CHUNK = 100
+
+
+class ChunkedEnqueueDriver(SqliteDriver):
+    """Inserts a batch ``ENQUEUE_CHUNK`` rows at a time and commits between chunks:
+    readers see half a batch, and a crash leaves one behind."""
+
+    def insert_jobs(
+        self, c: sqlite3.Connection, stamps: JobStamps, payloads: Sequence[str]
+    ) -> list[int]:
+        ids: list[int] = []
+        for start in range(0, len(payloads), ENQUEUE_CHUNK):
+            if start:
+                _commit_and_continue(c)
+            ids.extend(super().insert_jobs(c, stamps, payloads[start : start + ENQUEUE_CHUNK]))
+        return ids
+
+
+# -- class 3: no timer for delayed work ------------------------------------------------
+
+
+class NoTimerDriver(SqliteDriver):
+    """Never says when the next row comes due: waiters for a delayed job only
+    find it on the core's re-poll safety net (a second late, on average half)."""
+
+    def next_wake_at(self, c: sqlite3.Connection, queue: str, now: int) -> int | None:
+        return None
+
+
+# -- class 4: a lock taken by read-then-write ------------------------------------------
+
+READ_LOCK = f"SELECT owner, expires_at FROM {LOCKS} WHERE name = :name"
+WRITE_LOCK = f"""
+INSERT INTO {LOCKS} (name, owner, expires_at) VALUES (:name, :owner, :expires_at)
+ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+"""
+READ_TO_WRITE_S = 0.002
+"""The gap between the check and the write (a network round trip, say)."""
+GATE_WAIT_S = 30.0
+
+
+class ReadThenWriteLockDriver(SqliteDriver):
+    """Checks that the lock is free in one transaction and takes it in the next:
+    two contenders that both checked before either wrote both win."""
+
+    def lock_acquire(
+        self, c: sqlite3.Connection, name: str, owner: str, now: int, expires_at: int
+    ) -> bool:
+        row = c.execute(READ_LOCK, {"name": name}).fetchone()
+        if row is not None and row[1] > now and row[0] != owner:
+            return False
+        # The read's transaction ends here; the write runs in a fresh one.
+        c.execute(_COMMIT)
+        self._gate.release()
+        try:
+            time.sleep(READ_TO_WRITE_S)
+        finally:
+            self._gate.acquire(time.monotonic() + GATE_WAIT_S)
+        c.execute(_BEGIN_WRITE)
+        params = {"name": name, "owner": owner, "expires_at": expires_at}
+        c.execute(WRITE_LOCK, params)
+        return True
+
+
+# -- class 5: moves that are not one transaction ---------------------------------------
+
+
+class SplitFireDriver(SqliteDriver):
+    """Commits a schedule's advance on its own, before the fired job is inserted:
+    a crash in between loses the boundary's job."""
+
+    def schedule_advance(
+        self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
+    ) -> bool:
+        moved = super().schedule_advance(c, name, expected, new_fire_at)
+        _commit_and_continue(c)
+        return moved
+
+
+_COLUMNS = ", ".join(JOB_COLUMNS)
+READ_VALID_CLAIM = f"""
+SELECT {_COLUMNS} FROM {JOBS}
+ WHERE id = :id AND state = 'processing' AND attempts = :attempt AND deadline > :now
+"""
+DELETE_JOB = f"DELETE FROM {JOBS} WHERE id = :id"
+INSERT_DEAD = f"INSERT INTO {DEAD} ({_COLUMNS.replace('state, ', '')}) VALUES ({{values}})"
+
+
+class TwoStepBuryDriver(SqliteDriver):
+    """Dead-letters a failed job in two separately committed statements (delete the
+    live row, then insert the dead one): a crash in between loses the job."""
+
+    def bury(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, error: str) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now}
+        row = c.execute(READ_VALID_CLAIM, params).fetchone()
+        if row is None:
+            return False
+        c.execute(DELETE_JOB, {"id": job_id})
+        _commit_and_continue(c)
+        values = dict(zip(JOB_COLUMNS, row, strict=True))
+        del values["state"]
+        values["last_error"], values["died_at"] = error, now
+        markers = ", ".join(f":{column}" for column in values)
+        c.execute(INSERT_DEAD.format(values=markers), values)
+        return True
