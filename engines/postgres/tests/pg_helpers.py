@@ -14,7 +14,6 @@ import psycopg
 import alkstore
 from alkstore import JobHandle, QueueConsumer, StopToken
 from alkstore.core import CoreStore
-from alkstore.testing import FakeClock
 
 StoreFactory = Callable[..., CoreStore]
 """``open_store(**opts)``: a store on the test's fresh schema."""
@@ -99,43 +98,6 @@ class BackgroundClaim:
 # -- child-process targets (importable by name from ``spawn`` children) ---------------
 
 
-def append_events(
-    dsn: str, schema: str, stream: str, writer: str, threads: int, count: int, results: Any
-) -> None:
-    """From ``threads`` threads, append ``count`` events each to ``stream``, alternating
-    lone appends with transactions of two appends that hold their offsets for a moment
-    before committing; put ``(offsets, errors)`` on ``results``."""
-    store = alkstore.open(dsn, schema=schema, pool_max_size=threads)
-    offsets: list[int] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-
-    def work(thread: int) -> None:
-        handle = store.stream(stream)
-        for n in range(count):
-            payload = {"writer": writer, "thread": thread, "n": n}
-            try:
-                if n % 2:
-                    taken = [handle.append(payload)]
-                else:
-                    with store.transaction() as tx:
-                        taken = [tx.stream_append(stream, payload), tx.stream_append(stream, n)]
-                        time.sleep(0.002)  # a reader polls meanwhile (widening the window)
-                with lock:
-                    offsets.extend(taken)
-            except Exception as exc:
-                with lock:
-                    errors.append(repr(exc))
-
-    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    store.close()
-    results.put((offsets, errors))
-
-
 LARGE = "x" * 10_000
 """A payload over NOTIFY's 8000-byte limit."""
 
@@ -160,16 +122,6 @@ def publish_messages(dsn: str, schema: str, channel: str, count: int) -> None:
         except RuntimeError:
             pass
         store.notify(channel, "done")
-
-
-def tick_at(dsn: str, schema: str, now: int, worker_id: str, rounds: int, results: Any) -> None:
-    """Tick the schedules ``rounds`` times at ``now`` as ``worker_id``; put the total of
-    fired boundaries (or the error) on ``results``."""
-    try:
-        with alkstore.open(dsn, schema=schema, clock=FakeClock(now)) as store:
-            results.put(sum(store.tick_schedules(worker_id).fired for _ in range(rounds)))
-    except Exception as exc:
-        results.put(repr(exc))
 
 
 class BackgroundCall:

@@ -73,13 +73,6 @@ def test_messages_published_by_another_process_reach_a_subscription_here(
     assert received == [{"n": n, "blob": LARGE} if n % 5 == 0 else n for n in range(30)]
 
 
-def test_every_store_on_the_schema_receives_a_message(open_store: StoreFactory) -> None:
-    first, second, publisher = open_store(), open_store(), open_store()
-    with first.subscribe("c") as a, second.subscribe("c") as b:
-        publisher.notify("c", {"n": 1})
-        assert a.get(timeout=SAFETY_NET_S) == b.get(timeout=SAFETY_NET_S) == {"n": 1}
-
-
 def test_a_payload_over_the_notify_limit_arrives_whole(
     open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
 ) -> None:
@@ -135,18 +128,6 @@ def test_a_message_published_through_attach_arrives_on_the_callers_commit_only(
         assert subscription.get(timeout=SAFETY_NET_S) == "published meanwhile"
         conn.commit()
         assert subscription.get(timeout=SAFETY_NET_S) == "committed"
-
-
-def test_equal_messages_of_one_transaction_all_arrive(open_store: StoreFactory) -> None:
-    # PostgreSQL folds identical NOTIFYs of one transaction into one.
-    store = open_store()
-    with store.subscribe("c") as subscription:
-        with store.transaction() as tx:
-            for _ in range(3):
-                tx.notify("c", "same")
-        store.notify("c", "end")
-        received = [subscription.get(timeout=SAFETY_NET_S) for _ in range(4)]
-    assert received == ["same", "same", "same", "end"]
 
 
 def test_a_subscription_receives_what_commits_right_after_it_opened(

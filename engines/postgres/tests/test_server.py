@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import psycopg
 import pytest
 
-from alkstore_postgres import server
+from alkstore_postgres.testing import server
 from alkstore_postgres.testing.server import (
     BINDIR_ENV,
     DSN_ENV,

@@ -11,7 +11,6 @@ import resource
 import signal
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -173,43 +172,6 @@ def open_and_enqueue(url: str, results: Any) -> None:
 # -- profiles: scheduler, streams, pub/sub ------------------------------------------
 
 
-def append_events(
-    url: str, stream: str, writer: str, threads: int, count: int, results: Any
-) -> None:
-    """From ``threads`` threads, append ``count`` events each to ``stream``, alternating
-    lone appends with transactions that hold the offsets they took for a moment
-    before committing; put ``(offsets, errors)`` on ``results``."""
-    store = alkstore.open(url)
-    offsets: list[int] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-
-    def work(thread: int) -> None:
-        stream_handle = store.stream(stream)
-        for n in range(count):
-            payload = {"writer": writer, "thread": thread, "n": n}
-            try:
-                if n % 2:
-                    taken = [stream_handle.append(payload)]
-                else:
-                    with store.transaction() as tx:
-                        taken = [tx.stream_append(stream, payload), tx.stream_append(stream, n)]
-                        time.sleep(0.001)  # a reader polls meanwhile (widening the window)
-                with lock:
-                    offsets.extend(taken)
-            except Exception as exc:
-                with lock:
-                    errors.append(repr(exc))
-
-    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    store.close()
-    results.put((offsets, errors))
-
-
 def publish_messages(url: str, channel: str, count: int) -> None:
     """Publish ``0 .. count - 1`` on ``channel`` (every third in a transaction, plus one
     rolled-back transaction's message), then ``"done"``."""
@@ -227,16 +189,6 @@ def publish_messages(url: str, channel: str, count: int) -> None:
         except RuntimeError:
             pass
         store.notify(channel, "done")
-
-
-def tick_at(url: str, now: int, worker_id: str, rounds: int, results: Any) -> None:
-    """Tick the schedules ``rounds`` times at ``now`` as ``worker_id``; put the total of
-    fired boundaries (or the error) on ``results``."""
-    try:
-        with alkstore.open(url, clock=FakeClock(now)) as store:
-            results.put(sum(store.tick_schedules(worker_id).fired for _ in range(rounds)))
-    except Exception as exc:
-        results.put(repr(exc))
 
 
 # -- faults: a stalled writer, a full disk ------------------------------------------

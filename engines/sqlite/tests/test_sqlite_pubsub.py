@@ -90,22 +90,6 @@ def test_a_message_published_through_attach_arrives_on_the_callers_commit_only(
         conn.close()
 
 
-def test_every_store_on_the_file_in_this_process_receives_a_message(
-    open_store: StoreFactory,
-) -> None:
-    first, second, publisher = open_store(), open_store(), open_store()
-    with first.subscribe("c") as a, second.subscribe("c") as b:
-        publisher.notify("c", {"n": 1})
-        assert a.get(timeout=SAFETY_NET_S) == b.get(timeout=SAFETY_NET_S) == {"n": 1}
-
-
-def test_a_large_payload_arrives_whole(store: Store) -> None:
-    payload = {"blob": "x" * 200_000, "n": 1}
-    with store.subscribe("c") as subscription:
-        store.notify("c", payload)
-        assert subscription.get(timeout=SAFETY_NET_S) == payload
-
-
 def test_a_subscription_does_not_receive_what_committed_while_the_watcher_was_idle(
     store: Store, url: str
 ) -> None:

@@ -1,0 +1,101 @@
+"""The driver suite itself: selected by capabilities as data, inert until a test
+module builds it, and able to fail a driver that breaks a seam rule."""
+
+from __future__ import annotations
+
+import pkgutil
+
+import pytest
+
+import alkstore_conformance.driver_suite as driver_suite_package
+from alkstore import Capabilities
+from alkstore_conformance.driver_suite import SUITES, driver_suite, suites_for
+
+EVERY_PROFILE = Capabilities(scheduler=True, streams=True, pubsub=True)
+QUEUE_ONLY = Capabilities(transactions=False, locks=False)
+
+
+def _test_names(suite: type) -> set[str]:
+    return {name for name in dir(suite) if name.startswith("test_")}
+
+
+def test_an_engine_with_every_profile_gets_every_suite() -> None:
+    assert suites_for(EVERY_PROFILE) == SUITES
+
+
+def test_a_profile_the_engine_lacks_contributes_no_tests() -> None:
+    names = _test_names(driver_suite(QUEUE_ONLY))
+    assert names
+    assert not any(
+        name.startswith(("test_lock_", "test_schedule", "test_stream_", "test_publish"))
+        for name in names
+    )
+    assert "test_transaction_commits_on_normal_exit" not in names
+
+
+def test_a_suite_needing_two_profiles_comes_only_with_both() -> None:
+    pubsub_only = Capabilities(transactions=False, pubsub=True)
+    assert "test_publish_delivers_in_commit_order_across_channels" in _test_names(
+        driver_suite(pubsub_only)
+    )
+    assert "test_a_rolled_back_publish_delivers_nothing" not in _test_names(
+        driver_suite(pubsub_only)
+    )
+
+
+def test_the_built_class_carries_its_capabilities_and_name() -> None:
+    built = driver_suite(EVERY_PROFILE, "TestSomeDriver")
+    assert (built.__name__, getattr(built, "capabilities", None)) == (
+        "TestSomeDriver",
+        EVERY_PROFILE,
+    )
+
+
+def test_no_module_of_the_suite_is_collected_on_its_own() -> None:
+    modules = [m.name for m in pkgutil.iter_modules(driver_suite_package.__path__)]
+    assert modules
+    assert [name for name in modules if name.startswith("test")] == []
+
+
+MUTANT_MODULE = '''
+import uuid
+
+import pytest
+
+from alkstore_conformance.driver_suite import driver_suite, opened_drivers
+from alkstore_memory import MemoryEngine
+from alkstore_memory.database import database, drop
+from alkstore_memory.driver import MemoryDriver
+
+
+class AckIgnoresTheAttempt(MemoryDriver):
+    """Acks whatever claim currently holds the row: a stale handle acks a reclaim."""
+
+    def ack(self, c, job_id, attempt, now):
+        row = c.tables.jobs.get(job_id)
+        return super().ack(c, job_id, attempt if row is None else row.attempts, now)
+
+
+TestMutant = driver_suite(MemoryEngine.capabilities, "TestMutant")
+
+
+@pytest.fixture
+def driver_factory():
+    name = uuid.uuid4().hex
+    with opened_drivers(lambda: AckIgnoresTheAttempt(database(name))) as factory:
+        yield factory
+    drop(name)
+'''
+
+
+def test_the_suite_fails_a_driver_whose_ack_ignores_the_attempt(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_mutant_driver=MUTANT_MODULE)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-k", "ack")
+    outcomes = result.parseoutcomes()
+    # Only the rule the mutant breaks fails; the other ack tests pass on it.
+    assert (outcomes.get("failed"), outcomes.get("passed", 0) > 1) == (1, True)
+    result.stdout.fnmatch_lines(
+        ["FAILED *test_a_handle_op_of_an_earlier_claim_matches_nothing[[]ack[]]*"]
+    )
