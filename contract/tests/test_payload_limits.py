@@ -82,7 +82,7 @@ def test_stored_bytes_decode_as_utf8_text() -> None:
 
 def _corrupt(driver: FakeDriver, job_id: int, text: str) -> None:
     """What raw SQL or an older release could leave in a row."""
-    driver._state.live[job_id]["payload"] = text
+    driver.corrupt_payload(job_id, text)
 
 
 def test_a_claim_dead_letters_an_undecodable_job_and_claims_the_one_behind_it(
@@ -122,7 +122,7 @@ def test_a_queue_of_only_undecodable_jobs_claims_nothing_and_empties(
         _corrupt(driver, job_id, "")
     assert queue.claim("w1") is None
     assert queue.claim("w1") is None
-    assert driver._state.live == {}
+    assert driver.live_rows("q") == []
 
 
 # -- opening: wrong types are refused at once ----------------------------------------
