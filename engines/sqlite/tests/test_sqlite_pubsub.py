@@ -16,7 +16,7 @@ import pytest
 from sqlite_helpers import StoreFactory, publish_messages, shared_state
 
 from alkstore import Store
-from alkstore_sqlite.schema import NOTIFICATIONS
+from alkstore_sqlite.migrations import NOTIFICATIONS
 
 SAFETY_NET_S = 30
 

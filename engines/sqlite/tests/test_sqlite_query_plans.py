@@ -21,7 +21,7 @@ from alkstore import EnqueueOpts, QueueOpts, Store
 from alkstore.testing import FakeClock
 from alkstore_sqlite import database_url
 from alkstore_sqlite import statements as sql
-from alkstore_sqlite.schema import (
+from alkstore_sqlite.migrations import (
     CLAIM_INDEX,
     DUE_INDEX,
     EXPIRY_INDEX,

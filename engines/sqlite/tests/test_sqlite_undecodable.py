@@ -11,7 +11,7 @@ import pytest
 from alkstore import JobState, Store
 from alkstore.driver import ERROR_UNDECODABLE
 from alkstore.payload import UndecodablePayload
-from alkstore_sqlite.schema import JOBS
+from alkstore_sqlite.migrations import JOBS
 
 CORRUPT_PAYLOAD = f"UPDATE {JOBS} SET payload = ? WHERE id = ?"
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from alkstore.driver import JOB_COLUMNS
 from alkstore.options import JobStamps
 from alkstore_sqlite import SqliteDriver
-from alkstore_sqlite.schema import DEAD, JOBS, LOCKS
+from alkstore_sqlite.migrations import DEAD, JOBS, LOCKS
 
 _BEGIN_WRITE = "BEGIN IMMEDIATE"
 _COMMIT = "COMMIT"

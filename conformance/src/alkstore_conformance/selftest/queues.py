@@ -2,7 +2,7 @@
 
 They subclass the SQLite reference driver and replace one statement (or wrap
 the store's random source); everything else is the real engine. Their SQL
-names the reference engine's fixed tables from ``alkstore_sqlite.schema``.
+names the reference engine's fixed tables from ``alkstore_sqlite.migrations``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from alkstore.driver import ERROR_EXPIRED, JOB_COLUMNS, Driver, job_from_row
 from alkstore.options import JobStamps
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
-from alkstore_sqlite.schema import JOBS
+from alkstore_sqlite.migrations import JOBS
 
 _COLUMNS = ", ".join(JOB_COLUMNS)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from alkstore_sqlite import SqliteDriver
-from alkstore_sqlite.schema import SCHEDULES
+from alkstore_sqlite.migrations import SCHEDULES
 
 # The bug: no "AND next_fire_at = :expected". A ticker that read a boundary another
 # ticker has already fired moves the schedule anyway and fires the boundary again.

@@ -8,9 +8,9 @@ pub/sub delivery. Implements every optional profile: scheduler, streams, pub/sub
 """
 
 from .driver import SqliteDriver
+from .migrations import LATEST_VERSION
 from .options import SYNCHRONOUS_LEVELS, SqliteOptions, parse_options
 from .provider import ENGINE_NAME, SqliteEngine, __version__, provider
-from .schema import LATEST_VERSION
 from .url import database_path, database_url
 
 __all__ = [

@@ -1,25 +1,16 @@
-"""Opening connections, a pool of idle ones, and what a sqlite3 error means to a caller."""
+"""Opening connections, and a pool of idle ones."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
 
-from alkstore import EngineUnavailable, StoreClosed
+from alkstore import StoreClosed
 
 from . import statements as sql
 from .budget import pause
+from .errors import is_busy, unavailable
 from .options import SqliteOptions
-
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-_WRITE_REFUSED = frozenset(
-    {sqlite3.SQLITE_IOERR_WRITE, sqlite3.SQLITE_IOERR_TRUNCATE, sqlite3.SQLITE_IOERR_SHMSIZE}
-)
-_OUT_OF_SPACE_HINT = (
-    " (a write was refused: a full disk, a quota or a file size limit, or a failing "
-    "device; nothing was half-written, and the store resumes by itself once there "
-    "is room again)"
-)
 
 
 def connect(
@@ -60,30 +51,6 @@ def connect(
                 continue
             conn.close()
             raise unavailable(exc, path) from exc
-
-
-def is_busy(exc: sqlite3.Error) -> bool:
-    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds a lock; retrying is safe."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _BUSY_CODES
-
-
-def is_unavailable(exc: sqlite3.Error) -> bool:
-    """Errors that say the database cannot be used right now (I/O, permissions, full
-    disk, not a database, corruption) as opposed to a wrong statement or value."""
-    return type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError)
-
-
-def is_out_of_space(exc: sqlite3.Error) -> bool:
-    """A write failed for want of room: a full disk (SQLITE_FULL), or a write the
-    OS refused (a quota, a file size limit, an I/O error all read SQLITE_IOERR_WRITE)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and (code & 0xFF == sqlite3.SQLITE_FULL or code in _WRITE_REFUSED)
-
-
-def unavailable(exc: sqlite3.Error, path: str) -> EngineUnavailable:
-    hint = _OUT_OF_SPACE_HINT if is_out_of_space(exc) else ""
-    return EngineUnavailable(f"SQLite database {path!r} is unavailable: {exc}{hint}")
 
 
 class ConnectionPool:

@@ -32,19 +32,13 @@ from alkstore.values import Job, LockInfo
 
 from . import statements as sql
 from .budget import describe_limit, limit_s, pause
-from .connections import (
-    ConnectionPool,
-    connect,
-    is_busy,
-    is_out_of_space,
-    is_unavailable,
-    unavailable,
-)
+from .connections import ConnectionPool, connect
+from .errors import is_busy, is_out_of_space, is_unavailable, unavailable
 from .gate import GateBusy, NoGate, WriterGate
 from .leftovers import might_hold_nothing, missing_files, remove_created
+from .migrations import LATEST_VERSION, migrate, schema_version
 from .options import SqliteOptions
 from .profiles import ProfileStatements
-from .schema import LATEST_VERSION, migrate, schema_version
 from .shared import SharedDatabase, release, share, sole_user
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
 from alkstore.options import JOB_STAMP_FIELDS
 
-from .schema import (
+from .migrations import (
     CLAIM_INDEX,
     DEAD,
     EXPIRY_INDEX,

@@ -12,7 +12,7 @@ from sqlite_helpers import StoreFactory, open_and_enqueue
 import alkstore
 from alkstore import EngineUnavailable
 from alkstore_sqlite import LATEST_VERSION
-from alkstore_sqlite.schema import MIGRATIONS
+from alkstore_sqlite.migrations import MIGRATIONS
 
 
 def _tables(db_path: Path) -> set[str]:
