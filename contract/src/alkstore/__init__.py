@@ -60,7 +60,17 @@ from .options import (
 )
 from .spec import parse_spec
 from .stop import StopToken
-from .values import Job, JobState, LockInfo, Schedule, StreamEvent, SweepResult, TickResult
+from .values import (
+    Job,
+    JobError,
+    JobState,
+    LockInfo,
+    QueueStats,
+    Schedule,
+    StreamEvent,
+    SweepResult,
+    TickResult,
+)
 
 __version__ = "0.1.0"
 
@@ -88,6 +98,7 @@ __all__ = [
     "InvalidOptions",
     "InvalidSpec",
     "Job",
+    "JobError",
     "JobHandle",
     "JobState",
     "LeadershipLost",
@@ -100,6 +111,7 @@ __all__ = [
     "Queue",
     "QueueConsumer",
     "QueueOpts",
+    "QueueStats",
     "RealtimeClock",
     "ReservedName",
     "Schedule",

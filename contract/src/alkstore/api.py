@@ -18,7 +18,16 @@ from .clock import Clock
 from .options import EnqueueOpts, QueueOpts, ScheduleOpts
 from .stop import StopToken
 from .timeconv import Duration
-from .values import Job, LockInfo, Schedule, StreamEvent, SweepResult, TickResult
+from .values import (
+    Job,
+    JobState,
+    LockInfo,
+    QueueStats,
+    Schedule,
+    StreamEvent,
+    SweepResult,
+    TickResult,
+)
 
 
 class JobHandle(Protocol):
@@ -293,6 +302,105 @@ class QueueConsumer(Protocol):
             StoreClosed: the store was closed.
         """
 
+    # -- operations (contract §11, ops profile) -----------------------------------
+    def stats(self) -> QueueStats:
+        """What this queue holds now (contract §11).
+
+        Returns:
+            ``QueueStats``: ready, scheduled, processing, lapsed and dead counts, the
+            oldest ready job's age in seconds, and whether the queue is paused.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    def jobs(
+        self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
+    ) -> list[Job]:
+        """A keyset page of this queue's jobs, in id order (contract §11).
+
+        Args:
+            state: only jobs in this state (``JobState`` or its name); ``None`` = all,
+                dead ones included.
+            after_id: only ids greater than this: pass the last id of a page to get
+                the next one. Pages never skip or repeat a job, even while jobs are
+                added.
+            limit: 1..1000 jobs per page.
+
+        Raises:
+            InvalidOptions: a malformed ``state``, ``after_id`` or ``limit``.
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    def redrive(self, ids: Sequence[int] | None = None, *, limit: int = 10_000) -> list[int]:
+        """Turn dead jobs of this queue back into pending work, in one transaction.
+
+        Each dead job named in ``ids`` (``None``: the oldest ``died_at`` first, up to
+        ``limit``) becomes a **new** pending job -- fresh id, same payload, priority
+        and stamps, ``attempts = 0``, due now, ``expires_at`` as far from now as it
+        was from its enqueue -- and its dead row is deleted: after a crash either the
+        dead row or the new job exists, never both and never neither. Ids that are
+        not dead jobs of this queue are skipped. ``get_job(new).redriven_from`` is
+        the old id; claimers wake after the commit (contract §11).
+
+        Returns:
+            The new ids, in the order of the dead jobs they replace.
+
+        Raises:
+            InvalidOptions: an id is not an int, or ``limit`` is out of range.
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    def purge_dead(
+        self, ids: Sequence[int] | None = None, *, older_than_s: Duration | None = None
+    ) -> int:
+        """Delete this queue's dead jobs: those named in ``ids``, or those dead longer
+        than ``older_than_s``, or all of them (contract §11).
+
+        Returns:
+            How many were deleted.
+
+        Raises:
+            InvalidOptions: an id is not an int, or ``older_than_s`` is malformed.
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    def pause(self) -> bool:
+        """Pause the queue, durably and for every process: claims return nothing and
+        ``claim_wait`` keeps waiting; enqueue, sweeps and jobs already claimed carry
+        on (contract §11).
+
+        Returns:
+            ``True`` if the queue was running.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    def resume(self) -> bool:
+        """Resume a paused queue; its waiters (in every process) wake.
+
+        Returns:
+            ``True`` if the queue was paused.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    def paused(self) -> bool:
+        """Whether the queue is paused (by any process).
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
 
 class Queue(QueueConsumer, Protocol):
     """A named queue with the ``QueueOpts`` its enqueues stamp (contract §2).
@@ -533,10 +641,11 @@ class Transaction(Protocol):
             StoreClosed: the transaction has finished or the store was closed.
         """
 
-    def enqueue(self, queue: str, payload: Any, opts: EnqueueOpts | None = None) -> int:
+    def enqueue(self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None) -> int:
         """Enqueue a job that exists only if this transaction commits.
 
-        A queue named here (not a handle) stamps ``DEFAULT_QUEUE_OPTS``. Reserved
+        A ``Queue`` handle stamps that handle's ``QueueOpts`` (contract §11); a bare
+        name stamps ``DEFAULT_QUEUE_OPTS``. Reserved
         names are refused: an outbox is reachable only through ``outbox_enqueue``
         (contract §3).
 
@@ -760,6 +869,15 @@ class Store(Protocol):
             InvalidName: ``channel`` is malformed.
             PayloadError: ``payload`` is not JSON-serializable.
             NotImplementedError: the engine does not implement the pubsub profile.
+        """
+
+    def stats(self) -> list[QueueStats]:
+        """Stats of every queue with a job (live or dead) or a pause, reserved ones
+        included, ordered by name (contract §11; see ``Queue.stats``).
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
         """
 
     def subscribe(self, channel: str) -> Subscription:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-CONTRACT_VERSION: Final = "1"
+CONTRACT_VERSION: Final = "1.1"
 """The contract version engines implementing this package declare."""
 
 RESERVED_PREFIX: Final = "__alkstore"
@@ -36,6 +36,19 @@ MAX_PAYLOAD_DEPTH: Final = 64
 Deeper payloads are refused at enqueue: decoding one from a worker's already deep
 stack could exhaust Python's recursion limit, and a row that cannot be decoded
 must never reach a claimer."""
+
+MAX_ERROR_HISTORY: Final = 25
+"""A job keeps the latest this many ``JobError``s (contract §11)."""
+
+MAX_ERROR_LENGTH: Final = 65_536
+"""Error strings are stored whole up to this many characters; longer ones keep their
+first ``MAX_ERROR_LENGTH`` characters (contract §11)."""
+
+MAX_JOBS_PAGE: Final = 1000
+"""Largest ``Queue.jobs`` page (contract §11)."""
+
+MAX_REDRIVE: Final = 10_000
+"""Largest ``Queue.redrive`` ``limit`` (contract §11)."""
 
 MAX_BATCH: Final = 10_000
 """Largest ``claim_batch`` limit."""

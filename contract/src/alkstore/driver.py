@@ -22,8 +22,8 @@ from typing import Any, Protocol, TypeVar
 
 from .options import JobStamps as JobStamps
 from .options import ScheduleOpts
-from .payload import decode_payload
-from .values import Job, JobState, LockInfo, Schedule, StreamEvent
+from .payload import decode_payload, encode_payload
+from .values import Job, JobError, JobState, LockInfo, QueueStats, Schedule, StreamEvent
 
 C = TypeVar("C")
 C_contra = TypeVar("C_contra", contravariant=True)
@@ -47,8 +47,17 @@ JOB_COLUMNS: tuple[str, ...] = (
     "dead_letter_retention_s",
     "last_error",
     "died_at",
+    "errors",
+    "redriven_from",
 )
-"""The column order ``job_from_row`` expects (the engine selects in this order)."""
+"""The column order ``job_from_row`` expects (the engine selects in this order).
+
+``errors`` is the error history as JSON text: an array of ``[attempt, at, error]``
+arrays, oldest first (``NULL`` or ``'[]'`` for none). An engine without the ops
+profile may select only the first ``V1_JOB_COLUMNS`` columns."""
+
+V1_JOB_COLUMNS = len(JOB_COLUMNS) - 2
+"""Contract 1.0's job row: everything but ``errors`` and ``redriven_from``."""
 
 ERROR_EXHAUSTED = "max attempts exceeded"
 ERROR_EXPIRED = "expired"
@@ -74,20 +83,45 @@ _JOB_SLOTS: tuple[Callable[[Job, Any], None], ...] = tuple(
 )
 _SET_STATE = _JOB_SLOTS[JOB_COLUMNS.index("state")]
 _SET_PAYLOAD = _JOB_SLOTS[JOB_COLUMNS.index("payload")]
+_SET_ERRORS = _JOB_SLOTS[JOB_COLUMNS.index("errors")]
+_NO_HISTORY = ((), None)  # the ops fields of a 1.0 row
 _run_all: Callable[[Iterator[None]], None] = deque[None](maxlen=0).extend
 if hasattr(Job, "__post_init__"):
     raise TypeError("job_from_row sets Job's slots directly: Job must have no __post_init__")
 
 
 def job_from_row(row: Sequence[Any]) -> Job:
-    """Build a ``Job`` from a row in ``JOB_COLUMNS`` order (payload as JSON text)."""
-    if len(row) != len(JOB_COLUMNS):
+    """Build a ``Job`` from a row in ``JOB_COLUMNS`` order (payload and errors as JSON
+    text), or from a contract 1.0 row of the first ``V1_JOB_COLUMNS`` columns."""
+    if len(row) == V1_JOB_COLUMNS:
+        row = (*row, *_NO_HISTORY)
+    elif len(row) != len(JOB_COLUMNS):
         raise ValueError(f"a job row has {len(JOB_COLUMNS)} columns, got {len(row)}")
     job: Job = object.__new__(Job)
     _run_all(map(operator.call, _JOB_SLOTS, repeat(job), row))
     _SET_STATE(job, _STATES[row[2]])
     _SET_PAYLOAD(job, decode_payload(row[3]))
+    _SET_ERRORS(job, decode_errors(row[17]))
     return job
+
+
+def decode_errors(text: str | None) -> tuple[JobError, ...]:
+    """The ``errors`` column (JSON ``[[attempt, at, error], ...]``) as ``JobError``s."""
+    if not text or text == "[]":
+        return ()
+    entries = decode_payload(text)
+    if not isinstance(entries, list):  # undecodable: a history is never worth a failure
+        return ()
+    return tuple(
+        JobError(int(entry[0]), int(entry[1]), str(entry[2]))
+        for entry in entries
+        if isinstance(entry, list) and len(entry) == 3
+    )
+
+
+def error_entry(attempt: int, at: int, error: str) -> str:
+    """One history entry as the JSON text engines append to ``errors``."""
+    return encode_payload([attempt, at, error])
 
 
 class WakeSink(Protocol):
@@ -183,7 +217,8 @@ class Driver(Protocol[C]):
         ``run_at <= now`` or processing with ``deadline <= now``; not expired;
         ``attempts < max_attempts``), in order priority DESC, run_at ASC, id ASC,
         set processing with ``attempts + 1``, ``claimed_at = now``, ``worker_id``,
-        ``deadline = now + visibility_timeout_s``. Return the updated rows."""
+        ``deadline = now + visibility_timeout_s``. Return the updated rows. A paused
+        queue (ops profile: ``OpsDriver.set_paused``) yields no row."""
         ...
 
     def bury_exhausted(self, c: C, queue: str, now: int) -> int:
@@ -213,14 +248,22 @@ class Driver(Protocol[C]):
         """Set the deadline if the claim is valid."""
         ...
 
-    def reschedule(self, c: C, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+    def reschedule(
+        self, c: C, job_id: int, attempt: int, now: int, run_at: int, error: str
+    ) -> bool:
         """If the claim is valid: back to pending at ``run_at``; ``worker_id`` and
-        ``claimed_at`` cleared. Announces the job's queue topic on commit (the job
-        may be due now, and waiters elsewhere may have to move their timers)."""
+        ``claimed_at`` cleared; with the ops profile, ``error_entry(attempt, now,
+        error)`` appended to ``errors`` (the latest ``MAX_ERROR_HISTORY`` kept).
+        Announces the job's queue topic on commit (the job may be due now, and
+        waiters elsewhere may have to move their timers)."""
         ...
 
-    def bury(self, c: C, job_id: int, attempt: int, now: int, error: str) -> bool:
-        """If the claim is valid: move the row to dead with ``error``, ``died_at = now``."""
+    def bury(
+        self, c: C, job_id: int, attempt: int, now: int, last_error: str, error: str | None
+    ) -> bool:
+        """If the claim is valid: move the row to dead with ``last_error``,
+        ``died_at = now``; with the ops profile and an ``error``, append
+        ``error_entry(attempt, now, error)`` to ``errors`` as ``reschedule`` does."""
         ...
 
     def cancel(self, c: C, queue: str, job_id: int) -> bool:
@@ -323,6 +366,62 @@ class PubSubDriver(Protocol[C_contra]):
     def publish(self, c: C_contra, channel: str, payload: str, now: int) -> None:
         """Deliver ``(channel, payload)`` to every process's sink on commit of ``c``."""
         ...
+
+
+class OpsDriver(Protocol[C_contra]):
+    """Contract 1.1's operations profile (``Capabilities.ops``).
+
+    Engines with it also keep ``errors`` and ``redriven_from`` on job rows
+    (``JOB_COLUMNS``) and honour pauses in ``claim``."""
+
+    def queue_stats(self, c: C_contra, queues: Sequence[str] | None, now: int) -> list[QueueStats]:
+        """Stats of ``queues`` (a named queue with nothing in it: all zeros), or of
+        every queue that has a live row, a dead row or a pause when ``None``;
+        ordered by name. Counts come from indexes, never a scan of dead rows'
+        contents: ``ready`` pending ``run_at <= now``, ``scheduled`` pending later,
+        ``processing`` with ``deadline > now``, ``lapsed`` with ``deadline <= now``,
+        ``dead``; ``oldest_ready_age_s = now - min(run_at)`` of ready rows."""
+        ...
+
+    def list_jobs(
+        self, c: C_contra, queue: str, state: JobState | None, after_id: int, limit: int
+    ) -> list[Job]:
+        """Up to ``limit`` jobs of ``queue`` (live and dead, or only ``state``) with
+        ``id > after_id``, in id order: a keyset page."""
+        ...
+
+    def redrive(
+        self, c: C_contra, queue: str, ids: Sequence[int] | None, limit: int, now: int
+    ) -> list[int]:
+        """One atomic step (committed together, or not at all): each dead row of
+        ``queue`` whose id is in ``ids`` (when ``None``: the oldest ``died_at``
+        first, then id, up to ``limit``) becomes a new pending row -- fresh id,
+        same payload, priority and stamps, ``attempts = 0``, ``run_at = now``,
+        ``expires_at = now + (expires_at - created_at)`` if it had one,
+        ``created_at = now``, no errors, ``redriven_from`` = the dead id -- and the
+        dead row is deleted. Ids that are not dead rows of ``queue`` are skipped.
+        Returns the new ids in the order of the dead rows they replaced (``ids``
+        order, or oldest first). Announces the queue on commit."""
+        ...
+
+    def purge_dead_jobs(
+        self,
+        c: C_contra,
+        queue: str,
+        ids: Sequence[int] | None,
+        died_before: int | None,
+        now: int,
+    ) -> int:
+        """Delete dead rows of ``queue``: those named in ``ids`` (when given), of
+        those the ones with ``died_at < died_before`` (when given); return how many."""
+        ...
+
+    def set_paused(self, c: C_contra, queue: str, paused: bool) -> bool:
+        """Pause (durably, for every process) or resume ``queue``; ``True`` if that
+        changed anything. A resume announces the queue on commit."""
+        ...
+
+    def is_paused(self, c: C_contra, queue: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

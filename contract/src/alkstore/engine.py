@@ -49,6 +49,8 @@ class Capabilities:
     scheduler: bool = False
     streams: bool = False
     pubsub: bool = False
+    ops: bool = False
+    """Contract 1.1 operations: stats, job listing, redrive, purge, pause, error history."""
 
     def profiles(self) -> frozenset[str]:
         """The names of the fields that are ``True``: the profiles implemented."""

@@ -1,4 +1,4 @@
-"""Frozen values returned by engines (contract §2, §5, §6, §7).
+"""Frozen values returned by engines (contract §2, §5, §6, §7, §11).
 
 Every timestamp is an ``int`` of whole UTC epoch seconds from the store's clock.
 """
@@ -55,6 +55,11 @@ class Job:
         last_error: why it died (``"expired"``, ``"max attempts exceeded"`` or the
             caller's ``fail`` error); ``None`` unless dead.
         died_at: when it moved to dead; ``None`` unless dead.
+        errors: why its attempts failed (contract §11, ops profile): one ``JobError``
+            per ``retry(error)``/``fail(error)``, newest last, the latest 25 kept;
+            ``()`` on an engine without the ops profile.
+        redriven_from: the id of the dead job this one was redriven from
+            (``Queue.redrive``), else ``None``.
     """
 
     id: int
@@ -74,6 +79,49 @@ class Job:
     dead_letter_retention_s: int | None
     last_error: str | None
     died_at: int | None
+    errors: tuple[JobError, ...] = ()
+    redriven_from: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobError:
+    """One failed attempt of a job, as its handler reported it (contract §11).
+
+    Attributes:
+        attempt: the attempt (claim) that failed, 1-based.
+        at: when the failure was reported.
+        error: the caller's error text, its first 65,536 characters.
+    """
+
+    attempt: int
+    at: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What a queue holds right now (contract §11, ops profile).
+
+    Attributes:
+        queue: the queue's name (reserved ones included: outboxes' backing queues).
+        ready: pending jobs due now (``run_at <= now``).
+        scheduled: pending jobs due later.
+        processing: claimed jobs whose deadline has not passed.
+        lapsed: claimed jobs past their deadline: the next claim takes them back.
+        dead: dead jobs kept.
+        oldest_ready_age_s: ``now`` minus the oldest ready job's ``run_at``; ``None``
+            when nothing is ready.
+        paused: whether the queue is paused (``Queue.pause``).
+    """
+
+    queue: str
+    ready: int
+    scheduled: int
+    processing: int
+    lapsed: int
+    dead: int
+    oldest_ready_age_s: int | None
+    paused: bool
 
 
 @dataclass(frozen=True, slots=True)

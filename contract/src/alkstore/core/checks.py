@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..constants import MAX_BATCH
+from ..constants import MAX_BATCH, MAX_ERROR_LENGTH, MAX_JOBS_PAGE
 from ..errors import InvalidOptions
 from ..options import DEFAULT_ENQUEUE_OPTS, EnqueueOpts, check_type
+from ..values import JobState
 
 MAX_JOB_ID = 2**63 - 1
 """Ids are int64 on every engine: a larger (or negative) id names no job."""
@@ -48,3 +49,27 @@ def enqueue_opts(opts: EnqueueOpts | None) -> EnqueueOpts:
         return DEFAULT_ENQUEUE_OPTS
     check_type(opts, EnqueueOpts, "opts")
     return opts
+
+
+def history_error(error: str) -> str:
+    """An error as the error history keeps it: its first ``MAX_ERROR_LENGTH`` characters."""
+    return error[:MAX_ERROR_LENGTH]
+
+
+def check_page_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_JOBS_PAGE:
+        raise InvalidOptions(f"limit must be an int within 1..{MAX_JOBS_PAGE}, got {limit!r}")
+    return limit
+
+
+def check_state(state: object) -> JobState | None:
+    """A job state given as a ``JobState``, its name (``"dead"``), or ``None`` (any)."""
+    if state is None or isinstance(state, JobState):
+        return state
+    if isinstance(state, str):
+        try:
+            return JobState(state.lower())
+        except ValueError:
+            pass
+    states = ", ".join(s.value for s in JobState)
+    raise InvalidOptions(f"state must be one of {states} (or None), got {state!r}")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..clock import Clock
-from ..driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
+from ..driver import Driver, OpsDriver, PubSubDriver, SchedulerDriver, StreamDriver
 from ..engine import Capabilities
 from ..errors import ProfileUnavailable, StoreClosed
 from ..timeconv import whole_now
@@ -106,6 +106,10 @@ class StoreContext:
 
     def pubsub(self) -> PubSubDriver[Any]:
         driver: PubSubDriver[Any] = self._profile("pubsub")
+        return driver
+
+    def ops(self) -> OpsDriver[Any]:
+        driver: OpsDriver[Any] = self._profile("ops")
         return driver
 
     def _profile(self, profile: str) -> Any:

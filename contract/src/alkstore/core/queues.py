@@ -7,6 +7,7 @@ from typing import Any
 
 from ..api import JobHandle
 from ..backoff import retry_delay
+from ..constants import MAX_REDRIVE
 from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import EngineUnavailable, InvalidOptions
 from ..names import validate_identifier
@@ -14,8 +15,18 @@ from ..options import EnqueueOpts, QueueOpts, check_type, resolve_stamps
 from ..payload import UndecodablePayload, encode_payload, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
-from ..values import Job, SweepResult
-from .checks import check_error, check_job_id, check_limit, enqueue_opts, storable_id
+from ..values import Job, JobState, QueueStats, SweepResult
+from .checks import (
+    MAX_JOB_ID,
+    check_error,
+    check_job_id,
+    check_limit,
+    check_page_limit,
+    check_state,
+    enqueue_opts,
+    history_error,
+    storable_id,
+)
 from .context import StoreContext
 from .waiting import Deadline, wait_budget
 
@@ -111,7 +122,7 @@ class CoreJobHandle:
         job = self._job
         ctx = self._queue._context
         if job.attempts >= job.max_attempts:
-            return self._bury(ERROR_EXHAUSTED)
+            return self._bury(ERROR_EXHAUSTED, error)
         if explicit is not None:
             seconds = explicit
         else:
@@ -119,7 +130,10 @@ class CoreJobHandle:
         now = ctx.now()
         driver = ctx.driver
         # The reschedule announces the queue: waiters elsewhere re-plan, as do ours.
-        ok = ctx.write(lambda c: driver.reschedule(c, job.id, job.attempts, now, now + seconds))
+        entry = history_error(error)
+        ok = ctx.write(
+            lambda c: driver.reschedule(c, job.id, job.attempts, now, now + seconds, entry)
+        )
         if ok:
             ctx.hub.notify(queue_topic(job.queue))
         return ok
@@ -131,13 +145,15 @@ class CoreJobHandle:
             InvalidOptions: ``error`` is not a ``str``.
             StoreClosed: the store was closed.
         """
-        return self._bury(check_error(error))
+        check_error(error)
+        return self._bury(error, error)
 
-    def _bury(self, error: str) -> bool:
+    def _bury(self, last_error: str, error: str) -> bool:
         ctx = self._queue._context
         now = ctx.now()
         job = self._job
-        return ctx.write(lambda c: ctx.driver.bury(c, job.id, job.attempts, now, error))
+        entry = history_error(error)
+        return ctx.write(lambda c: ctx.driver.bury(c, job.id, job.attempts, now, last_error, entry))
 
     def __repr__(self) -> str:
         return (
@@ -379,6 +395,130 @@ class CoreQueue:
         purged = ctx.write(lambda c: driver.purge_dead(c, name, now))
         return SweepResult(expired=expired, exhausted=exhausted, purged=purged)
 
+    # -- operations (contract §11, ops profile) -----------------------------------
+    def stats(self) -> QueueStats:
+        """What this queue holds now: ready, scheduled, processing, lapsed, dead, the
+        oldest ready job's age, and whether it is paused.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        ctx = self._context
+        driver = ctx.ops()
+        now = ctx.now()
+        (stats,) = ctx.read(lambda c: driver.queue_stats(c, [self._name], now))
+        return stats
+
+    def jobs(
+        self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
+    ) -> list[Job]:
+        """A keyset page of this queue's jobs (live and dead, or one ``state``) with
+        ids greater than ``after_id``, in id order; pass the last id back as
+        ``after_id`` for the next page.
+
+        Raises:
+            InvalidOptions: ``state`` is not a job state, ``after_id`` is not an int
+                >= 0, or ``limit`` is not within 1..1000.
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        wanted = check_state(state)
+        check_job_id(after_id)
+        check_page_limit(limit)
+        ctx = self._context
+        driver = ctx.ops()
+        ctx.check_open()
+        if after_id < 0 or not storable_id(after_id):
+            raise InvalidOptions(f"after_id must be within 0..{MAX_JOB_ID}, got {after_id}")
+        return ctx.read(lambda c: driver.list_jobs(c, self._name, wanted, after_id, limit))
+
+    def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
+        """Give dead jobs of this queue another life, in one transaction: each becomes a
+        new pending job (fresh id, same payload, priority and stamps, attempts 0, due
+        now; ``redriven_from`` names the dead one) and its dead row goes. ``ids=None``
+        takes the oldest dead first, up to ``limit``; ids that are not dead jobs of
+        this queue are skipped. Returns the new ids.
+
+        Raises:
+            InvalidOptions: an id is not an int, or ``limit`` is not within 1..10,000.
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        chosen = None if ids is None else _ids(ids)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_REDRIVE:
+            raise InvalidOptions(f"limit must be an int within 1..{MAX_REDRIVE}, got {limit!r}")
+        ctx = self._context
+        driver = ctx.ops()
+        now = ctx.now()
+        if chosen == []:
+            return []
+        new_ids = ctx.write(lambda c: driver.redrive(c, self._name, chosen, limit, now))
+        if new_ids:
+            ctx.hub.notify(self._topic)
+        return new_ids
+
+    def purge_dead(
+        self, ids: Sequence[int] | None = None, *, older_than_s: Duration | None = None
+    ) -> int:
+        """Delete this queue's dead jobs: those in ``ids``, or those dead for longer
+        than ``older_than_s``, or (neither given) all of them. Returns how many.
+
+        Raises:
+            InvalidOptions: an id is not an int, or ``older_than_s`` is malformed.
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        chosen = None if ids is None else _ids(ids)
+        older = None if older_than_s is None else duration_seconds(older_than_s, "older_than_s")
+        ctx = self._context
+        driver = ctx.ops()
+        now = ctx.now()
+        if chosen == []:
+            return 0
+        died_before = None if older is None else now - older
+        return ctx.write(lambda c: driver.purge_dead_jobs(c, self._name, chosen, died_before, now))
+
+    def pause(self) -> bool:
+        """Stop handing out this queue's jobs, in every process, until ``resume``;
+        enqueue, sweeps and jobs already claimed carry on. ``True`` if it was running.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        return self._set_paused(True)
+
+    def resume(self) -> bool:
+        """Hand out this queue's jobs again and wake its waiters. ``True`` if it was
+        paused.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        return self._set_paused(False)
+
+    def paused(self) -> bool:
+        """Whether this queue is paused (by any process).
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        ctx = self._context
+        driver = ctx.ops()
+        return ctx.read(lambda c: driver.is_paused(c, self._name))
+
+    def _set_paused(self, paused: bool) -> bool:
+        ctx = self._context
+        driver = ctx.ops()
+        ctx.check_open()
+        changed = ctx.write(lambda c: driver.set_paused(c, self._name, paused))
+        if changed and not paused:
+            ctx.hub.notify(self._topic)  # waiters here; the statement told other processes
+        return changed
+
     def __repr__(self) -> str:
         return f"<Queue {self._name!r}>"
 
@@ -404,6 +544,13 @@ class CoreOutbox(CoreQueue):
         return f"<Outbox {self._outbox_name!r}>"
 
 
+def _ids(ids: Sequence[int]) -> list[int]:
+    """Checked ids, without those that can name no job."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise InvalidOptions("ids must be a sequence (list or tuple) of job ids")
+    return [i for i in (check_job_id(i) for i in ids) if storable_id(i)]
+
+
 def _set_aside_undecodable(
     driver: Driver[Any], c: Any, queue: str, worker_id: str, now: int, limit: int, jobs: list[Job]
 ) -> list[Job]:
@@ -417,7 +564,7 @@ def _set_aside_undecodable(
             payload = job.payload
             if isinstance(payload, UndecodablePayload):
                 error = f"{ERROR_UNDECODABLE}: {payload.reason}"
-                driver.bury(c, job.id, job.attempts, now, error)
+                driver.bury(c, job.id, job.attempts, now, error, error)
             else:
                 claimed.append(job)
         if len(claimed) == limit or len(jobs) < wanted:

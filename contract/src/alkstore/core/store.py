@@ -16,7 +16,7 @@ from ..names import outbox_queue_name, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
 from ..payload import encode_payload
 from ..stop import StopToken
-from ..values import Schedule, TickResult
+from ..values import QueueStats, Schedule, TickResult
 from .context import StoreContext
 from .locks import CoreLock
 from .pubsub import CoreSubscription
@@ -134,6 +134,20 @@ class CoreStore:
         validate_name(name, "lock name")
         self._context.check_open()
         return CoreLock(self._context, name)
+
+    # -- operations (contract §11, ops profile) -----------------------------------
+    def stats(self) -> list[QueueStats]:
+        """Stats of every queue with a job (live or dead) or a pause, reserved ones
+        included, ordered by name.
+
+        Raises:
+            ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+        ctx = self._context
+        driver = ctx.ops()
+        now = ctx.now()
+        return ctx.read(lambda c: driver.queue_stats(c, None, now))
 
     # -- scheduler (contract §5) ---------------------------------------
     def schedule(

@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..api import Queue
 from ..driver import queue_topic, stream_topic
 from ..errors import StoreClosed
 from ..names import outbox_queue_name, validate_name
-from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, EnqueueOpts, QueueOpts, resolve_stamps
+from ..options import (
+    DEFAULT_QUEUE_OPTS,
+    OUTBOX_QUEUE_OPTS,
+    EnqueueOpts,
+    QueueOpts,
+    check_type,
+    resolve_stamps,
+)
 from ..payload import encode_payload
 from ..values import Job
 from .checks import check_job_id, enqueue_opts, storable_id
@@ -50,11 +58,12 @@ class CoreTransaction:
         connection = self.connection
         return connection.execute(sql, params) if params is not None else connection.execute(sql)
 
-    def enqueue(self, queue: str, payload: Any, opts: EnqueueOpts | None = None) -> int:
+    def enqueue(self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None) -> int:
         """Enqueue into ``queue`` if this transaction commits; return the job id.
 
-        A queue named here stamps ``DEFAULT_QUEUE_OPTS``; reserved names (an
-        outbox's backing queue) are refused (contract §3).
+        A ``Queue`` handle stamps its own ``QueueOpts`` (contract §11); a bare name
+        stamps ``DEFAULT_QUEUE_OPTS``. Reserved names (an outbox's backing queue)
+        are refused (contract §3).
 
         Raises:
             InvalidName: ``queue`` is malformed.
@@ -63,8 +72,12 @@ class CoreTransaction:
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the transaction has finished or the store was closed.
         """
-        validate_name(queue, "queue name")
-        return self._insert(queue, payload, DEFAULT_QUEUE_OPTS, enqueue_opts(opts))
+        if isinstance(queue, str) or not hasattr(queue, "opts"):
+            name, queue_opts = validate_name(queue, "queue name"), DEFAULT_QUEUE_OPTS
+        else:  # a Queue handle (any implementation): its name and the opts it stamps
+            name, queue_opts = validate_name(queue.name, "queue name"), queue.opts
+            check_type(queue_opts, QueueOpts, "queue.opts")
+        return self._insert(name, payload, queue_opts, enqueue_opts(opts))
 
     def outbox_enqueue(self, outbox: str, payload: Any) -> int:
         """Enqueue into the outbox ``outbox`` if this transaction commits (contract §4).
