@@ -251,3 +251,9 @@ class FakeProfilesDriver(FakeDriver):
     """``FakeDriver`` declaring the optional profiles: scheduler, streams, pub/sub."""
 
     capabilities = Capabilities(scheduler=True, streams=True, pubsub=True)
+
+
+class FakeOpsDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.1's operations profile too."""
+
+    capabilities = Capabilities(ops=True)

@@ -138,7 +138,7 @@ def test_retry_at_budget_buries_with_max_attempts_exceeded(
     assert handle is not None
     assert handle.retry("boom") is True
     (bury,) = driver.calls_named("bury")
-    assert bury.args[-1] == ERROR_EXHAUSTED
+    assert bury.args[-2:] == (ERROR_EXHAUSTED, "boom")  # last_error, then the history
     assert "reschedule" not in driver.statement_names()
     job = queue.get_job(handle.id)
     assert job is not None
@@ -152,7 +152,7 @@ def test_retry_at_budget_ignores_an_explicit_delay(store: CoreStore, driver: Fak
     assert handle is not None
     assert handle.retry("boom", delay=5) is True
     assert "reschedule" not in driver.statement_names()
-    assert driver.calls_named("bury")[0].args[-1] == ERROR_EXHAUSTED
+    assert driver.calls_named("bury")[0].args[-2] == ERROR_EXHAUSTED
 
 
 def test_retry_refuses_a_bad_delay_even_at_budget(store: CoreStore, driver: FakeDriver) -> None:
@@ -187,7 +187,7 @@ def test_retry_without_delay_reschedules_within_the_backoff_range(
         assert handle is not None
         assert handle.attempts == attempt
         assert handle.retry("boom") is True
-        job_id, claim_attempt, now, run_at = driver.calls_named("reschedule")[-1].args
+        job_id, claim_attempt, now, run_at, _ = driver.calls_named("reschedule")[-1].args
         assert (job_id, claim_attempt) == (handle.id, attempt)
         low, high = retry_delay_range(10, attempt)
         assert low <= run_at - now <= high
@@ -202,7 +202,7 @@ def test_retry_with_delay_reschedules_at_now_plus_the_delay_rounded_up(
     handle = queue.claim("w1")
     assert handle is not None
     assert handle.retry("later", delay=2.5) is True
-    _, _, now, run_at = driver.calls_named("reschedule")[0].args
+    _, _, now, run_at, _ = driver.calls_named("reschedule")[0].args
     assert run_at == now + 3
 
 

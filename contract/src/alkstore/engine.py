@@ -38,6 +38,8 @@ class Capabilities:
         scheduler: the scheduler of contract §5.
         streams: the streams of contract §7.
         pubsub: ``notify``/``subscribe`` of contract §7.
+        ops: contract 1.1's operations (§11): stats, job pages, redrive, purge,
+            pause/resume and the error history.
     """
 
     transactions: bool = True

@@ -65,6 +65,7 @@ class MemoryEngine:
         scheduler=True,
         streams=True,
         pubsub=True,
+        ops=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

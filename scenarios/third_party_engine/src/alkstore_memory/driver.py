@@ -19,28 +19,32 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
+import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
+from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import (
     ERROR_EXHAUSTED,
     ERROR_EXPIRED,
     ScheduleRecord,
     WakeSink,
+    error_entry,
     queue_topic,
     stream_event,
     stream_topic,
 )
 from alkstore.options import JobStamps
-from alkstore.values import Job, JobState, LockInfo, StreamEvent
+from alkstore.values import Job, JobState, LockInfo, QueueStats, StreamEvent
 
 from .database import Database, Tx
 from .tables import EventRow, JobRow, Tables
 
 if TYPE_CHECKING:
-    from alkstore.driver import Driver, PubSubDriver, SchedulerDriver, StreamDriver
+    from alkstore.driver import Driver, OpsDriver, PubSubDriver, SchedulerDriver, StreamDriver
 
 T = TypeVar("T")
 
@@ -162,6 +166,8 @@ class MemoryDriver:
         return ids
 
     def claim(self, c: Tx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+        if queue in c.tables.paused:
+            return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
         claimed = []
         for row in heapq.nsmallest(limit, candidates, key=_claim_order):
@@ -228,21 +234,33 @@ class MemoryDriver:
         c.tables.jobs[job_id] = replace(row, deadline=deadline)
         return True
 
-    def reschedule(self, c: Tx, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+    def reschedule(
+        self, c: Tx, job_id: int, attempt: int, now: int, run_at: int, error: str
+    ) -> bool:
         row = c.tables.jobs.get(job_id)
         if not _valid_claim(row, attempt, now):
             return False
         c.tables.jobs[job_id] = replace(
-            row, state=PENDING, run_at=run_at, worker_id=None, claimed_at=None, deadline=None
+            row,
+            state=PENDING,
+            run_at=run_at,
+            worker_id=None,
+            claimed_at=None,
+            deadline=None,
+            errors=_with_error(row.errors, attempt, now, error),
         )
         c.topics.add(queue_topic(row.queue))
         return True
 
-    def bury(self, c: Tx, job_id: int, attempt: int, now: int, error: str) -> bool:
+    def bury(
+        self, c: Tx, job_id: int, attempt: int, now: int, last_error: str, error: str | None
+    ) -> bool:
         row = c.tables.jobs.get(job_id)
         if not _valid_claim(row, attempt, now):
             return False
-        _to_dead(c.tables, row, error, now)
+        if error is not None:
+            row = replace(row, errors=_with_error(row.errors, attempt, now, error))
+        _to_dead(c.tables, row, last_error, now)
         return True
 
     def cancel(self, c: Tx, queue: str, job_id: int) -> bool:
@@ -266,6 +284,85 @@ class MemoryDriver:
         ]
         future = [t for t in instants if t is not None and t > now]
         return min(future, default=None)
+
+    # -- operations (the ops profile) --------------------------------------------------
+    def queue_stats(self, c: Tx, queues: Sequence[str] | None, now: int) -> list[QueueStats]:
+        tables = c.tables
+        if queues is None:
+            names = {r.queue for r in tables.jobs.values()} | {
+                r.queue for r in tables.dead.values()
+            }
+            queues = sorted(names | tables.paused)
+        return [_stats(tables, queue, now) for queue in sorted(set(queues))]
+
+    def list_jobs(
+        self, c: Tx, queue: str, state: JobState | None, after_id: int, limit: int
+    ) -> list[Job]:
+        rows = itertools.chain(c.tables.jobs.values(), c.tables.dead.values())
+        page = heapq.nsmallest(
+            limit,
+            (
+                r
+                for r in rows
+                if r.queue == queue and r.id > after_id and (state is None or r.state == state)
+            ),
+            key=lambda r: r.id,
+        )
+        return [row.to_job() for row in page]
+
+    def redrive(
+        self, c: Tx, queue: str, ids: Sequence[int] | None, limit: int, now: int
+    ) -> list[int]:
+        dead = c.tables.dead
+        if ids is None:
+            chosen = heapq.nsmallest(
+                limit,
+                (r for r in dead.values() if r.queue == queue),
+                key=lambda r: (r.died_at, r.id),
+            )
+        else:
+            chosen = []
+            for job_id in dict.fromkeys(ids):  # a repeated id is redriven once
+                row = dead.get(job_id)
+                if row is not None and row.queue == queue:
+                    chosen.append(row)
+        new_ids = []
+        for row in chosen:
+            new_id = self._db.next_job_id()
+            del dead[row.id]
+            c.tables.jobs[new_id] = _redriven(row, new_id, now)
+            new_ids.append(new_id)
+        if new_ids:
+            c.topics.add(queue_topic(queue))
+        return new_ids
+
+    def purge_dead_jobs(
+        self, c: Tx, queue: str, ids: Sequence[int] | None, died_before: int | None, now: int
+    ) -> int:
+        named = None if ids is None else set(ids)
+        doomed = [
+            row.id
+            for row in c.tables.dead.values()
+            if row.queue == queue
+            and (named is None or row.id in named)
+            and (died_before is None or (row.died_at or 0) < died_before)
+        ]
+        for job_id in doomed:
+            del c.tables.dead[job_id]
+        return len(doomed)
+
+    def set_paused(self, c: Tx, queue: str, paused: bool) -> bool:
+        if (queue in c.tables.paused) == paused:
+            return False
+        if paused:
+            c.tables.paused = c.tables.paused | {queue}
+        else:
+            c.tables.paused = c.tables.paused - {queue}
+            c.topics.add(queue_topic(queue))  # waiters everywhere try again
+        return True
+
+    def is_paused(self, c: Tx, queue: str) -> bool:
+        return queue in c.tables.paused
 
     # -- locks ------------------------------------------------------------------------
     def lock_acquire(self, c: Tx, name: str, owner: str, now: int, expires_at: int) -> bool:
@@ -357,9 +454,66 @@ class MemoryDriver:
         c.messages.append((channel, payload))  # delivered by the database after commit
 
 
+def _with_error(errors: str | None, attempt: int, at: int, error: str) -> str:
+    """The history with one more entry, the latest ``MAX_ERROR_HISTORY`` kept."""
+    history = [] if errors is None else json.loads(errors)
+    history.append(json.loads(error_entry(attempt, at, error)))
+    return json.dumps(history[-MAX_ERROR_HISTORY:], ensure_ascii=False)
+
+
+def _redriven(dead: JobRow, new_id: int, now: int) -> JobRow:
+    """A dead job's new life: same payload, priority and stamps, everything else fresh."""
+    lifetime = None if dead.expires_at is None else dead.expires_at - dead.created_at
+    return replace(
+        dead,
+        id=new_id,
+        state=PENDING,
+        attempts=0,
+        created_at=now,
+        run_at=now,
+        claimed_at=None,
+        expires_at=None if lifetime is None else now + lifetime,
+        worker_id=None,
+        last_error=None,
+        died_at=None,
+        deadline=None,
+        errors=None,
+        redriven_from=dead.id,
+    )
+
+
+def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
+    ready = scheduled = processing = lapsed = 0
+    oldest_ready: int | None = None
+    for row in tables.jobs.values():
+        if row.queue != queue:
+            continue
+        if row.state == PENDING:
+            if row.run_at <= now:
+                ready += 1
+                oldest_ready = row.run_at if oldest_ready is None else min(oldest_ready, row.run_at)
+            else:
+                scheduled += 1
+        elif _lapsed(row, now):
+            lapsed += 1
+        else:
+            processing += 1
+    dead = sum(1 for row in tables.dead.values() if row.queue == queue)
+    return QueueStats(
+        queue=queue,
+        ready=ready,
+        scheduled=scheduled,
+        processing=processing,
+        lapsed=lapsed,
+        dead=dead,
+        oldest_ready_age_s=None if oldest_ready is None else now - oldest_ready,
+        paused=queue in tables.paused,
+    )
+
+
 if TYPE_CHECKING:
     # Static proof that this class fills the seam and every profile it declares.
     def _conforms(
         d: MemoryDriver,
-    ) -> tuple[Driver[Tx], SchedulerDriver[Tx], StreamDriver[Tx], PubSubDriver[Tx]]:
-        return d, d, d, d
+    ) -> tuple[Driver[Tx], SchedulerDriver[Tx], StreamDriver[Tx], PubSubDriver[Tx], OpsDriver[Tx]]:
+        return d, d, d, d, d

@@ -46,6 +46,8 @@ class JobRow:
     last_error: str | None = None
     died_at: int | None = None
     deadline: int | None = None
+    errors: str | None = None  # the history as JSON text, as a SQL engine stores it
+    redriven_from: int | None = None
 
     @classmethod
     def pending(cls, job_id: int, stamps: JobStamps, payload: str) -> JobRow:
@@ -89,6 +91,8 @@ class Tables:
     streams: dict[str, tuple[EventRow, ...]] = field(default_factory=dict)
     # (stream, consumer) -> committed offset
     offsets: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Paused queues (the ops profile); a frozenset so the snapshot stays shallow.
+    paused: frozenset[str] = frozenset()
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -100,4 +104,5 @@ class Tables:
             schedules=dict(self.schedules),
             streams=dict(self.streams),
             offsets=dict(self.offsets),
+            paused=self.paused,
         )
