@@ -39,6 +39,7 @@ UNIT_TEST_DIRS = (
     "conformance/tests",
     f"{MEMORY}/tests",
     "scenarios/test_scenarios.py",
+    "scenarios/test_cli.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
     "scenarios/faults/test_faults.py",
@@ -50,7 +51,8 @@ nox.options.reuse_existing_virtualenvs = True
 
 
 def _install_all(session: nox.Session, *extra: str) -> None:
-    packages = (CONTRACT, SQLITE, POSTGRES, KIT, MEMORY)
+    # The contract with its CLI extra (click, rich): the operator CLI is tested too.
+    packages = (f"{CONTRACT}[cli]", SQLITE, POSTGRES, KIT, MEMORY)
     session.install(
         *(arg for path in packages for arg in ("-e", path)), "sqlalchemy", "jsonschema", *extra
     )

@@ -1,0 +1,345 @@
+"""The click commands of ``alkstore`` (needs the ``cli`` extra: click and rich).
+
+Exit codes: 0 success; 1 a refused operation (one line on stderr: an unknown
+job, nothing to redrive among the named ids, an engine without the ops profile,
+an unreachable database); 2 a usage error (click's own, or a value the
+contract refuses: a malformed queue name, a bad engine option).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any, NoReturn
+
+import click
+from rich.console import RenderableType
+
+import alkstore
+
+from .. import metrics
+from ..api import Store
+from ..constants import MAX_JOBS_PAGE
+from ..errors import AlkstoreError, EngineUnavailable, InvalidName, InvalidOptions, InvalidSpec
+from ..values import JobState
+from . import documents, tables
+from .arguments import DURATION_FORMAT, engine_options, parse_duration
+from .selection import LOOKUP_QUEUE, carry_out, plan_all, plan_named, queue_handle
+
+REFUSED_EXIT = 1
+
+
+class Refused(click.ClickException):
+    """An operation the store (or the command) refused: exit 1, one line on stderr."""
+
+    exit_code = REFUSED_EXIT
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        # One line, so a script's log keeps the whole reason together.
+        click.echo(f"alkstore: error: {' '.join(self.format_message().split())}", err=True)
+
+
+class AlkstoreGroup(click.Group):
+    """Turns the contract's errors into the command line's exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (InvalidName, InvalidOptions, InvalidSpec) as exc:
+            raise click.UsageError(str(exc), ctx) from None
+        except AlkstoreError as exc:
+            raise Refused(str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How to open the store; each command opens it only when it runs (so ``--help``
+    needs no URL)."""
+
+    url: str | None
+    options: dict[str, Any]
+
+
+def open_store(ctx: click.Context) -> Store:
+    settings = ctx.find_object(Settings)
+    assert settings is not None  # the group callback always sets it
+    if not settings.url:
+        raise click.UsageError("no store URL: pass --url URL or set ALKSTORE_URL", ctx)
+    store = alkstore.open(settings.url, **settings.options)
+    ctx.call_on_close(store.close)
+    return store
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """``7d``, ``12h``, ``30m``, ``90s`` as seconds; anything else is a usage error."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except InvalidOptions as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def _json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print one JSON document instead of a table (shapes: docs/operations.md).",
+    )(command)
+
+
+def _emit(as_json: bool, document: dict[str, Any], view: Callable[[], RenderableType]) -> None:
+    if as_json:
+        click.echo(documents.dumps(document))
+    else:
+        tables.console().print(view())
+
+
+def _say(message: str) -> None:
+    tables.console().print(message, markup=False, highlight=False)
+
+
+def _refuse(message: str) -> NoReturn:
+    raise Refused(message)
+
+
+@click.group(cls=AlkstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--url",
+    envvar="ALKSTORE_URL",
+    metavar="URL",
+    help="The store, as alkstore.open takes it (default: $ALKSTORE_URL).",
+)
+@click.option(
+    "--opt",
+    "options",
+    multiple=True,
+    envvar="ALKSTORE_OPTS",
+    metavar="NAME=VALUE",
+    help="An engine option (repeatable; $ALKSTORE_OPTS holds several, space-separated), "
+    "e.g. --opt schema=jobs. VALUE is a JSON number, true, false or null when it reads "
+    "as one, else text.",
+)
+@click.version_option(package_name="alkstore", prog_name="alkstore")
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, options: tuple[str, ...]) -> None:
+    """Look into and operate an alkstore store: stats, jobs, redrive, purge, pause."""
+    ctx.obj = Settings(url=url, options=engine_options(options))
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["table", "json", "prometheus"]),
+    help="table (default), json (as --json) or prometheus (text exposition format 0.0.4).",
+)
+@_json_option
+@click.option("--watch", is_flag=True, help="Repeat every --interval seconds until Ctrl-C.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.5),
+    default=2.0,
+    show_default=True,
+    help="Seconds between refreshes with --watch.",
+)
+@click.pass_context
+def stats(
+    ctx: click.Context, output: str | None, as_json: bool, watch: bool, interval: float
+) -> None:
+    """Every queue's ready, scheduled, processing, lapsed and dead counts, the age
+    of its oldest ready job, and whether it is paused."""
+    if as_json and output not in (None, "json"):
+        raise click.UsageError("--json and --format are two ways to say one thing: pick one")
+    output = "json" if as_json else (output or "table")
+    if watch and output == "prometheus":
+        raise click.UsageError("--watch cannot repeat --format prometheus: scrape it instead")
+    store = open_store(ctx)
+    console = tables.console()
+
+    def show() -> None:
+        found = store.stats()  # one call: the counts come from the claim indexes
+        if output == "prometheus":
+            click.echo(metrics.render_stats(found), nl=False)
+        elif output == "json":
+            click.echo(documents.dumps(documents.stats_document(found)))
+        else:
+            if watch:
+                console.clear()  # only a terminal is cleared
+            console.print(tables.stats_table(found, int(store.clock.now())))
+
+    if not watch:
+        show()
+        return
+    try:
+        while True:
+            try:
+                show()
+            except EngineUnavailable as exc:
+                # A watch outlives a database restart: say so and keep polling.
+                click.echo(f"alkstore: warning: {' '.join(str(exc).split())}", err=True)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return  # Ctrl-C is how a watch ends
+
+
+@cli.command()
+@click.argument("queue")
+@click.option(
+    "--state",
+    type=click.Choice([state.value for state in JobState]),
+    help="Only jobs in this state (default: all).",
+)
+@click.option(
+    "--after",
+    "after_id",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="ID",
+    help="Only jobs with ids greater than ID: the next page starts after the last id shown.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_JOBS_PAGE),
+    default=100,
+    show_default=True,
+    help=f"The most jobs to show (1..{MAX_JOBS_PAGE}).",
+)
+@_json_option
+@click.pass_context
+def jobs(
+    ctx: click.Context, queue: str, state: str | None, after_id: int, limit: int, as_json: bool
+) -> None:
+    """A page of QUEUE's jobs in id order."""
+    handle = queue_handle(open_store(ctx), queue)
+    page = handle.jobs(state, after_id=after_id, limit=limit)
+    next_after = page[-1].id if len(page) == limit else None
+    _emit(
+        as_json,
+        documents.jobs_document(handle.name, state, page, next_after),
+        lambda: tables.jobs_table(handle.name, page, next_after),
+    )
+
+
+@cli.command()
+@click.argument("job_id", metavar="ID", type=click.IntRange(min=0))
+@_json_option
+@click.pass_context
+def job(ctx: click.Context, job_id: int, as_json: bool) -> None:
+    """One job, whatever its queue, with its error history."""
+    found = open_store(ctx).queue(LOOKUP_QUEUE).get_job(job_id)
+    if found is None:
+        _refuse(f"no job {job_id}: acked, cancelled, purged, or never enqueued")
+    _emit(as_json, documents.job_document(found), lambda: tables.job_view(found))
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--id", "ids", multiple=True, type=click.IntRange(min=0), help="A dead job's id.")
+@click.option("--all", "every", is_flag=True, help="Every dead job of QUEUE.")
+@click.option("--dry-run", is_flag=True, help="Show which dead jobs would go; change nothing.")
+@_json_option
+@click.pass_context
+def redrive(
+    ctx: click.Context, queue: str, ids: tuple[int, ...], every: bool, dry_run: bool, as_json: bool
+) -> None:
+    """Give dead jobs of QUEUE another life: each becomes a new pending job (same
+    payload, priority and stamps; attempts 0; due now) and its dead row goes."""
+    if bool(ids) == every:
+        raise click.UsageError("name the dead jobs: --id N (repeatable) or --all")
+    handle = queue_handle(open_store(ctx), queue)
+    handle.stats()  # an engine without the ops profile refuses here, dry run or not
+    plan = plan_named(handle, ids) if ids else plan_all(handle)
+    if dry_run:
+        moves: tuple[tuple[int | None, int | None], ...] = tuple((j.id, None) for j in plan.jobs)
+        skipped = plan.skipped
+    else:
+        result = carry_out(handle, plan)
+        moves, skipped = result.moves, plan.skipped + result.raced
+    if ids and not moves:
+        _refuse(f"none of the named jobs is a dead job of queue {handle.name!r}")
+    new_ids = {old: new for old, new in moves if old is not None and new is not None}
+    verb = "would redrive" if dry_run else "redrove"
+    title = f"{verb} {len(moves)} dead job(s) of {handle.name}"
+    if dry_run:
+        title += " (dry run: nothing changed)"
+
+    def view() -> RenderableType:
+        return tables.dead_jobs_table(title, plan.jobs, new_ids)
+
+    _emit(as_json, documents.redrive_document(handle.name, dry_run, moves, skipped), view)
+    if skipped and not as_json:
+        _say(f"skipped (not dead jobs of {handle.name}): {', '.join(map(str, skipped))}")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--id", "ids", multiple=True, type=click.IntRange(min=0), help="A dead job's id.")
+@click.option(
+    "--older-than",
+    callback=_duration,
+    metavar="DURATION",
+    help=f"Dead jobs that died longer ago than this: {DURATION_FORMAT}.",
+)
+@click.option("--all", "every", is_flag=True, help="Every dead job of QUEUE.")
+@_json_option
+@click.pass_context
+def purge(
+    ctx: click.Context,
+    queue: str,
+    ids: tuple[int, ...],
+    older_than: int | None,
+    every: bool,
+    as_json: bool,
+) -> None:
+    """Delete dead jobs of QUEUE for good."""
+    if sum((bool(ids), older_than is not None, every)) != 1:
+        raise click.UsageError("say which dead jobs: --id N (repeatable), --older-than, or --all")
+    handle = queue_handle(open_store(ctx), queue)
+    if ids:
+        purged = handle.purge_dead(list(ids))
+        if not purged:
+            _refuse(f"none of the named jobs is a dead job of queue {handle.name!r}")
+    else:
+        purged = handle.purge_dead(older_than_s=older_than)
+    _emit(
+        as_json,
+        documents.purge_document(handle.name, purged),
+        lambda: f"purged {purged} dead job(s) of {handle.name}",
+    )
+
+
+@cli.command()
+@click.argument("queue")
+@_json_option
+@click.pass_context
+def pause(ctx: click.Context, queue: str, as_json: bool) -> None:
+    """Stop handing out QUEUE's jobs, in every process, until resume. Enqueues,
+    sweeps and jobs already claimed carry on."""
+    handle = queue_handle(open_store(ctx), queue)
+    changed = handle.pause()
+    message = f"paused {handle.name}" if changed else f"{handle.name} was already paused"
+    _emit(as_json, documents.pause_document(handle.name, True, changed), lambda: message)
+
+
+@cli.command()
+@click.argument("queue")
+@_json_option
+@click.pass_context
+def resume(ctx: click.Context, queue: str, as_json: bool) -> None:
+    """Hand out QUEUE's jobs again; waiting workers wake at once."""
+    handle = queue_handle(open_store(ctx), queue)
+    changed = handle.resume()
+    message = f"resumed {handle.name}" if changed else f"{handle.name} was not paused"
+    _emit(as_json, documents.pause_document(handle.name, False, changed), lambda: message)
+
+
+@cli.command()
+@_json_option
+@click.pass_context
+def schedules(ctx: click.Context, as_json: bool) -> None:
+    """Every schedule with its next fire time."""
+    found = open_store(ctx).schedules()
+    _emit(as_json, documents.schedules_document(found), lambda: tables.schedules_table(found))

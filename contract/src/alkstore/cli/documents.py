@@ -1,0 +1,129 @@
+"""The JSON documents ``--json`` prints: one per command, plain dicts (stdlib only).
+
+Their shapes are a published interface (``docs/operations.md``): add keys, never
+rename or drop one. Times are whole epoch seconds of the store's clock, as the
+values carry them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..payload import UndecodablePayload
+from ..values import Job, QueueStats, Schedule
+
+SCHEMA_VERSION = 1
+"""Bumped only if a document ever has to change incompatibly."""
+
+
+def stats_entry(stats: QueueStats) -> dict[str, Any]:
+    return {
+        "queue": stats.queue,
+        "ready": stats.ready,
+        "scheduled": stats.scheduled,
+        "processing": stats.processing,
+        "lapsed": stats.lapsed,
+        "dead": stats.dead,
+        "oldest_ready_age_s": stats.oldest_ready_age_s,
+        "paused": stats.paused,
+    }
+
+
+def job_entry(job: Job) -> dict[str, Any]:
+    payload: Any = job.payload
+    payload_error = None
+    if isinstance(job.payload, UndecodablePayload):
+        # A row written around alkstore may not decode: say why instead of failing.
+        payload = None
+        payload_error = job.payload.reason
+    return {
+        "id": job.id,
+        "queue": job.queue,
+        "state": job.state.value,
+        "payload": payload,
+        "payload_error": payload_error,
+        "priority": job.priority,
+        "attempts": job.attempts,
+        "max_attempts": job.max_attempts,
+        "created_at": job.created_at,
+        "run_at": job.run_at,
+        "claimed_at": job.claimed_at,
+        "expires_at": job.expires_at,
+        "worker_id": job.worker_id,
+        "visibility_timeout_s": job.visibility_timeout_s,
+        "backoff_base_s": job.backoff_base_s,
+        "dead_letter_retention_s": job.dead_letter_retention_s,
+        "last_error": job.last_error,
+        "died_at": job.died_at,
+        "errors": [{"attempt": e.attempt, "at": e.at, "error": e.error} for e in job.errors],
+        "redriven_from": job.redriven_from,
+    }
+
+
+def schedule_entry(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "name": schedule.name,
+        "spec": schedule.spec,
+        "queue": schedule.queue,
+        "payload": schedule.payload,
+        "priority": schedule.opts.priority,
+        "max_attempts": schedule.opts.max_attempts,
+        "expires_s": schedule.opts.expires,
+        "interval_s": schedule.interval_s,
+        "next_fire_at": schedule.next_fire_at,
+    }
+
+
+def stats_document(stats: Sequence[QueueStats]) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "queues": [stats_entry(s) for s in stats]}
+
+
+def jobs_document(
+    queue: str, state: str | None, jobs: Sequence[Job], next_after: int | None
+) -> dict[str, Any]:
+    return {
+        "version": SCHEMA_VERSION,
+        "queue": queue,
+        "state": state,
+        "jobs": [job_entry(j) for j in jobs],
+        "next_after": next_after,
+    }
+
+
+def job_document(job: Job) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "job": job_entry(job)}
+
+
+def redrive_document(
+    queue: str,
+    dry_run: bool,
+    moves: Sequence[tuple[int | None, int | None]],
+    skipped: Sequence[int],
+) -> dict[str, Any]:
+    return {
+        "version": SCHEMA_VERSION,
+        "queue": queue,
+        "dry_run": dry_run,
+        "redriven": [{"from": old, "to": new} for old, new in moves],
+        "skipped": list(skipped),
+    }
+
+
+def purge_document(queue: str, purged: int) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "queue": queue, "purged": purged}
+
+
+def pause_document(queue: str, paused: bool, changed: bool) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "queue": queue, "paused": paused, "changed": changed}
+
+
+def schedules_document(schedules: Sequence[Schedule]) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "schedules": [schedule_entry(s) for s in schedules]}
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """One line of JSON: ``--watch`` prints one document per line (JSON Lines)."""
+    # ASCII escapes: an error text may hold characters the terminal cannot encode.
+    return json.dumps(document, separators=(",", ":"))

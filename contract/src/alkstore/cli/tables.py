@@ -1,0 +1,189 @@
+"""What the commands print by default: rich tables for a person at a terminal.
+
+Every value that came from the store (queue names, payloads, error texts) is
+wrapped in ``Text`` so that rich never reads it as markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..payload import UndecodablePayload
+from ..values import Job, QueueStats, Schedule
+
+PREVIEW_CHARS = 60
+"""Payloads and errors are cut to this many characters in listings (``job ID`` shows all)."""
+
+NONE = "-"
+
+PIPED_WIDTH = 160
+"""Tables written to a pipe or a file are this wide (a terminal's own width otherwise):
+rich's 80 columns would cut the jobs listing to nothing."""
+
+
+def console() -> Console:
+    """Where tables go: stdout, at the terminal's width or ``PIPED_WIDTH``."""
+    return Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
+
+
+def instant(epoch_s: int | None) -> str:
+    """``1764570400`` -> ``2025-12-01 06:26:40Z``: the store's UTC times, readable."""
+    if epoch_s is None:
+        return NONE
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def age(seconds: int | None) -> str:
+    """``200`` -> ``3m 20s``; the two largest units are enough to act on."""
+    if seconds is None:
+        return NONE
+    parts: list[str] = []
+    rest = seconds
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if rest >= size:
+            parts.append(f"{rest // size}{unit}")
+            rest %= size
+    parts.append(f"{rest}s")
+    return " ".join(parts[:2])
+
+
+def payload_text(payload: object) -> str:
+    if isinstance(payload, UndecodablePayload):
+        return f"<undecodable: {payload.reason}>"
+    return json.dumps(payload)
+
+
+def preview(text: str | None, limit: int = PREVIEW_CHARS) -> Text:
+    if text is None:
+        return Text(NONE)
+    one_line = " ".join(text.split())
+    return Text(one_line if len(one_line) <= limit else one_line[: limit - 1] + "…")
+
+
+def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
+    table = Table(title="queues", caption=f"at {instant(now)}", caption_justify="left")
+    table.add_column("queue", overflow="fold", min_width=12)
+    for heading in ("ready", "scheduled", "processing", "lapsed", "dead", "oldest ready"):
+        table.add_column(heading, justify="right")
+    table.add_column("paused")
+    for s in stats:
+        table.add_row(
+            Text(s.queue),
+            str(s.ready),
+            str(s.scheduled),
+            str(s.processing),
+            str(s.lapsed),
+            str(s.dead),
+            age(s.oldest_ready_age_s),
+            "PAUSED" if s.paused else "",
+        )
+    return table
+
+
+def jobs_table(queue: str, jobs: Sequence[Job], next_after: int | None) -> Table:
+    more = f"more: --after {next_after}" if next_after is not None else "end of the queue"
+    table = Table(title=Text(f"jobs of {queue}"), caption=more, caption_justify="left")
+    # The short columns keep their width; the free texts give way (cut with an ellipsis).
+    table.add_column("id", justify="right", no_wrap=True, min_width=4)
+    table.add_column("state", no_wrap=True, min_width=10)
+    table.add_column("attempts", justify="right", no_wrap=True, min_width=8)
+    table.add_column("priority", justify="right", no_wrap=True, min_width=8)
+    table.add_column("run_at / died_at", no_wrap=True, min_width=20)
+    for heading in ("worker", "last error", "payload"):
+        table.add_column(heading, overflow="ellipsis", no_wrap=True, min_width=4)
+    for job in jobs:
+        table.add_row(
+            str(job.id),
+            job.state.value,
+            f"{job.attempts}/{job.max_attempts}",
+            str(job.priority),
+            instant(job.died_at if job.died_at is not None else job.run_at),
+            preview(job.worker_id),
+            preview(job.last_error or (job.errors[-1].error if job.errors else None)),
+            preview(payload_text(job.payload)),
+        )
+    return table
+
+
+def job_view(job: Job) -> RenderableType:
+    fields = Table(title=Text(f"job {job.id}"), show_header=False)
+    fields.add_column("field", style="bold")
+    fields.add_column("value", overflow="fold")
+    rows: list[tuple[str, str | None]] = [
+        ("queue", job.queue),
+        ("state", job.state.value),
+        ("payload", payload_text(job.payload)),
+        ("priority", str(job.priority)),
+        ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("created_at", instant(job.created_at)),
+        ("run_at", instant(job.run_at)),
+        ("claimed_at", instant(job.claimed_at)),
+        ("worker_id", job.worker_id),
+        ("expires_at", instant(job.expires_at)),
+        ("visibility_timeout_s", str(job.visibility_timeout_s)),
+        ("backoff_base_s", str(job.backoff_base_s)),
+        ("dead_letter_retention_s", _optional(job.dead_letter_retention_s)),
+        ("died_at", instant(job.died_at)),
+        ("last_error", job.last_error),
+        ("redriven_from", _optional(job.redriven_from)),
+    ]
+    for name, value in rows:
+        fields.add_row(name, Text(value if value is not None else NONE))
+    if not job.errors:
+        return Group(fields, Text("no error history"))
+    errors = Table(title="error history (newest last)")
+    errors.add_column("attempt", justify="right")
+    errors.add_column("at")
+    errors.add_column("error", overflow="fold")
+    for entry in job.errors:
+        errors.add_row(str(entry.attempt), instant(entry.at), Text(entry.error))
+    return Group(fields, errors)
+
+
+def dead_jobs_table(title: str, jobs: Sequence[Job], new_ids: dict[int, int]) -> Table:
+    """The dead jobs a redrive takes (or would take), with the new ids once it ran."""
+    table = Table(title=Text(title))
+    table.add_column("dead id", justify="right", no_wrap=True, min_width=7)
+    table.add_column("new id", justify="right", no_wrap=True, min_width=6)
+    table.add_column("attempts", justify="right", no_wrap=True, min_width=8)
+    table.add_column("died_at", no_wrap=True, min_width=20)
+    table.add_column("last error", overflow="ellipsis", no_wrap=True, min_width=10)
+    for job in jobs:
+        new = new_ids.get(job.id)
+        table.add_row(
+            str(job.id),
+            str(new) if new is not None else NONE,
+            f"{job.attempts}/{job.max_attempts}",
+            instant(job.died_at),
+            preview(job.last_error),
+        )
+    return table
+
+
+def schedules_table(schedules: Sequence[Schedule]) -> Table:
+    table = Table(title="schedules")
+    table.add_column("name", overflow="fold")
+    table.add_column("spec", no_wrap=True)
+    table.add_column("queue", overflow="fold")
+    table.add_column("next fire", no_wrap=True, min_width=20)
+    table.add_column("payload", overflow="ellipsis", no_wrap=True, min_width=6)
+    for s in schedules:
+        table.add_row(
+            Text(s.name),
+            Text(s.spec),
+            Text(s.queue),
+            instant(s.next_fire_at),
+            preview(payload_text(s.payload)),
+        )
+    return table
+
+
+def _optional(value: int | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,126 @@
+"""Queue metrics in the Prometheus text exposition format 0.0.4 (contract §11, §14).
+
+An app mounts them next to its own routes; every scrape is one ``store.stats()``
+call, which engines answer from their claim indexes::
+
+    from alkstore import metrics
+
+    text = metrics.render(store)          # the exposition text
+    app = metrics.wsgi_app(store)         # a WSGI app serving it (mount it at /metrics)
+
+``alkstore stats --format prometheus`` prints the same text. Every gauge has a
+``queue`` label (reserved queues included: outboxes' backing queues):
+
+* ``alkstore_queue_ready``, ``alkstore_queue_scheduled``, ``alkstore_queue_processing``,
+  ``alkstore_queue_lapsed``, ``alkstore_queue_dead``: job counts (``QueueStats``);
+* ``alkstore_queue_oldest_ready_age_seconds``: how long the oldest ready job has been
+  due, ``0`` when nothing is ready (so the series never vanishes under an alert);
+* ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
+
+Only the standard library is used: the contract stays dependency-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+from .api import Store
+from .errors import AlkstoreError
+from .values import QueueStats
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The ``Content-Type`` of the exposition format 0.0.4."""
+
+METRIC_PREFIX = "alkstore_queue_"
+
+
+@dataclass(frozen=True, slots=True)
+class Gauge:
+    """One exported gauge: its name after ``METRIC_PREFIX``, its help, its value."""
+
+    name: str
+    help: str
+    value: Callable[[QueueStats], int]
+
+
+GAUGES: tuple[Gauge, ...] = (
+    Gauge("ready", "Pending jobs due now.", lambda s: s.ready),
+    Gauge("scheduled", "Pending jobs due later.", lambda s: s.scheduled),
+    Gauge("processing", "Claimed jobs whose deadline has not passed.", lambda s: s.processing),
+    Gauge(
+        "lapsed",
+        "Claimed jobs past their deadline: the next claim takes them back.",
+        lambda s: s.lapsed,
+    ),
+    Gauge("dead", "Dead jobs kept.", lambda s: s.dead),
+    Gauge(
+        "oldest_ready_age_seconds",
+        "Seconds since the oldest ready job became due (0 when none is ready).",
+        lambda s: s.oldest_ready_age_s or 0,
+    ),
+    Gauge("paused", "1 while the queue is paused, else 0.", lambda s: int(s.paused)),
+)
+
+
+def _label_value(text: str) -> str:
+    # The format's three escapes; a queue name may hold any character but NUL.
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render_stats(stats: Sequence[QueueStats]) -> str:
+    """The exposition text of ``stats`` (one ``QueueStats`` per queue)."""
+    lines: list[str] = []
+    for gauge in GAUGES:
+        name = METRIC_PREFIX + gauge.name
+        lines.append(f"# HELP {name} {gauge.help}")
+        lines.append(f"# TYPE {name} gauge")
+        lines.extend(f'{name}{{queue="{_label_value(s.queue)}"}} {gauge.value(s)}' for s in stats)
+    return "\n".join(lines) + "\n"
+
+
+def render(store: Store) -> str:
+    """The exposition text of every queue of ``store``: one ``store.stats()`` call.
+
+    Raises:
+        ProfileUnavailable: the engine has no ops profile.
+        StoreClosed: the store was closed.
+        EngineUnavailable: the database cannot be reached.
+    """
+    return render_stats(store.stats())
+
+
+def wsgi_app(store: Store) -> WSGIApplication:
+    """A WSGI app answering ``GET`` (and ``HEAD``) with ``render(store)``, whatever the path.
+
+    When the store cannot answer (``AlkstoreError``: the database is down, the store
+    is closed) it responds ``503`` with the reason, so the scrape fails visibly
+    instead of reporting stale numbers. Other methods get ``405``.
+    """
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method not in ("GET", "HEAD"):
+            return _respond(start_response, "405 Method Not Allowed", b"", [("Allow", "GET, HEAD")])
+        try:
+            body = render(store).encode("utf-8")
+        except AlkstoreError as exc:
+            reason = f"alkstore metrics unavailable: {exc}\n".encode()
+            return _respond(start_response, "503 Service Unavailable", reason)
+        return _respond(start_response, "200 OK", body, send_body=method != "HEAD")
+
+    return app
+
+
+def _respond(
+    start_response: StartResponse,
+    status: str,
+    body: bytes,
+    extra_headers: Sequence[tuple[str, str]] = (),
+    *,
+    send_body: bool = True,
+) -> list[bytes]:
+    headers = [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body))), *extra_headers]
+    start_response(status, headers)
+    return [body] if send_body else []

@@ -1,0 +1,129 @@
+"""``alkstore.metrics``: the exposition text and the WSGI app over ``store.stats()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from alkstore import metrics
+from alkstore.errors import EngineUnavailable
+from alkstore.values import QueueStats
+
+
+def _stats(queue: str = "emails", **counts: Any) -> QueueStats:
+    fields: dict[str, Any] = {
+        "ready": 0,
+        "scheduled": 0,
+        "processing": 0,
+        "lapsed": 0,
+        "dead": 0,
+        "oldest_ready_age_s": None,
+        "paused": False,
+    }
+    return QueueStats(queue=queue, **{**fields, **counts})
+
+
+class StatsStore:
+    """Just ``stats()``, counting calls: all ``metrics`` asks of a store."""
+
+    def __init__(self, stats: list[QueueStats] | Exception) -> None:
+        self._stats = stats
+        self.calls = 0
+
+    def stats(self) -> list[QueueStats]:
+        self.calls += 1
+        if isinstance(self._stats, Exception):
+            raise self._stats
+        return self._stats
+
+
+def _sample(text: str, name: str, queue: str) -> str:
+    prefix = f'alkstore_queue_{name}{{queue="{queue}"}} '
+    (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
+    return line[len(prefix) :]
+
+
+def test_every_gauge_has_help_and_type() -> None:
+    text = metrics.render_stats([])
+
+    for gauge in metrics.GAUGES:
+        assert f"# HELP alkstore_queue_{gauge.name} " in text
+        assert f"# TYPE alkstore_queue_{gauge.name} gauge" in text
+
+
+def test_counts_are_exported_per_queue() -> None:
+    text = metrics.render_stats([_stats(ready=3, dead=2), _stats("reports", lapsed=1)])
+
+    assert _sample(text, "ready", "emails") == "3"
+    assert _sample(text, "dead", "emails") == "2"
+    assert _sample(text, "lapsed", "reports") == "1"
+
+
+def test_no_ready_job_exports_age_zero() -> None:
+    text = metrics.render_stats([_stats(oldest_ready_age_s=None)])
+
+    assert _sample(text, "oldest_ready_age_seconds", "emails") == "0"
+
+
+def test_a_paused_queue_exports_one() -> None:
+    text = metrics.render_stats([_stats(paused=True)])
+
+    assert _sample(text, "paused", "emails") == "1"
+
+
+def test_label_values_are_escaped() -> None:
+    text = metrics.render_stats([_stats('a"b\\c\nd', ready=1)])
+
+    assert 'alkstore_queue_ready{queue="a\\"b\\\\c\\nd"} 1' in text
+
+
+def test_render_asks_the_store_once() -> None:
+    store = StatsStore([_stats(), _stats("reports")])
+
+    metrics.render(store)  # type: ignore[arg-type]
+
+    assert store.calls == 1
+
+
+def _call(app: Any, method: str = "GET") -> tuple[str, dict[str, str], bytes]:
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        seen["status"], seen["headers"] = status, dict(headers)
+
+    body = b"".join(app({"REQUEST_METHOD": method, "PATH_INFO": "/metrics"}, start_response))
+    return seen["status"], seen["headers"], body
+
+
+def test_the_wsgi_app_serves_the_exposition_text() -> None:
+    store = StatsStore([_stats(ready=1)])
+
+    status, headers, body = _call(metrics.wsgi_app(store))  # type: ignore[arg-type]
+
+    assert status == "200 OK"
+    assert headers["Content-Type"] == metrics.CONTENT_TYPE
+    assert body.decode() == metrics.render_stats([_stats(ready=1)])
+
+
+def test_the_wsgi_app_answers_head_without_a_body() -> None:
+    status, headers, body = _call(metrics.wsgi_app(StatsStore([_stats()])), "HEAD")  # type: ignore[arg-type]
+
+    assert status == "200 OK"
+    assert body == b""
+    assert int(headers["Content-Length"]) > 0
+
+
+def test_the_wsgi_app_refuses_other_methods() -> None:
+    status, headers, _ = _call(metrics.wsgi_app(StatsStore([])), "POST")  # type: ignore[arg-type]
+
+    assert status.startswith("405")
+    assert headers["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("error", [EngineUnavailable("database restarting")])
+def test_the_wsgi_app_reports_an_unreachable_store_as_503(error: Exception) -> None:
+    status, _, body = _call(metrics.wsgi_app(StatsStore(error)))  # type: ignore[arg-type]
+
+    assert status.startswith("503")
+    assert b"database restarting" in body

@@ -1,0 +1,462 @@
+"""The ``alkstore`` console script, run as an operator runs it, on both reference engines.
+
+Every test invokes the installed script (next to ``sys.executable``) in a
+subprocess against a store provisioned for it (a SQLite file; a fresh schema on
+the PostgreSQL server, passed with ``--opt schema=...``) and checks its exit
+code and output; the test seeds and inspects the store through the API. The
+JSON documents checked here are the ones ``docs/operations.md`` publishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import alkstore
+from alkstore import EngineSpec, EnqueueOpts, JobState, OffsetClock, QueueOpts, Store
+
+ALKSTORE = Path(sys.executable).with_name("alkstore")
+DAY_S = 86_400
+TOP_PRIORITY = 2**31 - 1
+JOB_FIELDS = {
+    "id",
+    "queue",
+    "state",
+    "payload",
+    "payload_error",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "created_at",
+    "run_at",
+    "claimed_at",
+    "expires_at",
+    "worker_id",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+    "last_error",
+    "died_at",
+    "errors",
+    "redriven_from",
+}
+# Subprocesses get a bound only so that a hung command fails the test instead of the run.
+HANG_GUARD_S = 120
+
+
+@dataclass(frozen=True)
+class Cli:
+    """The console script pointed at one provisioned store."""
+
+    spec: EngineSpec
+
+    def global_args(self) -> list[str]:
+        args = ["--url", self.spec.url]
+        for name, value in self.spec.opts.items():
+            text = value if isinstance(value, str) else json.dumps(value)
+            args.append(f"--opt={name}={text}")
+        return args
+
+    def run(
+        self, *command: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(ALKSTORE), *self.global_args(), *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=HANG_GUARD_S,
+            check=False,
+        )
+
+    def json(self, *command: str) -> Any:
+        done = self.run(*command, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def open(self, **kwargs: Any) -> Store:
+        return alkstore.open(self.spec.url, **self.spec.opts, **kwargs)
+
+
+@pytest.fixture
+def cli(engine_spec: tuple[str, EngineSpec]) -> Cli:
+    name, spec = engine_spec
+    if not alkstore.load_engine(name).capabilities.ops:
+        pytest.skip(f"the {name} engine does not implement the ops profile yet")
+    return Cli(spec)
+
+
+@pytest.fixture
+def store(cli: Cli) -> Iterator[Store]:
+    with closing(cli.open()) as opened:
+        yield opened
+
+
+def make_dead(store: Store, queue: str = "emails", error: str = "boom") -> int:
+    q = store.queue(queue)
+    # The top priority makes the next claim take this job, whatever else is ready.
+    job_id = q.enqueue({"to": "a@example.com"}, EnqueueOpts(priority=TOP_PRIORITY))
+    handle = q.claim("worker-1")
+    assert handle is not None
+    assert handle.id == job_id
+    assert handle.fail(error)
+    return job_id
+
+
+def dead_ids(store: Store, queue: str = "emails") -> list[int]:
+    return [job.id for job in store.queue(queue).jobs(JobState.DEAD)]
+
+
+# -- stats ------------------------------------------------------------------------
+def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
+    emails = store.queue("emails")
+    emails.enqueue("now")
+    emails.enqueue("later", EnqueueOpts(delay=3600))
+    make_dead(store)
+    store.queue("reports").pause()
+
+    document = cli.json("stats")
+
+    assert document == {
+        "version": 1,
+        "queues": [
+            {
+                "queue": "emails",
+                "ready": 1,
+                "scheduled": 1,
+                "processing": 0,
+                "lapsed": 0,
+                "dead": 1,
+                "oldest_ready_age_s": document["queues"][0]["oldest_ready_age_s"],
+                "paused": False,
+            },
+            {
+                "queue": "reports",
+                "ready": 0,
+                "scheduled": 0,
+                "processing": 0,
+                "lapsed": 0,
+                "dead": 0,
+                "oldest_ready_age_s": None,
+                "paused": True,
+            },
+        ],
+    }
+    assert isinstance(document["queues"][0]["oldest_ready_age_s"], int)
+
+
+def test_stats_table_names_each_queue(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("x")
+
+    done = cli.run("stats")
+
+    assert done.returncode == 0, done.stderr
+    assert "emails" in done.stdout
+
+
+def test_stats_prometheus_prints_a_gauge_per_queue(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("x")
+
+    done = cli.run("stats", "--format", "prometheus")
+
+    assert done.returncode == 0, done.stderr
+    assert "# TYPE alkstore_queue_ready gauge" in done.stdout
+    assert 'alkstore_queue_ready{queue="emails"} 1' in done.stdout
+    assert 'alkstore_queue_paused{queue="emails"} 0' in done.stdout
+
+
+def test_stats_watch_prints_documents_until_interrupted(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("x")
+    command = [str(ALKSTORE), *cli.global_args(), "stats", "--watch", "--json"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            first = json.loads(proc.stdout.readline())
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=HANG_GUARD_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+    assert first["queues"][0]["queue"] == "emails"
+    assert proc.returncode == 0
+
+
+def test_url_comes_from_the_environment(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("x")
+    env = {**os.environ, "ALKSTORE_URL": cli.spec.url}
+    options = [f"--opt={k}={v}" for k, v in cli.spec.opts.items()]
+
+    done = subprocess.run(
+        [str(ALKSTORE), *options, "stats", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_GUARD_S,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert [q["queue"] for q in json.loads(done.stdout)["queues"]] == ["emails"]
+
+
+def test_a_missing_url_is_a_usage_error() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ALKSTORE_URL"}
+
+    done = subprocess.run(
+        [str(ALKSTORE), "stats"], capture_output=True, text=True, env=env, check=False
+    )
+
+    assert done.returncode == 2
+    assert "ALKSTORE_URL" in done.stderr
+
+
+def test_a_bad_engine_option_is_a_usage_error(cli: Cli) -> None:
+    done = cli.run("--opt", "no_such_option=1", "stats")
+
+    assert done.returncode == 2
+    assert "no_such_option" in done.stderr
+
+
+# -- jobs and job -----------------------------------------------------------------
+def test_jobs_pages_by_id(cli: Cli, store: Store) -> None:
+    ids = store.queue("emails").enqueue_many(["a", "b", "c"])
+
+    first = cli.json("jobs", "emails", "--limit", "2")
+    rest = cli.json("jobs", "emails", "--after", str(first["next_after"]), "--limit", "2")
+
+    assert [j["id"] for j in first["jobs"]] == ids[:2]
+    assert first["next_after"] == ids[1]
+    assert [j["id"] for j in rest["jobs"]] == ids[2:]
+    assert rest["next_after"] is None
+
+
+def test_jobs_filters_by_state(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("pending one")
+    dead = make_dead(store)
+
+    document = cli.json("jobs", "emails", "--state", "dead")
+
+    assert document["state"] == "dead"
+    assert [j["id"] for j in document["jobs"]] == [dead]
+
+
+def test_jobs_documents_every_job_field(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue({"to": "a@example.com"}, EnqueueOpts(priority=7))
+
+    (entry,) = cli.json("jobs", "emails")["jobs"]
+
+    assert set(entry) == JOB_FIELDS
+    assert entry["payload"] == {"to": "a@example.com"}
+    assert entry["priority"] == 7
+    assert entry["state"] == "pending"
+
+
+def test_jobs_refuses_a_page_over_1000_as_usage(cli: Cli) -> None:
+    done = cli.run("jobs", "emails", "--limit", "1001")
+
+    assert done.returncode == 2
+
+
+def test_job_shows_why_each_attempt_failed(cli: Cli, store: Store) -> None:
+    q = store.queue("emails", QueueOpts(max_attempts=2))
+    job_id = q.enqueue("x")
+    first = q.claim("worker-1")
+    assert first is not None
+    assert first.retry("smtp timeout", delay=0)
+    second = q.claim("worker-1")
+    assert second is not None
+    assert second.retry("smtp refused")
+
+    job = cli.json("job", str(job_id))["job"]
+
+    assert job["state"] == "dead"
+    assert job["last_error"] == "max attempts exceeded"
+    assert [(e["attempt"], e["error"]) for e in job["errors"]] == [
+        (1, "smtp timeout"),
+        (2, "smtp refused"),
+    ]
+
+
+def test_an_unknown_job_is_refused_with_one_line(cli: Cli) -> None:
+    done = cli.run("job", "987654321")
+
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "987654321" in done.stderr
+
+
+# -- redrive ----------------------------------------------------------------------
+def test_redrive_dry_run_changes_nothing(cli: Cli, store: Store) -> None:
+    dead = make_dead(store)
+    before = store.queue("emails").stats()
+
+    document = cli.json("redrive", "emails", "--all", "--dry-run")
+
+    assert document["dry_run"] is True
+    assert document["redriven"] == [{"from": dead, "to": None}]
+    assert store.queue("emails").stats() == before
+    assert dead_ids(store) == [dead]
+
+
+def test_redrive_of_a_named_job_makes_a_new_pending_job(cli: Cli, store: Store) -> None:
+    dead = make_dead(store)
+
+    document = cli.json("redrive", "emails", "--id", str(dead))
+
+    (move,) = document["redriven"]
+    assert move["from"] == dead
+    new = store.queue("emails").get_job(move["to"])
+    assert new is not None
+    assert new.state is JobState.PENDING
+    assert new.redriven_from == dead
+    assert store.queue("emails").get_job(dead) is None
+
+
+def test_redrive_all_takes_every_dead_job_of_the_queue(cli: Cli, store: Store) -> None:
+    dead = [make_dead(store), make_dead(store)]
+    other = make_dead(store, "reports")
+
+    document = cli.json("redrive", "emails", "--all")
+
+    assert [m["from"] for m in document["redriven"]] == dead
+    assert dead_ids(store) == []
+    assert dead_ids(store, "reports") == [other]
+
+
+def test_redrive_skips_ids_that_are_not_dead_jobs_of_the_queue(cli: Cli, store: Store) -> None:
+    dead = make_dead(store)
+    elsewhere = make_dead(store, "reports")
+
+    document = cli.json("redrive", "emails", "--id", str(dead), "--id", str(elsewhere))
+
+    assert [m["from"] for m in document["redriven"]] == [dead]
+    assert document["skipped"] == [elsewhere]
+    assert dead_ids(store, "reports") == [elsewhere]
+
+
+def test_redrive_with_nothing_to_redrive_among_the_ids_is_refused(cli: Cli, store: Store) -> None:
+    pending = store.queue("emails").enqueue("alive")
+
+    done = cli.run("redrive", "emails", "--id", str(pending))
+
+    assert done.returncode == 1
+    assert "emails" in done.stderr
+
+
+def test_redrive_needs_ids_or_all(cli: Cli) -> None:
+    done = cli.run("redrive", "emails")
+
+    assert done.returncode == 2
+
+
+# -- purge ------------------------------------------------------------------------
+def test_purge_older_than_deletes_only_jobs_dead_that_long(cli: Cli, store: Store) -> None:
+    with closing(cli.open(clock=OffsetClock(-3 * DAY_S))) as past:
+        old = make_dead(past)
+    recent = make_dead(store)
+
+    document = cli.json("purge", "emails", "--older-than", "2d")
+
+    assert document == {"version": 1, "queue": "emails", "purged": 1}
+    assert dead_ids(store) == [recent]
+    assert store.queue("emails").get_job(old) is None
+
+
+def test_purge_named_jobs(cli: Cli, store: Store) -> None:
+    doomed, kept = make_dead(store), make_dead(store)
+
+    document = cli.json("purge", "emails", "--id", str(doomed))
+
+    assert document["purged"] == 1
+    assert dead_ids(store) == [kept]
+
+
+def test_purge_all_leaves_live_jobs(cli: Cli, store: Store) -> None:
+    make_dead(store)
+    live = store.queue("emails").enqueue("alive")
+
+    document = cli.json("purge", "emails", "--all")
+
+    assert document["purged"] == 1
+    assert [job.id for job in store.queue("emails").jobs()] == [live]
+
+
+def test_purge_of_ids_that_are_not_dead_is_refused(cli: Cli, store: Store) -> None:
+    pending = store.queue("emails").enqueue("alive")
+
+    done = cli.run("purge", "emails", "--id", str(pending))
+
+    assert done.returncode == 1
+    assert store.queue("emails").get_job(pending) is not None
+
+
+def test_purge_refuses_a_malformed_duration_as_usage(cli: Cli, store: Store) -> None:
+    make_dead(store)
+
+    done = cli.run("purge", "emails", "--older-than", "7 days")
+
+    assert done.returncode == 2
+    assert dead_ids(store) != []
+
+
+# -- pause, resume, schedules, outboxes ----------------------------------------------
+def test_pause_stops_claims_in_other_processes(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("x")
+
+    document = cli.json("pause", "emails")
+
+    assert document == {"version": 1, "queue": "emails", "paused": True, "changed": True}
+    assert store.queue("emails").claim("worker-1") is None
+
+
+def test_resume_hands_jobs_out_again(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue("x")
+    store.queue("emails").pause()
+
+    document = cli.json("resume", "emails")
+
+    assert document["changed"] is True
+    assert store.queue("emails").claim("worker-1") is not None
+
+
+def test_pausing_a_paused_queue_succeeds_unchanged(cli: Cli, store: Store) -> None:
+    store.queue("emails").pause()
+
+    document = cli.json("pause", "emails")
+
+    assert document["changed"] is False
+    assert document["paused"] is True
+
+
+def test_schedules_lists_every_schedule(cli: Cli, store: Store) -> None:
+    store.schedule("nightly", "@every 1d", "reports", {"kind": "nightly"})
+
+    (entry,) = cli.json("schedules")["schedules"]
+
+    assert entry["name"] == "nightly"
+    assert entry["spec"] == "@every 1d"
+    assert entry["queue"] == "reports"
+    assert entry["interval_s"] == DAY_S
+
+
+def test_an_outbox_backing_queue_is_reachable_by_its_listed_name(cli: Cli, store: Store) -> None:
+    job_id = store.outbox("mail").enqueue({"to": "a@example.com"})
+    (listed,) = [s["queue"] for s in cli.json("stats")["queues"]]
+
+    document = cli.json("jobs", listed)
+
+    assert [j["id"] for j in document["jobs"]] == [job_id]
