@@ -139,13 +139,14 @@ def test_both_entry_points_load_the_one_provider() -> None:
     assert alkstore.load_engine("postgresql") is ENGINE
     assert alkstore.load_engine("postgres") is ENGINE
     assert ENGINE.name == "postgresql"
-    assert ENGINE.contract_version == "1"
+    assert ENGINE.contract_version == "1.1"
     assert isinstance(ENGINE, alkstore.EngineProvider)
 
 
 def test_the_provider_declares_every_optional_profile() -> None:
     capabilities = ENGINE.capabilities
-    assert (capabilities.scheduler, capabilities.streams, capabilities.pubsub) == (True,) * 3
+    profiles = (capabilities.scheduler, capabilities.streams, capabilities.pubsub, capabilities.ops)
+    assert profiles == (True,) * 4
 
 
 def test_postgres_alias_scheme_opens_a_store(pg_dsn: str, schema: str) -> None:

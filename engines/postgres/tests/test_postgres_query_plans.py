@@ -1,5 +1,6 @@
 """The profiles' statements use their indexes (EXPLAIN on a realistically filled schema):
-the tick's due scan and the next boundary, stream reads and trims, stored messages."""
+the tick's due scan and the next boundary, stream reads and trims, stored messages,
+and the ops profile's stats, redrive, purges and the claim's pause guard."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import psycopg
 import pytest
 from pg_helpers import LARGE, StoreFactory
 
+from alkstore import EnqueueOpts, QueueOpts
 from alkstore.testing import FakeClock
 from alkstore_postgres.statements import Statements
 
@@ -143,3 +145,81 @@ def test_pruning_stored_messages_reads_only_the_primary_key(
     plan = _plan(admin, getattr(filled, statement), params)
     assert "alkstore_messages_pkey" in plan
     assert "Seq Scan" not in plan
+
+
+# -- the ops profile -------------------------------------------------------------------
+
+QUEUES = 20
+
+
+@pytest.fixture
+def queues_filled(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> Statements:
+    """Many queues with ready, delayed, claimed and dead rows, one paused; vacuumed
+    (as autovacuum keeps a table in use) and analyzed."""
+    store = open_store(clock=FakeClock(NOW))
+    for n in range(QUEUES):
+        queue = store.queue(f"q{n}", QueueOpts(visibility_timeout_s=30))
+        queue.enqueue_many(list(range(200)), EnqueueOpts(priority=n % 3))
+        queue.enqueue_many(list(range(100)), EnqueueOpts(delay=3600))
+        for handle in queue.claim_batch("w", 80)[:30]:
+            handle.fail("dead")
+    store.queue("q3").pause()
+    for table in ("alkstore_jobs", "alkstore_dead_jobs", "alkstore_paused_queues"):
+        admin.execute(f'VACUUM ANALYZE "{schema}".{table}')
+    return Statements.for_schema(schema)
+
+
+def _reads_no_table_of_jobs(plan: str) -> bool:
+    return "Seq Scan on alkstore_jobs" not in plan and "Seq Scan on alkstore_dead_jobs" not in plan
+
+
+@pytest.mark.parametrize("statement", ["queue_stats", "queue_stats_all"])
+def test_queue_stats_count_off_the_claim_and_dead_indexes_alone(
+    queues_filled: Statements, admin: psycopg.Connection[Any], statement: str
+) -> None:
+    params = {"queues": ["q7"], "now": NOW + 60}
+    plan = _plan(admin, getattr(queues_filled, statement), params)
+    assert "Index Only Scan using alkstore_jobs_pending_claim" in plan
+    assert "Index Only Scan using alkstore_jobs_processing_deadline" in plan
+    assert "Index Only Scan using alkstore_dead_jobs_died" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_the_claims_pause_guard_is_evaluated_once_before_any_row(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {"queue": "q7", "now": NOW + 60, "worker_id": "w", "limit": 10}
+    plan = _plan(admin, queues_filled.claim, params)
+    assert "One-Time Filter" in plan
+    assert "alkstore_jobs_pending_claim" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_redriving_the_oldest_reads_the_dead_index_and_deletes_by_primary_key(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {"queue": "q7", "limit": 10, "now": NOW, "channel": "c", "topic": "t"}
+    plan = _plan(admin, queues_filled.redrive_oldest, params)
+    assert "alkstore_dead_jobs_died" in plan
+    assert "Index Scan using alkstore_dead_jobs_pkey" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_redriving_named_jobs_finds_them_by_primary_key(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {"queue": "q7", "ids": [5, 9], "now": NOW, "channel": "c", "topic": "t"}
+    plan = _plan(admin, queues_filled.redrive_named, params)
+    assert "alkstore_dead_jobs_pkey" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_purging_dead_jobs_by_age_is_one_range_of_the_dead_index(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {"queue": "q7", "died_before": NOW}
+    plan = _plan(admin, queues_filled.purge_dead_before, params)
+    assert "alkstore_dead_jobs_died" in plan
+    assert _reads_no_table_of_jobs(plan)

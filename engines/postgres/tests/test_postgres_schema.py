@@ -44,6 +44,7 @@ def test_open_creates_every_table_in_the_engine_schema(
         "alkstore_stream_events",
         "alkstore_stream_consumers",
         "alkstore_messages",
+        "alkstore_paused_queues",
         "alkstore_migrations",
     }
     assert _tables(admin, "public") == public_before
@@ -105,7 +106,7 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2]
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3]
     assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
 
 

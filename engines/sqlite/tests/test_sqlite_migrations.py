@@ -5,12 +5,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlite_helpers import StoreFactory, open_and_enqueue
 
 import alkstore
 from alkstore import EngineUnavailable
+from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
 from alkstore_sqlite.migrations import MIGRATIONS
 
@@ -48,6 +50,7 @@ def test_every_engine_table_and_index_is_under_the_reserved_prefix(
         "__alkstore_stream_events",
         "__alkstore_stream_offsets",
         "__alkstore_notifications",
+        "__alkstore_paused",
     } <= names
     assert all(name.startswith("__alkstore_") for name in names), names
 
@@ -96,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 2
+    assert _version(db_path) == LATEST_VERSION == 3
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -121,3 +124,195 @@ def test_processes_opening_a_new_file_at_once_migrate_it_once(url: str) -> None:
     for proc in procs:
         proc.join(timeout=60)
     assert sorted(outcomes) == [1, 2, 3, 4], outcomes  # every open worked, ids distinct
+
+
+# -- version 2 (the previous release) to version 3 ---------------------------------
+
+# The schema exactly as the previous release (version 2) created it, kept here rather
+# than taken from MIGRATIONS so the test keeps describing the files that exist.
+V2_SCHEMA = """
+CREATE TABLE __alkstore_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE __alkstore_jobs (
+    id                      INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue                   TEXT    NOT NULL,
+    state                   TEXT    NOT NULL
+        CHECK (state = 'pending' OR state = 'processing' OR state = 'dead'),
+    payload                 TEXT    NOT NULL,
+    priority                INTEGER NOT NULL,
+    attempts                INTEGER NOT NULL DEFAULT 0,
+    max_attempts            INTEGER NOT NULL,
+    created_at              INTEGER NOT NULL,
+    run_at                  INTEGER NOT NULL,
+    claimed_at              INTEGER,
+    deadline                INTEGER,
+    expires_at              INTEGER,
+    worker_id               TEXT,
+    visibility_timeout_s    INTEGER NOT NULL,
+    backoff_base_s          INTEGER NOT NULL,
+    dead_letter_retention_s INTEGER,
+    last_error              TEXT,
+    died_at                 INTEGER
+);
+CREATE INDEX __alkstore_jobs_claim
+    ON __alkstore_jobs (queue, priority DESC, run_at) WHERE state = 'pending';
+CREATE INDEX __alkstore_jobs_lapse
+    ON __alkstore_jobs (queue, deadline) WHERE state = 'processing';
+CREATE INDEX __alkstore_jobs_expiry
+    ON __alkstore_jobs (queue, expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE __alkstore_dead (
+    id                      INTEGER PRIMARY KEY,
+    queue                   TEXT    NOT NULL,
+    payload                 TEXT    NOT NULL,
+    priority                INTEGER NOT NULL,
+    attempts                INTEGER NOT NULL,
+    max_attempts            INTEGER NOT NULL,
+    created_at              INTEGER NOT NULL,
+    run_at                  INTEGER NOT NULL,
+    claimed_at              INTEGER,
+    expires_at              INTEGER,
+    worker_id               TEXT,
+    visibility_timeout_s    INTEGER NOT NULL,
+    backoff_base_s          INTEGER NOT NULL,
+    dead_letter_retention_s INTEGER,
+    last_error              TEXT    NOT NULL,
+    died_at                 INTEGER NOT NULL
+);
+CREATE INDEX __alkstore_dead_purge
+    ON __alkstore_dead (queue, died_at + dead_letter_retention_s)
+    WHERE dead_letter_retention_s IS NOT NULL;
+CREATE TRIGGER __alkstore_jobs_move_to_dead
+AFTER UPDATE OF state ON __alkstore_jobs WHEN NEW.state = 'dead'
+BEGIN
+    INSERT INTO __alkstore_dead (
+        id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+        claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+        dead_letter_retention_s, last_error, died_at
+    ) VALUES (
+        NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+        NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+        NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+        NEW.last_error, NEW.died_at
+    );
+    DELETE FROM __alkstore_jobs WHERE id = NEW.id;
+END;
+CREATE TABLE __alkstore_locks (
+    name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE __alkstore_schedules (
+    name TEXT PRIMARY KEY, spec TEXT NOT NULL, queue TEXT NOT NULL, payload TEXT NOT NULL,
+    priority INTEGER NOT NULL, max_attempts INTEGER, expires_s INTEGER,
+    interval_s INTEGER NOT NULL, next_fire_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX __alkstore_schedules_due ON __alkstore_schedules (next_fire_at);
+CREATE TABLE __alkstore_streams (
+    stream TEXT PRIMARY KEY, last_offset INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE __alkstore_stream_events (
+    stream TEXT NOT NULL, offset INTEGER NOT NULL, payload TEXT NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (stream, offset)
+) WITHOUT ROWID;
+CREATE TABLE __alkstore_stream_offsets (
+    stream TEXT NOT NULL, consumer TEXT NOT NULL, offset INTEGER NOT NULL,
+    PRIMARY KEY (stream, consumer)
+) WITHOUT ROWID;
+CREATE TABLE __alkstore_notifications (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL, payload TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', 2);
+"""
+
+# A version-2 file's jobs: 1 pending, 2 processing (claimed), 3 dead (it expired
+# after a failed attempt), written as the previous release wrote them.
+V2_JOBS = """
+INSERT INTO __alkstore_jobs (queue, state, payload, priority, max_attempts, created_at,
+    run_at, expires_at, visibility_timeout_s, backoff_base_s)
+VALUES ('q', 'pending', '{"n": 1}', 0, 3, 1000, 1000, NULL, 300, 5);
+INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts,
+    created_at, run_at, claimed_at, deadline, worker_id, visibility_timeout_s,
+    backoff_base_s)
+VALUES ('q', 'processing', '{"n": 2}', 0, 1, 3, 1000, 1000, 1000, 1300, 'w', 300, 5);
+INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts,
+    created_at, run_at, expires_at, visibility_timeout_s, backoff_base_s)
+VALUES ('q', 'pending', '{"n": 3}', 7, 1, 3, 1000, 1000, 1600, 300, 5);
+UPDATE __alkstore_jobs SET state = 'dead', last_error = 'expired', died_at = 1100
+ WHERE id = 3;
+"""
+
+
+def _make_v2_file(db_path: Path) -> None:
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.executescript(V2_SCHEMA + V2_JOBS)
+    finally:
+        conn.close()
+
+
+def _columns(db_path: Path, table: str) -> list[str]:
+    conn = sqlite3.connect(str(db_path))
+    try:
+        return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    finally:
+        conn.close()
+
+
+def _job_fields(job: Any) -> tuple[Any, ...]:
+    return (job.state.value, job.payload, job.priority, job.attempts, job.last_error)
+
+
+def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, url: str) -> None:
+    _make_v2_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1200)) as store:
+        queue = store.queue("q")
+        jobs = {job.id: job for job in queue.jobs()}
+        assert {n: _job_fields(job) for n, job in jobs.items()} == {
+            1: ("pending", {"n": 1}, 0, 0, None),
+            2: ("processing", {"n": 2}, 0, 1, None),
+            3: ("dead", {"n": 3}, 7, 1, "expired"),
+        }
+        assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
+        assert queue.stats().dead == 1
+    assert _version(db_path) == LATEST_VERSION == 3
+    assert _columns(db_path, "__alkstore_jobs")[-2:] == ["errors", "redriven_from"]
+    assert _columns(db_path, "__alkstore_dead")[-2:] == ["errors", "redriven_from"]
+
+
+def test_an_upgraded_version_2_file_takes_every_operation(db_path: Path, url: str) -> None:
+    _make_v2_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1200)) as store:
+        queue = store.queue("q")
+        (new_id,) = queue.redrive()
+        redriven = queue.get_job(new_id)
+        assert redriven is not None
+        assert (redriven.payload, redriven.redriven_from) == ({"n": 3}, 3)
+        assert redriven.expires_at == 1200 + (1600 - 1000)  # now + its old lifetime
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.id == new_id  # priority 7 goes first
+        assert handle.fail("broken")
+        dead = queue.get_job(new_id)
+        assert dead is not None
+        assert [e.error for e in dead.errors] == ["broken"]
+        assert dead.redriven_from == 3  # the move to dead carries the new columns
+        assert queue.pause()
+        assert queue.claim("w") is None
+
+
+def test_processes_opening_a_version_2_file_at_once_upgrade_it_once(
+    db_path: Path, url: str
+) -> None:
+    _make_v2_file(db_path)
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=open_and_enqueue, args=(url, results)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    outcomes = [results.get(timeout=60) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+    # A second run of the ALTER TABLEs would fail its opener: every open worked.
+    assert sorted(outcomes) == [4, 5, 6, 7], outcomes
+    assert _version(db_path) == LATEST_VERSION
+    with alkstore.open(url) as store:
+        assert [job.id for job in store.queue("q").jobs(after_id=0, limit=3)] == [1, 2, 3]

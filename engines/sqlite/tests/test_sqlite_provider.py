@@ -12,6 +12,7 @@ from sqlite_helpers import shared_state
 
 import alkstore
 from alkstore import Capabilities, EngineUnavailable, StoreClosed
+from alkstore.constants import CONTRACT_VERSION
 from alkstore_sqlite import SqliteEngine, database_path, database_url, provider
 
 
@@ -21,8 +22,10 @@ def test_the_entry_point_sqlite_loads_the_provider() -> None:
 
 
 def test_the_provider_names_itself_and_its_capabilities() -> None:
-    assert (provider.name, provider.contract_version) == ("sqlite", "1")
-    assert provider.capabilities == Capabilities(scheduler=True, streams=True, pubsub=True)
+    assert (provider.name, provider.contract_version) == ("sqlite", CONTRACT_VERSION)
+    assert provider.capabilities == Capabilities(
+        scheduler=True, streams=True, pubsub=True, ops=True
+    )
     assert provider.capabilities.profiles() >= {
         "transactions",
         "attach",
@@ -30,6 +33,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         "scheduler",
         "streams",
         "pubsub",
+        "ops",
     }
 
 

@@ -23,10 +23,13 @@ from alkstore_sqlite import database_url
 from alkstore_sqlite import statements as sql
 from alkstore_sqlite.migrations import (
     CLAIM_INDEX,
+    DEAD_AGE_INDEX,
+    DEAD_QUEUE_INDEX,
     DUE_INDEX,
     EXPIRY_INDEX,
     LAPSE_INDEX,
     NOTIFICATIONS,
+    PAUSED,
     PURGE_INDEX,
     SCHEDULES,
     STREAM_EVENTS,
@@ -43,7 +46,15 @@ CLAIMS = pytest.mark.parametrize(
     ("statement", "params"), [(sql.CLAIM, CLAIM), (sql.CLAIM_ONE, CLAIM_ONE)], ids=["many", "one"]
 )
 QUEUE_NOW = {"queue": QUEUE, "now": NOW}
-HANDLE = {"id": 1, "attempt": 1, "now": NOW, "deadline": NOW, "run_at": NOW, "error": "e"}
+HANDLE = {
+    "id": 1,
+    "attempt": 1,
+    "now": NOW,
+    "deadline": NOW,
+    "run_at": NOW,
+    "error": "e",
+    "entry": '[1, 1, "e"]',
+}
 
 
 def _fill(store: Store, depth: int, opts: EnqueueOpts | None = None) -> None:
@@ -164,6 +175,190 @@ def test_get_job_looks_up_both_tables_by_primary_key(deep: sqlite3.Connection) -
         "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_dead USING INTEGER PRIMARY KEY (rowid=?)",
     ]
+
+
+@CLAIMS
+def test_claim_seeks_the_paused_table_once_by_its_key(
+    deep: sqlite3.Connection, statement: str, params: dict[str, Any]
+) -> None:
+    plan = query_plan(deep, statement, params)
+    paused = [(node, d) for node, _, d in plan if PAUSED in d]
+    assert [d for _, d in paused] == [f"SEARCH {PAUSED} USING PRIMARY KEY (queue=?)"], plan
+    # ... inside a subquery run once per statement, not once per candidate row.
+    parent = next(parent for node, parent, _ in plan if node == paused[0][0])
+    assert any(node == parent and d.startswith("SCALAR SUBQUERY") for node, _, d in plan), plan
+
+
+# -- operations: stats, job pages, redrive, purge, pause ---------------------------
+
+OTHER = "other"
+OPS = {
+    "queue": QUEUE,
+    "queues": f'["{QUEUE}"]',
+    "now": NOW,
+    "after": 100,
+    "limit": 10,
+    "state": "pending",
+    "ids": "[5, 7, 9]",
+    "died_before": NOW - 60,
+}
+
+
+def _graveyard(store: Store, depth: int) -> None:
+    """The backlog of ``_backlog``, then half its ready jobs, and as many of another
+    queue's, dead (moved by the engine's own trigger, died at different times)."""
+    _backlog(store, depth)
+    _fill(store, depth // 2)
+    store.queue(OTHER).enqueue_many([{"n": n} for n in range(depth // 2)])
+    with store.transaction() as tx:
+        tx.execute(
+            "UPDATE __alkstore_jobs SET state = 'dead', last_error = 'gone',"
+            " died_at = ? - id % 1000 WHERE state = 'pending' AND id % 2 = 0",
+            (NOW,),
+        )
+
+
+@pytest.fixture
+def dead_rows(open_store: StoreFactory, conn: sqlite3.Connection) -> sqlite3.Connection:
+    """DEPTH dead rows over two queues beside the backlog, statistics gathered."""
+    _graveyard(open_store(clock=FakeClock(NOW)), DEPTH)
+    conn.execute("ANALYZE")
+    return conn
+
+
+def _reads_of(plan: list[tuple[int, int, str]], table: str) -> list[str]:
+    """The steps of ``plan`` that read ``table`` (or one of its indexes)."""
+    reads = [d for d in _details(plan) if d.startswith(("SEARCH", "SCAN"))]
+    return [d for d in reads if d.split(" ")[1] == table]
+
+
+def test_stats_of_a_queue_count_dead_rows_off_the_dead_queue_index_alone(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.QUEUE_STATS, OPS)
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING COVERING INDEX {DEAD_QUEUE_INDEX} (queue=?)"
+    ]
+
+
+def test_stats_of_a_queue_count_live_rows_off_the_claim_and_deadline_indexes(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.QUEUE_STATS, OPS)
+    assert _reads_of(plan, "__alkstore_jobs") == [
+        f"SEARCH __alkstore_jobs USING INDEX {CLAIM_INDEX} (queue=?)",
+        f"SEARCH __alkstore_jobs USING INDEX {LAPSE_INDEX} (queue=?)",
+    ]
+
+
+def test_stats_of_every_queue_read_the_indexes_and_no_table(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.QUEUE_STATS_ALL, OPS)
+    assert _reads_of(plan, "__alkstore_jobs") == [
+        f"SCAN __alkstore_jobs USING INDEX {CLAIM_INDEX}",
+        f"SCAN __alkstore_jobs USING INDEX {LAPSE_INDEX}",
+    ]
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SCAN __alkstore_dead USING COVERING INDEX {DEAD_QUEUE_INDEX}"
+    ]
+    # Grouping by queue follows the indexes' order: only the few result rows are sorted.
+    assert not [d for d in sorted_beside(plan) if "__alkstore" in d], plan
+
+
+def test_a_page_of_live_jobs_is_one_range_of_the_primary_key(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.LIST_LIVE_JOBS, OPS))
+    assert plan == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid>?)"]
+
+
+def test_a_page_of_dead_jobs_is_one_range_of_the_dead_queue_index(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.LIST_DEAD_JOBS, OPS))
+    assert plan == [f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=? AND rowid>?)"]
+
+
+def test_a_page_of_all_jobs_reads_both_ranges_and_sorts_only_the_page(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.LIST_JOBS, OPS)
+    assert _reads_of(plan, "__alkstore_jobs") == [
+        "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid>?)"
+    ]
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=? AND rowid>?)"
+    ]
+
+
+def test_redriving_the_oldest_reads_the_dead_age_index_in_order(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.REDRIVE_OLDEST, OPS)
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING COVERING INDEX {DEAD_AGE_INDEX} (queue=?)"
+    ]
+    assert "SEARCH d USING INTEGER PRIMARY KEY (rowid=?)" in _details(plan)  # the rows chosen
+    assert not [d for d in sorted_beside(plan) if DEAD_AGE_INDEX in d], plan
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [sql.REDRIVE_IDS, sql.DELETE_DEAD_IDS, sql.PURGE_DEAD_IDS],
+    ids=["redrive", "delete", "purge"],
+)
+def test_named_dead_rows_are_found_by_primary_key(
+    dead_rows: sqlite3.Connection, statement: str
+) -> None:
+    plan = query_plan(dead_rows, statement, OPS)
+    reads = [d for d in _details(plan) if "__alkstore" in d or d.startswith("SEARCH d ")]
+    assert len(reads) == 1, plan
+    assert reads[0].endswith("USING INTEGER PRIMARY KEY (rowid=?)"), plan
+
+
+def test_purging_dead_rows_older_than_an_age_is_one_range_of_the_dead_age_index(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.PURGE_DEAD_BEFORE, OPS))
+    assert plan == [f"SEARCH __alkstore_dead USING INDEX {DEAD_AGE_INDEX} (queue=? AND died_at<?)"]
+
+
+def test_purging_every_dead_row_of_a_queue_reads_only_that_queue(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.PURGE_DEAD_ALL, OPS))
+    assert plan == [f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=?)"]
+
+
+@pytest.mark.parametrize("statement", [sql.IS_PAUSED, sql.RESUME], ids=["is_paused", "resume"])
+def test_a_pause_is_found_by_its_key(dead_rows: sqlite3.Connection, statement: str) -> None:
+    reads = [d for d in _details(query_plan(dead_rows, statement, OPS)) if PAUSED in d]
+    assert reads == [f"SEARCH {PAUSED} USING PRIMARY KEY (queue=?)"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [sql.LIST_JOBS, sql.LIST_LIVE_JOBS, sql.LIST_DEAD_JOBS, sql.REDRIVE_OLDEST, sql.REDRIVE_IDS],
+    ids=["list_jobs", "list_live_jobs", "list_dead_jobs", "redrive_oldest", "redrive_ids"],
+)
+def test_operation_cost_does_not_grow_with_the_dead_rows(tmp_path: Path, statement: str) -> None:
+    costs = []
+    for depth in (200, DEPTH):
+        path = tmp_path / f"depth-{depth}.db"
+        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
+        try:
+            _graveyard(store, depth)
+        finally:
+            store.close()
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # a write's changes go with the connection
+            costs.append(instructions(conn, statement, OPS))
+        finally:
+            conn.close()
+    shallow, deep_cost = costs
+    assert deep_cost <= shallow * 1.2 + 50, costs
 
 
 # -- cost does not grow with the backlog ---------------------------------------

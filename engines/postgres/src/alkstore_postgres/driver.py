@@ -45,7 +45,14 @@ from typing import Any, Final, TypeVar
 import psycopg
 from psycopg import pq
 
-from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, job_from_row, queue_topic
+from alkstore.driver import (
+    ERROR_EXHAUSTED,
+    ERROR_EXPIRED,
+    WakeSink,
+    error_entry,
+    job_from_row,
+    queue_topic,
+)
 from alkstore.errors import InvalidOptions
 from alkstore.options import JobStamps
 from alkstore.values import Job, LockInfo
@@ -56,6 +63,7 @@ from .errors import contract_error
 from .handle import PgHandle, execute, rowcount
 from .listener import NotifyListener, notify_payload
 from .migrations import ensure_schema
+from .operations import OpsStatements
 from .options import PostgresOptions
 from .profiles import ProfileStatements
 from .statements import Statements
@@ -87,7 +95,7 @@ def message_channel(schema: str) -> str:
     return _store_channel(schema, "message")
 
 
-class PostgresDriver(ProfileStatements):
+class PostgresDriver(ProfileStatements, OpsStatements):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
     def __init__(
@@ -247,11 +255,11 @@ class PostgresDriver(ProfileStatements):
         return [job_from_row(row) for row in rows]
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
-        params = {"queue": queue, "now": now, "error": ERROR_EXHAUSTED}
+        params = {"queue": queue, "now": now, "last_error": ERROR_EXHAUSTED}
         return rowcount(c, self._sql.bury_exhausted, params)
 
     def bury_expired(self, c: PgHandle, queue: str, now: int) -> int:
-        params = {"queue": queue, "now": now, "error": ERROR_EXPIRED}
+        params = {"queue": queue, "now": now, "last_error": ERROR_EXPIRED}
         return rowcount(c, self._sql.bury_expired, params)
 
     def purge_dead(self, c: PgHandle, queue: str, now: int) -> int:
@@ -274,12 +282,15 @@ class PostgresDriver(ProfileStatements):
         params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
         return rowcount(c, self._sql.heartbeat, params) == 1
 
-    def reschedule(self, c: PgHandle, job_id: int, attempt: int, now: int, run_at: int) -> bool:
+    def reschedule(
+        self, c: PgHandle, job_id: int, attempt: int, now: int, run_at: int, error: str
+    ) -> bool:
         params = {
             "id": job_id,
             "attempt": attempt,
             "now": now,
             "run_at": run_at,
+            "entry": error_entry(attempt, now, error),
             "channel": self.channel,
             "topic_prefix": queue_topic(""),
         }
@@ -289,8 +300,16 @@ class PostgresDriver(ProfileStatements):
         c.announced.add(queue_topic(row[0]))  # the statement announced the queue
         return True
 
-    def bury(self, c: PgHandle, job_id: int, attempt: int, now: int, error: str) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now, "error": error}
+    def bury(
+        self, c: PgHandle, job_id: int, attempt: int, now: int, last_error: str, error: str | None
+    ) -> bool:
+        params = {
+            "id": job_id,
+            "attempt": attempt,
+            "now": now,
+            "last_error": last_error,
+            "entry": None if error is None else error_entry(attempt, now, error),
+        }
         return rowcount(c, self._sql.bury_claim, params) == 1
 
     def cancel(self, c: PgHandle, queue: str, job_id: int) -> bool:

@@ -13,6 +13,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from alkstore.clock import Clock, check_clock
+from alkstore.constants import CONTRACT_VERSION
 from alkstore.core import CoreStore
 from alkstore.driver import Driver
 from alkstore.engine import Capabilities, EngineSpec
@@ -25,8 +26,8 @@ from .migrations import ensure_schema
 from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_schema_name
 
 ENGINE_NAME: Final = "postgresql"
-CAPABILITIES: Final = Capabilities(scheduler=True, streams=True, pubsub=True)
-"""Every optional profile: scheduler, streams, pub/sub (and attach, locks, ...)."""
+CAPABILITIES: Final = Capabilities(scheduler=True, streams=True, pubsub=True, ops=True)
+"""Every optional profile: scheduler, streams, pub/sub, ops (and attach, locks, ...)."""
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)
@@ -127,7 +128,7 @@ class PostgresEngine:
 
     name: str = ENGINE_NAME
     version: str = __version__
-    contract_version: str = "1"
+    contract_version: str = CONTRACT_VERSION
     capabilities: Capabilities = CAPABILITIES
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:

@@ -175,7 +175,45 @@ V2_SCHEDULES_STREAMS_MESSAGES = Migration(
     ),
 )
 
-MIGRATIONS: Final[tuple[Migration, ...]] = (V1_QUEUES_AND_LOCKS, V2_SCHEDULES_STREAMS_MESSAGES)
+V3_OPERATIONS = Migration(
+    3,
+    "operations: error history, redrive origin, paused queues, dead rows by age",
+    (
+        # Nullable columns without a default: catalog-only changes, no table rewrite,
+        # so an upgrade does not lock a large queue table for long. The history is one
+        # JSON text per entry (``[attempt, at, error]``): appending and keeping the
+        # latest entries is array slicing, never a parse of the whole history, and a
+        # JSON-escaped error is safe in text (``jsonb`` would refuse ``\u0000``).
+        """
+        ALTER TABLE {schema}.alkstore_jobs
+            ADD COLUMN errors text[],
+            ADD COLUMN redriven_from bigint
+        """,
+        """
+        ALTER TABLE {schema}.alkstore_dead_jobs
+            ADD COLUMN errors text[],
+            ADD COLUMN redriven_from bigint
+        """,
+        # A row per paused queue, read by every claim (one primary-key probe).
+        """
+        CREATE TABLE {schema}.alkstore_paused_queues (
+            queue text COLLATE "C" PRIMARY KEY
+        )
+        """,
+        # Dead rows by queue and age: redrive's oldest first, purges by age, the dead
+        # count of stats and the list of queues, none of them reading the rows.
+        """
+        CREATE INDEX alkstore_dead_jobs_died
+            ON {schema}.alkstore_dead_jobs (queue, died_at, id)
+        """,
+    ),
+)
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    V1_QUEUES_AND_LOCKS,
+    V2_SCHEDULES_STREAMS_MESSAGES,
+    V3_OPERATIONS,
+)
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
 # -- bookkeeping statements --------------------------------------------------------

@@ -15,39 +15,64 @@ from typing import Final
 
 from psycopg import sql
 
+from alkstore.constants import MAX_ERROR_HISTORY
+
 # -- shared column lists -------------------------------------------------------
 
-_LIVE_JOB = """
+
+def _history(errors: str) -> str:
+    """The ``errors`` array (one JSON ``[attempt, at, error]`` text per entry) as the
+    JSON array text ``job_from_row`` reads; NULL when the job has no history."""
+    return f"'[' || array_to_string({errors}, ',') || ']'"
+
+
+_LIVE_JOB = f"""
     id, queue, state, payload, priority, attempts, max_attempts, created_at, run_at,
     claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
-    dead_letter_retention_s, NULL::text AS last_error, NULL::bigint AS died_at"""
+    dead_letter_retention_s, NULL::text AS last_error, NULL::bigint AS died_at,
+    {_history("errors")} AS errors, redriven_from"""
 """A live row in ``alkstore.driver.JOB_COLUMNS`` order."""
 
-_DEAD_JOB = """
+_DEAD_JOB = f"""
     id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, created_at, run_at,
     claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
-    dead_letter_retention_s, last_error, died_at"""
+    dead_letter_retention_s, last_error, died_at, {_history("errors")} AS errors, redriven_from"""
 """A dead row in ``alkstore.driver.JOB_COLUMNS`` order."""
 
 _MOVED = """
     id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at,
-    expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s"""
-"""What a live row keeps when it moves to the dead table (same id)."""
+    expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s,
+    redriven_from"""
+"""What a live row keeps when it moves to the dead table (same id), its history aside."""
+
+_APPENDED_ERROR = f"""
+    (coalesce(errors, ARRAY[]::text[]) || %(entry)s::text)
+        [greatest(1, cardinality(errors) + 2 - {MAX_ERROR_HISTORY}):]"""
+"""``errors`` with the entry ``%(entry)s`` (``alkstore.driver.error_entry``) appended,
+the latest ``MAX_ERROR_HISTORY`` kept: a slice of the array, the entries themselves
+are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)"""
 
 
-def _move_to_dead(predicate: str) -> str:
+def _move_to_dead(predicate: str, errors: str = "errors") -> str:
     """One atomic statement: delete the live rows matching ``predicate`` and insert
-    them into the dead table; the statement's row count is how many moved."""
+    them into the dead table with ``%(last_error)s`` and the history ``errors``; the
+    statement's row count is how many moved."""
     return f"""
 WITH moved AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE {predicate}
-    RETURNING {_MOVED}
+    RETURNING {_MOVED}, errors
 )
-INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, last_error, died_at)
-SELECT {_MOVED}, %(error)s, %(now)s
+INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
+SELECT {_MOVED}, {errors}, %(last_error)s, %(now)s
 FROM moved
 """
+
+
+_NOT_PAUSED = """
+      AND NOT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s)"""
+"""A claim's guard: not a row for a paused queue. Uncorrelated, so the planner
+evaluates it once per statement (one primary-key probe), before any row is locked."""
 
 
 # -- queues ----------------------------------------------------------------------
@@ -99,20 +124,20 @@ Only the payloads vary, so they travel as one binary array and the stamps as
 scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
-CLAIM: Final = """
+CLAIM: Final = f"""
 WITH ready AS (
-    SELECT id, priority, run_at FROM {schema}.alkstore_jobs
+    SELECT id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
-      AND attempts < max_attempts
+      AND attempts < max_attempts{_NOT_PAUSED}
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), lapsed AS (
-    SELECT id, priority, run_at FROM {schema}.alkstore_jobs
+    SELECT id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
-      AND attempts < max_attempts
+      AND attempts < max_attempts{_NOT_PAUSED}
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -121,7 +146,7 @@ WITH ready AS (
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
 )
-UPDATE {schema}.alkstore_jobs AS job
+UPDATE {{schema}}.alkstore_jobs AS job
 SET state = 'processing',
     attempts = job.attempts + 1,
     claimed_at = %(now)s,
@@ -132,12 +157,14 @@ WHERE job.id = chosen.id
 RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
           job.max_attempts, job.created_at, job.run_at, job.claimed_at, job.expires_at,
           job.worker_id, job.visibility_timeout_s, job.backoff_base_s,
-          job.dead_letter_retention_s, NULL::text, NULL::bigint
+          job.dead_letter_retention_s, NULL::text, NULL::bigint,
+          {_history("job.errors")}, job.redriven_from
 """
 """Claim in one statement. Each state walks its own partial index in claim order
 (pending: ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
 locks with SKIP LOCKED, so concurrent claimers never wait on or share a row;
-the best ``limit`` of both are claimed, the rest unlock at commit."""
+the best ``limit`` of both are claimed, the rest unlock at commit. A paused queue
+(``alkstore_paused_queues``) yields nothing and locks nothing."""
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
@@ -148,8 +175,11 @@ BURY_EXPIRED: Final = _move_to_dead("queue = %(queue)s AND expires_at <= %(now)s
 """Every live row is pending or processing, so this covers both states."""
 
 BURY_CLAIM: Final = _move_to_dead(
-    "id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s"
+    "id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s",
+    errors=f"CASE WHEN %(entry)s::text IS NULL THEN errors ELSE {_APPENDED_ERROR} END",
 )
+"""``fail`` (and a retry past the budget): the caller's error, when there is one,
+joins the history on the way to the dead table."""
 
 PURGE_DEAD: Final = """
 DELETE FROM {schema}.alkstore_dead_jobs
@@ -179,11 +209,11 @@ UPDATE {schema}.alkstore_jobs SET deadline = %(deadline)s
 WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
-RESCHEDULE: Final = """
+RESCHEDULE: Final = f"""
 WITH rescheduled AS (
-    UPDATE {schema}.alkstore_jobs
+    UPDATE {{schema}}.alkstore_jobs
     SET state = 'pending', run_at = %(run_at)s, worker_id = NULL, claimed_at = NULL,
-        deadline = NULL
+        deadline = NULL, errors = {_APPENDED_ERROR}
     WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
@@ -191,7 +221,8 @@ SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM rescheduled
 """
 """Back to pending, and (the core's announce of the queue, folded into the same
 round trip) wake the queue's waiters in every process: the job may be due now,
-and anyone's timer for the queue's next due row may have to move."""
+and anyone's timer for the queue's next due row may have to move. The retry's
+error joins the history."""
 
 CANCEL: Final = """
 DELETE FROM {schema}.alkstore_jobs WHERE id = %(id)s AND queue = %(queue)s
@@ -215,6 +246,200 @@ SELECT least(
     (SELECT min(deadline) FROM {schema}.alkstore_jobs
      WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)
 )
+"""
+
+# -- operations (the ops profile) --------------------------------------------------
+
+
+def _loose_scan(name: str, table: str, predicate: str = "TRUE") -> str:
+    """A recursive CTE ``name`` listing the distinct queues of ``table`` rows matching
+    ``predicate``, one index probe per queue (``min(queue)`` above the last one) on an
+    index that leads with ``queue``: never a walk over every row."""
+    return f"""{name} (queue) AS (
+    SELECT min(queue) FROM {{schema}}.{table} WHERE {predicate}
+    UNION ALL
+    SELECT (SELECT min(queue) FROM {{schema}}.{table}
+            WHERE {predicate} AND queue > previous.queue)
+    FROM {name} AS previous
+    WHERE previous.queue IS NOT NULL
+)"""
+
+
+def _queue_stats(names: str) -> str:
+    """One statement: per queue of the CTE ``names``, counts read off the partial claim
+    indexes (pending, processing) and the dead table's ``(queue, died_at, id)`` index,
+    each one index range per queue; ordered by name."""
+    return f"""
+{names}
+SELECT name.queue, pending.ready, pending.scheduled, pending.oldest_ready_at,
+       claimed.processing, claimed.lapsed, dead.dead,
+       EXISTS (SELECT FROM {{schema}}.alkstore_paused_queues AS paused
+               WHERE paused.queue = name.queue) AS paused
+FROM (SELECT DISTINCT queue FROM named WHERE queue IS NOT NULL) AS name
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE run_at <= %(now)s) AS ready,
+           count(*) FILTER (WHERE run_at > %(now)s) AS scheduled,
+           min(run_at) FILTER (WHERE run_at <= %(now)s) AS oldest_ready_at
+    FROM {{schema}}.alkstore_jobs
+    WHERE queue = name.queue AND state = 'pending'
+) AS pending
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE deadline > %(now)s) AS processing,
+           count(*) FILTER (WHERE deadline <= %(now)s) AS lapsed
+    FROM {{schema}}.alkstore_jobs
+    WHERE queue = name.queue AND state = 'processing'
+) AS claimed
+CROSS JOIN LATERAL (
+    SELECT count(*) AS dead FROM {{schema}}.alkstore_dead_jobs WHERE queue = name.queue
+) AS dead
+ORDER BY name.queue COLLATE "C"
+"""
+
+
+QUEUE_STATS: Final = _queue_stats(
+    'WITH named (queue) AS (SELECT unnest(%(queues)s::text[]) COLLATE "C")'
+)
+"""Stats of the named queues (one with no rows: zeros)."""
+
+QUEUE_STATS_ALL: Final = _queue_stats(
+    f"""WITH RECURSIVE {_loose_scan("pending_queues", "alkstore_jobs", "state = 'pending'")},
+{_loose_scan("processing_queues", "alkstore_jobs", "state = 'processing'")},
+{_loose_scan("dead_queues", "alkstore_dead_jobs")},
+named (queue) AS (
+    SELECT queue FROM pending_queues
+    UNION ALL SELECT queue FROM processing_queues
+    UNION ALL SELECT queue FROM dead_queues
+    UNION ALL SELECT queue FROM {{schema}}.alkstore_paused_queues
+)"""
+)
+"""Stats of every queue with a live row, a dead row or a pause. The queues are
+found by loose index scans (one probe per queue), not by reading every row."""
+
+LIST_JOBS: Final = f"""
+SELECT * FROM (
+    (SELECT {_LIVE_JOB} FROM {{schema}}.alkstore_jobs
+     WHERE queue = %(queue)s AND id > %(after_id)s
+     ORDER BY id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT {_DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+     WHERE queue = %(queue)s AND id > %(after_id)s
+     ORDER BY id LIMIT %(limit)s)
+) AS page
+ORDER BY id
+LIMIT %(limit)s
+"""
+"""A keyset page over live and dead rows (one id sequence): the first ``limit`` of
+each table past ``after_id``, merged. Walks each table's primary key from
+``after_id``; no index on the hot jobs table is kept for this rare read."""
+
+LIST_LIVE_JOBS: Final = f"""
+SELECT {_LIVE_JOB} FROM {{schema}}.alkstore_jobs
+WHERE queue = %(queue)s AND state = %(state)s AND id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s
+"""
+"""A keyset page of the pending or the processing rows."""
+
+LIST_DEAD_JOBS: Final = f"""
+SELECT {_DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+WHERE queue = %(queue)s AND id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s
+"""
+"""A keyset page of the dead rows."""
+
+
+def _redrive(chosen: str) -> str:
+    """One statement: the dead rows of the CTE ``chosen`` (``id``, ``position``) are
+    deleted and inserted as new pending rows in ``position`` order, and the queue is
+    NOTIFYed (unless ``topic`` is NULL). A row deleted meanwhile by another redrive
+    or purge is skipped: only rows this statement deleted are inserted. The delete
+    looks its rows up by primary key (``= ANY(ARRAY(...))``): joined to ``chosen``,
+    the planner may hash-join over the whole dead table."""
+    return f"""
+WITH {chosen}, removed AS (
+    DELETE FROM {{schema}}.alkstore_dead_jobs
+    WHERE id = ANY(ARRAY(SELECT id FROM chosen))
+    RETURNING id, queue, payload, priority, max_attempts, created_at, expires_at,
+              visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+), inserted AS (
+    INSERT INTO {{schema}}.alkstore_jobs (
+        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
+        visibility_timeout_s, backoff_base_s, dead_letter_retention_s, redriven_from
+    )
+    SELECT removed.queue, removed.payload, removed.priority, removed.max_attempts,
+           %(now)s, %(now)s, %(now)s + (removed.expires_at - removed.created_at),
+           removed.visibility_timeout_s, removed.backoff_base_s,
+           removed.dead_letter_retention_s, removed.id
+    FROM removed JOIN chosen ON chosen.id = removed.id
+    ORDER BY chosen.position
+    RETURNING id
+), woken AS (
+    SELECT pg_notify(%(channel)s, %(topic)s::text)
+    WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM inserted)
+)
+SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
+ORDER BY id
+"""
+
+
+REDRIVE_NAMED: Final = _redrive(
+    """chosen AS (
+    SELECT dead.id, wanted.position
+    FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS wanted (id, position)
+    JOIN {schema}.alkstore_dead_jobs AS dead ON dead.id = wanted.id
+    WHERE dead.queue = %(queue)s
+)"""
+)
+"""Redrive the dead rows named in ``ids`` (distinct), in ``ids`` order; ids that are
+not dead rows of the queue match nothing. New ids come from one identity sequence
+in ``position`` order, so ``ORDER BY id`` is that order."""
+
+REDRIVE_OLDEST: Final = _redrive(
+    """oldest AS (
+    SELECT id, died_at FROM {schema}.alkstore_dead_jobs
+    WHERE queue = %(queue)s
+    ORDER BY died_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), chosen AS (
+    SELECT id, row_number() OVER (ORDER BY died_at, id) AS position FROM oldest
+)"""
+)
+"""Redrive up to ``limit`` of the queue's dead rows, oldest ``died_at`` first (the
+``alkstore_dead_jobs_died`` index, in order). SKIP LOCKED: rows another redrive
+is taking are left to it, so two redrives split the backlog instead of waiting."""
+
+PURGE_DEAD_NAMED: Final = """
+DELETE FROM {schema}.alkstore_dead_jobs
+WHERE id = ANY(%(ids)s::bigint[]) AND queue = %(queue)s AND died_at < %(died_before)s
+"""
+"""Delete the named dead rows of the queue that died before ``died_before``."""
+
+PURGE_DEAD_BEFORE: Final = """
+DELETE FROM {schema}.alkstore_dead_jobs
+WHERE queue = %(queue)s AND died_at < %(died_before)s
+"""
+"""Delete the queue's dead rows that died before ``died_before``: one range of the
+``alkstore_dead_jobs_died`` index."""
+
+PAUSE: Final = """
+INSERT INTO {schema}.alkstore_paused_queues (queue) VALUES (%(queue)s)
+ON CONFLICT (queue) DO NOTHING
+"""
+"""Row count 1 if the queue was running."""
+
+RESUME: Final = """
+WITH resumed AS (
+    DELETE FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s RETURNING queue
+)
+SELECT pg_notify(%(channel)s, %(topic)s) FROM resumed
+"""
+"""Resume and, in the same statement, NOTIFY the queue so claim_wait in every process
+tries again; a row only if the queue was paused."""
+
+IS_PAUSED: Final = """
+SELECT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s)
 """
 
 # -- wakes -------------------------------------------------------------------------
@@ -438,6 +663,18 @@ class Statements:
     cancel: bytes
     get_job: bytes
     next_wake_at: bytes
+    queue_stats: bytes
+    queue_stats_all: bytes
+    list_jobs: bytes
+    list_live_jobs: bytes
+    list_dead_jobs: bytes
+    redrive_named: bytes
+    redrive_oldest: bytes
+    purge_dead_named: bytes
+    purge_dead_before: bytes
+    pause: bytes
+    resume: bytes
+    is_paused: bytes
     notify: bytes
     lock_acquire: bytes
     lock_renew: bytes
@@ -478,6 +715,18 @@ class Statements:
             cancel=render(CANCEL, schema),
             get_job=render(GET_JOB, schema),
             next_wake_at=render(NEXT_WAKE_AT, schema),
+            queue_stats=render(QUEUE_STATS, schema),
+            queue_stats_all=render(QUEUE_STATS_ALL, schema),
+            list_jobs=render(LIST_JOBS, schema),
+            list_live_jobs=render(LIST_LIVE_JOBS, schema),
+            list_dead_jobs=render(LIST_DEAD_JOBS, schema),
+            redrive_named=render(REDRIVE_NAMED, schema),
+            redrive_oldest=render(REDRIVE_OLDEST, schema),
+            purge_dead_named=render(PURGE_DEAD_NAMED, schema),
+            purge_dead_before=render(PURGE_DEAD_BEFORE, schema),
+            pause=render(PAUSE, schema),
+            resume=render(RESUME, schema),
+            is_paused=render(IS_PAUSED, schema),
             notify=render(NOTIFY, schema),
             lock_acquire=render(LOCK_ACQUIRE, schema),
             lock_renew=render(LOCK_RENEW, schema),

@@ -4,7 +4,8 @@
 entry point ``sqlite``, which names ``provider``. Stdlib ``sqlite3`` only: WAL
 mode, writes under ``BEGIN IMMEDIATE`` serialized by a cross-process file lock,
 one-statement claims, and a ``data_version`` watcher for cross-process wakes and
-pub/sub delivery. Implements every optional profile: scheduler, streams, pub/sub.
+pub/sub delivery. Implements every optional profile: scheduler, streams, pub/sub
+and contract 1.1's operations (ops).
 """
 
 from .driver import SqliteDriver

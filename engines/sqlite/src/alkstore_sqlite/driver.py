@@ -1,6 +1,7 @@
 """``alkstore.driver.Driver`` over stdlib ``sqlite3``: transactions plus one method per statement.
 
-The optional profiles (scheduler, streams, pub/sub) are mixed in from ``profiles``.
+The optional profiles (scheduler, streams, pub/sub) are mixed in from ``profiles``,
+the operations profile from ``operations``.
 
 The transaction handle ``c`` is the ``sqlite3.Connection`` itself (so
 ``tx.connection`` and ``tx.execute("... ?", params)`` are plain sqlite3).
@@ -26,7 +27,7 @@ from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
 
 from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
-from alkstore.driver import WakeSink, job_from_row
+from alkstore.driver import WakeSink, error_entry, job_from_row
 from alkstore.options import JobStamps, stamp_values
 from alkstore.values import Job, LockInfo
 
@@ -37,6 +38,7 @@ from .errors import is_busy, is_out_of_space, is_unavailable, unavailable
 from .gate import GateBusy, NoGate, WriterGate
 from .leftovers import might_hold_nothing, missing_files, remove_created
 from .migrations import LATEST_VERSION, migrate, schema_version
+from .operations import OperationStatements
 from .options import SqliteOptions
 from .profiles import ProfileStatements
 from .shared import SharedDatabase, release, share, sole_user
@@ -51,7 +53,7 @@ _NESTED_WRITE = (
 )
 
 
-class SqliteDriver(ProfileStatements):
+class SqliteDriver(ProfileStatements, OperationStatements):
     def __init__(
         self, path: str, options: SqliteOptions, *, serialize_writers: bool = True
     ) -> None:
@@ -410,13 +412,33 @@ class SqliteDriver(ProfileStatements):
         return c.execute(sql.HEARTBEAT, params).rowcount == 1
 
     def reschedule(
-        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int
+        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int, error: str
     ) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now, "run_at": run_at}
+        params = {
+            "id": job_id,
+            "attempt": attempt,
+            "now": now,
+            "run_at": run_at,
+            "entry": error_entry(attempt, now, error),
+        }
         return c.execute(sql.RESCHEDULE, params).rowcount == 1
 
-    def bury(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, error: str) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now, "error": error}
+    def bury(
+        self,
+        c: sqlite3.Connection,
+        job_id: int,
+        attempt: int,
+        now: int,
+        last_error: str,
+        error: str | None,
+    ) -> bool:
+        params = {
+            "id": job_id,
+            "attempt": attempt,
+            "now": now,
+            "error": last_error,
+            "entry": None if error is None else error_entry(attempt, now, error),
+        }
         return c.execute(sql.BURY, params).rowcount == 1
 
     def cancel(self, c: sqlite3.Connection, queue: str, job_id: int) -> bool:

@@ -1,13 +1,17 @@
 """The engine-owned tables (``__alkstore_*``) and their versioned migrations.
 
 Every migration runs inside one ``BEGIN IMMEDIATE`` transaction under the
-cross-process writer lock, so processes opening the same file at once apply
-it exactly once: the first applies it, the others find the new version. The
-DDL is ``IF NOT EXISTS`` as well, so a re-run is harmless.
+cross-process writer lock, together with the write of its version, so
+processes opening the same file at once apply it exactly once: the first
+applies it, the others find the new version. (That is what makes version 3's
+``ALTER TABLE … ADD COLUMN``, which has no ``IF NOT EXISTS``, safe; the other
+DDL has it as well.)
 
 Version 1 holds the queue core (jobs, dead jobs, locks); version 2 adds the
 optional profiles: schedules, streams (events, per-stream offset counters,
-consumer offsets) and the pub/sub notifications table.
+consumer offsets) and the pub/sub notifications table; version 3 adds contract
+1.1's operations profile: the error history and redrive origin of every job,
+paused queues, and the dead table's indexes by queue.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ STREAM_OFFSETS = "__alkstore_stream_offsets"
 NOTIFICATIONS = "__alkstore_notifications"
 
 DUE_INDEX = "__alkstore_schedules_due"
+
+PAUSED = "__alkstore_paused"
+DEAD_QUEUE_INDEX = "__alkstore_dead_queue"
+DEAD_AGE_INDEX = "__alkstore_dead_age"
+MOVE_TO_DEAD_TRIGGER = "__alkstore_jobs_move_to_dead"
 
 _V1 = (
     f"""
@@ -120,7 +129,7 @@ _V1 = (
     # budget, exhaustion, expiry) is ONE statement: it cannot half-happen, in
     # the engine's own transactions or inside a caller's.
     f"""
-    CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_move_to_dead
+    CREATE TRIGGER IF NOT EXISTS {MOVE_TO_DEAD_TRIGGER}
     AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
     BEGIN
         INSERT INTO {DEAD} (
@@ -207,7 +216,53 @@ _V2 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+_V3 = (
+    # The error history (JSON text, see alkstore.driver.JOB_COLUMNS) and the id a
+    # redriven job was made from. Both NULL on every row written before.
+    f"ALTER TABLE {JOBS} ADD COLUMN errors TEXT",
+    f"ALTER TABLE {JOBS} ADD COLUMN redriven_from INTEGER",
+    f"ALTER TABLE {DEAD} ADD COLUMN errors TEXT",
+    f"ALTER TABLE {DEAD} ADD COLUMN redriven_from INTEGER",
+    # The move to dead carries the two new columns: replace version 1's trigger.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+    # A queue is paused while it has a row here. WITHOUT ROWID: a claim's check
+    # is one seek of the key.
+    f"""
+    CREATE TABLE IF NOT EXISTS {PAUSED} (
+        queue TEXT PRIMARY KEY
+    ) WITHOUT ROWID
+    """,
+    # A queue's dead rows in id order (every index entry ends with the rowid, the
+    # id): counting them reads only this index, and a page of dead jobs is one
+    # range of it.
+    f"""
+    CREATE INDEX IF NOT EXISTS {DEAD_QUEUE_INDEX} ON {DEAD} (queue)
+    """,
+    # A queue's dead rows oldest first (then by id): redrive's default order, and
+    # purging those dead longer than a given age, are one range of it.
+    f"""
+    CREATE INDEX IF NOT EXISTS {DEAD_AGE_INDEX} ON {DEAD} (queue, died_at)
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

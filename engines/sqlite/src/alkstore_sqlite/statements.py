@@ -9,17 +9,21 @@ are compiled once per connection.
 
 from __future__ import annotations
 
+from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
 from alkstore.options import JOB_STAMP_FIELDS
 
 from .migrations import (
     CLAIM_INDEX,
     DEAD,
+    DEAD_AGE_INDEX,
+    DEAD_QUEUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
     LAPSE_INDEX,
     LOCKS,
     NOTIFICATIONS,
+    PAUSED,
     PURGE_INDEX,
     SCHEDULES,
     STREAM_EVENTS,
@@ -91,6 +95,9 @@ payload per row, inserted in VALUES order."""
 
 LAST_INSERT_ID = "SELECT last_insert_rowid()"
 
+_UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
+                          THEN :limit ELSE 0 END"""
+
 
 # One statement. An OR over "pending and due" / "processing and lapsed" would
 # defeat ordered index use, so each kind is read by its own index, each
@@ -98,6 +105,9 @@ LAST_INSERT_ID = "SELECT last_insert_rowid()"
 # (INDEXED BY pins that plan: a run_at range over any other index would sort
 # the whole ready backlog), lapsed rows off the deadline index (only lapsed
 # claims are sorted). At most 2 * limit candidates are then ordered and cut.
+# A paused queue yields nothing: the final cut is to 0 rows then. As a LIMIT,
+# the seek of the paused table's key runs once per claim (a NOT EXISTS term in
+# a WHERE would be tested again for every candidate row).
 def _claim(pick: str) -> str:
     return f"""
 UPDATE {JOBS}
@@ -124,7 +134,7 @@ UPDATE {JOBS}
              ORDER BY priority DESC, run_at, id
              LIMIT :limit))
      ORDER BY priority DESC, run_at, id
-     LIMIT :limit)
+     LIMIT {_UNLESS_PAUSED})
 RETURNING {_LIVE_COLUMNS}
 """
 
@@ -185,14 +195,31 @@ DELETE FROM {JOBS} NOT INDEXED
 
 HEARTBEAT = f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}"
 
+# The error history: :entry (one ``[attempt, at, error]`` as JSON text, or NULL
+# when there is nothing to record) appended to the JSON array in ``errors``.
+# Only this expression grows a history, one entry at a time, so dropping the
+# oldest entry once it holds MAX_ERROR_HISTORY keeps the latest that many.
+# Scalar JSON functions only: the handle op stays one statement on one row.
+_ERRORS = "coalesce(errors, '[]')"
+_APPEND_ERROR = f"""
+       errors = CASE
+           WHEN :entry IS NULL THEN errors
+           WHEN json_array_length({_ERRORS}) >= {MAX_ERROR_HISTORY}
+           THEN json_insert(json_remove({_ERRORS}, '$[0]'), '$[#]', json(:entry))
+           ELSE json_insert({_ERRORS}, '$[#]', json(:entry)) END"""
+
 RESCHEDULE = f"""
 UPDATE {JOBS}
-   SET state = 'pending', run_at = :run_at, worker_id = NULL, claimed_at = NULL, deadline = NULL
+   SET state = 'pending', run_at = :run_at, worker_id = NULL, claimed_at = NULL, deadline = NULL,
+{_APPEND_ERROR}
  WHERE {_VALID_CLAIM}
 """
 
 BURY = f"""
-UPDATE {JOBS} SET state = 'dead', last_error = :error, died_at = :now WHERE {_VALID_CLAIM}
+UPDATE {JOBS}
+   SET state = 'dead', last_error = :error, died_at = :now,
+{_APPEND_ERROR}
+ WHERE {_VALID_CLAIM}
 """
 
 CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue"
@@ -233,6 +260,150 @@ SELECT
     (SELECT min(deadline) FROM {JOBS} INDEXED BY {LAPSE_INDEX}
       WHERE queue = :queue AND state = 'processing' AND deadline > :now)
 """
+
+# -- operations (the ops profile) ---------------------------------------------------
+
+
+# Stats: one pass over each index, grouped by queue (each index starts with the
+# queue, so grouping sorts nothing): the claim index for pending rows, the
+# deadline index for claimed ones, the dead table's queue index for dead ones;
+# every read is index-only, no row of any table is visited. The queues reported
+# are either those named in :queues (a JSON array) or every queue that has a
+# row in one of the three or a pause.
+def _queue_stats(names: str, reported: str) -> str:
+    return f"""
+WITH
+names (queue) AS ({names}),
+pending (queue, ready, scheduled, oldest_ready) AS (
+    SELECT queue, count(*) FILTER (WHERE run_at <= :now),
+           count(*) FILTER (WHERE run_at > :now),
+           min(run_at) FILTER (WHERE run_at <= :now)
+      FROM {JOBS} INDEXED BY {CLAIM_INDEX}
+     WHERE state = 'pending' AND {reported}
+     GROUP BY queue),
+claimed (queue, processing, lapsed) AS (
+    SELECT queue, count(*) FILTER (WHERE deadline > :now),
+           count(*) FILTER (WHERE deadline <= :now)
+      FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+     WHERE state = 'processing' AND {reported}
+     GROUP BY queue),
+dead (queue, dead) AS (
+    SELECT queue, count(*) FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
+     WHERE {reported}
+     GROUP BY queue)
+SELECT names.queue,
+       coalesce(pending.ready, 0), coalesce(pending.scheduled, 0),
+       coalesce(claimed.processing, 0), coalesce(claimed.lapsed, 0), coalesce(dead.dead, 0),
+       :now - pending.oldest_ready,
+       EXISTS (SELECT 1 FROM {PAUSED} WHERE {PAUSED}.queue = names.queue)
+  FROM names
+  LEFT JOIN pending ON pending.queue = names.queue
+  LEFT JOIN claimed ON claimed.queue = names.queue
+  LEFT JOIN dead ON dead.queue = names.queue
+ ORDER BY names.queue
+"""
+
+
+_NAMED = "SELECT DISTINCT value FROM json_each(:queues)"
+
+QUEUE_STATS = _queue_stats(_NAMED, f"queue IN ({_NAMED})")
+"""Stats of the queues named in ``:queues`` (a JSON array of names), as of ``:now``."""
+
+QUEUE_STATS_ALL = _queue_stats(
+    f"""SELECT queue FROM pending UNION SELECT queue FROM claimed
+        UNION SELECT queue FROM dead UNION SELECT queue FROM {PAUSED}""",
+    "TRUE",
+)
+"""Stats of every queue with a live or dead row or a pause, as of ``:now``."""
+
+# A page of a queue's jobs, by id. Live rows are read as a range of the primary
+# key from :after (NOT INDEXED pins that: no live index is in id order, and one
+# would cost every enqueue), skipping other queues' rows; dead rows as a range
+# of the dead table's queue index, which is in id order.
+_LIVE_PAGE = f"""
+SELECT {_LIVE_COLUMNS} FROM {JOBS} NOT INDEXED
+ WHERE id > :after AND queue = :queue{{state}}
+ ORDER BY id LIMIT :limit
+"""
+_DEAD_PAGE = f"""
+SELECT {_DEAD_COLUMNS} FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
+ WHERE queue = :queue AND id > :after
+ ORDER BY id LIMIT :limit
+"""
+
+LIST_JOBS = f"""
+SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
+               UNION ALL
+               SELECT * FROM ({_DEAD_PAGE}))
+ ORDER BY id LIMIT :limit
+"""
+"""Live and dead jobs of ``:queue`` with ``id > :after``, the first ``:limit`` by id."""
+
+LIST_LIVE_JOBS = _LIVE_PAGE.format(state=" AND state = :state")
+"""Jobs of ``:queue`` in ``:state`` (pending or processing) with ``id > :after``."""
+
+LIST_DEAD_JOBS = _DEAD_PAGE
+
+
+# Redrive: one INSERT makes the new rows from the dead ones, in the order given
+# (AUTOINCREMENT numbers them in insert order), and returns each new id with the
+# dead id it replaces; one DELETE then removes those dead rows. The dead rows
+# are picked either by the ids in :ids (a JSON array, repeats removed, each
+# looked up by key) or as the oldest :limit off the dead age index.
+def _redrive(chosen: str) -> str:
+    return f"""
+INSERT INTO {JOBS} (
+    queue, state, payload, priority, attempts, max_attempts, created_at, run_at,
+    expires_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s,
+    redriven_from)
+SELECT d.queue, 'pending', d.payload, d.priority, 0, d.max_attempts, :now, :now,
+       :now + (d.expires_at - d.created_at), d.visibility_timeout_s, d.backoff_base_s,
+       d.dead_letter_retention_s, d.id
+  FROM ({chosen}) AS chosen
+  JOIN {DEAD} AS d ON d.id = chosen.id
+ WHERE d.queue = :queue
+ ORDER BY chosen.position, chosen.id
+RETURNING id, redriven_from
+"""
+
+
+REDRIVE_IDS = _redrive("SELECT value AS id, key AS position FROM json_each(:ids)")
+"""The dead rows of ``:queue`` named in ``:ids`` (a JSON array without repeats)."""
+
+REDRIVE_OLDEST = _redrive(
+    f"""SELECT id, died_at AS position
+          FROM {DEAD} INDEXED BY {DEAD_AGE_INDEX}
+         WHERE queue = :queue
+         ORDER BY died_at, id LIMIT :limit"""
+)
+"""The oldest ``:limit`` dead rows of ``:queue`` (``died_at``, then id)."""
+
+# NOT INDEXED still allows the primary key: the named rows are found by id, never
+# by a range over the queue's dead rows (which the planner may prefer).
+DELETE_DEAD_IDS = f"""
+DELETE FROM {DEAD} NOT INDEXED WHERE id IN (SELECT value FROM json_each(:ids))
+"""
+
+PURGE_DEAD_ALL = f"DELETE FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX} WHERE queue = :queue"
+
+PURGE_DEAD_BEFORE = f"""
+DELETE FROM {DEAD} INDEXED BY {DEAD_AGE_INDEX}
+ WHERE queue = :queue AND died_at < :died_before
+"""
+
+PURGE_DEAD_IDS = f"""
+DELETE FROM {DEAD} NOT INDEXED
+ WHERE id IN (SELECT value FROM json_each(:ids)) AND queue = :queue
+   AND (:died_before IS NULL OR died_at < :died_before)
+"""
+"""The dead rows of ``:queue`` named in ``:ids`` (a JSON array), of those the ones
+that died before ``:died_before`` when it is not NULL."""
+
+PAUSE = f"INSERT INTO {PAUSED} (queue) VALUES (:queue) ON CONFLICT (queue) DO NOTHING"
+
+RESUME = f"DELETE FROM {PAUSED} WHERE queue = :queue"
+
+IS_PAUSED = f"SELECT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)"
 
 # -- locks ----------------------------------------------------------------------
 

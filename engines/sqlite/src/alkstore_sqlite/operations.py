@@ -1,0 +1,129 @@
+"""Contract 1.1's operations profile over ``sqlite3``: stats, job pages, redrive,
+purging dead jobs, pausing.
+
+Lists of ids and queue names are bound as one JSON array each (read back with
+``json_each``), so a statement's text and its number of parameters do not
+depend on how many there are. Nothing here needs a wake of its own: every
+process's watcher sees any commit (a redrive's, a resume's) and wakes its waiters.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from alkstore.driver import job_from_row
+from alkstore.values import Job, JobState, QueueStats
+
+from . import statements as sql
+
+
+class OperationStatements:
+    """``OpsDriver`` for ``SqliteDriver``."""
+
+    def queue_stats(
+        self, c: sqlite3.Connection, queues: Sequence[str] | None, now: int
+    ) -> list[QueueStats]:
+        if queues is None:
+            rows = _cursor(c).execute(sql.QUEUE_STATS_ALL, {"now": now})
+        else:
+            params = {"queues": json.dumps(list(queues)), "now": now}
+            rows = _cursor(c).execute(sql.QUEUE_STATS, params)
+        return [_queue_stats(*row) for row in rows]
+
+    def list_jobs(
+        self, c: sqlite3.Connection, queue: str, state: JobState | None, after_id: int, limit: int
+    ) -> list[Job]:
+        params: dict[str, object] = {"queue": queue, "after": after_id, "limit": limit}
+        if state is None:
+            statement = sql.LIST_JOBS
+        elif state is JobState.DEAD:
+            statement = sql.LIST_DEAD_JOBS
+        else:
+            statement = sql.LIST_LIVE_JOBS
+            params["state"] = state.value
+        return [job_from_row(row) for row in _cursor(c).execute(statement, params)]
+
+    def redrive(
+        self, c: sqlite3.Connection, queue: str, ids: Sequence[int] | None, limit: int, now: int
+    ) -> list[int]:
+        params: dict[str, object] = {"queue": queue, "now": now}
+        if ids is None:
+            params["limit"] = limit
+            statement = sql.REDRIVE_OLDEST
+        else:
+            ids = list(dict.fromkeys(ids))  # a repeated id is redriven once
+            params["ids"] = json.dumps(ids)
+            statement = sql.REDRIVE_IDS
+        # RETURNING's row order is SQLite's to choose: order by the dead rows instead.
+        replaced = dict(_cursor(c).execute(statement, params).fetchall())
+        if not replaced:
+            return []
+        new_ids = sorted(replaced)  # numbered in insert order, i.e. the dead rows' order
+        c.execute(sql.DELETE_DEAD_IDS, {"ids": json.dumps([replaced[n] for n in new_ids])})
+        return new_ids
+
+    def purge_dead_jobs(
+        self,
+        c: sqlite3.Connection,
+        queue: str,
+        ids: Sequence[int] | None,
+        died_before: int | None,
+        now: int,
+    ) -> int:
+        if ids is not None:
+            params = {"queue": queue, "ids": json.dumps(list(ids)), "died_before": died_before}
+            return c.execute(sql.PURGE_DEAD_IDS, params).rowcount
+        if died_before is not None:
+            params_before = {"queue": queue, "died_before": died_before}
+            return c.execute(sql.PURGE_DEAD_BEFORE, params_before).rowcount
+        return c.execute(sql.PURGE_DEAD_ALL, {"queue": queue}).rowcount
+
+    def set_paused(self, c: sqlite3.Connection, queue: str, paused: bool) -> bool:
+        # A resume's commit is its announcement: every process's watcher sees it.
+        statement = sql.PAUSE if paused else sql.RESUME
+        return c.execute(statement, {"queue": queue}).rowcount == 1
+
+    def is_paused(self, c: sqlite3.Connection, queue: str) -> bool:
+        (paused,) = _cursor(c).execute(sql.IS_PAUSED, {"queue": queue}).fetchone()
+        return bool(paused)
+
+
+def _queue_stats(
+    queue: str,
+    ready: int,
+    scheduled: int,
+    processing: int,
+    lapsed: int,
+    dead: int,
+    oldest_ready_age_s: int | None,
+    paused: int,
+) -> QueueStats:
+    return QueueStats(
+        queue=queue,
+        ready=ready,
+        scheduled=scheduled,
+        processing=processing,
+        lapsed=lapsed,
+        dead=dead,
+        oldest_ready_age_s=oldest_ready_age_s,
+        paused=bool(paused),
+    )
+
+
+def _cursor(c: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor that returns plain tuples: an attached caller's connection may have
+    its own ``row_factory``."""
+    cursor = c.cursor()
+    cursor.row_factory = None
+    return cursor
+
+
+if TYPE_CHECKING:
+    from alkstore.driver import OpsDriver
+
+    # Static proof that these methods fill the profile the engine declares.
+    def _conforms(o: OperationStatements) -> OpsDriver[sqlite3.Connection]:
+        return o
