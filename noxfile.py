@@ -40,6 +40,7 @@ UNIT_TEST_DIRS = (
     f"{MEMORY}/tests",
     "scenarios/test_scenarios.py",
     "scenarios/test_cli.py",
+    "scenarios/benchmarks/test_bench_smoke.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
     "scenarios/faults/test_faults.py",
@@ -143,8 +144,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks of both reference engines, side by side in one run."""
-    _install_all(session)
+    """Benchmarks of both reference engines beside plain-driver baselines, in one run.
+
+    ``-- --quick`` for a smoke run; ``-- --sustained 300`` for the sustained
+    PostgreSQL run only (writes reports/sustained-postgres.png).
+    """
+    _install_all(session, "matplotlib")  # the sustained run's plot
     with _postgres(session) as env:
         session.run("python", "scenarios/benchmarks/run.py", *session.posargs, env=env)
 

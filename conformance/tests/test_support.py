@@ -49,6 +49,19 @@ def test_positional_styles_are_rewritten(
     assert native_sql(fake_driver.Connection(), SQL) == expected
 
 
+def test_a_connection_subclassed_outside_the_driver_speaks_the_drivers_style(
+    fake_driver: types.ModuleType,
+) -> None:
+    fake_driver.paramstyle = "pyformat"  # type: ignore[attr-defined]
+    wrapper = type("Wrapped", (fake_driver.Connection,), {"__module__": "kit_app.db"})
+    assert paramstyle(wrapper()) == "pyformat"
+
+
+def test_a_connection_of_no_dbapi_driver_is_refused() -> None:
+    with pytest.raises(TypeError, match="no DB-API paramstyle"):
+        paramstyle(object())
+
+
 def test_named_style_is_refused(fake_driver: types.ModuleType) -> None:
     fake_driver.paramstyle = "named"  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="not positional"):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from bench_sides import Side, SideSpec, open_side
+
 import alkstore
 
 if TYPE_CHECKING:
@@ -45,8 +47,7 @@ class DrainReport:
 
 def drain_worker(
     index: int,
-    engine: str,
-    spec: alkstore.EngineSpec,
+    side_spec: SideSpec,
     queue_name: str,
     batch: int,
     barrier: Barrier,
@@ -61,12 +62,13 @@ def drain_worker(
     worker = f"drain-{index}"
     report = DrainReport(worker=worker)
     try:
-        provider = alkstore.load_engine(engine)
-        with provider.open(spec.url, **spec.opts) as store:
-            queue = store.queue(queue_name)
+        side = open_side(side_spec)
+        try:
             barrier.wait(timeout=barrier_timeout_s)
             report.started_at = time.time()
-            _drain(queue, worker, batch, report, time.monotonic() + budget_s)
+            _drain(side, queue_name, worker, batch, report, time.monotonic() + budget_s)
+        finally:
+            side.close()
     except Exception as exc:  # any exception in a worker counts (and is reported)
         report.record_error(exc)
         if report.started_at is None:
@@ -76,7 +78,7 @@ def drain_worker(
 
 
 def _drain(
-    queue: alkstore.Queue, worker: str, batch: int, report: DrainReport, deadline: float
+    side: Side, queue: str, worker: str, batch: int, report: DrainReport, deadline: float
 ) -> None:
     consecutive_errors = 0
     while True:
@@ -85,17 +87,15 @@ def _drain(
             return
         try:
             if batch == 1:
-                handle = queue.claim(worker)
-                if handle is None:
+                outcome = side.claim_ack(queue, worker)
+                if outcome is None:
                     return
-                acked = 1 if handle.ack() else 0
+                acked = 1 if outcome else 0
                 claimed = 1
             else:
-                handles = queue.claim_batch(worker, batch)
-                if not handles:
+                claimed, acked = side.claim_ack_batch(queue, worker, batch)
+                if not claimed:
                     return
-                acked = queue.ack_batch([h.id for h in handles], worker)
-                claimed = len(handles)
         except Exception as exc:
             report.record_error(exc)
             consecutive_errors += 1

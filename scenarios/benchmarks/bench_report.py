@@ -158,7 +158,7 @@ def cell(key: str, m: Measurement | None, target: Target | None) -> str:
     else:
         rate = m.rate
         text = "no jobs" if rate is None else f"{rate:,.0f}/s"
-    if key == "four_procs" or m.errors:
+    if key.startswith("four_procs") or m.errors:
         text += f", {m.errors} err"
     if m.capped:
         text += " (time-capped)"
@@ -168,19 +168,79 @@ def cell(key: str, m: Measurement | None, target: Target | None) -> str:
     return text
 
 
+RATIO_TARGETS: Mapping[str, Mapping[str, float]] = {
+    "sqlite": dict.fromkeys(
+        (
+            "enqueue",
+            "enqueue_many",
+            "claim_ack",
+            "claim_wait_ack",
+            "claim_batch",
+            "four_procs",
+            "four_procs_no_gate",
+            "stream_append",
+            "stream_read",
+            "backlog_1k",
+            "backlog_1m",
+            "many_queues",
+            "big_payload",
+        ),
+        0.9,
+    ),
+    "postgresql": {"claim_batch": 0.9},
+}
+"""Minimum engine / plain-driver rate, per engine and workload."""
+
+BACKLOG_GROWTH_LIMIT = 1.5
+"""claim+ack cost at a backlog of 1,000,000 over its cost at 1,000, at most."""
+
+
+def ratio(engine: Measurement | None, plain: Measurement | None) -> float | None:
+    """Engine rate over baseline rate (higher is better for the engine)."""
+    if engine is None or plain is None:
+        return None
+    a, b = engine.rate, plain.rate
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def ratio_cell(engine: str, key: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.2f}x"
+    floor = RATIO_TARGETS.get(engine, {}).get(key)
+    if floor is not None:
+        text += "  ok" if value >= floor else "  BELOW"
+    return text
+
+
 def render_table(
     rows: Sequence[tuple[str, str]],
     engines: Sequence[str],
     results: Mapping[str, Mapping[str, Measurement]],
+    plain_labels: Mapping[str, str],
 ) -> str:
-    """Rows are (workload key, label); one column per engine, then the targets."""
-    header = ["workload", *engines, "target (" + " | ".join(engines) + ")"]
+    """Rows are (workload key, label); per engine: its column, its plain-driver baseline
+    (when it has one) and the ratio engine / baseline; then the targets."""
+    header = ["workload"]
+    for engine in engines:
+        header.append(engine)
+        if engine in plain_labels:
+            header += [plain_labels[engine], "ratio"]
+    header.append("target (" + " | ".join(engines) + ")")
     body: list[list[str]] = []
     for key, label in rows:
         targets = TARGETS.get(key, {})
         line = [label]
-        line += [cell(key, results.get(e, {}).get(key), targets.get(e)) for e in engines]
-        line.append(" | ".join(targets[e].describe() if e in targets else "-" for e in engines))
+        for engine in engines:
+            m = results.get(engine, {}).get(key)
+            line.append(cell(key, m, targets.get(engine)))
+            if engine in plain_labels:
+                plain = results.get(f"{engine}:plain", {}).get(key)
+                line.append(cell(key, plain, None))
+                line.append(ratio_cell(engine, key, ratio(m, plain)))
+        line.append(" | ".join(_target_text(e, key) for e in engines))
         body.append(line)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
@@ -189,6 +249,40 @@ def render_table(
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([fmt(header), rule, *(fmt(r) for r in body)])
+
+
+def _target_text(engine: str, key: str) -> str:
+    parts = []
+    target = TARGETS.get(key, {}).get(engine)
+    if target is not None:
+        parts.append(target.describe())
+    floor = RATIO_TARGETS.get(engine, {}).get(key)
+    if floor is not None:
+        parts.append(f">= {floor:g}x plain")
+    return ", ".join(parts) or "-"
+
+
+def backlog_growth(results: Mapping[str, Measurement]) -> float | None:
+    """Cost per claim+ack at the large backlog over the cost at the small one."""
+    small, large = results.get("backlog_1k"), results.get("backlog_1m")
+    if small is None or large is None or small.rate is None or large.rate is None:
+        return None
+    return small.rate / large.rate
+
+
+def render_backlog_growth(
+    columns: Sequence[str], results: Mapping[str, Mapping[str, Measurement]]
+) -> str:
+    lines = [
+        f"claim+ack cost at the large backlog / at 1,000 (target <= {BACKLOG_GROWTH_LIMIT:g}x):"
+    ]
+    for column in columns:
+        growth = backlog_growth(results.get(column, {}))
+        if growth is None:
+            continue
+        verdict = "ok" if growth <= BACKLOG_GROWTH_LIMIT else "ABOVE"
+        lines.append(f"  {column:<18} {growth:.2f}x  {verdict}")
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def render_peers() -> str:
@@ -217,6 +311,16 @@ def write_json(
             key: {engine: asdict(t) for engine, t in per_engine.items()}
             for key, per_engine in TARGETS.items()
         },
+        "ratio_targets": {engine: dict(floors) for engine, floors in RATIO_TARGETS.items()},
+        "ratios": {
+            engine: {
+                key: ratio(m, results.get(f"{engine}:plain", {}).get(key))
+                for key, m in by_key.items()
+            }
+            for engine, by_key in results.items()
+            if f"{engine}:plain" in results
+        },
+        "backlog_growth": {column: backlog_growth(by_key) for column, by_key in results.items()},
         "peers_reference_not_measured": dict(PEERS),
     }
     path.parent.mkdir(parents=True, exist_ok=True)

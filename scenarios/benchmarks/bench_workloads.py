@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from bench_children import DrainReport, drain_worker, pubsub_subscriber, wake_consumer
 from bench_report import Measurement, percentile
+from bench_sides import Side, SideSpec
 
 import alkstore
 
@@ -53,18 +54,26 @@ BUDGET_EXHAUSTED = "budget exhausted"
 
 @dataclass
 class Bench:
-    """Everything one workload run needs."""
+    """Everything one workload run needs, on one side (an engine or its plain baseline)."""
 
     engine: str
-    provider: alkstore.EngineProvider
-    spec: alkstore.EngineSpec
-    store: alkstore.Store
+    side: Side
+    side_spec: SideSpec
+    store: alkstore.Store | None
+    """The engine's store (``None`` on a plain side: latency workloads run on engines only)."""
     jobs: int
     wake_rounds: int
     budget_s: float
+    quick: bool = False
     profile_dir: Path | None = None
 
+    @property
+    def spec(self) -> alkstore.EngineSpec:
+        return self.side_spec.spec
+
     def queue(self) -> alkstore.Queue:
+        if self.store is None:
+            raise RuntimeError("this workload runs on engines only")
         return self.store.queue(QUEUE)
 
     def deadline(self) -> float:
@@ -74,24 +83,22 @@ class Bench:
 Workload = Callable[[Bench], Measurement]
 
 
-def payload(seq: int, **fields: Any) -> dict[str, Any]:
-    """A JSON payload of about ``PAYLOAD_BYTES`` bytes once encoded."""
+def payload(seq: int, size: int = PAYLOAD_BYTES, **fields: Any) -> dict[str, Any]:
+    """A JSON payload of about ``size`` bytes once encoded."""
     body: dict[str, Any] = {"seq": seq, "kind": "bench", **fields, "pad": ""}
-    size = len(json.dumps(body, separators=(",", ":")))
-    body["pad"] = "x" * max(0, PAYLOAD_BYTES - size)
+    used = len(json.dumps(body, separators=(",", ":")))
+    body["pad"] = "x" * max(0, size - used)
     return body
 
 
-def payloads(count: int) -> list[dict[str, Any]]:
-    return [payload(i) for i in range(count)]
+def payloads(count: int, size: int = PAYLOAD_BYTES) -> list[dict[str, Any]]:
+    return [payload(i, size) for i in range(count)]
 
 
-def prefill(bench: Bench, count: int) -> None:
-    """Put ``count`` jobs in the queue (untimed): the backlog a drain workload starts from."""
-    queue = bench.queue()
-    items = payloads(count)
-    for start in range(0, count, ENQUEUE_MANY_BATCH):
-        queue.enqueue_many(items[start : start + ENQUEUE_MANY_BATCH])
+def prefill(bench: Bench, count: int, queue: str = QUEUE, batch: int = ENQUEUE_MANY_BATCH) -> None:
+    """Put ``count`` jobs in ``queue`` (untimed): the backlog a drain workload starts from."""
+    for start in range(0, count, batch):
+        bench.side.enqueue_many(queue, payloads(min(batch, count - start)))
 
 
 def timed(bench: Bench, key: str, body: Callable[[], T]) -> tuple[T, float]:
@@ -104,7 +111,7 @@ def timed(bench: Bench, key: str, body: Callable[[], T]) -> tuple[T, float]:
     started = time.perf_counter()
     result = profiler.runcall(body)
     seconds = time.perf_counter() - started
-    _dump_profile(profiler, bench.profile_dir / f"{bench.engine}-{key}.txt")
+    _dump_profile(profiler, bench.profile_dir / f"{bench.side_spec.column}-{key}.txt")
     return result, seconds
 
 
@@ -122,14 +129,14 @@ def _dump_profile(profiler: cProfile.Profile, path: Path) -> None:
 
 def enqueue_single(bench: Bench) -> Measurement:
     """1. One ``enqueue`` per transaction."""
-    queue, items, deadline = bench.queue(), payloads(bench.jobs), bench.deadline()
+    side, items, deadline = bench.side, payloads(bench.jobs), bench.deadline()
 
     def body() -> int:
         done = 0
         for item in items:
             if time.perf_counter() > deadline:
                 break
-            queue.enqueue(item)
+            side.enqueue(QUEUE, item)
             done += 1
         return done
 
@@ -139,7 +146,7 @@ def enqueue_single(bench: Bench) -> Measurement:
 
 def enqueue_many(bench: Bench) -> Measurement:
     """2. ``enqueue_many`` in batches of 1,000."""
-    queue, items, deadline = bench.queue(), payloads(bench.jobs), bench.deadline()
+    side, items, deadline = bench.side, payloads(bench.jobs), bench.deadline()
     batches = [items[i : i + ENQUEUE_MANY_BATCH] for i in range(0, len(items), ENQUEUE_MANY_BATCH)]
 
     def body() -> int:
@@ -147,54 +154,77 @@ def enqueue_many(bench: Bench) -> Measurement:
         for batch in batches:
             if time.perf_counter() > deadline:
                 break
-            done += len(queue.enqueue_many(batch))
+            done += side.enqueue_many(QUEUE, batch)
         return done
 
     done, seconds = timed(bench, "enqueue_many", body)
     return Measurement(jobs=done, seconds=seconds, capped=done < bench.jobs)
 
 
-def claim_ack(bench: Bench) -> Measurement:
-    """3. ``claim`` + ``ack`` one at a time, starting from a backlog of N jobs."""
-    prefill(bench, bench.jobs)
-    queue, deadline = bench.queue(), bench.deadline()
+def drain_one_at_a_time(
+    bench: Bench,
+    key: str,
+    jobs: int,
+    queues: Sequence[str] = (QUEUE,),
+    *,
+    through_wait: bool = False,
+) -> Measurement:
+    """``claim`` + ``ack`` one job at a time, ``jobs`` times, cycling over ``queues``
+    (``through_wait``: each claim through ``claim_wait(timeout=0)``)."""
+    side, deadline = bench.side, bench.deadline()
+    claim_ack = side.claim_wait_ack if through_wait else side.claim_ack
     lost = 0
+    dry = False
 
     def body() -> int:
-        nonlocal lost
+        nonlocal lost, dry
         done = 0
-        while done < bench.jobs and time.perf_counter() <= deadline:
-            handle = queue.claim("bench-worker")
-            if handle is None:
+        turn = 0
+        while done + lost < jobs and time.perf_counter() <= deadline:
+            outcome = claim_ack(queues[turn % len(queues)], "bench-worker")
+            turn += 1
+            if outcome is None:
+                dry = True
                 break
-            if handle.ack():
+            if outcome:
                 done += 1
             else:
                 lost += 1
         return done
 
-    done, seconds = timed(bench, "claim_ack", body)
-    m = Measurement(jobs=done, seconds=seconds, capped=done + lost < bench.jobs)
-    _note_shortfall(m, bench.jobs, lost)
+    done, seconds = timed(bench, key, body)
+    m = Measurement(jobs=done, seconds=seconds, capped=done + lost < jobs and not dry)
+    _note_shortfall(m, jobs, lost)
     return m
+
+
+def claim_ack(bench: Bench) -> Measurement:
+    """3. ``claim`` + ``ack`` one at a time, starting from a backlog of N jobs."""
+    prefill(bench, bench.jobs)
+    return drain_one_at_a_time(bench, "claim_ack", bench.jobs)
+
+
+def claim_wait_ack(bench: Bench) -> Measurement:
+    """3b. A worker loop over a full queue: ``claim_wait(timeout=0)`` + ``ack``."""
+    prefill(bench, bench.jobs)
+    return drain_one_at_a_time(bench, "claim_wait_ack", bench.jobs, through_wait=True)
 
 
 def claim_batch(bench: Bench) -> Measurement:
     """4. ``claim_batch(100)`` + ``ack_batch``, starting from a backlog of N jobs."""
     prefill(bench, bench.jobs)
-    queue, deadline = bench.queue(), bench.deadline()
+    side, deadline = bench.side, bench.deadline()
     lost = 0
 
     def body() -> int:
         nonlocal lost
         done = 0
         while done < bench.jobs and time.perf_counter() <= deadline:
-            handles = queue.claim_batch("bench-worker", CLAIM_BATCH)
-            if not handles:
+            claimed, acked = side.claim_ack_batch(QUEUE, "bench-worker", CLAIM_BATCH)
+            if not claimed:
                 break
-            acked = queue.ack_batch([h.id for h in handles], "bench-worker")
             done += acked
-            lost += len(handles) - acked
+            lost += claimed - acked
         return done
 
     done, seconds = timed(bench, "claim_batch", body)
@@ -212,7 +242,7 @@ def _note_shortfall(m: Measurement, expected: int, lost: int) -> None:
 
 def stream_append(bench: Bench) -> Measurement:
     """7. ``stream.append``, one event per call (each its own transaction)."""
-    stream, items, deadline = bench.store.stream(STREAM), payloads(bench.jobs), bench.deadline()
+    side, items, deadline = bench.side, payloads(bench.jobs), bench.deadline()
     out_of_order = 0
 
     def body() -> int:
@@ -221,7 +251,7 @@ def stream_append(bench: Bench) -> Measurement:
         for item in items:
             if time.perf_counter() > deadline:
                 break
-            offset = stream.append(item)
+            offset = side.stream_append(STREAM, item)
             if offset <= last:
                 out_of_order += 1
             last = offset
@@ -237,12 +267,10 @@ def stream_append(bench: Bench) -> Measurement:
 
 def stream_read(bench: Bench) -> Measurement:
     """8. ``stream.read`` in pages of 100 over N events (appended untimed beforehand)."""
-    stream = bench.store.stream(STREAM)
+    side = bench.side
     items = payloads(bench.jobs)
     for start in range(0, len(items), STREAM_PREFILL_TX):
-        with bench.store.transaction() as tx:
-            for item in items[start : start + STREAM_PREFILL_TX]:
-                tx.stream_append(STREAM, item)
+        side.stream_append_many(STREAM, items[start : start + STREAM_PREFILL_TX])
     deadline = bench.deadline()
     out_of_order = 0
     ran_dry = False
@@ -251,15 +279,15 @@ def stream_read(bench: Bench) -> Measurement:
         nonlocal out_of_order, ran_dry
         done, after = 0, 0
         while done < bench.jobs and time.perf_counter() <= deadline:
-            events = stream.read(after=after, limit=STREAM_PAGE)
-            if not events:
+            offsets = side.stream_read(STREAM, after, STREAM_PAGE)
+            if not offsets:
                 ran_dry = True
                 break
-            for event in events:
-                if event.offset <= after:
+            for offset in offsets:
+                if offset <= after:
                     out_of_order += 1
-                after = event.offset
-            done += len(events)
+                after = offset
+            done += len(offsets)
         return done
 
     done, seconds = timed(bench, "stream_read", body)
@@ -291,8 +319,7 @@ def four_processes(bench: Bench) -> Measurement:
             target=drain_worker,
             args=(
                 i,
-                bench.engine,
-                bench.spec,
+                bench.side_spec,
                 QUEUE,
                 batch,
                 barrier,
@@ -371,6 +398,7 @@ def pubsub_latency(bench: Bench) -> Measurement:
     parent's wall time when ``notify`` returned (its commit is done by then).
     """
     store = bench.store
+    assert store is not None, "latency workloads run on engines only"
 
     def publish(seq: int, called_at: float) -> tuple[Any, ...]:
         store.notify(CHANNEL, payload(seq, t=called_at))
@@ -475,16 +503,3 @@ def _reap(procs: Sequence[SpawnProcess]) -> None:
             proc.kill()
             proc.join()
         proc.close()
-
-
-WORKLOADS: Sequence[tuple[str, str, Workload]] = (
-    ("enqueue", "1 enqueue, one job per tx", enqueue_single),
-    ("enqueue_many", "2 enqueue_many, batches of 1,000", enqueue_many),
-    ("claim_ack", "3 claim+ack one at a time, depth N", claim_ack),
-    ("claim_batch", "4 claim_batch(100) + ack_batch", claim_batch),
-    ("four_procs", "5 four processes draining (sqlite 1, pg 10 per claim)", four_processes),
-    ("wake", "6 claim_wait wake latency (cross-process)", wake_latency),
-    ("stream_append", "7 stream append, one event per call", stream_append),
-    ("stream_read", "8 stream read, pages of 100", stream_read),
-    ("pubsub", "9 pub/sub latency (cross-process)", pubsub_latency),
-)

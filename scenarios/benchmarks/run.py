@@ -1,11 +1,14 @@
-"""Benchmarks of the reference engines, side by side (``nox -s bench``).
+"""Benchmarks of the reference engines beside plain-driver baselines (``nox -s bench``).
 
     python scenarios/benchmarks/run.py [--engine sqlite|postgresql] [--jobs N] [--quick]
+    python scenarios/benchmarks/run.py --sustained 300     (the sustained PostgreSQL run only)
 
 Each workload runs on a freshly provisioned store of each engine, through the
-public API only. Prints one table (rows = workloads, columns = engines, plus
-the targets) and writes the results to ``reports/bench.json``. Nothing here
-asserts on speed: the numbers are for reading.
+public API only, and right after it on that engine's plain-driver baseline
+(plain ``sqlite3`` / plain ``psycopg`` running the same statements by hand).
+Prints one table (rows = workloads; per engine: the engine, its baseline and
+the ratio; then the targets) and writes the results to ``reports/bench.json``.
+Nothing here asserts on speed: the numbers are for reading.
 """
 
 from __future__ import annotations
@@ -21,8 +24,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_report import Measurement, render_peers, render_table, write_json
-from bench_workloads import WORKLOADS, Bench
+from bench_catalog import KEYS, WORKLOADS, Entry
+from bench_report import (
+    Measurement,
+    render_backlog_growth,
+    render_peers,
+    render_table,
+    write_json,
+)
+from bench_sides import (
+    PLAIN_LABELS,
+    EngineSide,
+    Side,
+    SideSpec,
+    drop_plain,
+    has_plain,
+    open_side,
+    plain_location,
+)
+from bench_workloads import Bench
 
 import alkstore
 
@@ -57,13 +77,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workload",
         action="append",
-        choices=[key for key, _, _ in WORKLOADS],
+        choices=KEYS,
         help="run only this workload (repeatable; default: all)",
     )
     parser.add_argument(
         "--profile",
         action="store_true",
         help="cProfile the in-process workloads into reports/profile/ (numbers then skew)",
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the plain-driver baseline runs"
+    )
+    parser.add_argument(
+        "--sustained",
+        type=float,
+        metavar="SECONDS",
+        help="run only the sustained PostgreSQL run for this long (producers + consumers at a "
+        "steady rate); writes reports/sustained-postgres.{json,png}",
+    )
+    parser.add_argument(
+        "--sustained-rate",
+        type=int,
+        default=2_000,
+        help="jobs per second the sustained run's producer offers",
     )
     parser.add_argument("--json", type=Path, default=REPORT, help="where to write the results")
     args = parser.parse_args(argv)
@@ -126,34 +162,68 @@ def environment_line(env: dict[str, Any]) -> str:
 
 
 def run_one(
-    key: str, engine: str, provider: alkstore.EngineProvider, args: argparse.Namespace
+    entry: Entry,
+    engine: str,
+    provider: alkstore.EngineProvider,
+    args: argparse.Namespace,
+    *,
+    plain: bool,
 ) -> Measurement:
-    """One workload on a freshly provisioned, empty store of one engine."""
-    workload = next(fn for k, _, fn in WORKLOADS if k == key)
+    """One workload on a freshly provisioned, empty store of one engine, or on that
+    engine's plain-driver baseline (its tables next to the provisioned store)."""
     profile_dir = ROOT / "reports" / "profile" if args.profile else None
     try:
-        with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
-            bench = Bench(
-                engine=engine,
-                provider=provider,
-                spec=spec,
-                store=store,
-                jobs=args.jobs,
-                wake_rounds=args.wake_rounds,
-                budget_s=args.budget,
-                profile_dir=profile_dir,
-            )
-            return workload(bench)
+        with provider.provision() as spec:
+            side_spec = SideSpec(engine, plain, spec, writer_gate=entry.writer_gate)
+            store: alkstore.Store | None = None
+            if plain:
+                location = plain_location(engine, spec, entry.key)
+                side_spec = SideSpec(engine, True, spec, plain_location=location)
+                side: Side = open_side(side_spec, create=True)
+            else:
+                store = provider.open(spec.url, **spec.opts)
+                side = EngineSide(store)
+            try:
+                bench = Bench(
+                    engine=engine,
+                    side=side,
+                    side_spec=side_spec,
+                    store=store,
+                    jobs=args.jobs,
+                    wake_rounds=args.wake_rounds,
+                    budget_s=args.budget,
+                    quick=args.quick,
+                    profile_dir=profile_dir,
+                )
+                return entry.run(bench)
+            finally:
+                side.close()
+                if plain:
+                    drop_plain(engine, spec, side_spec.plain_location)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return Measurement(failure=f"{type(exc).__name__}: {exc}"[:80])
 
 
+def run_sustained(args: argparse.Namespace) -> int:
+    from bench_sustained import SUSTAINED_JSON, SUSTAINED_PNG, sustained_postgres
+
+    provider = alkstore.load_engine("postgresql")
+    print(f"Sustained PostgreSQL run: {args.sustained:g} s, load average {_loadavg()}", flush=True)
+    series = sustained_postgres(provider, args.sustained, args.sustained_rate)
+    print(series.summary())
+    print(f"Series written to {SUSTAINED_JSON}, plot to {SUSTAINED_PNG}")
+    return 0 if series.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.sustained is not None:
+        return run_sustained(args)
     engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
-    keys = [key for key, _, _ in WORKLOADS if not args.workload or key in args.workload]
-    rows = [(key, label) for key, label, _ in WORKLOADS if key in keys]
+    entries = [e for e in WORKLOADS if not args.workload or e.key in args.workload]
+    keys = [e.key for e in entries]
+    rows = [(e.key, e.label) for e in entries]
     providers = {engine: alkstore.load_engine(engine) for engine in engines}
     env = environment(engines, providers)
     print(environment_line(env), flush=True)
@@ -165,19 +235,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
 
-    results: dict[str, dict[str, Measurement]] = {engine: {} for engine in engines}
-    # Interleave engines per workload so a burst of load on the shared machine
-    # does not land on one engine's whole column.
-    for key in keys:
+    baselines = not args.no_baseline
+    columns = [
+        column
+        for engine in engines
+        for column in (engine, f"{engine}:plain")
+        if column == engine or (baselines and has_plain(engine))
+    ]
+    results: dict[str, dict[str, Measurement]] = {column: {} for column in columns}
+    # Interleave engines and baselines per workload so a burst of load on the
+    # shared machine does not land on one column: each ratio compares runs made
+    # seconds apart.
+    for entry in entries:
         for engine in engines:
-            started = time.perf_counter()
-            m = run_one(key, engine, providers[engine], args)
-            results[engine][key] = m
-            print(
-                f"  {key:<13} {engine:<11} done in {time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            if entry.only is not None and entry.only != engine:
+                continue
+            sides = [False]
+            if baselines and entry.baseline and has_plain(engine):
+                sides.append(True)
+            for plain in sides:
+                column = f"{engine}:plain" if plain else engine
+                started = time.perf_counter()
+                m = run_one(entry, engine, providers[engine], args, plain=plain)
+                results[column][entry.key] = m
+                print(
+                    f"  {entry.key:<13} {column:<18} done in "
+                    f"{time.perf_counter() - started:6.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     env["loadavg_end"] = _loadavg()
     print()
@@ -186,12 +272,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Load average (1/5/15 min) at start {env['loadavg_start']}, at end {env['loadavg_end']} "
         "(shared machine: other work runs alongside)"
     )
-    print(render_table(rows, engines, results))
+    labels = {e: PLAIN_LABELS[e] for e in engines if f"{e}:plain" in results}
+    print(render_table(rows, engines, results, labels))
+    growth = render_backlog_growth(columns, results)
+    if growth:
+        print()
+        print(growth)
     notes = [
-        f"  {engine} / {key}: {note}"
+        f"  {column} / {key}: {note}"
         for key in keys
-        for engine in engines
-        for note in results[engine][key].notes
+        for column in columns
+        for note in (results[column][key].notes if key in results[column] else [])
     ]
     if notes:
         print("\nNotes:")
@@ -206,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "profile": args.profile,
         "engines": engines,
+        "baselines": baselines,
     }
     write_json(args.json, environment=env, config=config, rows=rows, results=results)
     print(f"\nResults written to {args.json}")

@@ -34,12 +34,21 @@ def unique_name(prefix: str) -> str:
 
 
 def paramstyle(connection: Any) -> str:
-    """The DB-API ``paramstyle`` of the module that made ``connection`` (PEP 249)."""
-    module_name = type(connection).__module__.partition(".")[0]
-    style = getattr(importlib.import_module(module_name), "paramstyle", None)
-    if not isinstance(style, str):
-        raise TypeError(f"{module_name} declares no DB-API paramstyle")
-    return style
+    """The DB-API ``paramstyle`` (PEP 249) of the driver behind ``connection``.
+
+    The connection's class may be a subclass defined elsewhere (an engine's or an
+    app's wrapper around the driver's connection), so the class and its bases are
+    asked in order: the first whose top-level module declares one names the style."""
+    modules = [cls.__module__.partition(".")[0] for cls in type(connection).__mro__]
+    for module_name in dict.fromkeys(modules):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        style = getattr(module, "paramstyle", None)
+        if isinstance(style, str):
+            return style
+    raise TypeError(f"{type(connection).__qualname__}: no DB-API paramstyle in {modules}")
 
 
 def native_sql(connection: Any, sql: str) -> str:

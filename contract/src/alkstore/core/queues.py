@@ -293,6 +293,16 @@ class CoreQueue:
         ctx = self._context
         deadline = Deadline(timeout)
         ctx.check_open()  # never start an engine's watcher on a closed store
+        if stop is None or not stop.is_set():
+            # Work already waiting is taken at once, without registering a waiter
+            # or starting the engine's watcher; only an empty queue pays for those
+            # (and is checked again once the waiter is in place, so no wake is lost).
+            try:
+                handles = self._claim_batch(worker_id, 1, deadline.wait_s())
+            except EngineUnavailable:
+                handles = []
+            if handles:
+                return handles[0]
         with ctx.hub.waiter(self._topic) as waiter:
             ctx.driver.start_watching(ctx.hub)
             if stop is not None:

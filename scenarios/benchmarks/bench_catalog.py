@@ -1,0 +1,61 @@
+"""Every workload the harness runs, in table order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bench_scale import backlog_large, backlog_small, big_payloads, many_queues
+from bench_workloads import (
+    Workload,
+    claim_ack,
+    claim_batch,
+    claim_wait_ack,
+    enqueue_many,
+    enqueue_single,
+    four_processes,
+    pubsub_latency,
+    stream_append,
+    stream_read,
+    wake_latency,
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    label: str
+    run: Workload
+    baseline: bool = True
+    """Also run on the plain-driver baseline (latency workloads have no plain twin)."""
+    only: str | None = None
+    """Run on this engine only."""
+    writer_gate: bool = True
+    """``False``: the SQLite engine without its cross-process writer gate."""
+
+
+WORKLOADS: Sequence[Entry] = (
+    Entry("enqueue", "1 enqueue, one job per tx", enqueue_single),
+    Entry("enqueue_many", "2 enqueue_many, batches of 1,000", enqueue_many),
+    Entry("claim_ack", "3 claim+ack one at a time, depth N", claim_ack),
+    Entry("claim_wait_ack", "3b claim_wait(timeout=0)+ack loop, depth N", claim_wait_ack),
+    Entry("claim_batch", "4 claim_batch(100) + ack_batch", claim_batch),
+    Entry("four_procs", "5 four processes draining (sqlite 1, pg 10/claim)", four_processes),
+    Entry(
+        "four_procs_no_gate",
+        "5b the same, SQLite without its writer gate",
+        four_processes,
+        only="sqlite",
+        writer_gate=False,
+    ),
+    Entry("wake", "6 claim_wait wake latency (cross-process)", wake_latency, baseline=False),
+    Entry("stream_append", "7 stream append, one event per call", stream_append),
+    Entry("stream_read", "8 stream read, pages of 100", stream_read),
+    Entry("pubsub", "9 pub/sub latency (cross-process)", pubsub_latency, baseline=False),
+    Entry("backlog_1k", "S1 claim+ack at a backlog of 1,000", backlog_small),
+    Entry("backlog_1m", "S2 claim+ack at a backlog of 1,000,000", backlog_large),
+    Entry("many_queues", "S3 1,000 queues x 10 jobs, claim+ack", many_queues),
+    Entry("big_payload", "S4 64 KiB payloads, enqueue + claim+ack", big_payloads),
+)
+
+KEYS = [entry.key for entry in WORKLOADS]

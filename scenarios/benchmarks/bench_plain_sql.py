@@ -1,0 +1,185 @@
+"""The plain-driver baselines' schema and statements, one named constant each.
+
+The same shape as the reference engines' job tables (the columns a job
+carries, a partial index of pending rows in claim order) and the same kind of
+statement per operation, written the way one would by hand. Identifiers are
+fixed; the PostgreSQL schema name is validated by the caller and quoted.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------------------- sqlite3
+
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA temp_store = MEMORY",
+)
+
+SQLITE_SCHEMA = """
+CREATE TABLE jobs (
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue                TEXT    NOT NULL,
+    state                TEXT    NOT NULL DEFAULT 'pending',
+    payload              TEXT    NOT NULL,
+    priority             INTEGER NOT NULL DEFAULT 0,
+    attempts             INTEGER NOT NULL DEFAULT 0,
+    max_attempts         INTEGER NOT NULL,
+    created_at           INTEGER NOT NULL,
+    run_at               INTEGER NOT NULL,
+    claimed_at           INTEGER,
+    deadline             INTEGER,
+    worker_id            TEXT,
+    visibility_timeout_s INTEGER NOT NULL
+);
+CREATE INDEX jobs_claim ON jobs (queue, priority DESC, run_at) WHERE state = 'pending';
+CREATE TABLE streams (stream TEXT PRIMARY KEY, last_offset INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE events (
+    stream TEXT NOT NULL, event_offset INTEGER NOT NULL, payload TEXT NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (stream, event_offset)
+) WITHOUT ROWID;
+"""
+
+SQLITE_INSERT = """
+INSERT INTO jobs (queue, payload, created_at, run_at, max_attempts, visibility_timeout_s)
+VALUES (?, ?, ?, ?, ?, ?) RETURNING id
+"""
+SQLITE_INSERT_MANY = """
+INSERT INTO jobs (queue, payload, created_at, run_at, max_attempts, visibility_timeout_s)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+
+_SQLITE_PICK = """
+SELECT id FROM jobs
+ WHERE queue = :queue AND state = 'pending' AND run_at <= :now
+ ORDER BY priority DESC, run_at, id LIMIT {limit}
+"""
+
+
+def _sqlite_claim(compare: str, limit: str) -> str:
+    return f"""
+UPDATE jobs
+   SET state = 'processing', attempts = attempts + 1, claimed_at = :now,
+       worker_id = :worker, deadline = :now + visibility_timeout_s
+ WHERE id {compare} ({_SQLITE_PICK.format(limit=limit)})
+RETURNING id, attempts, payload
+"""
+
+
+SQLITE_CLAIM = _sqlite_claim("IN", ":limit")
+SQLITE_CLAIM_ONE = _sqlite_claim("=", "1")
+SQLITE_ACK = """
+DELETE FROM jobs WHERE id = ? AND state = 'processing' AND attempts = ? AND deadline > ?
+"""
+
+
+def sqlite_ack_batch(count: int) -> str:
+    """``count`` ids, then queue, worker, now."""
+    marks = ", ".join(["?"] * count)
+    return f"""
+DELETE FROM jobs WHERE id IN ({marks})
+   AND queue = ? AND worker_id = ? AND state = 'processing' AND deadline > ?
+"""
+
+
+SQLITE_NEXT_OFFSET = """
+INSERT INTO streams (stream, last_offset) VALUES (?, 1)
+ON CONFLICT (stream) DO UPDATE SET last_offset = last_offset + 1
+RETURNING last_offset
+"""
+SQLITE_APPEND = "INSERT INTO events (stream, event_offset, payload, created_at) VALUES (?, ?, ?, ?)"
+SQLITE_READ = """
+SELECT event_offset, payload FROM events
+ WHERE stream = ? AND event_offset > ? ORDER BY event_offset LIMIT ?
+"""
+
+# --------------------------------------------------------------------------- psycopg
+
+PG_SCHEMA = (
+    """
+    CREATE TABLE {schema}.jobs (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        queue text COLLATE "C" NOT NULL,
+        state text NOT NULL DEFAULT 'pending',
+        payload text NOT NULL,
+        priority integer NOT NULL DEFAULT 0,
+        attempts integer NOT NULL DEFAULT 0,
+        max_attempts integer NOT NULL,
+        created_at bigint NOT NULL,
+        run_at bigint NOT NULL,
+        claimed_at bigint,
+        deadline bigint,
+        worker_id text,
+        visibility_timeout_s integer NOT NULL DEFAULT 30
+    )
+    """,
+    """
+    CREATE INDEX ON {schema}.jobs (queue, priority DESC, run_at, id) WHERE state = 'pending'
+    """,
+    """
+    CREATE TABLE {schema}.streams (stream text COLLATE "C" PRIMARY KEY, last_offset bigint NOT NULL)
+    """,
+    """
+    CREATE TABLE {schema}.events (
+        stream text COLLATE "C" NOT NULL, event_offset bigint NOT NULL, payload text NOT NULL,
+        created_at bigint NOT NULL, PRIMARY KEY (stream, event_offset)
+    )
+    """,
+)
+
+PG = {
+    # NOTIFY rides in the insert statement, as the engine's does, so a waiting
+    # consumer would hear of the job.
+    "insert": """
+        WITH job AS (
+            INSERT INTO {schema}.jobs (queue, payload, created_at, run_at, max_attempts)
+            VALUES (%s, %s, %s, %s, %s) RETURNING id, queue
+        )
+        SELECT id, pg_notify('bench', queue) FROM job
+    """,
+    "insert_many": """
+        WITH jobs AS (
+            INSERT INTO {schema}.jobs (queue, payload, created_at, run_at, max_attempts)
+            SELECT q, p, c, r, m FROM (SELECT %s AS q, %s::bigint AS c, %s::bigint AS r,
+                                              %s::int AS m) AS stamps,
+                   unnest(%s::text[]) AS p
+            RETURNING queue
+        )
+        SELECT count(*), pg_notify('bench', min(queue)) FROM jobs
+    """,
+    "claim": """
+        UPDATE {schema}.jobs
+           SET state = 'processing', attempts = attempts + 1, claimed_at = %(now)s,
+               worker_id = %(worker)s, deadline = %(now)s + visibility_timeout_s
+         WHERE id IN (
+            SELECT id FROM {schema}.jobs
+             WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
+             ORDER BY priority DESC, run_at, id
+             LIMIT %(limit)s
+             FOR UPDATE SKIP LOCKED)
+        RETURNING id, attempts, payload
+    """,
+    "ack": """
+        DELETE FROM {schema}.jobs
+         WHERE id = %s AND state = 'processing' AND attempts = %s AND deadline > %s
+    """,
+    "ack_batch": """
+        DELETE FROM {schema}.jobs
+         WHERE id = ANY(%s) AND queue = %s AND worker_id = %s AND state = 'processing'
+           AND deadline > %s
+    """,
+    "append": """
+        WITH counter AS (
+            INSERT INTO {schema}.streams AS s (stream, last_offset) VALUES (%s, 1)
+            ON CONFLICT (stream) DO UPDATE SET last_offset = s.last_offset + 1
+            RETURNING stream, last_offset
+        )
+        INSERT INTO {schema}.events (stream, event_offset, payload, created_at)
+        SELECT stream, last_offset, %s, %s FROM counter
+        RETURNING event_offset
+    """,
+    "read": """
+        SELECT event_offset, payload FROM {schema}.events
+         WHERE stream = %s AND event_offset > %s ORDER BY event_offset LIMIT %s
+    """,
+}

@@ -1,0 +1,105 @@
+"""Scale rows: the same claim+ack at a small and a huge backlog, many queues, big payloads.
+
+Each runs on the engine and on its plain-driver baseline like every other
+workload. Backlogs are built untimed with ``enqueue_many`` in big batches.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bench_report import Measurement
+from bench_workloads import QUEUE, Bench, drain_one_at_a_time, payloads, prefill, timed
+
+SMALL_BACKLOG = 1_000
+LARGE_BACKLOG = 1_000_000
+QUICK_LARGE_BACKLOG = 10_000
+BACKLOG_SAMPLE = 500
+"""claim+ack operations timed per round at each backlog (fewer than the small one holds)."""
+BACKLOG_ROUNDS = 6
+"""Rounds per backlog; before each the backlog is topped up again (untimed)."""
+BACKLOG_FILL_BATCH = 10_000
+
+QUEUES = 1_000
+JOBS_PER_QUEUE = 10
+QUICK_QUEUES = 50
+
+BIG_PAYLOAD_BYTES = 64 * 1024
+BIG_PAYLOAD_JOBS = 500
+QUICK_BIG_PAYLOAD_JOBS = 50
+
+
+def large_backlog(bench: Bench) -> int:
+    return QUICK_LARGE_BACKLOG if bench.quick else LARGE_BACKLOG
+
+
+def backlog_small(bench: Bench) -> Measurement:
+    """claim+ack one at a time, 6 rounds of 500 jobs, each from a backlog of 1,000."""
+    prefill(bench, SMALL_BACKLOG, batch=BACKLOG_FILL_BATCH)
+    return _backlog_rounds(bench, "backlog_1k")
+
+
+def backlog_large(bench: Bench) -> Measurement:
+    """claim+ack one at a time, 6 rounds of 500 jobs, each from a backlog of 1,000,000."""
+    backlog = large_backlog(bench)
+    started = time.perf_counter()
+    prefill(bench, backlog, batch=BACKLOG_FILL_BATCH)
+    filled_in = time.perf_counter() - started
+    m = _backlog_rounds(bench, "backlog_1m")
+    m.notes.append(f"backlog of {backlog:,} built in {filled_in:.1f} s (untimed)")
+    return m
+
+
+def _backlog_rounds(bench: Bench, key: str) -> Measurement:
+    total = Measurement()
+    for round_no in range(BACKLOG_ROUNDS):
+        if round_no:
+            prefill(bench, BACKLOG_SAMPLE)  # back to the backlog's size
+        m = drain_one_at_a_time(bench, key, BACKLOG_SAMPLE)
+        total.jobs += m.jobs
+        total.seconds += m.seconds
+        total.capped = total.capped or m.capped
+        total.notes += m.notes
+    return total
+
+
+def many_queues(bench: Bench) -> Measurement:
+    """1,000 queues with 10 jobs in each; claim+ack one at a time, a different queue each time."""
+    count = QUICK_QUEUES if bench.quick else QUEUES
+    names = [f"{QUEUE}-{n}" for n in range(count)]
+    items = payloads(JOBS_PER_QUEUE)
+    for name in names:
+        bench.side.enqueue_many(name, items)
+    return drain_one_at_a_time(bench, "many_queues", count * JOBS_PER_QUEUE, names)
+
+
+def big_payloads(bench: Bench) -> Measurement:
+    """64 KiB payloads: enqueue each (one per call), then claim+ack each; jobs per second."""
+    jobs = QUICK_BIG_PAYLOAD_JOBS if bench.quick else BIG_PAYLOAD_JOBS
+    items = payloads(jobs, BIG_PAYLOAD_BYTES)
+    side, deadline = bench.side, bench.deadline()
+    enqueued = 0
+
+    def enqueue_all() -> int:
+        nonlocal enqueued
+        for item in items:
+            if time.perf_counter() > deadline:
+                break
+            side.enqueue(QUEUE, item)
+            enqueued += 1
+        return enqueued
+
+    _, enqueue_s = timed(bench, "big_payload_enqueue", enqueue_all)
+    drained = drain_one_at_a_time(bench, "big_payload_claim", enqueued)
+    m = Measurement(
+        jobs=drained.jobs,
+        seconds=enqueue_s + drained.seconds,
+        capped=enqueued < jobs or drained.capped,
+        notes=drained.notes,
+    )
+    if enqueue_s > 0 and drained.seconds > 0:
+        m.notes.append(
+            f"{BIG_PAYLOAD_BYTES // 1024} KiB: enqueue {enqueued / enqueue_s:,.0f}/s, "
+            f"claim+ack {drained.jobs / drained.seconds:,.0f}/s"
+        )
+    return m
