@@ -58,6 +58,14 @@ class ReferenceWithoutLocks:
         return self._inner.provision()
 
 
+class ReferenceWithoutOps(ReferenceWithoutLocks):
+    """The reference engine, claiming not to implement contract 1.1's ``ops`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, ops=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

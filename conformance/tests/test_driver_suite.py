@@ -11,7 +11,7 @@ import alkstore_conformance.driver_suite as driver_suite_package
 from alkstore import Capabilities
 from alkstore_conformance.driver_suite import SUITES, driver_suite, suites_for
 
-EVERY_PROFILE = Capabilities(scheduler=True, streams=True, pubsub=True)
+EVERY_PROFILE = Capabilities(scheduler=True, streams=True, pubsub=True, ops=True)
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 
 
@@ -27,10 +27,21 @@ def test_a_profile_the_engine_lacks_contributes_no_tests() -> None:
     names = _test_names(driver_suite(QUEUE_ONLY))
     assert names
     assert not any(
-        name.startswith(("test_lock_", "test_schedule", "test_stream_", "test_publish"))
+        name.startswith(
+            ("test_lock_", "test_schedule", "test_stream_", "test_publish", "test_redrive")
+        )
         for name in names
     )
     assert "test_transaction_commits_on_normal_exit" not in names
+
+
+def test_the_ops_statements_come_only_with_the_ops_profile() -> None:
+    without = _test_names(driver_suite(Capabilities()))
+    with_ops = _test_names(driver_suite(Capabilities(ops=True)))
+    added = with_ops - without
+    assert "test_redrive_makes_a_new_pending_row_and_deletes_the_dead_one" in added
+    assert "test_reschedule_and_bury_append_attempt_now_and_error_newest_last" in added
+    assert not any(name.startswith("test_redrive") for name in without)
 
 
 def test_a_suite_needing_two_profiles_comes_only_with_both() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from kit_runs import RunIn, output
 
+from alkstore_conformance.manifest import load_manifest
+
 PLAIN_TEST = """
 import hypothesis
 
@@ -96,6 +98,27 @@ def test_missing_profile_is_reported_not_applicable(run_in: RunIn) -> None:
     assert store_closed["status"] == "error"
     assert "never not_applicable" in store_closed["reason"]
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, output(result)
+
+
+def test_an_engine_without_ops_has_every_ops_property_not_applicable(run_in: RunIn) -> None:
+    ops = [prop.id for prop in load_manifest().values() if prop.profile == "ops"]
+    assert ops
+    selection = [arg for property_id in ops for arg in ("--alkstore-property", property_id)]
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:ReferenceWithoutOps",
+        *selection,
+        "--alkstore-report",
+        "report.json",
+        "-q",
+    )
+    assert result.returncode == 0, output(result)
+    report = run_in.report()
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert statuses == dict.fromkeys(ops, "not_applicable")
+    assert "ops" in report["engine"]["not_applicable_profiles"]
 
 
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:

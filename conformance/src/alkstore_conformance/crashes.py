@@ -144,3 +144,8 @@ def many_writes_in_a_transaction(
             tx.enqueue(queue_name, {"n": n})
             if stream_name is not None:
                 tx.stream_append(stream_name, {"n": n})
+
+
+def redrive_all(store: Store, arm: Callable[[], None], queue_name: str) -> None:
+    arm()
+    store.queue(queue_name).redrive()

@@ -1,5 +1,6 @@
 """A pure-Python reference model of the contract's queues, outbox, transactional
-enqueue, scheduler, locks and streams (contract §2-§7; pub/sub is not modelled).
+enqueue, scheduler, locks, streams and operations (contract §2-§7 and §11; pub/sub
+is not modelled).
 
 The model is written from the contract text, not from ``alkstore.core``: the kit's
 stateful machine drives an engine and this model side by side and fails on the
@@ -19,7 +20,12 @@ What the model cannot predict it checks and adopts instead:
   each fire must have enqueued, and the jobs the engine shows are matched against
   that and adopted (``adopt_fired``);
 * a rolled-back stream append may or may not give its offset back: the next append
-  may take either (``ModelStream.next_offsets``), and nothing else.
+  may take either (``ModelStream.next_offsets``), and nothing else;
+* a redrive's new ids are the engine's too: checked like an enqueue's, then adopted.
+
+The ops profile (contract §11: error history, stats, job pages, redrive, purge,
+pause) is modelled when the model is built with ``ops=True``; without it a job's
+``errors`` stay ``()`` and ``redriven_from`` ``None``, as on an engine without it.
 
 Time is whole seconds: every operation reads ``floor(clock.now())`` once, like a
 store does. Disagreements raise ``ModelDisagreement`` (an ``AssertionError``).
@@ -42,9 +48,11 @@ from alkstore import (
     SCHEDULER_LOCK,
     EnqueueOpts,
     Job,
+    JobError,
     JobState,
     LockInfo,
     QueueOpts,
+    QueueStats,
     Schedule,
     ScheduleOpts,
     StreamEvent,
@@ -53,6 +61,7 @@ from alkstore import (
 )
 from alkstore.backoff import retry_delay_range
 from alkstore.clock import Clock
+from alkstore.constants import MAX_ERROR_HISTORY, MAX_ERROR_LENGTH
 
 ERROR_EXHAUSTED = "max attempts exceeded"
 """``last_error`` of a job whose attempt budget ran out (decision 010 §4)."""
@@ -122,6 +131,8 @@ class ModelJob:
     died_at: int | None = None
     deadline: int | None = None
     """Claim deadline of a processing row; the ``Job`` value does not carry it."""
+    errors: tuple[JobError, ...] = ()
+    redriven_from: int | None = None
 
     def as_job(self) -> Job:
         return Job(
@@ -142,7 +153,15 @@ class ModelJob:
             dead_letter_retention_s=self.dead_letter_retention_s,
             last_error=self.last_error,
             died_at=self.died_at,
+            errors=self.errors,
+            redriven_from=self.redriven_from,
         )
+
+    def record_error(self, now: int, error: str) -> None:
+        """Contract §11: the failed attempt's error, cut to its first 65,536 characters,
+        appended newest last; the latest 25 kept."""
+        entry = JobError(self.attempts, now, error[:MAX_ERROR_LENGTH])
+        self.errors = (*self.errors, entry)[-MAX_ERROR_HISTORY:]
 
     # The predicates of contract §2, at whole-second ``now``.
     def expired(self, now: int) -> bool:
@@ -300,8 +319,11 @@ class ReferenceModel:
     """The contract's queues, outbox, transactional enqueue, scheduler, locks and
     streams, in memory."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, *, ops: bool = False) -> None:
         self.clock = clock
+        self.ops = ops
+        """Whether the engine has the ops profile (contract §11)."""
+        self._paused: set[str] = set()
         self._live: dict[int, ModelJob] = {}
         self._dead: dict[int, ModelJob] = {}
         self._locks: dict[str, ModelLock] = {}
@@ -479,6 +501,8 @@ class ReferenceModel:
         now = self.now
         # A lapsed row whose budget is spent is never handed out again (§2).
         self._bury_exhausted(queue, now)
+        if queue in self._paused:  # §11: nothing is handed out; the sweep above still ran
+            return []
         ready = sorted(
             (j for j in self._live.values() if j.queue == queue and j.claimable(now)),
             key=ModelJob.claim_order,
@@ -532,6 +556,7 @@ class ReferenceModel:
         job = self._valid(claim, now)
         if job is None:
             return False
+        self._record_error(job, now, error)
         self._bury(job, error, now)
         return True
 
@@ -545,6 +570,7 @@ class ReferenceModel:
         job = self._valid(claim, now)
         if job is None:
             return RetryOutcome(accepted=False)
+        self._record_error(job, now, error)
         if job.exhausted():
             self._bury(job, ERROR_EXHAUSTED, now)
             return RetryOutcome(accepted=True, dead=True)
@@ -561,6 +587,10 @@ class ReferenceModel:
         if low != high:
             self._unsettled[job.id] = bounds
         return RetryOutcome(accepted=True, run_at_bounds=bounds)
+
+    def _record_error(self, job: ModelJob, now: int, error: str) -> None:
+        if self.ops:
+            job.record_error(now, error)
 
     def settle_retry(self, job_id: int, run_at: int) -> None:
         """Adopt the engine's jittered ``run_at`` once it is checked against the curve."""
@@ -634,6 +664,110 @@ class ReferenceModel:
         for job in purged:
             del self._dead[job.id]
         return SweepResult(expired=len(expired), exhausted=exhausted, purged=len(purged))
+
+    # -- operations (contract §11) ---------------------------------------------------------
+    def stats(self, queue: str) -> QueueStats:
+        now = self.now
+        live = [j for j in self._live.values() if j.queue == queue]
+        ready = [j.run_at for j in live if j.state is JobState.PENDING and j.run_at <= now]
+        processing = [j for j in live if j.state is JobState.PROCESSING]
+        lapsed = sum(1 for j in processing if j.lapsed(now))
+        return QueueStats(
+            queue=queue,
+            ready=len(ready),
+            scheduled=sum(1 for j in live if j.state is JobState.PENDING) - len(ready),
+            processing=len(processing) - lapsed,
+            lapsed=lapsed,
+            dead=sum(1 for j in self._dead.values() if j.queue == queue),
+            oldest_ready_age_s=now - min(ready) if ready else None,
+            paused=queue in self._paused,
+        )
+
+    def store_stats(self) -> list[QueueStats]:
+        """Every queue with a live row, a dead row or a pause, by name."""
+        rows = (*self._live.values(), *self._dead.values())
+        names = {job.queue for job in rows} | self._paused
+        return [self.stats(name) for name in sorted(names)]
+
+    def jobs(self, queue: str, state: JobState | None, after_id: int, limit: int) -> list[Job]:
+        rows = sorted((*self._live.values(), *self._dead.values()), key=lambda job: job.id)
+        return [
+            job.as_job()
+            for job in rows
+            if job.queue == queue and job.id > after_id and state in (None, job.state)
+        ][:limit]
+
+    def _to_redrive(self, queue: str, ids: Sequence[int] | None, limit: int) -> list[ModelJob]:
+        dead = [job for job in self._dead.values() if job.queue == queue]
+        if ids is None:
+            return sorted(dead, key=lambda job: (job.died_at, job.id))[:limit]
+        named = {job.id: job for job in dead}
+        return [named[job_id] for job_id in dict.fromkeys(ids) if job_id in named]
+
+    def redrive(
+        self, queue: str, ids: Sequence[int] | None, limit: int, new_ids: Sequence[int]
+    ) -> None:
+        """Record a redrive the engine reported as ``new_ids`` (one per dead row it took,
+        in order): each dead row goes, a new pending job with its payload and stamps
+        comes, due now, its expiry as far from now as it was from its creation."""
+        self._check_settled()
+        chosen = self._to_redrive(queue, ids, limit)
+        if len(new_ids) != len(chosen):
+            raise ModelDisagreement(
+                f"redrive of {ids!r} (limit {limit}) must redrive dead jobs "
+                f"{[job.id for job in chosen]}, the engine returned {len(new_ids)} new ids"
+            )
+        self._check_new_ids(new_ids)
+        now = self.now
+        reborn = []
+        for old, new_id in zip(chosen, new_ids, strict=True):
+            del self._dead[old.id]
+            lifetime = None if old.expires_at is None else old.expires_at - old.created_at
+            reborn.append(
+                replace(
+                    old,
+                    id=new_id,
+                    state=JobState.PENDING,
+                    attempts=0,
+                    created_at=now,
+                    run_at=now,
+                    claimed_at=None,
+                    expires_at=None if lifetime is None else now + lifetime,
+                    worker_id=None,
+                    last_error=None,
+                    died_at=None,
+                    deadline=None,
+                    errors=(),
+                    redriven_from=old.id,
+                )
+            )
+        self._commit_jobs(reborn)
+
+    def purge_dead(self, queue: str, ids: Sequence[int] | None, older_than_s: int | None) -> int:
+        self._check_settled()
+        now = self.now
+        doomed = [
+            job
+            for job in self._dead.values()
+            if job.queue == queue
+            and (ids is None or job.id in ids)
+            and (older_than_s is None or (job.died_at or now) < now - older_than_s)
+        ]
+        for job in doomed:
+            del self._dead[job.id]
+        return len(doomed)
+
+    def set_paused(self, queue: str, paused: bool) -> bool:
+        """Pause or resume; whether that changed anything."""
+        changed = (queue in self._paused) != paused
+        if paused:
+            self._paused.add(queue)
+        else:
+            self._paused.discard(queue)
+        return changed
+
+    def paused(self, queue: str) -> bool:
+        return queue in self._paused
 
     # -- locks ---------------------------------------------------------------------------
     def _live_lock(self, name: str, now: int) -> ModelLock | None:

@@ -349,3 +349,61 @@ def race_offset_commits(
     for consumer, offset in commits:
         barrier.wait(timeout=time_limit_s)
         handle.commit(consumer, offset)
+
+
+# -- operations (contract §11) ----------------------------------------------------------------
+
+
+@child_process
+def redriver_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    ids: list[int] | None,
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Redrive ``ids`` (all dead jobs when ``None``) of ``queue_name`` right after
+    meeting the other operators at the barrier; report ``("redriven", new ids)``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        barrier.wait(timeout=time_limit_s)
+        return ("redriven", queue.redrive(ids))
+
+
+@child_process
+def pause_prober_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Report what this process sees of ``queue_name``: ``("seen", (paused(), the id a
+    claim got or None))``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        paused = queue.paused()
+        handle = queue.claim("prober")
+        return ("seen", (paused, None if handle is None else handle.id))
+
+
+@child_process
+def claim_waiter_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Say ``ready`` once the store is open, then ``claim_wait`` on ``queue_name``;
+    report ``("claimed", the job's id or None)``."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        results.put(("ready", None))
+        handle = queue.claim_wait("waiter", timeout=time_limit_s)
+        return ("claimed", None if handle is None else handle.id)

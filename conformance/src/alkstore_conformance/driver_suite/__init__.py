@@ -2,7 +2,7 @@
 
 The kit's property suite (``alkstore_conformance.suite``) checks what a store does
 through the public API; this suite checks the seam below it: each test calls
-``Driver`` (and ``SchedulerDriver``/``StreamDriver``/``PubSubDriver``) methods
+``Driver`` (and ``SchedulerDriver``/``StreamDriver``/``PubSubDriver``/``OpsDriver``) methods
 directly inside ``write``/``read``/``transaction()`` and asserts one rule of
 ``alkstore.driver``'s docstrings. An engine runs it from its own tests with one
 small module::
@@ -30,6 +30,7 @@ from alkstore import Capabilities
 
 from .base import SeamTests
 from .locks import LockStatements
+from .operations import OperationStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
 from .queue_statements import QueueStatements, ValidClaimRule
 from .scheduler import SchedulerStatements
@@ -56,6 +57,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     StreamStatements,
     PubSubStatements,
     PubSubInTransactions,
+    OperationStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

@@ -211,7 +211,9 @@ class QueueStatements(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0 + 1, T0 + 60))
+        assert driver.write(
+            lambda c: driver.reschedule(c, job.id, job.attempts, T0 + 1, T0 + 60, "e")
+        )
         after = get_job(driver, job.id)
         assert after is not None
         assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0 + 60, 1)
@@ -222,7 +224,7 @@ class QueueStatements(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.bury(c, job.id, job.attempts, T0 + 3, "boom"))
+        assert driver.write(lambda c: driver.bury(c, job.id, job.attempts, T0 + 3, "boom", "boom"))
         dead = get_job(driver, job.id)
         assert dead is not None
         assert (dead.state, dead.last_error, dead.died_at) == (JobState.DEAD, "boom", T0 + 3)
@@ -320,8 +322,8 @@ def _handle_op(driver: SeamDriver, op: str, job_id: int, attempt: int, now: int)
         if op == "heartbeat":
             return driver.heartbeat(c, job_id, attempt, now, now + 1000)
         if op == "reschedule":
-            return driver.reschedule(c, job_id, attempt, now, now + 1000)
-        return driver.bury(c, job_id, attempt, now, "buried")
+            return driver.reschedule(c, job_id, attempt, now, now + 1000, "retried")
+        return driver.bury(c, job_id, attempt, now, "buried", "buried")
 
     return driver.write(run)
 
@@ -361,7 +363,7 @@ class ValidClaimRule(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 500))
+        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 500, "e"))
         before = get_job(driver, job.id)
         assert _handle_op(driver, op, job.id, job.attempts, T0 + 1) is False
         assert get_job(driver, job.id) == before

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from alkstore.driver import (
     Driver,
     JobStamps,
+    OpsDriver,
     PubSubDriver,
     SchedulerDriver,
     ScheduleRecord,
@@ -32,7 +33,14 @@ DELIVERY_LIMIT_S = 30.0
 """How long a sink may take to hear of a commit: a liveness bound, never a timing check."""
 
 
-class SeamDriver(Driver[Any], SchedulerDriver[Any], StreamDriver[Any], PubSubDriver[Any], Protocol):
+class SeamDriver(
+    Driver[Any],
+    SchedulerDriver[Any],
+    StreamDriver[Any],
+    PubSubDriver[Any],
+    OpsDriver[Any],
+    Protocol,
+):
     """A driver with every optional profile (what the suites are written against)."""
 
 

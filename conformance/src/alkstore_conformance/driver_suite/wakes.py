@@ -35,5 +35,5 @@ class QueueWakes(SeamTests):
         job = claim_one(driver, queue="mail")
         sink = watching(other)
         sink.clear()
-        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 5))
+        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 5, "e"))
         assert sink.wait_for(lambda s: s.woken_for(queue_topic("mail")))

@@ -24,6 +24,17 @@ from .blind_spots import (
     TwoStepBuryDriver,
 )
 from .engine import MutantEngine
+from .operations import (
+    BatchClaimIgnoresPauseDriver,
+    BuryForgetsErrorDriver,
+    LapsedAsProcessingDriver,
+    OffsetPagesDriver,
+    PauseInProcessDriver,
+    PurgeIgnoresQueueDriver,
+    ReadThenWriteRedriveDriver,
+    RedriveKeepsDeadRowDriver,
+    TwoStepRedriveDriver,
+)
 from .queues import (
     AckIgnoresAttemptDriver,
     EscapingEnqueueDriver,
@@ -141,6 +152,61 @@ TWO_STEP_BURY = MutantEngine(
     bug="fail deletes the live row and inserts the dead one in two commits",
     driver=TwoStepBuryDriver,
 )
+STATS_LAPSED_AS_PROCESSING = MutantEngine(
+    "stats-lapsed-as-processing",
+    catches="OPS-STATS-COUNTS",
+    bug="stats count claimed rows by state alone: lapsed claims show as processing",
+    driver=LapsedAsProcessingDriver,
+)
+REDRIVE_KEEPS_DEAD_ROW = MutantEngine(
+    "redrive-keeps-dead-row",
+    catches="OPS-REDRIVE",
+    bug="redrive makes the new job and never deletes the dead row",
+    driver=RedriveKeepsDeadRowDriver,
+)
+TWO_STEP_REDRIVE = MutantEngine(
+    "two-step-redrive",
+    catches="OPS-REDRIVE-CRASH-ATOMIC",
+    bug="redrive commits the new jobs before deleting the dead rows: a crash keeps both",
+    driver=TwoStepRedriveDriver,
+)
+READ_THEN_WRITE_REDRIVE = MutantEngine(
+    "read-then-write-redrive",
+    catches="OPS-REDRIVE-RACE",
+    bug="redrive reads the dead rows in one transaction and redrives them in the next: "
+    "two operators both redrive each row",
+    driver=ReadThenWriteRedriveDriver,
+)
+PAUSE_IN_PROCESS = MutantEngine(
+    "pause-in-process",
+    catches="OPS-PAUSE-ACROSS-PROCESSES",
+    bug="a pause lives in the opened store's memory: other processes keep claiming",
+    driver=PauseInProcessDriver,
+)
+BATCH_CLAIM_IGNORES_PAUSE = MutantEngine(
+    "batch-claim-ignores-pause",
+    catches="OPS-PAUSE",
+    bug="only the one-job claim checks the pause: claim_batch still hands out a paused queue",
+    driver=BatchClaimIgnoresPauseDriver,
+)
+PURGE_IGNORES_QUEUE = MutantEngine(
+    "purge-ignores-queue",
+    catches="OPS-PURGE-DEAD",
+    bug="purge_dead of named ids deletes them in any queue",
+    driver=PurgeIgnoresQueueDriver,
+)
+OFFSET_PAGES = MutantEngine(
+    "offset-pages",
+    catches="OPS-JOBS-PAGES-UNDER-INSERTS",
+    bug="jobs() pages by position: jobs finished behind the reader shift the next page",
+    driver=OffsetPagesDriver,
+)
+BURY_FORGETS_ERROR = MutantEngine(
+    "bury-forgets-error",
+    catches="OPS-ERROR-HISTORY",
+    bug="the error history records retries only: the failure that killed a job is lost",
+    driver=BuryForgetsErrorDriver,
+)
 
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
@@ -162,6 +228,15 @@ MUTANTS: dict[str, MutantEngine] = {
         READ_THEN_WRITE_LOCK,
         SPLIT_FIRE,
         TWO_STEP_BURY,
+        STATS_LAPSED_AS_PROCESSING,
+        REDRIVE_KEEPS_DEAD_ROW,
+        TWO_STEP_REDRIVE,
+        READ_THEN_WRITE_REDRIVE,
+        PAUSE_IN_PROCESS,
+        BATCH_CLAIM_IGNORES_PAUSE,
+        PURGE_IGNORES_QUEUE,
+        OFFSET_PAGES,
+        BURY_FORGETS_ERROR,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

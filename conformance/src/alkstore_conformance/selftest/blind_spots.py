@@ -40,8 +40,16 @@ class TruncatingErrorDriver(SqliteDriver):
     """Stores at most ``ERROR_KEPT_CHARS`` of a failure's error: a traceback-sized
     ``last_error`` comes back cut."""
 
-    def bury(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, error: str) -> bool:
-        return super().bury(c, job_id, attempt, now, error[:ERROR_KEPT_CHARS])
+    def bury(
+        self,
+        c: sqlite3.Connection,
+        job_id: int,
+        attempt: int,
+        now: int,
+        last_error: str,
+        error: str | None,
+    ) -> bool:
+        return super().bury(c, job_id, attempt, now, last_error[:ERROR_KEPT_CHARS], error)
 
 
 # -- class 2: a batch that is not one transaction --------------------------------------
@@ -138,7 +146,15 @@ class TwoStepBuryDriver(SqliteDriver):
     """Dead-letters a failed job in two separately committed statements (delete the
     live row, then insert the dead one): a crash in between loses the job."""
 
-    def bury(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, error: str) -> bool:
+    def bury(
+        self,
+        c: sqlite3.Connection,
+        job_id: int,
+        attempt: int,
+        now: int,
+        last_error: str,
+        error: str | None,
+    ) -> bool:
         params = {"id": job_id, "attempt": attempt, "now": now}
         row = c.execute(READ_VALID_CLAIM, params).fetchone()
         if row is None:
@@ -147,7 +163,7 @@ class TwoStepBuryDriver(SqliteDriver):
         _commit_and_continue(c)
         values = dict(zip(JOB_COLUMNS, row, strict=True))
         del values["state"]
-        values["last_error"], values["died_at"] = error, now
+        values["last_error"], values["died_at"] = last_error, now
         markers = ", ".join(f":{column}" for column in values)
         c.execute(INSERT_DEAD.format(values=markers), values)
         return True

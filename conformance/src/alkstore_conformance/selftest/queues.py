@@ -224,11 +224,11 @@ class UncappedBackoffDriver(SqliteDriver):
     cap removed: the delays are the curve without its cap."""
 
     def reschedule(
-        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int
+        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int, error: str
     ) -> bool:
         row = c.execute(STAMPED_BASE, {"id": job_id}).fetchone()
         if row is not None:
             uncapped = int(row[0]) * 2 ** min(attempt - 1, _MAX_EXPONENT)
             if uncapped > BACKOFF_CAP_S:
                 run_at = now + (run_at - now) * uncapped // BACKOFF_CAP_S
-        return super().reschedule(c, job_id, attempt, now, run_at)
+        return super().reschedule(c, job_id, attempt, now, run_at, error)

@@ -1,4 +1,4 @@
-"""Crash atomicity at every statement (§2, §3, §5), not where a random kill lands.
+"""Crash atomicity at every statement (§2, §3, §5, §11), not where a random kill lands.
 
 Through the engine's ``open_with_driver_wrapper`` hook a child process runs
 one operation over the kit's counting driver proxy and SIGKILLs itself right
@@ -18,6 +18,7 @@ from alkstore.testing import FakeClock
 from alkstore_conformance import crashes
 from alkstore_conformance.crashes import crash_at_every_statement, require_driver_wrapper
 from alkstore_conformance.faults import CrashPoint
+from alkstore_conformance.ops_support import make_dead, one_life_each
 from alkstore_conformance.profile_support import drain
 
 pytestmark = pytest.mark.requires("multi_process")
@@ -245,3 +246,29 @@ def test_a_crash_at_any_statement_of_a_transaction_commits_all_its_writes_or_non
         assert (jobs, events) in allowed, f"{jobs} jobs and {events} events {where}"
 
     crash_at_every_statement(engine_ref, crashes.many_writes_in_a_transaction, argument_for, check)
+
+
+# -- OPS-REDRIVE-CRASH-ATOMIC ------------------------------------------------------------
+
+REDRIVEN = 3
+
+
+@pytest.mark.property("OPS-REDRIVE-CRASH-ATOMIC")
+def test_a_crash_at_any_statement_of_a_redrive_leaves_each_dead_job_or_its_new_job(
+    engine_ref: EngineRef, store: Store
+) -> None:
+    dead: dict[int, list[int]] = {}
+
+    def argument_for(run: int) -> str:
+        name = f"redrive-{run}"
+        dead[run] = make_dead(store.queue(name), REDRIVEN)
+        return name
+
+    def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
+        where = _where(point, statements)
+        lives = one_life_each(store.queue(f"redrive-{run}"), dead[run])
+        # One transaction: every dead job kept, or every one replaced by one new job.
+        allowed = [{"redriven"}] if point is None else [{"dead"}, {"redriven"}]
+        assert set(lives.values()) in allowed, f"{lives} {where}"
+
+    crash_at_every_statement(engine_ref, crashes.redrive_all, argument_for, check)

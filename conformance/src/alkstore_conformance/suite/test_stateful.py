@@ -5,10 +5,13 @@ and applies random operations of contract §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
 transactions that commit or roll back, the outbox, locks with two owners, schedules
-ticked by two workers, streams with consumers and trims, and reopening the store.
-Every return value must equal the model's, and after every step every job ever
-seen, every lock, every schedule and every stream must read back as the model says.
-The scheduler and stream rules run only on engines with those profiles.
+ticked by two workers, streams with consumers and trims, the operations of §11
+(job pages, redrive, purge, pause and resume; every retry and fail records its
+error) and reopening the store. Every return value must equal the model's, and
+after every step every job ever seen, every lock, every schedule and every stream
+must read back as the model says, and every queue's stats (and the store's) count
+what the model holds. The scheduler, stream and ops rules run only on engines with
+those profiles.
 
 A tick does not say which jobs it fired. Their ids lie above every id committed
 before the tick and below any id committed after it, so the machine enqueues a
@@ -57,6 +60,7 @@ from alkstore import (
     EnqueueOpts,
     Job,
     JobHandle,
+    JobState,
     QueueConsumer,
     QueueOpts,
     ScheduleOpts,
@@ -237,7 +241,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.engine = provider
         self.capabilities = provider.capabilities
         self.clock = FakeClock(START)
-        self.model = ReferenceModel(self.clock)
+        self.model = ReferenceModel(self.clock, ops=self.capabilities.ops)
         self.generation = 0
         self.had_outage = False
         self._resources = ExitStack()
@@ -320,9 +324,10 @@ class QueueModelMachine(RuleBasedStateMachine):
             st.tuples(st.sampled_from(CONSUMERS), payloads, opt_draws), min_size=1, max_size=3
         ),
         commit=st.booleans(),
+        by_handle=st.booleans(),
     )
     def transactional_enqueue(
-        self, writes: list[tuple[str, Any, OptsDraw | None]], commit: bool
+        self, writes: list[tuple[str, Any, OptsDraw | None]], commit: bool, by_handle: bool
     ) -> MultipleResults[int]:
         model_tx = self.model.begin()
         ids: list[int] = []
@@ -335,9 +340,15 @@ class QueueModelMachine(RuleBasedStateMachine):
                         ids.append(job_id)
                         continue  # the backing queue's name is reserved: no get_job_tx
                     opts = None if draw is None else draw.build(self.clock.now())
-                    job_id = tx.enqueue(queue, payload, opts)
-                    # A transaction names a queue without a handle: the defaults are stamped.
-                    model_tx.enqueue(queue, payload, DEFAULT_QUEUE_OPTS, opts, job_id)
+                    if by_handle and self.capabilities.ops:
+                        # Contract 1.1: a Queue handle stamps that handle's opts.
+                        job_id = tx.enqueue(self.store.queue(queue, QUEUES[queue]), payload, opts)
+                        stamped = self.queue_opts(queue)
+                    else:
+                        # A transaction names a queue without a handle: the defaults.
+                        job_id = tx.enqueue(queue, payload, opts)
+                        stamped = DEFAULT_QUEUE_OPTS
+                    model_tx.enqueue(queue, payload, stamped, opts, job_id)
                     ids.append(job_id)
                     # get_job_tx sees the transaction's own rows, filtered by queue.
                     for other in QUEUES:
@@ -489,6 +500,56 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.store.close()
         self.generation += 1
         self.store = self._open()
+
+    # -- operations (contract §11) -------------------------------------------------------------
+    @precondition(lambda self: self.capabilities.ops)
+    @rule(
+        queue=st.sampled_from(CONSUMERS),
+        state=st.none() | st.sampled_from(JobState),
+        after=st.just(0) | job_ids,
+        limit=st.integers(1, 4),
+    )
+    def list_jobs(self, queue: str, state: JobState | None, after: int, limit: int) -> None:
+        agree(
+            f"{queue!r} jobs({state}, after_id={after}, limit={limit})",
+            self.consumers[queue].jobs(state, after_id=after, limit=limit),
+            self.model.jobs(queue, state, after, limit),
+        )
+
+    @precondition(lambda self: self.capabilities.ops)
+    @rule(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        ids=st.none() | st.lists(job_ids, max_size=3),
+        limit=st.integers(1, 3),
+    )
+    def redrive(self, queue: str, ids: list[int] | None, limit: int) -> MultipleResults[int]:
+        new_ids = self.consumers[queue].redrive(ids, limit=limit)
+        self.model.redrive(queue, ids, limit, new_ids)
+        return multiple(*new_ids)
+
+    @precondition(lambda self: self.capabilities.ops)
+    @rule(
+        queue=st.sampled_from(CONSUMERS),
+        ids=st.none() | st.lists(job_ids, max_size=3),
+        older_than_s=st.none() | boundaries,
+    )
+    def purge_dead(self, queue: str, ids: list[int] | None, older_than_s: int | None) -> None:
+        agree(
+            f"{queue!r} purge_dead({ids}, older_than_s={older_than_s})",
+            self.consumers[queue].purge_dead(ids, older_than_s=older_than_s),
+            self.model.purge_dead(queue, ids, older_than_s),
+        )
+
+    @precondition(lambda self: self.capabilities.ops)
+    @rule(queue=st.sampled_from(CONSUMERS), paused=st.booleans())
+    def pause_or_resume(self, queue: str, paused: bool) -> None:
+        handle = self.consumers[queue]
+        agree(
+            f"{queue!r} {'pause' if paused else 'resume'}()",
+            handle.pause() if paused else handle.resume(),
+            self.model.set_paused(queue, paused),
+        )
 
     # -- locks -----------------------------------------------------------------------------
     @initialize(
@@ -726,6 +787,14 @@ class QueueModelMachine(RuleBasedStateMachine):
         reader = self.consumers["mail"]
         for job_id in sorted(self.model.seen_ids):
             agree_job(f"get_job({job_id})", reader.get_job(job_id), self.model.get_job(job_id))
+
+    @precondition(lambda self: self.capabilities.ops)
+    @invariant()
+    def every_queues_stats_count_what_the_model_holds(self) -> None:
+        for queue in CONSUMERS:
+            agree(f"{queue!r} stats()", self.consumers[queue].stats(), self.model.stats(queue))
+            agree(f"{queue!r} paused()", self.consumers[queue].paused(), self.model.paused(queue))
+        agree("store.stats()", self.store.stats(), self.model.store_stats())
 
     @precondition(lambda self: self.capabilities.locks)
     @invariant()

@@ -1,0 +1,68 @@
+"""What the ops-profile properties (contract §11) share: making dead jobs, reading
+a queue's jobs whole, and finding which job was redriven from which."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from alkstore import Job, JobState, Queue
+from alkstore.constants import MAX_JOBS_PAGE
+
+
+def make_dead(queue: Queue, count: int = 1, error: str = "broken") -> list[int]:
+    """Enqueue ``count`` jobs and fail each: their ids, now dead rows of ``queue``.
+
+    The queue must hold no other claimable job (each claim takes the new one)."""
+    dead: list[int] = []
+    for n in range(count):
+        job_id = queue.enqueue({"dead": n})
+        handle = queue.claim("operator-setup")
+        assert handle is not None
+        assert handle.id == job_id, "make_dead needs a queue with no other claimable job"
+        assert handle.fail(error) is True
+        dead.append(job_id)
+    return dead
+
+
+def every_job(queue: Queue, state: JobState | None = None) -> list[Job]:
+    """Every job of ``queue`` (or of one state), page by page at the largest limit."""
+    jobs: list[Job] = []
+    while page := queue.jobs(state, after_id=jobs[-1].id if jobs else 0, limit=MAX_JOBS_PAGE):
+        jobs.extend(page)
+    return jobs
+
+
+def redriven_from(queue: Queue) -> dict[int, list[int]]:
+    """Dead id -> the ids of the live jobs of ``queue`` redriven from it."""
+    found: dict[int, list[int]] = {}
+    for job in every_job(queue):
+        if job.redriven_from is not None:
+            found.setdefault(job.redriven_from, []).append(job.id)
+    return found
+
+
+def origins(queue: Queue, new_ids: Sequence[int]) -> list[int | None]:
+    """The ``redriven_from`` of each of ``new_ids`` (``None`` for a job not found)."""
+    jobs = [queue.get_job(job_id) for job_id in new_ids]
+    return [None if job is None else job.redriven_from for job in jobs]
+
+
+def dead_ids(queue: Queue) -> list[int]:
+    return [job.id for job in every_job(queue, JobState.DEAD)]
+
+
+def one_life_each(queue: Queue, dead: Sequence[int]) -> dict[int, str]:
+    """For each of ``dead``: ``"dead"`` (its row is still there and nothing came of it),
+    ``"redriven"`` (its row is gone and exactly one job names it), or what is wrong."""
+    remaining = set(dead_ids(queue))
+    children = redriven_from(queue)
+    lives: dict[int, str] = {}
+    for job_id in dead:
+        kept, made = job_id in remaining, len(children.get(job_id, []))
+        if kept and made == 0:
+            lives[job_id] = "dead"
+        elif not kept and made == 1:
+            lives[job_id] = "redriven"
+        else:
+            lives[job_id] = f"dead row {'kept' if kept else 'gone'}, {made} new job(s)"
+    return lives

@@ -1,0 +1,154 @@
+"""§11: listing a queue's jobs in keyset pages (ops profile)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from alkstore import JobState, Queue, Store
+from alkstore_conformance.fixtures import StoreFactory
+from alkstore_conformance.ops_support import every_job, make_dead
+from alkstore_conformance.profile_support import in_thread
+
+PAGE = 3
+THREADED_PAGE = 10
+JOIN_S = 120.0
+
+
+@pytest.mark.property("OPS-JOBS-PAGES")
+def test_pages_give_every_job_of_the_queue_once_in_id_order(store: Store) -> None:
+    queue, other = store.queue("listed"), store.queue("elsewhere")
+    mine: list[int] = []
+    for n in range(8):
+        mine.append(queue.enqueue({"n": n}))
+        other.enqueue({"n": n})
+    seen: list[int] = []
+    while page := queue.jobs(after_id=seen[-1] if seen else 0, limit=PAGE):
+        assert len(page) <= PAGE
+        seen.extend(job.id for job in page)
+    assert seen == mine
+
+
+@pytest.mark.property("OPS-JOBS-PAGES")
+def test_a_page_lists_live_and_dead_jobs_as_get_job_reads_them(store: Store) -> None:
+    queue = store.queue("mixed")
+    dead = make_dead(queue, 2)
+    pending = queue.enqueue({"pending": True})
+    listed = queue.jobs()
+    assert [job.id for job in listed] == [*dead, pending]
+    assert listed == [queue.get_job(job.id) for job in listed]
+
+
+@pytest.mark.property("OPS-JOBS-PAGES")
+@pytest.mark.parametrize("state", [JobState.PENDING, JobState.PROCESSING, JobState.DEAD])
+def test_a_state_filter_lists_only_jobs_in_that_state(store: Store, state: JobState) -> None:
+    queue = store.queue("filtered")
+    by_state = {JobState.DEAD: make_dead(queue, 2)}
+    claimed = [queue.enqueue({"claimed": n}) for n in range(2)]
+    assert len(queue.claim_batch("w", 2)) == 2
+    by_state[JobState.PROCESSING] = claimed
+    by_state[JobState.PENDING] = [queue.enqueue({"pending": n}) for n in range(2)]
+    assert [job.id for job in queue.jobs(state)] == by_state[state]
+    assert [job.id for job in queue.jobs(state.value)] == by_state[state]
+    assert [job.id for job in queue.jobs(state, limit=1)] == by_state[state][:1]
+
+
+@pytest.mark.property("OPS-JOBS-PAGES")
+def test_after_id_past_the_last_job_gives_an_empty_page(store: Store) -> None:
+    queue = store.queue("short")
+    job_id = queue.enqueue({"n": 1})
+    assert queue.jobs(after_id=job_id) == []
+    assert store.queue("nothing").jobs() == []
+
+
+@pytest.mark.property("OPS-JOBS-PAGES")
+def test_a_page_holds_up_to_a_thousand_jobs(store: Store) -> None:
+    queue = store.queue("big")
+    ids = queue.enqueue_many([{"n": n} for n in range(1001)])
+    assert [job.id for job in queue.jobs(limit=1000)] == ids[:1000]
+    assert [job.id for job in queue.jobs(after_id=ids[999], limit=1000)] == ids[1000:]
+
+
+# -- OPS-JOBS-PAGES-UNDER-INSERTS ------------------------------------------------------------
+
+
+def _page_through(
+    store: Store, queue_name: str, between_pages: list[Callable[[], None]], limit: int = PAGE
+) -> list[int]:
+    """Read ``queue_name`` page by page; before each next page, run one writer step."""
+    queue = store.queue(queue_name)
+    seen: list[int] = []
+    steps = iter(between_pages)
+    while page := queue.jobs(after_id=seen[-1] if seen else 0, limit=limit):
+        seen.extend(job.id for job in page)
+        step = next(steps, None)
+        if step is not None:
+            step()
+    return seen
+
+
+@pytest.mark.property("OPS-JOBS-PAGES-UNDER-INSERTS")
+def test_jobs_added_and_finished_between_pages_never_make_a_page_skip_or_repeat(
+    store: Store, open_store: StoreFactory
+) -> None:
+    writer = open_store().queue("paged")
+    before = writer.enqueue_many([{"n": n} for n in range(12)])
+    finished: list[int] = []
+
+    def write() -> None:
+        # Another connection adds a job and finishes the oldest unfinished one behind
+        # the reader: an offset-based page would now start in the wrong place.
+        writer.enqueue({"added": True})
+        handle = writer.claim("writer")
+        assert handle is not None
+        finished.append(handle.id)
+        assert (handle.ack() if len(finished) % 2 else handle.fail("done")) is True
+
+    seen = _page_through(store, "paged", [write] * 20)
+    assert seen == sorted(set(seen)), f"pages repeated or went back: {seen}"
+    acked = set(finished[0::2])
+    missing = [job_id for job_id in before if job_id not in seen and job_id not in acked]
+    assert missing == [], f"jobs that existed throughout were skipped: {missing}"
+
+
+@pytest.mark.property("OPS-JOBS-PAGES-UNDER-INSERTS")
+@pytest.mark.usefixtures("trial")
+def test_pages_read_while_other_connections_write_never_skip_or_repeat(
+    store: Store, open_store: StoreFactory
+) -> None:
+    name = "racing"
+    before = store.queue(name).enqueue_many([{"n": n} for n in range(60)])
+    stop = threading.Event()
+    writers = [open_store().queue(name) for _ in range(2)]
+
+    def enqueue_until_stopped(queue: Queue) -> int:
+        written = 0
+        while not stop.is_set() and written < 2000:
+            queue.enqueue({"added": written})
+            written += 1
+        return written
+
+    def fail_until_stopped(queue: Queue) -> int:
+        failed = 0
+        while not stop.is_set() and failed < 2000:
+            handle = queue.claim("failer")
+            if handle is None:
+                break
+            handle.fail("moved to dead while listed")
+            failed += 1
+        return failed
+
+    running = [in_thread(lambda: enqueue_until_stopped(writers[0]), "enqueuer")]
+    running.append(in_thread(lambda: fail_until_stopped(writers[1]), "failer"))
+    try:
+        seen = _page_through(store, name, [], limit=THREADED_PAGE)
+    finally:
+        stop.set()
+        for outcome in running:
+            outcome.join(JOIN_S)
+    assert seen == sorted(set(seen)), "pages repeated or went back"
+    missing = sorted(set(before) - set(seen))
+    assert missing == [], f"jobs that existed throughout were skipped: {missing}"
+    assert every_job(store.queue(name))  # the store still reads whole
