@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench_scale import backlog_large, backlog_small, big_payloads, many_queues
+from bench_scale import (
+    backlog_large,
+    backlog_small,
+    big_payloads,
+    many_queues,
+    stats_at_large_backlog,
+)
 from bench_workloads import (
     Workload,
     claim_ack,
@@ -56,6 +62,12 @@ WORKLOADS: Sequence[Entry] = (
     Entry("backlog_1m", "S2 claim+ack at a backlog of 1,000,000", backlog_large),
     Entry("many_queues", "S3 1,000 queues x 10 jobs, claim+ack", many_queues),
     Entry("big_payload", "S4 64 KiB payloads, enqueue + claim+ack", big_payloads),
+    Entry(
+        "stats_1m",
+        "S5 store.stats() (a metrics scrape) at 1,000,000 jobs",
+        stats_at_large_backlog,
+        baseline=False,
+    ),
 )
 
 KEYS = [entry.key for entry in WORKLOADS]

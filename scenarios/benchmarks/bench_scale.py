@@ -103,3 +103,28 @@ def big_payloads(bench: Bench) -> Measurement:
             f"claim+ack {drained.jobs / drained.seconds:,.0f}/s"
         )
     return m
+
+
+STATS_SCRAPES = 20
+"""``store.stats()`` calls timed once the backlog is in place (a scrape each)."""
+
+
+def stats_at_large_backlog(bench: Bench) -> Measurement:
+    """S5: ``store.stats()`` over a backlog of 1,000,000 (plus some dead jobs): what one
+    metrics scrape costs (``alkstore stats --format prometheus``, ``alkstore.metrics``)."""
+    store = bench.store
+    if store is None:
+        raise RuntimeError("the stats row runs on engines only")
+    backlog = large_backlog(bench)
+    prefill(bench, backlog, batch=BACKLOG_FILL_BATCH)
+    queue = store.queue(QUEUE)
+    for handle in queue.claim_batch("bench-stats", 100):  # some dead rows to count too
+        handle.fail("bench")
+    latencies = []
+    for _ in range(STATS_SCRAPES):
+        started = time.perf_counter()
+        stats = store.stats()
+        latencies.append((time.perf_counter() - started) * 1000)
+    m = Measurement(jobs=len(latencies), seconds=sum(latencies) / 1000, latencies_ms=latencies)
+    m.notes.append(f"{sum(s.ready + s.scheduled for s in stats):,} live, 100 dead jobs counted")
+    return m
