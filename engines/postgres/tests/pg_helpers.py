@@ -33,38 +33,6 @@ def fresh_schema_name() -> str:
     return "alkstore_t_" + secrets.token_hex(6)
 
 
-class RecordingSink:
-    """A ``WakeSink`` that remembers what it was told and lets a test wait for it."""
-
-    def __init__(self) -> None:
-        self.topics: list[str] = []
-        self.messages: list[tuple[str, str]] = []
-        self.everyone = 0
-        self._changed = threading.Condition()
-
-    def notify(self, topic: str) -> None:
-        with self._changed:
-            self.topics.append(topic)
-            self._changed.notify_all()
-
-    def notify_all(self) -> None:
-        with self._changed:
-            self.everyone += 1
-            self._changed.notify_all()
-
-    def has_waiters(self) -> bool:
-        return True
-
-    def deliver(self, channel: str, payload: str) -> None:
-        with self._changed:
-            self.messages.append((channel, payload))
-            self._changed.notify_all()
-
-    def wait_for(self, condition: Callable[[RecordingSink], bool], timeout: float = 30) -> bool:
-        with self._changed:
-            return self._changed.wait_for(lambda: condition(self), timeout)
-
-
 class BackgroundClaim:
     """``claim_wait`` with no timeout in a thread, so only a wake can end it."""
 

@@ -16,12 +16,12 @@ import pytest
 from pg_helpers import (
     LARGE,
     BackgroundCall,
-    RecordingSink,
     StoreFactory,
     publish_messages,
 )
 
 from alkstore import Store
+from alkstore_conformance.driver_suite.support import RecordingSink
 from alkstore_postgres import PostgresDriver
 from alkstore_postgres.messages import (
     NOTIFY_PAYLOAD_LIMIT,

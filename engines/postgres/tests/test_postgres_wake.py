@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from pg_helpers import BackgroundClaim, RecordingSink, StoreFactory, wait_until
+from pg_helpers import BackgroundClaim, StoreFactory, wait_until
 
+from alkstore_conformance.driver_suite.support import RecordingSink
 from alkstore_postgres.listener import WAKE_EVERYONE, NotifyListener, notify_payload
 
 
