@@ -34,7 +34,14 @@ from pathlib import Path
 from alkstore import Capabilities
 from alkstore.constants import CONTRACT_VERSION
 
-from .manifest import CORE_PROFILE, Manifest, ManifestError, load_manifest, parse_manifest
+from .manifest import (
+    CORE_PROFILE,
+    WORKER_PROFILE,
+    Manifest,
+    ManifestError,
+    load_manifest,
+    parse_manifest,
+)
 
 DEFAULT_DOCUMENT = Path("docs") / "contract.md"
 
@@ -53,7 +60,7 @@ _CITED_ID = re.compile(r"`(?P<id>[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+)`")
 
 # Profiles in the order the sections table lists them: the core first, then the
 # optional profiles in the order ``Capabilities`` declares them.
-_PROFILE_ORDER = (CORE_PROFILE, *(f.name for f in fields(Capabilities)))
+_PROFILE_ORDER = (CORE_PROFILE, *(f.name for f in fields(Capabilities)), WORKER_PROFILE)
 
 
 class ContractDocError(ValueError):

@@ -20,7 +20,13 @@ from alkstore import Capabilities
 CORE_PROFILE = "queues"
 """The profile every engine implements; it is never not-applicable."""
 
-PROFILES: frozenset[str] = frozenset({CORE_PROFILE, *(f.name for f in fields(Capabilities))})
+WORKER_PROFILE = "worker"
+"""The worker runtime (``alkstore.worker``): built on the core alone, so it applies
+to every engine, as the core does; reported as a profile of its own."""
+
+ALWAYS_APPLICABLE: frozenset[str] = frozenset({CORE_PROFILE, WORKER_PROFILE})
+
+PROFILES: frozenset[str] = frozenset({*ALWAYS_APPLICABLE, *(f.name for f in fields(Capabilities))})
 
 _ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
 _SECTION = re.compile(r"§[0-9]+")

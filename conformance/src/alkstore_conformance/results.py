@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .manifest import CORE_PROFILE, Manifest, Property
+from .manifest import ALWAYS_APPLICABLE, Manifest, Property
 
 PASS = "pass"
 FAIL = "fail"
@@ -100,7 +100,7 @@ class PropertyResult:
     @property
     def status(self) -> str:
         worst = max((t.status for t in self.tests), key=_SEVERITY.__getitem__)
-        if worst == NOT_APPLICABLE and self.prop.profile == CORE_PROFILE:
+        if worst == NOT_APPLICABLE and self.prop.profile in ALWAYS_APPLICABLE:
             return ERROR
         return worst
 

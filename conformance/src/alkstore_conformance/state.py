@@ -9,7 +9,7 @@ import pytest
 
 from alkstore import EngineProvider
 
-from .manifest import CORE_PROFILE, PROFILES, Manifest
+from .manifest import ALWAYS_APPLICABLE, PROFILES, Manifest
 from .modes import RunMode
 from .results import ResultBook
 
@@ -38,8 +38,9 @@ class KitState:
         return self.mode.hypothesis_profile
 
     def engine_profiles(self) -> frozenset[str]:
-        """The profiles the engine implements; the queue core is never optional."""
-        return frozenset(self.provider.capabilities.profiles()) | {CORE_PROFILE}
+        """The profiles the engine implements; the queue core (and the worker
+        built on it) is never optional."""
+        return frozenset(self.provider.capabilities.profiles()) | ALWAYS_APPLICABLE
 
     def not_applicable_profiles(self) -> list[str]:
         """The optional profiles the engine lacks: what needs them is not_applicable."""

@@ -749,6 +749,39 @@ class Store(Protocol):
             StoreClosed: the store was closed.
         """
 
+    def claim_wait_any(
+        self,
+        queues: Sequence[Queue | Outbox],
+        worker_id: str,
+        timeout: Duration | None = None,
+        stop: StopToken | None = None,
+    ) -> JobHandle | None:
+        """Claim a job from any of ``queues``, waiting until one is claimable.
+
+        ``claim_wait`` over several queues at once (contract §12): the queues
+        are tried in the order given (a caller wanting fairness rotates them),
+        and a wake from any of them -- another process's commit, a delayed
+        ``run_at``, a lapsing deadline, a ``resume`` -- ends the wait within
+        milliseconds. ``store.queue(q).claim_wait(w)`` is
+        ``store.claim_wait_any([store.queue(q)], w)``.
+
+        Args:
+            queues: 1..``MAX_WAIT_QUEUES`` distinct queue or outbox handles of
+                this store.
+            worker_id: who claims.
+            timeout: the longest wait; ``None`` waits until ``stop`` is set.
+            stop: a ``StopToken`` that ends the wait early.
+
+        Returns:
+            A ``JobHandle`` of one of ``queues``, or ``None`` on timeout or stop.
+
+        Raises:
+            InvalidOptions: ``queues`` is not a list or tuple of 1..``MAX_WAIT_QUEUES``
+                distinct handles of this store, or ``timeout``/``stop`` is malformed.
+            InvalidName: ``worker_id`` is malformed.
+            StoreClosed: the store was (or gets) closed.
+        """
+
     def transaction(self) -> AbstractContextManager[Transaction]:
         """Open an engine transaction: ``with store.transaction() as tx: ...``.
 

@@ -53,5 +53,8 @@ MAX_REDRIVE: Final = 10_000
 MAX_BATCH: Final = 10_000
 """Largest ``claim_batch`` limit."""
 
+MAX_WAIT_QUEUES: Final = 100
+"""Most queues one ``Store.claim_wait_any`` waits on (contract §12)."""
+
 SCHEDULER_LEASE_S: Final = 30
 """TTL of the scheduler leadership lock; the leader renews it at least every third of it."""

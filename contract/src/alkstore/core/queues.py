@@ -9,7 +9,7 @@ from ..api import JobHandle
 from ..backoff import retry_delay
 from ..constants import MAX_REDRIVE
 from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
-from ..errors import EngineUnavailable, InvalidOptions
+from ..errors import InvalidOptions
 from ..names import validate_identifier
 from ..options import EnqueueOpts, QueueOpts, check_type, resolve_stamps
 from ..payload import UndecodablePayload, encode_payload, is_undecodable
@@ -27,8 +27,9 @@ from .checks import (
     history_error,
     storable_id,
 )
+from .claiming import claim_waiting
 from .context import StoreContext
-from .waiting import Deadline, wait_budget
+from .waiting import Deadline
 
 
 def _claim_order(job: Job) -> tuple[int, int, int]:
@@ -290,50 +291,25 @@ class CoreQueue:
         validate_identifier(worker_id, "worker_id")
         if stop is not None:
             check_type(stop, StopToken, "stop")
-        ctx = self._context
-        deadline = Deadline(timeout)
-        ctx.check_open()  # never start an engine's watcher on a closed store
-        if stop is None or not stop.is_set():
-            # Work already waiting is taken at once, without registering a waiter
-            # or starting the engine's watcher; only an empty queue pays for those
-            # (and is checked again once the waiter is in place, so no wake is lost).
-            try:
-                handles = self._claim_batch(worker_id, 1, deadline.wait_s())
-            except EngineUnavailable:
-                handles = []
-            if handles:
-                return handles[0]
-        with ctx.hub.waiter(self._topic) as waiter:
-            ctx.driver.start_watching(ctx.hub)
-            if stop is not None:
-                stop.add_callback(waiter.wake)
-            try:
-                while True:
-                    if stop is not None and stop.is_set():
-                        return None
-                    waiter.clear()
-                    try:
-                        # The engine may wait for a connection or a lock only as long
-                        # as the caller's own timeout allows.
-                        handles = self._claim_batch(worker_id, 1, deadline.wait_s())
-                        if handles:
-                            return handles[0]
-                        next_due = self._next_wake_at(deadline.wait_s())
-                    except EngineUnavailable:
-                        # A waiting worker outlives a database restart: it keeps
-                        # re-polling, and at its deadline it has simply found no work.
-                        if deadline.expired():
-                            return None
-                        next_due = None
-                    if deadline.expired():
-                        return None
-                    waiter.wait(wait_budget(ctx.clock, deadline, next_due, ctx.repoll_s))
-                    ctx.check_open()
-            finally:
-                if stop is not None:
-                    stop.remove_callback(waiter.wake)
+        return claim_waiting(self._context, (self,), worker_id, Deadline(timeout), stop)
 
-    def _next_wake_at(self, wait_s: float | None) -> int | None:
+    # -- what the waiting loop (core/claiming.py) needs ---------------------
+    def opened_by(self, context: StoreContext) -> bool:
+        """Whether this handle belongs to the store whose context is ``context``."""
+        return self._context is context
+
+    @property
+    def topic(self) -> str:
+        """The wake topic of this queue."""
+        return self._topic
+
+    def claim_for_wait(self, worker_id: str, wait_s: float | None) -> JobHandle | None:
+        """One claim attempt for a waiting call (``worker_id`` already checked)."""
+        handles = self._claim_batch(worker_id, 1, wait_s)
+        return handles[0] if handles else None
+
+    def next_wake_at(self, wait_s: float | None) -> int | None:
+        """When a job of this queue next becomes claimable (``None``: unknown)."""
         ctx = self._context
         now = ctx.now()
         return ctx.read(lambda c: ctx.driver.next_wake_at(c, self._name, now), wait_s)

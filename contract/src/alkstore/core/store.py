@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..api import Store
+from ..api import JobHandle, Outbox, Queue, Store
 from ..clock import Clock, SystemClock, check_clock
+from ..constants import MAX_WAIT_QUEUES
 from ..driver import Driver
 from ..engine import Capabilities
 from ..errors import InvalidOptions
-from ..names import outbox_queue_name, validate_name
+from ..names import outbox_queue_name, validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
 from ..payload import encode_payload
 from ..stop import StopToken
+from ..timeconv import Duration
 from ..values import QueueStats, Schedule, TickResult
+from .claiming import claim_waiting
 from .context import StoreContext
 from .locks import CoreLock
 from .pubsub import CoreSubscription
@@ -24,6 +27,7 @@ from .queues import CoreOutbox, CoreQueue
 from .scheduler import CoreScheduler
 from .streams import CoreStream
 from .transaction import CoreTransaction
+from .waiting import Deadline
 
 DEFAULT_REPOLL_S = 1.0
 """Safety-net re-poll of waiting calls when no wake arrives (engine option ``repoll_s``)."""
@@ -134,6 +138,51 @@ class CoreStore:
         validate_name(name, "lock name")
         self._context.check_open()
         return CoreLock(self._context, name)
+
+    def claim_wait_any(
+        self,
+        queues: Sequence[Queue | Outbox],
+        worker_id: str,
+        timeout: Duration | None = None,
+        stop: StopToken | None = None,
+    ) -> JobHandle | None:
+        """Claim a job from any of ``queues``, waiting until one is claimable.
+
+        The queues are tried in the order given; a wake from any of them ends
+        the wait (contract §12). Returns ``None`` on ``timeout`` or ``stop``.
+
+        Raises:
+            InvalidOptions: ``queues`` is not a list or tuple of 1..MAX_WAIT_QUEUES
+                distinct queue or outbox handles of this store, or ``timeout``
+                or ``stop`` is malformed.
+            InvalidName: ``worker_id`` is malformed.
+            StoreClosed: the store was (or gets) closed.
+        """
+        chosen = self._own_queues(queues)
+        validate_identifier(worker_id, "worker_id")
+        if stop is not None:
+            check_type(stop, StopToken, "stop")
+        return claim_waiting(self._context, chosen, worker_id, Deadline(timeout), stop)
+
+    def _own_queues(self, queues: object) -> list[CoreQueue]:
+        if not isinstance(queues, (list, tuple)):
+            raise InvalidOptions(
+                f"queues must be a list or tuple of queue handles, got {type(queues).__name__}"
+            )
+        if not 1 <= len(queues) <= MAX_WAIT_QUEUES:
+            raise InvalidOptions(f"queues must name 1..{MAX_WAIT_QUEUES} queues, got {len(queues)}")
+        chosen: list[CoreQueue] = []
+        names: set[str] = set()
+        for queue in queues:
+            if not isinstance(queue, CoreQueue) or not queue.opened_by(self._context):
+                raise InvalidOptions(
+                    f"queues must be queue or outbox handles of this store, got {queue!r}"
+                )
+            if queue.name in names:
+                raise InvalidOptions(f"queue {queue.name!r} is named twice in queues")
+            names.add(queue.name)
+            chosen.append(queue)
+        return chosen
 
     # -- operations (contract §11, ops profile) -----------------------------------
     def stats(self) -> list[QueueStats]:

@@ -15,9 +15,11 @@ Deliver = Callable[[str], None]
 
 
 class Waiter:
-    def __init__(self, hub: WakeHub, topic: str) -> None:
+    """One blocked call; woken by a notification on any of its topics."""
+
+    def __init__(self, hub: WakeHub, topics: tuple[str, ...]) -> None:
         self._hub = hub
-        self.topic = topic
+        self.topics = topics
         self.event = threading.Event()
 
     def clear(self) -> None:
@@ -48,21 +50,24 @@ class WakeHub:
         self._listeners: dict[str, set[Deliver]] = defaultdict(set)
         self._closed = False
 
-    def waiter(self, topic: str) -> Waiter:
-        waiter = Waiter(self, topic)
+    def waiter(self, *topics: str) -> Waiter:
+        """A waiter woken by a notification on any of ``topics`` (one or more)."""
+        waiter = Waiter(self, topics)
         with self._lock:
-            self._waiters[topic].add(waiter)
+            for topic in topics:
+                self._waiters[topic].add(waiter)
             if self._closed:
                 waiter.wake()
         return waiter
 
     def _remove(self, waiter: Waiter) -> None:
         with self._lock:
-            group = self._waiters.get(waiter.topic)
-            if group is not None:
-                group.discard(waiter)
-                if not group:
-                    del self._waiters[waiter.topic]
+            for topic in waiter.topics:
+                group = self._waiters.get(topic)
+                if group is not None:
+                    group.discard(waiter)
+                    if not group:
+                        del self._waiters[topic]
 
     def notify(self, topic: str) -> None:
         if not self._waiters:

@@ -1,0 +1,36 @@
+"""The worker runtime (contract §12): handlers for the jobs of several queues.
+
+```python
+from alkstore.worker import Worker, Retry, Fail
+
+worker = Worker(store, name="web-1")
+
+@worker.task("emails", concurrency=4)
+def send(job): ...            # return = ack
+
+worker.run()                  # blocks; SIGTERM/SIGINT = graceful stop
+```
+
+Pure contract surface: it runs on any certified engine.
+"""
+
+from __future__ import annotations
+
+from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE
+from .outcomes import Fail, Retry
+from .runs import JobContext
+from .runtime import DEFAULT_SHUTDOWN_GRACE_S, Worker
+from .tasks import MAX_CONCURRENCY, Task
+
+__all__ = [
+    "DEFAULT_MAINTENANCE_EVERY",
+    "DEFAULT_SHUTDOWN_GRACE_S",
+    "MAINTENANCE_QUEUE",
+    "MAINTENANCE_SCHEDULE",
+    "MAX_CONCURRENCY",
+    "Fail",
+    "JobContext",
+    "Retry",
+    "Task",
+    "Worker",
+]

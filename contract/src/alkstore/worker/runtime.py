@@ -1,0 +1,401 @@
+"""``Worker``: run handlers for the jobs of several queues (contract §12).
+
+One dispatcher (the thread that calls ``run``) claims only as many jobs as
+there are free slots, first in batches, then by waiting on every queue with a
+free slot at once (``Store.claim_wait_any``). A finishing job frees a slot and
+interrupts that wait, so the set of queues waited on is always current.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ..api import JobHandle, Queue, Store
+from ..errors import AlkstoreError, EngineUnavailable, InvalidOptions, StoreClosed
+from ..names import validate_identifier, validate_name
+from ..stop import StopToken
+from .executors import DaemonThreads, LoopThread
+from .heartbeats import Heartbeats
+from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenance, check_every
+from .outcomes import Fail, Retry
+from .runs import JobRun, RunState
+from .tasks import Task, make_task
+
+log = logging.getLogger("alkstore.worker")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_SHUTDOWN_GRACE_S = 30.0
+OUTAGE_PAUSE_S = 1.0
+"""How long the dispatcher waits after a failed claim before it tries again."""
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def default_worker_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Worker:
+    """Runs the handlers registered with ``task`` until stopped (contract §12).
+
+    Args:
+        store: any opened store (every certified engine works).
+        name: the worker id its claims carry; default ``"<host>-<pid>"``.
+        shutdown_grace_s: how long a graceful stop waits for running handlers.
+        maintenance: also lead the scheduler and sweep every queue, on
+            ``maintenance_every`` (the built-in maintenance recipe).
+        maintenance_every: a schedule spec, default ``"@every 60s"``.
+
+    Raises:
+        InvalidName: ``name`` is malformed.
+        InvalidOptions: ``shutdown_grace_s`` is not a non-negative number.
+        InvalidSpec: ``maintenance_every`` is not a schedule spec.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        name: str | None = None,
+        *,
+        shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
+        maintenance: bool = False,
+        maintenance_every: str = DEFAULT_MAINTENANCE_EVERY,
+    ) -> None:
+        self.store = store
+        self.name = validate_identifier(
+            name if name is not None else default_worker_name(), "worker name"
+        )
+        if (
+            isinstance(shutdown_grace_s, bool)
+            or not isinstance(shutdown_grace_s, (int, float))
+            or not 0 <= shutdown_grace_s <= 86_400
+        ):
+            raise InvalidOptions(
+                f"shutdown_grace_s must be a number of seconds in [0, 86400], "
+                f"got {shutdown_grace_s!r}"
+            )
+        self.shutdown_grace_s = float(shutdown_grace_s)
+        self.maintenance = bool(maintenance)
+        self.maintenance_every = check_every(maintenance_every)
+        self._tasks: dict[str, Task] = {}
+        self._lock = threading.Lock()
+        self._running: dict[str, set[JobRun]] = {}
+        self._stopping = threading.Event()
+        self._forced = threading.Event()
+        self._interrupt = StopToken()
+        self._all_done = threading.Condition(self._lock)
+        self._started = False
+
+    # -- registering -----------------------------------------------------------------
+    def task(self, queue: str, *, concurrency: int = 1) -> Callable[[F], F]:
+        """Register the decorated function as the handler of ``queue``'s jobs.
+
+        The handler takes the ``Job`` (or the ``Job`` and a ``JobContext``);
+        returning acks the job, ``raise Retry(...)`` retries it, ``raise
+        Fail(...)`` dead-letters it, any other exception retries it with the
+        traceback as its error. A coroutine function runs on the worker's
+        event loop, any other function on a thread of its own. The function is
+        returned unchanged.
+
+        Raises:
+            InvalidName: ``queue`` is malformed.
+            ReservedName: ``queue`` starts with the reserved prefix.
+            InvalidOptions: ``queue`` already has a handler, ``concurrency`` is
+                not an int within 1..1000, or the handler takes no argument.
+        """
+        validate_name(queue, "queue name")
+
+        def register(handler: F) -> F:
+            self._add(make_task(queue, handler, concurrency))
+            return handler
+
+        return register
+
+    def _add(self, task: Task) -> None:
+        with self._lock:
+            if self._started:
+                raise InvalidOptions("tasks must be registered before run()")
+            if task.queue in self._tasks:
+                raise InvalidOptions(f"queue {task.queue!r} already has a handler")
+            self._tasks[task.queue] = task
+
+    @property
+    def tasks(self) -> list[Task]:
+        """The registered tasks, in registration order."""
+        return list(self._tasks.values())
+
+    # -- stopping ---------------------------------------------------------------------
+    def stop(self, *, force: bool = False) -> None:
+        """Stop claiming; ``run`` returns once running handlers finish (at most
+        ``shutdown_grace_s``), or at once with ``force=True`` (or a second call).
+        Thread-safe; what a SIGTERM or SIGINT does while ``run`` is running."""
+        if force or self._stopping.is_set():
+            self._forced.set()
+        self._stopping.set()
+        self._interrupt.stop()
+        with self._all_done:
+            self._all_done.notify_all()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        first = not self._stopping.is_set()
+        log.warning(
+            "%s: %s",
+            signal.Signals(signum).name,
+            "stopping (again to stop at once)" if first else "stopping at once",
+        )
+        self.stop()
+
+    @contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach only the main thread; the caller stops us
+            return
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in _STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    # -- running ----------------------------------------------------------------------
+    def run(self) -> None:
+        """Claim and run jobs until stopped (SIGTERM/SIGINT, or ``stop``); then
+        wait for running handlers up to ``shutdown_grace_s`` and return.
+
+        Jobs whose handler has not finished by then are never acked: their
+        claims lapse and another worker takes them.
+
+        Raises:
+            InvalidOptions: no task is registered, or ``run`` was called before.
+            ProfileUnavailable: ``maintenance=True`` on an engine without a scheduler.
+        """
+        with self._lock:
+            if self._started:
+                raise InvalidOptions("a Worker runs once; make a new one")
+            if not self._tasks and not self.maintenance:
+                raise InvalidOptions("no task is registered: decorate a handler with task()")
+            self._started = True
+        maintenance = None
+        if self.maintenance:
+            maintenance = Maintenance(
+                self.store, self.name, self.maintenance_every, list(self._tasks)
+            )
+            if MAINTENANCE_QUEUE not in self._tasks:
+                self._tasks[MAINTENANCE_QUEUE] = make_task(MAINTENANCE_QUEUE, maintenance.sweep, 1)
+        tasks = list(self._tasks.values())
+        self._running = {task.queue: set() for task in tasks}
+        queues = {task.queue: self.store.queue(task.queue) for task in tasks}
+        threads_needed = sum(task.concurrency for task in tasks if not task.is_async)
+        self._threads = DaemonThreads(max(threads_needed, 1), "alkstore-handler")
+        self._loop = LoopThread("alkstore-loop") if any(t.is_async for t in tasks) else None
+        self._heartbeats = Heartbeats()
+        with self._signals():
+            self._threads.start()
+            if self._loop is not None:
+                self._loop.start()
+            self._heartbeats.start()
+            if maintenance is not None:
+                maintenance.start()
+            log.info(
+                "worker %s started: %s",
+                self.name,
+                ", ".join(f"{t.queue} x{t.concurrency}" for t in tasks),
+            )
+            try:
+                self._dispatch(tasks, queues)
+            finally:
+                self._drain()
+                if maintenance is not None:
+                    maintenance.close()
+                self._heartbeats.close()
+                self._threads.close()
+                if self._loop is not None:
+                    self._loop.close()
+        log.info("worker %s stopped", self.name)
+
+    def _dispatch(self, tasks: list[Task], queues: dict[str, Queue]) -> None:
+        turn = 0
+        while not self._stopping.is_set():
+            # A fresh token before reading the free slots: a slot freed from here
+            # on interrupts the wait below, so it never waits on a stale set.
+            with self._lock:
+                self._interrupt = StopToken()
+                interrupt = self._interrupt
+                free = {t.queue: t.concurrency - len(self._running[t.queue]) for t in tasks}
+            if self._stopping.is_set():
+                return
+            # Rotate the order so one busy queue cannot starve the others.
+            turn = (turn + 1) % len(tasks)
+            eligible = [t for t in tasks[turn:] + tasks[:turn] if free[t.queue] > 0]
+            if not eligible:
+                interrupt.wait()
+                continue
+            try:
+                claimed = False
+                for task in eligible:
+                    for batch_handle in queues[task.queue].claim_batch(self.name, free[task.queue]):
+                        self._start(task, batch_handle)
+                        claimed = True
+                if claimed:
+                    continue
+                handle = self.store.claim_wait_any(
+                    [queues[t.queue] for t in eligible], self.name, stop=interrupt
+                )
+            except StoreClosed:
+                log.error("the store was closed; the worker stops")
+                self._stopping.set()
+                return
+            except EngineUnavailable as exc:
+                log.warning("claiming failed: %s; trying again in %.0f s", exc, OUTAGE_PAUSE_S)
+                interrupt.wait(OUTAGE_PAUSE_S)
+                continue
+            if handle is not None:
+                self._start(self._tasks[handle.job.queue], handle)
+
+    def _start(self, task: Task, handle: JobHandle) -> None:
+        run = JobRun(task, handle)
+        with self._lock:
+            self._running[task.queue].add(run)
+        self._heartbeats.add(run)
+        if task.is_async:
+            assert_loop = self._loop
+            if assert_loop is None:  # pragma: no cover - make_task decided is_async
+                raise RuntimeError("an async task without the worker's loop")
+            run.future = assert_loop.submit(self._run_async(run))
+        else:
+            self._threads.submit(lambda: self._run_sync(run))
+
+    def _run_sync(self, run: JobRun) -> None:
+        task = run.task
+        args = (run.handle.job, run.context) if task.takes_context else (run.handle.job,)
+        try:
+            task.handler(*args)
+        except BaseException as exc:  # every outcome is reported; none escapes the thread
+            self._finish(run, exc, traceback.format_exc())
+        else:
+            self._finish(run, None, "")
+
+    async def _run_async(self, run: JobRun) -> None:
+        import asyncio
+
+        task = run.task
+        args = (run.handle.job, run.context) if task.takes_context else (run.handle.job,)
+        try:
+            await task.handler(*args)
+        except asyncio.CancelledError:
+            self._finish(run, None, "", cancelled=True)
+            raise
+        except BaseException as exc:
+            trace = traceback.format_exc()
+            # The outcome is a store call: never on the loop.
+            await asyncio.to_thread(self._finish, run, exc, trace)
+        else:
+            await asyncio.to_thread(self._finish, run, None, "")
+
+    def _finish(
+        self, run: JobRun, exc: BaseException | None, trace: str, *, cancelled: bool = False
+    ) -> None:
+        job = run.handle.job
+        try:
+            if not run.end(RunState.FINISHED):
+                return  # abandoned by a stop that could wait no longer: nothing applied
+            self._heartbeats.discard(run)
+            if cancelled:
+                outcome = "abandoned"
+            elif run.lost:
+                outcome = "lost"
+            else:
+                outcome = self._apply(run.handle, exc, trace)
+            level = logging.INFO if outcome in ("ack", "retry") else logging.WARNING
+            if outcome == "retry" and exc is not None and not isinstance(exc, Retry):
+                level = logging.WARNING
+            log.log(
+                level,
+                "job %s: queue=%s id=%d attempt=%d duration=%.3fs%s",
+                outcome,
+                job.queue,
+                job.id,
+                job.attempts,
+                run.elapsed_s(),
+                _why(exc),
+            )
+        finally:
+            self._free(run)
+
+    def _apply(self, handle: JobHandle, exc: BaseException | None, trace: str) -> str:
+        """Apply the handler's outcome; return its name for the log."""
+        try:
+            if exc is None:
+                applied, outcome = handle.ack(), "ack"
+            elif isinstance(exc, Retry):
+                applied, outcome = handle.retry(exc.error, exc.delay_s), "retry"
+            elif isinstance(exc, Fail):
+                applied, outcome = handle.fail(exc.error), "fail"
+            else:
+                applied, outcome = handle.retry(trace or repr(exc)), "retry"
+        except AlkstoreError as error:
+            # Not applied: the claim lapses and the job runs again elsewhere.
+            return f"not recorded ({type(error).__name__}: {error})"
+        if not applied:
+            return f"{outcome} refused (claim lost)"
+        if outcome == "retry" and handle.job.attempts >= handle.job.max_attempts:
+            return "dead (max attempts exceeded)"
+        return outcome
+
+    def _free(self, run: JobRun) -> None:
+        with self._lock:
+            self._running[run.task.queue].discard(run)
+            interrupt = self._interrupt
+            self._all_done.notify_all()
+        interrupt.stop()
+
+    def _drain(self) -> None:
+        """Wait for running handlers (heartbeats continue), then abandon the rest."""
+        deadline = time.monotonic() + self.shutdown_grace_s
+        with self._all_done:
+            count = sum(len(runs) for runs in self._running.values())
+            if count:
+                log.info("waiting up to %.0f s for %d running job(s)", self.shutdown_grace_s, count)
+            while any(self._running.values()) and not self._forced.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._all_done.wait(left)
+            leftover = [run for runs in self._running.values() for run in runs]
+        for run in leftover:
+            if not run.end(RunState.ABANDONED):
+                continue
+            run.context.stop.stop()
+            if run.future is not None:
+                run.future.cancel()
+            self._heartbeats.discard(run)
+            job = run.handle.job
+            log.warning(
+                "job abandoned: queue=%s id=%d attempt=%d after %.3fs; "
+                "not acked, its claim lapses and it runs again",
+                job.queue,
+                job.id,
+                job.attempts,
+                run.elapsed_s(),
+            )
+
+
+def _why(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    if isinstance(exc, (Retry, Fail)):
+        return f" error={exc.error!r}"
+    return f" error={type(exc).__name__}: {exc}"
