@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -48,7 +48,9 @@ class Worker:
     """Runs the handlers registered with ``task`` until stopped (contract §12).
 
     Args:
-        store: any opened store (every certified engine works).
+        store: any opened store (every certified engine works); may be left
+            ``None`` and set later (``worker.store = ...``), as ``alkstore worker
+            --url`` does for a worker defined in an app module.
         name: the worker id its claims carry; default ``"<host>-<pid>"``.
         shutdown_grace_s: how long a graceful stop waits for running handlers.
         maintenance: also lead the scheduler and sweep every queue, on
@@ -63,7 +65,7 @@ class Worker:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | None = None,
         name: str | None = None,
         *,
         shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
@@ -128,6 +130,44 @@ class Worker:
                 raise InvalidOptions(f"queue {task.queue!r} already has a handler")
             self._tasks[task.queue] = task
 
+    def configure(
+        self,
+        *,
+        queues: Sequence[str] | None = None,
+        concurrency: int | None = None,
+        maintenance: bool | None = None,
+    ) -> None:
+        """Adjust a defined worker before ``run`` (what ``alkstore worker``'s flags do).
+
+        Args:
+            queues: serve only these of the registered tasks' queues.
+            concurrency: run up to this many jobs of each task at once.
+            maintenance: turn the built-in maintenance on or off.
+
+        Raises:
+            InvalidOptions: a queue has no registered task, ``concurrency`` is
+                not an int within 1..1000, or ``run`` has started.
+        """
+        with self._lock:
+            if self._started:
+                raise InvalidOptions("configure() must come before run()")
+            tasks = dict(self._tasks)
+            if queues is not None:
+                unknown = sorted(set(queues) - set(tasks))
+                if unknown:
+                    raise InvalidOptions(
+                        f"no task is registered for queue(s) {', '.join(map(repr, unknown))}; "
+                        f"registered: {', '.join(map(repr, tasks)) or 'none'}"
+                    )
+                tasks = {name: task for name, task in tasks.items() if name in set(queues)}
+            if concurrency is not None:
+                tasks = {
+                    name: make_task(name, task.handler, concurrency) for name, task in tasks.items()
+                }
+            self._tasks = tasks
+            if maintenance is not None:
+                self.maintenance = bool(maintenance)
+
     @property
     def tasks(self) -> list[Task]:
         """The registered tasks, in registration order."""
@@ -179,25 +219,26 @@ class Worker:
         claims lapse and another worker takes them.
 
         Raises:
-            InvalidOptions: no task is registered, or ``run`` was called before.
+            InvalidOptions: no store or no task, or ``run`` was called before.
             ProfileUnavailable: ``maintenance=True`` on an engine without a scheduler.
         """
         with self._lock:
             if self._started:
                 raise InvalidOptions("a Worker runs once; make a new one")
+            store = self.store
+            if store is None:
+                raise InvalidOptions("the worker has no store: Worker(store) or worker.store = ...")
             if not self._tasks and not self.maintenance:
                 raise InvalidOptions("no task is registered: decorate a handler with task()")
             self._started = True
         maintenance = None
         if self.maintenance:
-            maintenance = Maintenance(
-                self.store, self.name, self.maintenance_every, list(self._tasks)
-            )
+            maintenance = Maintenance(store, self.name, self.maintenance_every, list(self._tasks))
             if MAINTENANCE_QUEUE not in self._tasks:
                 self._tasks[MAINTENANCE_QUEUE] = make_task(MAINTENANCE_QUEUE, maintenance.sweep, 1)
         tasks = list(self._tasks.values())
         self._running = {task.queue: set() for task in tasks}
-        queues = {task.queue: self.store.queue(task.queue) for task in tasks}
+        queues = {task.queue: store.queue(task.queue) for task in tasks}
         threads_needed = sum(task.concurrency for task in tasks if not task.is_async)
         self._threads = DaemonThreads(max(threads_needed, 1), "alkstore-handler")
         self._loop = LoopThread("alkstore-loop") if any(t.is_async for t in tasks) else None
@@ -215,7 +256,7 @@ class Worker:
                 ", ".join(f"{t.queue} x{t.concurrency}" for t in tasks),
             )
             try:
-                self._dispatch(tasks, queues)
+                self._dispatch(store, tasks, queues)
             finally:
                 self._drain()
                 if maintenance is not None:
@@ -226,7 +267,7 @@ class Worker:
                     self._loop.close()
         log.info("worker %s stopped", self.name)
 
-    def _dispatch(self, tasks: list[Task], queues: dict[str, Queue]) -> None:
+    def _dispatch(self, store: Store, tasks: list[Task], queues: dict[str, Queue]) -> None:
         turn = 0
         while not self._stopping.is_set():
             # A fresh token before reading the free slots: a slot freed from here
@@ -251,7 +292,7 @@ class Worker:
                         claimed = True
                 if claimed:
                     continue
-                handle = self.store.claim_wait_any(
+                handle = store.claim_wait_any(
                     [queues[t.queue] for t in eligible], self.name, stop=interrupt
                 )
             except StoreClosed:
