@@ -1,0 +1,520 @@
+"""``alkstore.worker``: registration, outcomes, heartbeats, stopping, maintenance.
+
+The store is the core over the recording fake driver on a fake clock, so store
+time moves only when a test moves it; handlers run on the worker's real
+threads. Waits are safety nets (``SAFETY_NET_S``); no test asserts a duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fakes import FakeDriver
+
+from alkstore import EnqueueOpts, QueueOpts
+from alkstore.core import CoreStore
+from alkstore.engine import Capabilities
+from alkstore.errors import InvalidName, InvalidOptions, InvalidSpec, ReservedName
+from alkstore.testing import FakeClock
+from alkstore.values import Job, JobState
+from alkstore.worker import MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE, Fail, JobContext, Retry, Worker
+
+SAFETY_NET_S = 10.0
+
+
+class FakeEverythingDriver(FakeDriver):
+    """The fake with the scheduler and operations profiles: what maintenance uses."""
+
+    capabilities = Capabilities(scheduler=True, ops=True)
+
+
+@pytest.fixture
+def driver() -> FakeDriver:
+    return FakeEverythingDriver()
+
+
+def eventually(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + SAFETY_NET_S
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.005)
+
+
+class Running:
+    """``worker.run()`` on a thread, stopped (and joined) by the test."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.worker.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def stop(self, *, force: bool = False) -> None:
+        self.worker.stop(force=force)
+        self.join()
+
+    def join(self) -> None:
+        self.thread.join(SAFETY_NET_S)
+        assert not self.thread.is_alive(), "run() did not return"
+        assert self.error is None, self.error
+
+
+@pytest.fixture
+def running() -> Iterator[Callable[[Worker], Running]]:
+    started: list[Running] = []
+
+    def start(worker: Worker) -> Running:
+        run = Running(worker)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.worker.stop(force=True)
+        run.thread.join(SAFETY_NET_S)
+
+
+def job_state(store: CoreStore, queue: str, job_id: int) -> JobState | None:
+    job = store.queue(queue).get_job(job_id)
+    return None if job is None else job.state
+
+
+# -- registering ----------------------------------------------------------------------
+
+
+def test_task_returns_the_handler_unchanged(store: CoreStore) -> None:
+    worker = Worker(store)
+
+    def handler(job: Job) -> None:
+        return None
+
+    assert worker.task("emails")(handler) is handler
+    assert [task.queue for task in worker.tasks] == ["emails"]
+
+
+@pytest.mark.parametrize("concurrency", [0, 1001, -1, 1.5, True, "2"])
+def test_task_refuses_a_concurrency_outside_1_to_1000(store: CoreStore, concurrency: Any) -> None:
+    with pytest.raises(InvalidOptions, match="concurrency"):
+        Worker(store).task("emails", concurrency=concurrency)(lambda job: None)
+
+
+def test_task_refuses_a_second_handler_for_one_queue(store: CoreStore) -> None:
+    worker = Worker(store)
+    worker.task("emails")(lambda job: None)
+    with pytest.raises(InvalidOptions, match="already has a handler"):
+        worker.task("emails")(lambda job: None)
+
+
+def test_task_refuses_a_reserved_or_malformed_queue_name(store: CoreStore) -> None:
+    with pytest.raises(ReservedName):
+        Worker(store).task("__alkstore_x")
+    with pytest.raises(InvalidName):
+        Worker(store).task("")
+
+
+def test_task_refuses_a_handler_that_takes_no_job(store: CoreStore) -> None:
+    with pytest.raises(InvalidOptions, match="takes the job"):
+        Worker(store).task("emails")(lambda: None)
+
+
+def test_worker_refuses_malformed_options(store: CoreStore) -> None:
+    with pytest.raises(InvalidOptions, match="shutdown_grace_s"):
+        Worker(store, shutdown_grace_s=-1)
+    with pytest.raises(InvalidSpec):
+        Worker(store, maintenance_every="*/5 * * * *")
+    with pytest.raises(InvalidName):
+        Worker(store, name="")
+
+
+def test_run_refuses_a_worker_without_a_store_or_a_task(store: CoreStore) -> None:
+    without_store = Worker()
+    without_store.task("emails")(lambda job: None)
+    with pytest.raises(InvalidOptions, match="no store"):
+        without_store.run()
+    with pytest.raises(InvalidOptions, match="no task"):
+        Worker(store).run()
+
+
+def test_configure_keeps_only_the_named_queues_and_sets_each_concurrency(
+    store: CoreStore,
+) -> None:
+    worker = Worker(store)
+    worker.task("a")(lambda job: None)
+    worker.task("b", concurrency=2)(lambda job: None)
+    worker.configure(queues=["b"], concurrency=7)
+    assert [(t.queue, t.concurrency) for t in worker.tasks] == [("b", 7)]
+    with pytest.raises(InvalidOptions, match="no task is registered for queue"):
+        worker.configure(queues=["missing"])
+
+
+# -- outcomes ---------------------------------------------------------------------------
+
+
+def test_a_returning_handler_acks_its_job(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w")
+    seen: list[Any] = []
+    worker.task("q")(lambda job: seen.append(job.payload))
+    job_id = store.queue("q").enqueue({"n": 1})
+    run = running(worker)
+    eventually(lambda: job_state(store, "q", job_id) is None, "the job acked")
+    run.stop()
+    assert seen == [{"n": 1}]
+
+
+def test_retry_reschedules_after_its_delay_with_its_error(
+    store: CoreStore, clock: FakeClock, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+
+    @worker.task("q")
+    def handler(job: Job) -> None:
+        raise Retry(delay=90, error="upstream busy")
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: bool(store.queue("q").get_job(job_id).errors), "rescheduled")  # type: ignore[union-attr]
+    run.stop()
+    job = store.queue("q").get_job(job_id)
+    assert job is not None
+    assert job.state is JobState.PENDING
+    assert job.run_at == int(clock.now()) + 90
+    assert [error.error for error in job.errors] == ["upstream busy"]
+
+
+def test_fail_dead_letters_at_once_with_its_error(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w")
+
+    @worker.task("q")
+    def handler(job: Job) -> None:
+        raise Fail("bad address")
+
+    job_id = store.queue("q", QueueOpts(max_attempts=5)).enqueue({})
+    run = running(worker)
+    eventually(lambda: job_state(store, "q", job_id) is JobState.DEAD, "dead")
+    run.stop()
+    job = store.queue("q").get_job(job_id)
+    assert job is not None
+    assert (job.attempts, job.last_error) == (1, "bad address")
+
+
+def test_any_other_exception_retries_with_its_traceback(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w")
+
+    @worker.task("q")
+    def handler(job: Job) -> None:
+        raise ValueError("the payload is odd")
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: bool(store.queue("q").get_job(job_id).errors), "retried")  # type: ignore[union-attr]
+    run.stop()
+    (error,) = store.queue("q").get_job(job_id).errors  # type: ignore[union-attr]
+    assert error.error.startswith("Traceback (most recent call last)")
+    assert "ValueError: the payload is odd" in error.error
+
+
+def test_an_async_handler_runs_on_the_loop_and_its_outcome_off_it(
+    store: CoreStore, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    threads: dict[str, str] = {}
+
+    @worker.task("q")
+    async def handler(job: Job) -> None:
+        await asyncio.sleep(0)
+        threads["handler"] = threading.current_thread().name
+
+    original_ack = store.driver.ack  # type: ignore[attr-defined]
+
+    def recording_ack(*args: Any) -> Any:
+        threads["ack"] = threading.current_thread().name
+        return original_ack(*args)
+
+    store.driver.ack = recording_ack  # type: ignore[attr-defined]
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: job_state(store, "q", job_id) is None, "acked")
+    run.stop()
+    assert threads["handler"] == "alkstore-loop"
+    assert threads["ack"] != "alkstore-loop"
+
+
+def test_a_handler_taking_two_arguments_gets_the_job_context(
+    store: CoreStore, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    contexts: list[JobContext] = []
+    worker.task("q")(lambda job, context: contexts.append(context))
+    job_id = store.queue("q").enqueue({"n": 1})
+    run = running(worker)
+    eventually(lambda: bool(contexts), "handled")
+    run.stop()
+    (context,) = contexts
+    assert context.job.id == job_id
+    assert context.job.payload == {"n": 1}
+    assert context.lost is False
+
+
+def test_each_outcome_is_logged_with_queue_id_attempt_and_duration(
+    store: CoreStore, running: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: job_state(store, "q", job_id) is None, "acked")
+    run.stop()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("job ack")]
+    assert len(lines) == 1
+    assert f"queue=q id={job_id} attempt=1 duration=" in lines[0]
+
+
+# -- claiming -----------------------------------------------------------------------------
+
+
+def test_a_task_never_runs_more_than_its_concurrency_nor_claims_more(
+    store: CoreStore, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    release = threading.Event()
+    lock = threading.Lock()
+    now_running = [0]
+    most = [0]
+
+    @worker.task("q", concurrency=3)
+    def handler(job: Job) -> None:
+        with lock:
+            now_running[0] += 1
+            most[0] = max(most[0], now_running[0])
+        release.wait(SAFETY_NET_S)
+        with lock:
+            now_running[0] -= 1
+
+    queue = store.queue("q")
+    ids = queue.enqueue_many([{"n": n} for n in range(10)])
+    run = running(worker)
+    eventually(lambda: now_running[0] == 3, "three running")
+    held = [job_id for job_id in ids if job_state(store, "q", job_id) is JobState.PROCESSING]
+    release.set()
+    eventually(lambda: all(job_state(store, "q", i) is None for i in ids), "all acked")
+    run.stop()
+    assert most[0] == 3
+    assert len(held) == 3
+
+
+def test_a_finished_job_frees_a_slot_on_another_queue_being_waited_on(
+    store: CoreStore, running: Any
+) -> None:
+    # The worker waits on "b" only while "a" is full; once "a" frees a slot, a
+    # job on "a" is claimed without waiting for a wake from "a".
+    worker = Worker(store, name="w")
+    release = threading.Event()
+    done: list[str] = []
+
+    @worker.task("a")
+    def on_a(job: Job) -> None:
+        if job.payload == "block":
+            release.wait(SAFETY_NET_S)
+        done.append(f"a:{job.payload}")
+
+    worker.task("b")(lambda job: done.append("b"))
+    store.queue("a").enqueue("block")
+    run = running(worker)
+    eventually(lambda: job_state(store, "a", 1) is JobState.PROCESSING, "a full")
+    store.queue("a").enqueue("next")
+    release.set()
+    eventually(lambda: done == ["a:block", "a:next"], "a's second job")
+    run.stop()
+
+
+# -- heartbeats and lost claims ---------------------------------------------------------
+
+
+def test_a_running_handler_heartbeats_its_claim(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    release = threading.Event()
+    worker.task("q")(lambda job: release.wait(SAFETY_NET_S))
+    store.queue("q", QueueOpts(visibility_timeout_s=1)).enqueue({})
+    run = running(worker)
+    eventually(lambda: len(driver.calls_named("heartbeat")) >= 2, "two heartbeats")
+    release.set()
+    run.stop()
+
+
+def test_a_refused_heartbeat_discards_the_run_s_outcome(
+    store: CoreStore, clock: FakeClock, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    release = threading.Event()
+    contexts: list[JobContext] = []
+
+    @worker.task("q")
+    def handler(job: Job, context: JobContext) -> None:
+        contexts.append(context)
+        release.wait(SAFETY_NET_S)
+
+    queue = store.queue("q", QueueOpts(visibility_timeout_s=1))
+    job_id = queue.enqueue({})
+    run = running(worker)
+    eventually(lambda: bool(contexts), "handler started")
+    # The claim lapses and another worker takes the job: the next beat is refused.
+    clock.advance(5)
+    other = queue.claim("other")
+    assert other is not None
+    eventually(lambda: contexts[0].lost, "the run marked lost")
+    assert contexts[0].stop.is_set()
+    release.set()
+    run.stop()
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert (job.state, job.worker_id, job.attempts) == (JobState.PROCESSING, "other", 2)
+    assert driver.calls_named("ack") == []
+
+
+# -- stopping ---------------------------------------------------------------------------
+
+
+def test_stop_waits_for_running_handlers_and_acks_them(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w")
+    started = threading.Event()
+    release = threading.Event()
+
+    @worker.task("q")
+    def handler(job: Job) -> None:
+        started.set()
+        release.wait(SAFETY_NET_S)
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    assert started.wait(SAFETY_NET_S)
+    worker.stop()
+    assert run.thread.is_alive(), "run() returned before its handler finished"
+    release.set()
+    run.join()
+    assert job_state(store, "q", job_id) is None
+
+
+def test_stop_claims_nothing_new(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    run = running(worker)
+    run.stop()
+    job_id = store.queue("q").enqueue({})
+    assert job_state(store, "q", job_id) is JobState.PENDING
+    assert store.queue("q").get_job(job_id).attempts == 0  # type: ignore[union-attr]
+
+
+def test_a_handler_outliving_the_grace_is_never_acked(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w", shutdown_grace_s=0.05)
+    started = threading.Event()
+    release = threading.Event()
+    contexts: list[JobContext] = []
+
+    @worker.task("q")
+    def handler(job: Job, context: JobContext) -> None:
+        contexts.append(context)
+        started.set()
+        release.wait(SAFETY_NET_S)
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    assert started.wait(SAFETY_NET_S)
+    run.stop()
+    assert contexts[0].stop.is_set(), "the abandoned handler was not told to stop"
+    release.set()
+    time.sleep(0.05)  # let the abandoned handler return: its outcome must go nowhere
+    assert job_state(store, "q", job_id) is JobState.PROCESSING
+    assert driver.calls_named("ack") == []
+
+
+def test_a_second_stop_returns_at_once(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w", shutdown_grace_s=3600)
+    started = threading.Event()
+    release = threading.Event()
+
+    @worker.task("q")
+    def handler(job: Job) -> None:
+        started.set()
+        release.wait(SAFETY_NET_S)
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    assert started.wait(SAFETY_NET_S)
+    worker.stop()
+    worker.stop()
+    run.join()
+    release.set()
+    assert job_state(store, "q", job_id) is JobState.PROCESSING
+
+
+def test_sigterm_stops_a_worker_running_on_the_main_thread(store: CoreStore) -> None:
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        worker.run()  # returns (no exception) once the signal arrives
+    finally:
+        timer.cancel()
+    assert worker.stopping
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_worker_outlives_an_outage_while_claiming(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    done: list[int] = []
+    worker.task("q")(lambda job: done.append(job.id))
+    driver.down = True
+    run = running(worker)
+    eventually(lambda: driver.refused > 0, "a refused claim")
+    driver.down = False
+    job_id = store.queue("q").enqueue({})
+    eventually(lambda: done == [job_id], "the job handled after the outage")
+    run.stop()
+
+
+# -- maintenance ------------------------------------------------------------------------
+
+
+def test_maintenance_registers_its_schedule_and_sweeps_every_queue(
+    store: CoreStore, clock: FakeClock, running: Any
+) -> None:
+    worker = Worker(store, name="w", maintenance=True, maintenance_every="@every 5m")
+    worker.task("q")(lambda job: None)
+    expiring = store.queue("other").enqueue({}, EnqueueOpts(expires=1))
+    clock.advance(10)
+    run = running(worker)
+    eventually(lambda: store.get_schedule(MAINTENANCE_SCHEDULE) is not None, "scheduled")
+    schedule = store.get_schedule(MAINTENANCE_SCHEDULE)
+    assert schedule is not None
+    assert (schedule.spec, schedule.queue) == ("@every 5m", MAINTENANCE_QUEUE)
+    # What the schedule fires: one maintenance job, claimed by the built-in task.
+    store.queue(MAINTENANCE_QUEUE).enqueue({"sweep": "all"})
+    eventually(lambda: job_state(store, "other", expiring) is JobState.DEAD, "swept")
+    run.stop()
+    job = store.queue("other").get_job(expiring)
+    assert job is not None
+    assert job.last_error == "expired"
