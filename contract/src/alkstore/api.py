@@ -88,6 +88,21 @@ class JobHandle(Protocol):
             StoreClosed: the store was closed.
         """
 
+    def release(self) -> bool:
+        """Give the claim back unused (contract §13).
+
+        The job is pending again at its ``run_at``, this claim is not counted in
+        ``attempts``, and nothing is added to its errors: as if it had never been
+        claimed. What ``alkstore.aio`` does with a claim whose caller was
+        cancelled; a worker that claimed more than it will run may do the same.
+
+        Returns:
+            ``True`` if released; ``False`` if the claim was no longer live.
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
+
     def retry(self, error: str, delay: Duration | None = None) -> bool:
         """Give the job back to the queue to run again later.
 

@@ -248,6 +248,13 @@ class Driver(Protocol[C]):
         """Set the deadline if the claim is valid."""
         ...
 
+    def release_claim(self, c: C, job_id: int, attempt: int, now: int) -> bool:
+        """If the claim is valid: back to pending with ``attempts = attempt - 1`` (a
+        claim given back unused does not count), ``run_at`` unchanged, ``worker_id``,
+        ``claimed_at`` and the deadline cleared, nothing added to ``errors``.
+        Announces the job's queue topic on commit (it is claimable again)."""
+        ...
+
     def reschedule(
         self, c: C, job_id: int, attempt: int, now: int, run_at: int, error: str
     ) -> bool:

@@ -219,6 +219,18 @@ class QueueStatements(SeamTests):
         assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0 + 60, 1)
         assert (after.worker_id, after.claimed_at) == (None, None)
 
+    def test_release_claim_returns_the_row_to_pending_as_if_never_claimed(
+        self, driver: SeamDriver
+    ) -> None:
+        before = enqueue_one(driver)
+        job = claim_one(driver)
+        assert driver.write(lambda c: driver.release_claim(c, job.id, job.attempts, T0 + 1))
+        after = get_job(driver, job.id)
+        assert after is not None
+        assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0, 0)
+        assert (after.worker_id, after.claimed_at, after.errors) == (None, None, ())
+        assert [j.id for j in claim(driver, T0 + 1)] == [before]
+
     def test_bury_moves_the_row_to_dead_with_its_error_keeping_its_id(
         self, driver: SeamDriver
     ) -> None:
@@ -310,7 +322,7 @@ class QueueStatements(SeamTests):
         assert driver.read(lambda c: driver.next_wake_at(c, "q", T0)) is None
 
 
-HANDLE_OPS = ("ack", "heartbeat", "reschedule", "bury")
+HANDLE_OPS = ("ack", "heartbeat", "reschedule", "release_claim", "bury")
 
 
 def _handle_op(driver: SeamDriver, op: str, job_id: int, attempt: int, now: int) -> bool:
@@ -323,13 +335,15 @@ def _handle_op(driver: SeamDriver, op: str, job_id: int, attempt: int, now: int)
             return driver.heartbeat(c, job_id, attempt, now, now + 1000)
         if op == "reschedule":
             return driver.reschedule(c, job_id, attempt, now, now + 1000, "retried")
+        if op == "release_claim":
+            return driver.release_claim(c, job_id, attempt, now)
         return driver.bury(c, job_id, attempt, now, "buried", "buried")
 
     return driver.write(run)
 
 
 class ValidClaimRule(SeamTests):
-    """ack, heartbeat, reschedule and bury act only on a valid claim: the row is
+    """ack, heartbeat, reschedule, release_claim and bury act only on a valid claim: the row is
     processing, ``attempts = attempt`` and its deadline ``> now``."""
 
     @pytest.mark.parametrize("op", HANDLE_OPS)

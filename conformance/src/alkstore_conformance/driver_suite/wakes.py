@@ -37,3 +37,13 @@ class QueueWakes(SeamTests):
         sink.clear()
         assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 5, "e"))
         assert sink.wait_for(lambda s: s.woken_for(queue_topic("mail")))
+
+    def test_release_claim_announces_its_queue_on_commit(
+        self, driver: SeamDriver, other: SeamDriver
+    ) -> None:
+        enqueue_one(driver, queue="mail")
+        job = claim_one(driver, queue="mail")
+        sink = watching(other)
+        sink.clear()
+        assert driver.write(lambda c: driver.release_claim(c, job.id, job.attempts, T0))
+        assert sink.wait_for(lambda s: s.woken_for(queue_topic("mail")))

@@ -19,6 +19,7 @@ HANDLE_OPS: dict[str, Callable[[JobHandle], bool]] = {
     "retry": lambda h: h.retry("stale"),
     "retry-with-delay": lambda h: h.retry("stale", delay=0),
     "fail": lambda h: h.fail("stale"),
+    "release": lambda h: h.release(),
 }
 op_names = pytest.mark.parametrize("op", list(HANDLE_OPS))
 

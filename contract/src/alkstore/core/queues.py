@@ -107,6 +107,23 @@ class CoreJobHandle:
             lambda c: ctx.driver.heartbeat(c, job.id, job.attempts, now, now + seconds)
         )
 
+    def release(self) -> bool:
+        """Give the claim back unused: pending again at its ``run_at``, this claim
+        not counted as an attempt, nothing added to its errors; ``False`` if the
+        claim is no longer live (contract §13: what a cancelled async claim does).
+
+        Raises:
+            StoreClosed: the store was closed.
+        """
+        ctx = self._queue._context
+        now = ctx.now()
+        job = self._job
+        # The statement announces the queue to other processes; wake our own waiters.
+        released = ctx.write(lambda c: ctx.driver.release_claim(c, job.id, job.attempts, now))
+        if released:
+            ctx.hub.notify(queue_topic(job.queue))
+        return released
+
     def retry(self, error: str, delay: Duration | None = None) -> bool:
         """Back to pending at ``now + delay`` (default: the backoff curve).
 

@@ -282,6 +282,20 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
         return rowcount(c, self._sql.heartbeat, params) == 1
 
+    def release_claim(self, c: PgHandle, job_id: int, attempt: int, now: int) -> bool:
+        params = {
+            "id": job_id,
+            "attempt": attempt,
+            "now": now,
+            "channel": self.channel,
+            "topic_prefix": queue_topic(""),
+        }
+        row = execute(c, self._sql.release_claim, params).fetchone()
+        if row is None:
+            return False
+        c.announced.add(queue_topic(row[0]))  # the statement announced the queue
+        return True
+
     def reschedule(
         self, c: PgHandle, job_id: int, attempt: int, now: int, run_at: int, error: str
     ) -> bool:

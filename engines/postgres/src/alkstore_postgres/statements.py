@@ -224,6 +224,19 @@ round trip) wake the queue's waiters in every process: the job may be due now,
 and anyone's timer for the queue's next due row may have to move. The retry's
 error joins the history."""
 
+RELEASE_CLAIM: Final = """
+WITH released AS (
+    UPDATE {schema}.alkstore_jobs
+    SET state = 'pending', attempts = attempts - 1, worker_id = NULL, claimed_at = NULL,
+        deadline = NULL
+    WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    RETURNING queue
+)
+SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM released
+"""
+"""A claim given back unused: pending at its own run_at, the attempt not counted,
+and the queue's waiters in every process woken in the same round trip."""
+
 CANCEL: Final = """
 DELETE FROM {schema}.alkstore_jobs WHERE id = %(id)s AND queue = %(queue)s
 """
@@ -660,6 +673,7 @@ class Statements:
     ack_batch: bytes
     heartbeat: bytes
     reschedule: bytes
+    release_claim: bytes
     cancel: bytes
     get_job: bytes
     next_wake_at: bytes
@@ -712,6 +726,7 @@ class Statements:
             ack_batch=render(ACK_BATCH, schema),
             heartbeat=render(HEARTBEAT, schema),
             reschedule=render(RESCHEDULE, schema),
+            release_claim=render(RELEASE_CLAIM, schema),
             cancel=render(CANCEL, schema),
             get_job=render(GET_JOB, schema),
             next_wake_at=render(NEXT_WAKE_AT, schema),

@@ -411,6 +411,10 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
         return c.execute(sql.HEARTBEAT, params).rowcount == 1
 
+    def release_claim(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
+        params = {"id": job_id, "attempt": attempt, "now": now}
+        return c.execute(sql.RELEASE_CLAIM, params).rowcount == 1
+
     def reschedule(
         self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int, error: str
     ) -> bool:

@@ -215,6 +215,14 @@ UPDATE {JOBS}
  WHERE {_VALID_CLAIM}
 """
 
+RELEASE_CLAIM = f"""
+UPDATE {JOBS}
+   SET state = 'pending', attempts = attempts - 1, worker_id = NULL, claimed_at = NULL,
+       deadline = NULL
+ WHERE {_VALID_CLAIM}
+"""
+"""A claim given back unused: pending at its own run_at, the attempt not counted."""
+
 BURY = f"""
 UPDATE {JOBS}
    SET state = 'dead', last_error = :error, died_at = :now,

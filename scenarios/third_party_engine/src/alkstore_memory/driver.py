@@ -234,6 +234,21 @@ class MemoryDriver:
         c.tables.jobs[job_id] = replace(row, deadline=deadline)
         return True
 
+    def release_claim(self, c: Tx, job_id: int, attempt: int, now: int) -> bool:
+        row = c.tables.jobs.get(job_id)
+        if not _valid_claim(row, attempt, now):
+            return False
+        c.tables.jobs[job_id] = replace(
+            row,
+            state=PENDING,
+            attempts=attempt - 1,
+            worker_id=None,
+            claimed_at=None,
+            deadline=None,
+        )
+        c.topics.add(queue_topic(row.queue))
+        return True
+
     def reschedule(
         self, c: Tx, job_id: int, attempt: int, now: int, run_at: int, error: str
     ) -> bool:
