@@ -29,6 +29,7 @@ from .constants import (
 )
 from .engine import (
     ENGINE_GROUP,
+    AsyncNativeProvider,
     Capabilities,
     EngineProvider,
     EngineSpec,
@@ -86,6 +87,7 @@ __all__ = [
     "SCHEDULER_LEASE_S",
     "SCHEDULER_LOCK",
     "AlkstoreError",
+    "AsyncNativeProvider",
     "Capabilities",
     "Clock",
     "EngineMisconfigured",

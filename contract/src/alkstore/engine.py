@@ -6,6 +6,7 @@ group ``alkstore.engines``; ``alkstore.open(url)`` picks it by URL scheme.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -40,6 +41,9 @@ class Capabilities:
         pubsub: ``notify``/``subscribe`` of contract §7.
         ops: contract 1.1's operations (§11): stats, job pages, redrive, purge,
             pause/resume and the error history.
+        async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
+            ``alkstore.aio`` then does the engine's I/O on the event loop with its
+            native async driver, and ``attach`` takes the async connection (§13).
     """
 
     transactions: bool = True
@@ -53,6 +57,8 @@ class Capabilities:
     pubsub: bool = False
     ops: bool = False
     """Contract 1.1 operations: stats, job listing, redrive, purge, pause, error history."""
+    async_native: bool = False
+    """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 
     def profiles(self) -> frozenset[str]:
         """The names of the fields that are ``True``: the profiles implemented."""
@@ -114,6 +120,28 @@ class EngineProvider(Protocol):
         """Create a fresh, empty, isolated store; yield its ``EngineSpec``; remove it after.
 
         The conformance kit's only way to get a store (contract §1, §10).
+        """
+        ...
+
+
+@runtime_checkable
+class AsyncNativeProvider(Protocol):
+    """What an engine with ``Capabilities.async_native`` adds to ``EngineProvider`` (§13)."""
+
+    def open_on_loop(
+        self, url: str, loop: asyncio.AbstractEventLoop, *, clock: Clock | None = None, **opts: Any
+    ) -> Store:
+        """Open the store at ``url`` with its database I/O done on ``loop`` by the
+        engine's native async driver.
+
+        The store is the ordinary sync ``Store`` (the same core, the same rules);
+        ``alkstore.aio`` calls it from threads of its own, which wait while
+        ``loop`` does the I/O. Calling it from ``loop``'s own thread raises
+        ``InvalidOptions`` (it would wait on itself). ``attach`` takes the
+        engine's async connection, and ``tx.connection`` is one.
+
+        Raises:
+            InvalidOptions, EngineUnavailable, EngineMisconfigured: as ``open``.
         """
         ...
 
