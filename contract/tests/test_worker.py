@@ -251,7 +251,27 @@ def test_an_async_handler_runs_on_the_loop_and_its_outcome_off_it(
     eventually(lambda: job_state(store, "q", job_id) is None, "acked")
     run.stop()
     assert threads["handler"] == "alkstore-loop"
-    assert threads["ack"] != "alkstore-loop"
+    assert threads["ack"].startswith("alkstore-aio")
+
+
+def test_an_async_handler_enqueues_follow_up_work_through_its_async_store(
+    store: CoreStore, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+
+    @worker.task("q")
+    async def handler(job: Job, context: JobContext) -> None:
+        assert context.aio is not None
+        await context.aio.queue("next").enqueue({"after": job.id})
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: job_state(store, "q", job_id) is None, "acked")
+    run.stop()
+    follow_up = store.queue("next").claim("w2")
+    assert follow_up is not None
+    assert follow_up.payload == {"after": job_id}
+    assert not store.closed, "the worker closed the store it was given"
 
 
 def test_a_handler_taking_two_arguments_gets_the_job_context(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..api import JobHandle, Store
 from ..clock import Clock
@@ -17,6 +17,8 @@ from .profiles import AsyncLock, AsyncStream, AsyncSubscription
 from .queues import AsyncJobHandle, AsyncOutbox, AsyncQueue, AsyncQueueConsumer
 from .runner import Runner
 from .transaction import TransactionBlock
+
+T = TypeVar("T")
 
 
 class AsyncStore:
@@ -131,7 +133,17 @@ class AsyncStore:
     async def stats(self) -> list[QueueStats]:
         return await self._runner.call(self.sync.stats)
 
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run any sync function (say, several store calls in a row) on the store's
+        threads; what an async handler uses for code that would block the loop."""
+        return await self._runner.call(fn, *args)
+
     # -- lifecycle --------------------------------------------------------------------------
+    def detach(self) -> None:
+        """Release this async store's threads and leave the sync store open (for
+        an ``AsyncStore`` made over a store its caller keeps using)."""
+        self._runner.close()
+
     async def close(self) -> None:
         """Close the store (waking every waiting call) and its threads. Idempotent."""
         await self._runner.call(self.sync.close)

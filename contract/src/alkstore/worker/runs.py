@@ -15,7 +15,8 @@ import threading
 import time
 from typing import Any
 
-from ..api import JobHandle
+from ..aio import AsyncStore
+from ..api import JobHandle, Store
 from ..stop import StopToken
 from ..values import Job
 from .tasks import Task
@@ -32,14 +33,19 @@ class JobContext:
 
     Attributes:
         job: the claimed job (payload, attempts, errors, ...).
+        store: the worker's store.
+        aio: for an async handler, the worker's store as an ``alkstore.aio.AsyncStore``
+            (enqueue follow-up work without blocking the loop); ``None`` for a sync one.
         stop: set when the worker stops or this run's claim is lost: a
             long handler checks it (or waits on it) and returns early.
         logger: ``alkstore.worker`` with the queue, job id and attempt attached.
     """
 
-    def __init__(self, run: JobRun) -> None:
+    def __init__(self, run: JobRun, store: Store, aio: AsyncStore | None) -> None:
         self._run = run
         self.job: Job = run.handle.job
+        self.store = store
+        self.aio = aio
         self.stop = StopToken()
         self.logger = logging.LoggerAdapter(
             logging.getLogger("alkstore.worker"),
@@ -62,14 +68,14 @@ class JobContext:
 class JobRun:
     """A claimed job on its way through a handler."""
 
-    def __init__(self, task: Task, handle: JobHandle) -> None:
+    def __init__(self, task: Task, handle: JobHandle, store: Store, aio: AsyncStore | None) -> None:
         self.task = task
         self.handle = handle
         self.started = time.monotonic()
         self.lost = False
         self.state = RunState.RUNNING
         self.lock = threading.Lock()
-        self.context = JobContext(self)
+        self.context = JobContext(self, store, aio)
         job = handle.job
         # A third of the visibility timeout: two beats may fail before the claim lapses.
         self.beat_every_s = job.visibility_timeout_s / 3

@@ -8,6 +8,7 @@ interrupts that wait, so the set of queues waited on is always current.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ..aio import AsyncStore
 from ..api import JobHandle, Queue, Store
 from ..errors import AlkstoreError, EngineUnavailable, InvalidOptions, StoreClosed
 from ..names import validate_identifier, validate_name
@@ -242,6 +244,9 @@ class Worker:
         threads_needed = sum(task.concurrency for task in tasks if not task.is_async)
         self._threads = DaemonThreads(max(threads_needed, 1), "alkstore-handler")
         self._loop = LoopThread("alkstore-loop") if any(t.is_async for t in tasks) else None
+        # Async handlers reach the store through alkstore.aio, never from the loop.
+        self._aio = AsyncStore(store) if self._loop is not None else None
+        self._store = store
         self._heartbeats = Heartbeats()
         with self._signals():
             self._threads.start()
@@ -265,6 +270,8 @@ class Worker:
                 self._threads.close()
                 if self._loop is not None:
                     self._loop.close()
+                if self._aio is not None:
+                    self._aio.detach()
         log.info("worker %s stopped", self.name)
 
     def _dispatch(self, store: Store, tasks: list[Task], queues: dict[str, Queue]) -> None:
@@ -307,15 +314,15 @@ class Worker:
                 self._start(self._tasks[handle.job.queue], handle)
 
     def _start(self, task: Task, handle: JobHandle) -> None:
-        run = JobRun(task, handle)
+        run = JobRun(task, handle, self._store, self._aio if task.is_async else None)
         with self._lock:
             self._running[task.queue].add(run)
         self._heartbeats.add(run)
         if task.is_async:
-            assert_loop = self._loop
-            if assert_loop is None:  # pragma: no cover - make_task decided is_async
+            loop = self._loop
+            if loop is None:  # pragma: no cover - run() makes it whenever a task is async
                 raise RuntimeError("an async task without the worker's loop")
-            run.future = assert_loop.submit(self._run_async(run))
+            run.future = loop.submit(self._run_async(run))
         else:
             self._threads.submit(lambda: self._run_sync(run))
 
@@ -330,9 +337,10 @@ class Worker:
             self._finish(run, None, "")
 
     async def _run_async(self, run: JobRun) -> None:
-        import asyncio
-
         task = run.task
+        aio = self._aio
+        if aio is None:  # pragma: no cover - run() makes it whenever a task is async
+            raise RuntimeError("an async task without the worker's async store")
         args = (run.handle.job, run.context) if task.takes_context else (run.handle.job,)
         try:
             await task.handler(*args)
@@ -341,10 +349,10 @@ class Worker:
             raise
         except BaseException as exc:
             trace = traceback.format_exc()
-            # The outcome is a store call: never on the loop.
-            await asyncio.to_thread(self._finish, run, exc, trace)
+            # The outcome is a store call: on the async store's threads, never the loop.
+            await aio.call(self._finish, run, exc, trace)
         else:
-            await asyncio.to_thread(self._finish, run, None, "")
+            await aio.call(self._finish, run, None, "")
 
     def _finish(
         self, run: JobRun, exc: BaseException | None, trace: str, *, cancelled: bool = False
