@@ -14,6 +14,8 @@ from types import ModuleType
 from typing import Any
 
 import alkstore
+import alkstore.aio
+import alkstore.worker
 from alkstore import api, core
 from alkstore.core.pubsub import CoreSubscription
 from alkstore.core.streams import CoreStream
@@ -206,3 +208,14 @@ def test_the_walk_names_an_undocumented_function() -> None:
         pass
 
     assert undocumented([helper]) == [f"{__name__}.{helper.__qualname__}"]
+
+
+def test_every_public_name_of_the_worker_and_aio_has_a_docstring() -> None:
+    names = [
+        getattr(module, name)
+        for module in (alkstore.aio, alkstore.worker)
+        for name in module.__all__
+        if not isinstance(getattr(module, name), (int, float, str))
+    ]
+    missing = undocumented([alkstore.aio, alkstore.worker, *names])
+    assert missing == [], "public names without a docstring:\n" + "\n".join(missing)

@@ -26,18 +26,23 @@ class AsyncLock:
 
     @property
     def name(self) -> str:
+        """As ``Lock.name``."""
         return self.sync.name
 
     async def acquire(self, owner: str, ttl: Duration) -> bool:
+        """``Lock.acquire``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.acquire, owner, ttl)
 
     async def renew(self, owner: str, ttl: Duration) -> bool:
+        """``Lock.renew``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.renew, owner, ttl)
 
     async def release(self, owner: str) -> bool:
+        """``Lock.release``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.release, owner)
 
     async def holder(self) -> LockInfo | None:
+        """``Lock.holder``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.holder)
 
 
@@ -50,18 +55,23 @@ class AsyncStream:
 
     @property
     def name(self) -> str:
+        """As ``Stream.name``."""
         return self.sync.name
 
     async def append(self, payload: Any) -> int:
+        """``Stream.append``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.append, payload)
 
     async def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
+        """``Stream.read``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.read, after, limit)
 
     async def commit(self, consumer: str, offset: int) -> None:
+        """``Stream.commit``, awaited (run off the loop)."""
         await self._runner.call(self.sync.commit, consumer, offset)
 
     async def offset(self, consumer: str) -> int:
+        """``Stream.offset``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.offset, consumer)
 
     async def wait(
@@ -85,6 +95,7 @@ class AsyncStream:
                 return
 
     async def trim_to(self, offset: int) -> int:
+        """``Stream.trim_to``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.trim_to, offset)
 
 
@@ -98,6 +109,7 @@ class AsyncSubscription:
 
     @property
     def channel(self) -> str:
+        """As ``Subscription.channel``."""
         return self.sync.channel
 
     async def get(self, timeout: float | None = None) -> Any:
@@ -126,6 +138,7 @@ class AsyncSubscription:
 
     @property
     def closed(self) -> bool:
+        """As ``Subscription.closed``."""
         return bool(getattr(self.sync, "closed", False))
 
     def __aiter__(self) -> AsyncIterator[Any]:
@@ -140,6 +153,7 @@ class AsyncSubscription:
                 yield message
 
     async def close(self) -> None:
+        """``Subscription.close``, awaited (run off the loop)."""
         await self._runner.call(self.sync.close)
 
     async def __aenter__(self) -> AsyncSubscription:

@@ -23,33 +23,42 @@ class AsyncJobHandle:
 
     @property
     def job(self) -> Job:
+        """As ``JobHandle.job``."""
         return self.sync.job
 
     @property
     def id(self) -> int:
+        """As ``JobHandle.id``."""
         return self.sync.id
 
     @property
     def payload(self) -> Any:
+        """As ``JobHandle.payload``."""
         return self.sync.payload
 
     @property
     def attempts(self) -> int:
+        """As ``JobHandle.attempts``."""
         return self.sync.attempts
 
     async def ack(self) -> bool:
+        """``JobHandle.ack``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.ack)
 
     async def heartbeat(self, extend: Duration) -> bool:
+        """``JobHandle.heartbeat``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.heartbeat, extend)
 
     async def release(self) -> bool:
+        """``JobHandle.release``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.release)
 
     async def retry(self, error: str, delay: Duration | None = None) -> bool:
+        """``JobHandle.retry``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.retry, error, delay)
 
     async def fail(self, error: str) -> bool:
+        """``JobHandle.fail``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.fail, error)
 
     def __repr__(self) -> str:
@@ -74,14 +83,17 @@ class AsyncQueueConsumer:
 
     @property
     def name(self) -> str:
+        """As ``Queue.name``."""
         return self.sync.name
 
     async def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
+        """``Queue.enqueue``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.enqueue, payload, opts)
 
     async def enqueue_many(
         self, payloads: Sequence[Any], opts: EnqueueOpts | None = None
     ) -> list[int]:
+        """``Queue.enqueue_many``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.enqueue_many, payloads, opts)
 
     async def claim(self, worker_id: str) -> AsyncJobHandle | None:
@@ -109,43 +121,54 @@ class AsyncQueueConsumer:
         return None if handle is None else AsyncJobHandle(self._runner, handle)
 
     async def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
+        """``Queue.ack_batch``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.ack_batch, job_ids, worker_id)
 
     async def cancel(self, job_id: int) -> bool:
+        """``Queue.cancel``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.cancel, job_id)
 
     async def get_job(self, job_id: int) -> Job | None:
+        """``Queue.get_job``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.get_job, job_id)
 
     async def sweep_expired(self) -> SweepResult:
+        """``Queue.sweep_expired``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.sweep_expired)
 
     # -- operations (§11) -------------------------------------------------------------
     async def stats(self) -> QueueStats:
+        """``Queue.stats``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.stats)
 
     async def jobs(
         self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
     ) -> list[Job]:
+        """``Queue.jobs``, awaited (run off the loop)."""
         return await self._runner.call(
             lambda: self.sync.jobs(state, after_id=after_id, limit=limit)
         )
 
     async def redrive(self, ids: Sequence[int] | None = None, *, limit: int = 10_000) -> list[int]:
+        """``Queue.redrive``, awaited (run off the loop)."""
         return await self._runner.call(lambda: self.sync.redrive(ids, limit=limit))
 
     async def purge_dead(
         self, ids: Sequence[int] | None = None, *, older_than_s: Duration | None = None
     ) -> int:
+        """``Queue.purge_dead``, awaited (run off the loop)."""
         return await self._runner.call(lambda: self.sync.purge_dead(ids, older_than_s=older_than_s))
 
     async def pause(self) -> bool:
+        """``Queue.pause``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.pause)
 
     async def resume(self) -> bool:
+        """``Queue.resume``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.resume)
 
     async def paused(self) -> bool:
+        """``Queue.paused``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.paused)
 
     def __repr__(self) -> str:
@@ -163,6 +186,7 @@ class AsyncQueue(AsyncQueueConsumer):
 
     @property
     def opts(self) -> QueueOpts:
+        """As ``Queue.opts``."""
         return self.sync.opts
 
 

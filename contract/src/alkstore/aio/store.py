@@ -42,19 +42,24 @@ class AsyncStore:
 
     @property
     def clock(self) -> Clock:
+        """As ``Store.clock``."""
         return self.sync.clock
 
     # -- handles ------------------------------------------------------------------------
     def queue(self, name: str, opts: QueueOpts | None = None) -> AsyncQueue:
+        """``Store.queue``, awaited (run off the loop)."""
         return AsyncQueue(self._runner, self.sync.queue(name, opts))
 
     def outbox(self, name: str) -> AsyncOutbox:
+        """``Store.outbox``, awaited (run off the loop)."""
         return AsyncOutbox(self._runner, self.sync.outbox(name))
 
     def lock(self, name: str) -> AsyncLock:
+        """``Store.lock``, awaited (run off the loop)."""
         return AsyncLock(self._runner, self.sync.lock(name))
 
     def stream(self, name: str) -> AsyncStream:
+        """``Store.stream``, awaited (run off the loop)."""
         return AsyncStream(self._runner, self.sync.stream(name))
 
     # -- waiting on several queues (§12) ------------------------------------------------
@@ -102,18 +107,23 @@ class AsyncStore:
     async def schedule(
         self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
     ) -> Schedule:
+        """``Store.schedule``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.schedule, name, spec, queue, payload, opts)
 
     async def unschedule(self, name: str) -> bool:
+        """``Store.unschedule``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.unschedule, name)
 
     async def get_schedule(self, name: str) -> Schedule | None:
+        """``Store.get_schedule``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.get_schedule, name)
 
     async def schedules(self) -> list[Schedule]:
+        """``Store.schedules``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.schedules)
 
     async def tick_schedules(self, worker_id: str) -> TickResult:
+        """``Store.tick_schedules``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.tick_schedules, worker_id)
 
     async def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
@@ -122,15 +132,18 @@ class AsyncStore:
 
     # -- pub/sub (§7) ---------------------------------------------------------------------
     async def notify(self, channel: str, payload: Any) -> None:
+        """``Store.notify``, awaited (run off the loop)."""
         await self._runner.call(self.sync.notify, channel, payload)
 
     async def subscribe(self, channel: str) -> AsyncSubscription:
+        """``Store.subscribe``, awaited (run off the loop)."""
         return AsyncSubscription(
             self._runner, await self._runner.call(self.sync.subscribe, channel)
         )
 
     # -- operations (§11) -----------------------------------------------------------------
     async def stats(self) -> list[QueueStats]:
+        """``Store.stats``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.stats)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
@@ -151,6 +164,7 @@ class AsyncStore:
 
     @property
     def closed(self) -> bool:
+        """As ``Store.closed``."""
         return self.sync.closed
 
     async def __aenter__(self) -> AsyncStore:

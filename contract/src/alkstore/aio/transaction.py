@@ -39,19 +39,24 @@ class AsyncTransaction:
     async def enqueue(
         self, queue: str | Queue | AsyncQueue, payload: Any, opts: EnqueueOpts | None = None
     ) -> int:
+        """``Transaction.enqueue``, awaited (run off the loop)."""
         target = queue.sync if isinstance(queue, AsyncQueue) else queue
         return await self._lane.call(self.sync.enqueue, target, payload, opts)
 
     async def outbox_enqueue(self, outbox: str, payload: Any) -> int:
+        """``Transaction.outbox_enqueue``, awaited (run off the loop)."""
         return await self._lane.call(self.sync.outbox_enqueue, outbox, payload)
 
     async def get_job_tx(self, queue: str, job_id: int) -> Job | None:
+        """``Transaction.get_job_tx``, awaited (run off the loop)."""
         return await self._lane.call(self.sync.get_job_tx, queue, job_id)
 
     async def stream_append(self, stream: str, payload: Any) -> int:
+        """``Transaction.stream_append``, awaited (run off the loop)."""
         return await self._lane.call(self.sync.stream_append, stream, payload)
 
     async def notify(self, channel: str, payload: Any) -> None:
+        """``Transaction.notify``, awaited (run off the loop)."""
         await self._lane.call(self.sync.notify, channel, payload)
 
 

@@ -189,6 +189,7 @@ class Worker:
 
     @property
     def stopping(self) -> bool:
+        """Whether a stop was requested (a signal, or ``stop``)."""
         return self._stopping.is_set()
 
     def _on_signal(self, signum: int, frame: object) -> None:
