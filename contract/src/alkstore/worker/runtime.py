@@ -295,6 +295,8 @@ class Worker:
             try:
                 claimed = False
                 for task in eligible:
+                    if self._stopping.is_set():
+                        break  # a stop arrived between two queues' claims: claim no more
                     for batch_handle in queues[task.queue].claim_batch(self.name, free[task.queue]):
                         self._start(task, batch_handle)
                         claimed = True
