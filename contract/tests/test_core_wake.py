@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from alkstore.core.wake import WakeHub
 
 
@@ -29,6 +31,39 @@ def test_notify_wakes_only_its_topic() -> None:
         hub.notify("queue:a")
         assert a.wait(timeout=0) is True
         assert b.wait(timeout=0) is False
+
+
+@pytest.mark.parametrize("topic", ["queue:a", "queue:b"])
+def test_a_waiter_on_two_topics_is_woken_by_either(topic: str) -> None:
+    hub = WakeHub()
+    with hub.waiter("queue:a", "queue:b") as waiter:
+        hub.notify(topic)
+        assert waiter.wait(timeout=0) is True
+
+
+def test_a_waiter_on_two_topics_is_not_woken_by_a_third() -> None:
+    hub = WakeHub()
+    with hub.waiter("queue:a", "queue:b") as waiter:
+        hub.notify("queue:c")
+        assert waiter.wait(timeout=0) is False
+
+
+def test_closing_a_waiter_on_two_topics_removes_it_from_both() -> None:
+    hub = WakeHub()
+    waiter = hub.waiter("queue:a", "queue:b")
+    waiter.close()
+    hub.notify("queue:a")
+    hub.notify("queue:b")
+    assert waiter.wait(timeout=0) is False
+    assert not hub.has_waiters()
+
+
+def test_closing_a_waiter_on_two_topics_keeps_the_others_of_a_shared_topic() -> None:
+    hub = WakeHub()
+    with hub.waiter("queue:b") as other:
+        hub.waiter("queue:a", "queue:b").close()
+        hub.notify("queue:b")
+        assert other.wait(timeout=0) is True
 
 
 def test_notify_wakes_every_waiter_of_the_topic() -> None:

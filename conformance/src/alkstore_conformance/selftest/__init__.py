@@ -47,6 +47,7 @@ from .queues import (
     UncappedBackoffDriver,
 )
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
+from .waiting import FirstQueueOnlyStore, FirstTopicWaitStore
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
 
@@ -207,6 +208,19 @@ BURY_FORGETS_ERROR = MutantEngine(
     bug="the error history records retries only: the failure that killed a job is lost",
     driver=BuryForgetsErrorDriver,
 )
+WAIT_ANY_FIRST_QUEUE = MutantEngine(
+    "wait-any-first-queue",
+    catches="QUEUE-CLAIM-WAIT-ANY-TAKES-ANY",
+    bug="claim_wait_any accepts every queue of its list but claims from the first only",
+    store=FirstQueueOnlyStore,
+)
+WAIT_ANY_FIRST_TOPIC = MutantEngine(
+    "wait-any-first-topic",
+    catches="QUEUE-CLAIM-WAIT-ANY-PROMPT",
+    bug="claim_wait_any waits on its first queue's wakes only: "
+    "the other queues' work is found by the 1 s re-poll",
+    store=FirstTopicWaitStore,
+)
 
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
@@ -237,6 +251,8 @@ MUTANTS: dict[str, MutantEngine] = {
         PURGE_IGNORES_QUEUE,
         OFFSET_PAGES,
         BURY_FORGETS_ERROR,
+        WAIT_ANY_FIRST_QUEUE,
+        WAIT_ANY_FIRST_TOPIC,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""
