@@ -22,7 +22,13 @@ from fakes import FakeDriver
 from alkstore import EnqueueOpts, QueueOpts
 from alkstore.core import CoreStore
 from alkstore.engine import Capabilities
-from alkstore.errors import InvalidName, InvalidOptions, InvalidSpec, ReservedName
+from alkstore.errors import (
+    InvalidName,
+    InvalidOptions,
+    InvalidSpec,
+    ProfileUnavailable,
+    ReservedName,
+)
 from alkstore.testing import FakeClock
 from alkstore.values import Job, JobState
 from alkstore.worker import MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE, Fail, JobContext, Retry, Worker
@@ -538,3 +544,23 @@ def test_maintenance_registers_its_schedule_and_sweeps_every_queue(
     job = store.queue("other").get_job(expiring)
     assert job is not None
     assert job.last_error == "expired"
+
+
+def test_maintenance_without_a_scheduler_fails_run_and_leaves_no_thread() -> None:
+    store = CoreStore(FakeDriver(), capabilities=FakeDriver.capabilities)
+    worker = Worker(store, name="w", maintenance=True)
+    worker.task("q")(lambda job: None)
+    before = {thread.name for thread in threading.enumerate()}
+    with pytest.raises(ProfileUnavailable):
+        worker.run()
+    leaked = {thread.name for thread in threading.enumerate()} - before
+    store.close()
+    assert leaked == set()
+
+
+def test_configure_sets_the_name_and_the_grace(store: CoreStore) -> None:
+    worker = Worker(store)
+    worker.configure(name="web-7", shutdown_grace_s=5)
+    assert (worker.name, worker.shutdown_grace_s) == ("web-7", 5.0)
+    with pytest.raises(InvalidOptions, match="shutdown_grace_s"):
+        worker.configure(shutdown_grace_s=86_401)

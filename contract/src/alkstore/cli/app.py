@@ -3,29 +3,29 @@
 Exit codes: 0 success; 1 a refused operation (one line on stderr: an unknown
 job, nothing to redrive among the named ids, an engine without the ops profile,
 an unreachable database); 2 a usage error (click's own, or a value the
-contract refuses: a malformed queue name, a bad engine option).
+contract refuses: a malformed queue name, a bad engine option, a ``worker``
+MODULE:OBJECT that does not load). ``worker`` (``worker.py``) exits 0 once a
+signal has stopped it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
 import click
 from rich.console import RenderableType
 
-import alkstore
-
 from .. import metrics
-from ..api import Store
 from ..constants import MAX_JOBS_PAGE
 from ..errors import AlkstoreError, EngineUnavailable, InvalidName, InvalidOptions, InvalidSpec
 from ..values import JobState
 from . import documents, tables
 from .arguments import DURATION_FORMAT, engine_options, parse_duration
 from .selection import LOOKUP_QUEUE, carry_out, plan_all, plan_named, queue_handle
+from .settings import Settings, open_store
+from .worker import worker
 
 REFUSED_EXIT = 1
 
@@ -50,25 +50,6 @@ class AlkstoreGroup(click.Group):
             raise click.UsageError(str(exc), ctx) from None
         except AlkstoreError as exc:
             raise Refused(str(exc)) from None
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How to open the store; each command opens it only when it runs (so ``--help``
-    needs no URL)."""
-
-    url: str | None
-    options: dict[str, Any]
-
-
-def open_store(ctx: click.Context) -> Store:
-    settings = ctx.find_object(Settings)
-    assert settings is not None  # the group callback always sets it
-    if not settings.url:
-        raise click.UsageError("no store URL: pass --url URL or set ALKSTORE_URL", ctx)
-    store = alkstore.open(settings.url, **settings.options)
-    ctx.call_on_close(store.close)
-    return store
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -125,8 +106,12 @@ def _refuse(message: str) -> NoReturn:
 @click.version_option(package_name="alkstore", prog_name="alkstore")
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, options: tuple[str, ...]) -> None:
-    """Look into and operate an alkstore store: stats, jobs, redrive, purge, pause."""
+    """Look into and operate an alkstore store: stats, jobs, redrive, purge, pause;
+    run an app's worker."""
     ctx.obj = Settings(url=url, options=engine_options(options))
+
+
+cli.add_command(worker)
 
 
 @cli.command()

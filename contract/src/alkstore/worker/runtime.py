@@ -37,6 +37,7 @@ log = logging.getLogger("alkstore.worker")
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_SHUTDOWN_GRACE_S = 30.0
+MAX_SHUTDOWN_GRACE_S = 86_400.0
 OUTAGE_PAUSE_S = 1.0
 """How long the dispatcher waits after a failed claim before it tries again."""
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -78,16 +79,7 @@ class Worker:
         self.name = validate_identifier(
             name if name is not None else default_worker_name(), "worker name"
         )
-        if (
-            isinstance(shutdown_grace_s, bool)
-            or not isinstance(shutdown_grace_s, (int, float))
-            or not 0 <= shutdown_grace_s <= 86_400
-        ):
-            raise InvalidOptions(
-                f"shutdown_grace_s must be a number of seconds in [0, 86400], "
-                f"got {shutdown_grace_s!r}"
-            )
-        self.shutdown_grace_s = float(shutdown_grace_s)
+        self.shutdown_grace_s = _grace(shutdown_grace_s)
         self.maintenance = bool(maintenance)
         self.maintenance_every = check_every(maintenance_every)
         self._tasks: dict[str, Task] = {}
@@ -138,6 +130,8 @@ class Worker:
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
         maintenance: bool | None = None,
+        name: str | None = None,
+        shutdown_grace_s: float | None = None,
     ) -> None:
         """Adjust a defined worker before ``run`` (what ``alkstore worker``'s flags do).
 
@@ -145,11 +139,19 @@ class Worker:
             queues: serve only these of the registered tasks' queues.
             concurrency: run up to this many jobs of each task at once.
             maintenance: turn the built-in maintenance on or off.
+            name: the worker id its claims carry.
+            shutdown_grace_s: how long a graceful stop waits for running handlers.
 
         Raises:
             InvalidOptions: a queue has no registered task, ``concurrency`` is
-                not an int within 1..1000, or ``run`` has started.
+                not an int within 1..1000, ``shutdown_grace_s`` is out of range,
+                or ``run`` has started.
+            InvalidName: ``name`` is malformed.
         """
+        if name is not None:
+            self.name = validate_identifier(name, "worker name")
+        if shutdown_grace_s is not None:
+            self.shutdown_grace_s = _grace(shutdown_grace_s)
         with self._lock:
             if self._started:
                 raise InvalidOptions("configure() must come before run()")
@@ -250,18 +252,18 @@ class Worker:
         self._store = store
         self._heartbeats = Heartbeats()
         with self._signals():
-            self._threads.start()
-            if self._loop is not None:
-                self._loop.start()
-            self._heartbeats.start()
             if maintenance is not None:
-                maintenance.start()
-            log.info(
-                "worker %s started: %s",
-                self.name,
-                ", ".join(f"{t.queue} x{t.concurrency}" for t in tasks),
-            )
+                maintenance.start()  # first: an engine without a scheduler fails here
             try:
+                self._threads.start()
+                if self._loop is not None:
+                    self._loop.start()
+                self._heartbeats.start()
+                log.info(
+                    "worker %s started: %s",
+                    self.name,
+                    ", ".join(f"{t.queue} x{t.concurrency}" for t in tasks),
+                )
                 self._dispatch(store, tasks, queues)
             finally:
                 self._drain()
@@ -443,6 +445,19 @@ class Worker:
                 job.attempts,
                 run.elapsed_s(),
             )
+
+
+def _grace(seconds: object) -> float:
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not 0 <= seconds <= MAX_SHUTDOWN_GRACE_S
+    ):
+        raise InvalidOptions(
+            f"shutdown_grace_s must be a number of seconds in [0, {MAX_SHUTDOWN_GRACE_S:.0f}], "
+            f"got {seconds!r}"
+        )
+    return float(seconds)
 
 
 def _why(exc: BaseException | None) -> str:
