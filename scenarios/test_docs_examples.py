@@ -166,3 +166,15 @@ def test_guide_shutdown_example_stops_worker_and_leader_on_sigterm(tmp_path: Pat
     assert worker.returncode == 0
     assert err == b""
     assert out.decode().splitlines() == ["sending {'to': 'a@example.com'}"]
+
+
+def test_guide_async_example_runs_on_sqlite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = guide_block("async.md", "import asyncio")
+    assert code.count(README_URL) == 1, "docs/guide/async.md no longer opens sqlite:///app.db"
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), "docs/guide/async.md", "exec"), {})
+    assert capsys.readouterr().out == "sending {'to': 'ada@example.com'}\n"
+    with alkstore.open(url) as store:
+        assert store.queue("emails").claim("checker") is None  # acked, nothing left
