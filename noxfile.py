@@ -39,7 +39,9 @@ UNIT_TEST_DIRS = (
     "conformance/tests",
     f"{MEMORY}/tests",
     "scenarios/test_scenarios.py",
+    "scenarios/test_async_sqlalchemy_app.py",
     "scenarios/test_cli.py",
+    "scenarios/test_worker_cli.py",
     "scenarios/benchmarks/test_bench_smoke.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
@@ -55,7 +57,11 @@ def _install_all(session: nox.Session, *extra: str) -> None:
     # The contract with its CLI extra (click, rich): the operator CLI is tested too.
     packages = (f"{CONTRACT}[cli]", SQLITE, POSTGRES, KIT, MEMORY)
     session.install(
-        *(arg for path in packages for arg in ("-e", path)), "sqlalchemy", "jsonschema", *extra
+        *(arg for path in packages for arg in ("-e", path)),
+        "sqlalchemy",
+        "greenlet",  # SQLAlchemy's asyncio extension needs it (the async SQLAlchemy scenario)
+        "jsonschema",
+        *extra,
     )
 
 
@@ -122,6 +128,20 @@ def tests(session: nox.Session) -> None:
                 "--reduced",
                 "--report",
                 f"reports/{engine}-conformance-report.json",
+                env=env,
+            )
+            # The same queue core, transaction and wake properties once more through
+            # alkstore.aio (issue 14): about a minute per engine.
+            session.run(
+                "alkstore-conformance",
+                "run",
+                "--engine",
+                engine,
+                "--via",
+                "aio",
+                *("--profile", "queues", "--profile", "transactions", "--profile", "attach"),
+                "--report",
+                f"reports/{engine}-aio-conformance-report.json",
                 env=env,
             )
 

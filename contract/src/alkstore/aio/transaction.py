@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
@@ -32,8 +33,16 @@ class AsyncTransaction:
         run SQL with ``await tx.execute(...)``."""
         return self.sync.connection
 
-    async def execute(self, sql: str, params: Any = None) -> Any:
-        """Run ``sql`` in this transaction; the cursor's rows are fetched already."""
+    async def execute(self, sql: str, params: Any = None) -> list[Any]:
+        """Run ``sql`` in this transaction; return its rows (``[]`` when it has none).
+
+        On an ``async_native`` engine the connection is the engine's async one,
+        and the statement runs on the loop with it; elsewhere on the
+        transaction's thread."""
+        connection = await self._lane.call(lambda: self.sync.connection)  # checks it is live
+        if inspect.iscoroutinefunction(getattr(connection, "execute", None)):
+            cursor = await connection.execute(sql, params)
+            return list(await cursor.fetchall()) if cursor.description else []
         return await self._lane.call(_execute_and_fetch, self.sync, sql, params)
 
     async def enqueue(

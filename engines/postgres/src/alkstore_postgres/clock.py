@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
-
-import psycopg
+from typing import TYPE_CHECKING, Final
 
 from alkstore.clock import OffsetClock
+
+if TYPE_CHECKING:
+    from .handle import SqlConnection
 
 REFRESH_S: Final = 60.0
 
@@ -51,7 +52,7 @@ class ServerClock(OffsetClock):
         at = self._measured_at
         return at is None or time.monotonic() - at >= self._refresh_s
 
-    def measure(self, conn: psycopg.Connection[Any]) -> float:
+    def measure(self, conn: SqlConnection) -> float:
         """Measure the offset on ``conn`` (autocommit, idle) and adopt it.
 
         The server's reading is taken to be at the midpoint of the round trip.
@@ -63,7 +64,7 @@ class ServerClock(OffsetClock):
         self._measured_at = time.monotonic()
         return self.offset
 
-    def refresh(self, conn: psycopg.Connection[Any]) -> None:
+    def refresh(self, conn: SqlConnection) -> None:
         """Re-measure on ``conn`` if due; concurrent callers leave it to one thread."""
         if not self.due() or not self._measuring.acquire(blocking=False):
             return

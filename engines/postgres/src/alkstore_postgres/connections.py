@@ -29,21 +29,22 @@ from __future__ import annotations
 import select
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, NoReturn, Self
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, NoReturn, Protocol, Self
 
 import psycopg
 from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .errors import is_misconfigured, misconfigured, unavailable
+from .handle import SqlConnection
 from .options import PostgresOptions
 
 ConnectOutcome = Callable[[psycopg.Error | None], None]
 """Told each connect's error, or ``None`` when it connected."""
 
 
-def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
+def _has_unread_input(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
     fd = conn.fileno()
     if hasattr(select, "poll"):
         poller = select.poll()
@@ -53,13 +54,23 @@ def _has_unread_input(conn: psycopg.Connection[Any]) -> bool:
     return bool(readable)
 
 
-def closed_by_server(conn: psycopg.Connection[Any]) -> bool:
-    """Whether an idle pooled connection is unusable, at the cost of a round trip only
-    when the server sent something unasked (on shutdown: FATAL, then EOF)."""
+def idle_verdict(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool | None:
+    """Whether an idle pooled connection is unusable (``True``), usable (``False``), or
+    must be asked with a round trip (``None``): the server sent something unasked (on
+    shutdown: FATAL, then EOF). No I/O, so the async pool shares it."""
     if conn.closed or conn.broken or conn.pgconn.status != pq.ConnStatus.OK:
         return True
     if not _has_unread_input(conn):
         return False
+    return None
+
+
+def closed_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle pooled connection is unusable, at the cost of a round trip only
+    when the server sent something unasked."""
+    verdict = idle_verdict(conn)
+    if verdict is not None:
+        return verdict
     try:
         conn.execute(b"")
     except psycopg.Error:
@@ -85,7 +96,51 @@ def _reporting_connection_class(report: ConnectOutcome) -> type[psycopg.Connecti
     return ReportingConnection
 
 
-class StorePool:
+class Pool(Protocol):
+    """What the driver uses of its pool: ``StorePool``, or ``loop_io.LoopPool`` for a
+    store opened on an event loop."""
+
+    def connection(self, wait_s: float | None) -> AbstractContextManager[SqlConnection]: ...
+
+    def prompt(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class WaitPolicy:
+    """How long a checkout waits, in which slices, and what it raises when nothing
+    came: shared by the sync pool and the event-loop one (see the module's doc)."""
+
+    def __init__(self, options: PostgresOptions) -> None:
+        self._connect_timeout_s = options.connect_timeout_s
+        self._reconnect_max_s = options.reconnect_max_s
+        self._last_connect_error: psycopg.Error | None = None
+
+    def _connected(self, error: psycopg.Error | None) -> None:
+        self._last_connect_error = error
+
+    def budget(self, wait_s: float | None) -> float:
+        """How long a call may wait for a connection: its own remaining time, at most
+        ``connect_timeout_s``."""
+        if wait_s is None:
+            return self._connect_timeout_s
+        return min(wait_s, self._connect_timeout_s)
+
+    def _slice(self, deadline: float) -> float:
+        # A slice of at most reconnect_max_s: a new wait makes the pool start a
+        # connect attempt when its last one gave up (see the module's doc).
+        return max(min(deadline - time.monotonic(), self._reconnect_max_s), 0)
+
+    def _no_connection(self, timeout: PoolTimeout, doing: str) -> NoReturn:
+        """Raise why no connection came: the pool's last failed connect says more than
+        its timeout ("connection refused", "password authentication failed")."""
+        cause = self._last_connect_error or timeout
+        if is_misconfigured(cause):
+            raise misconfigured(cause, doing) from cause
+        raise unavailable(cause, doing) from cause
+
+
+class StorePool(WaitPolicy):
     """A ``psycopg_pool.ConnectionPool`` of autocommit connections, checked out with a
     time budget."""
 
@@ -96,9 +151,7 @@ class StorePool:
         options: PostgresOptions,
         configure: Callable[[psycopg.Connection[Any]], None],
     ) -> None:
-        self._connect_timeout_s = options.connect_timeout_s
-        self._reconnect_max_s = options.reconnect_max_s
-        self._last_connect_error: psycopg.Error | None = None
+        super().__init__(options)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo,
             connection_class=_reporting_connection_class(self._connected),
@@ -117,19 +170,9 @@ class StorePool:
             self._pool.close()
             self._no_connection(exc, "opening the connection pool")
 
-    def _connected(self, error: psycopg.Error | None) -> None:
-        self._last_connect_error = error
-
     @property
     def max_size(self) -> int:
         return self._pool.max_size
-
-    def budget(self, wait_s: float | None) -> float:
-        """How long a call may wait for a connection: its own remaining time, at most
-        ``connect_timeout_s``."""
-        if wait_s is None:
-            return self._connect_timeout_s
-        return min(wait_s, self._connect_timeout_s)
 
     @contextmanager
     def connection(self, wait_s: float | None) -> Iterator[psycopg.Connection[Any]]:
@@ -150,24 +193,13 @@ class StorePool:
 
     def _take(self, deadline: float) -> psycopg.Connection[Any]:
         while True:
-            remaining = deadline - time.monotonic()
             try:
-                # A slice of at most reconnect_max_s: a new wait makes the pool start
-                # a connect attempt when its last one gave up (see the module's doc).
-                return self._pool.getconn(timeout=max(min(remaining, self._reconnect_max_s), 0))
+                return self._pool.getconn(timeout=self._slice(deadline))
             except PoolTimeout as exc:
                 if time.monotonic() >= deadline:
                     self._no_connection(exc, "waiting for a connection")
             except psycopg.Error as exc:  # e.g. the pool is closed
                 raise unavailable(exc, "waiting for a connection") from exc
-
-    def _no_connection(self, timeout: PoolTimeout, doing: str) -> NoReturn:
-        """Raise why no connection came: the pool's last failed connect says more than
-        its timeout ("connection refused", "password authentication failed")."""
-        cause = self._last_connect_error or timeout
-        if is_misconfigured(cause):
-            raise misconfigured(cause, doing) from cause
-        raise unavailable(cause, doing) from cause
 
     def prompt(self) -> None:
         """The server answers again (the listener reconnected): replace the pool's dead

@@ -58,10 +58,10 @@ from alkstore.options import JobStamps
 from alkstore.values import Job, LockInfo
 
 from .clock import ServerClock
-from .connections import StorePool
+from .connections import Pool, StorePool
 from .errors import contract_error
-from .handle import PgHandle, execute, rowcount
-from .listener import NotifyListener, notify_payload
+from .handle import PgHandle, SqlConnection, execute, rowcount
+from .listener import Listener, NotifyListener, notify_payload
 from .migrations import ensure_schema
 from .operations import OpsStatements
 from .options import PostgresOptions
@@ -95,6 +95,20 @@ def message_channel(schema: str) -> str:
     return _store_channel(schema, "message")
 
 
+def check_attachable(native: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Refuse a connection ``attach`` cannot join: a failed transaction, or autocommit
+    outside a transaction."""
+    status = native.info.transaction_status
+    if status == pq.TransactionStatus.INERROR:
+        raise InvalidOptions("attach(): the connection's transaction has failed; roll it back")
+    if native.autocommit and status == pq.TransactionStatus.IDLE:
+        # Each statement would commit on its own: nothing to be atomic with.
+        raise InvalidOptions(
+            "attach() needs a connection inside a transaction: an autocommit "
+            "connection must be inside conn.transaction()"
+        )
+
+
 class PostgresDriver(ProfileStatements, OpsStatements):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
@@ -114,8 +128,20 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             "fallback_application_name": APPLICATION_NAME,
         }
         self._prepare(conninfo, connect_kwargs, options)
-        self._pool = StorePool(conninfo, connect_kwargs, options, configure=self._configure)
-        self.listener = NotifyListener(
+        self._pool: Pool = self._open_pool(conninfo, connect_kwargs, options)
+        self.listener: Listener = self._open_listener(conninfo, connect_kwargs, options)
+        """The store's LISTEN connection and thread (started by ``start_watching``)."""
+
+    # The two places where a store opened on an event loop differs (``loop_io``).
+    def _open_pool(
+        self, conninfo: str, connect_kwargs: dict[str, Any], options: PostgresOptions
+    ) -> Pool:
+        return StorePool(conninfo, connect_kwargs, options, configure=self._configure)
+
+    def _open_listener(
+        self, conninfo: str, connect_kwargs: dict[str, Any], options: PostgresOptions
+    ) -> Listener:
+        return NotifyListener(
             conninfo,
             connect_kwargs,
             self.channel,
@@ -125,7 +151,6 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             reconnect_max_s=options.reconnect_max_s,
             on_reconnect=self._pool.prompt,
         )
-        """The store's LISTEN connection and thread (started by ``start_watching``)."""
 
     def _prepare(
         self, conninfo: str, connect_kwargs: dict[str, Any], options: PostgresOptions
@@ -155,7 +180,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
 
     # -- connections ----------------------------------------------------------------
     @contextmanager
-    def _pooled(self, wait_s: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+    def _pooled(self, wait_s: float | None = None) -> Iterator[SqlConnection]:
         with self._pool.connection(wait_s) as conn:
             try:
                 if self._server_clock is not None and self._server_clock.due():
@@ -187,22 +212,19 @@ class PostgresDriver(ProfileStatements, OpsStatements):
 
     @contextmanager
     def attach(self, native: Any) -> Iterator[PgHandle]:
+        if isinstance(native, psycopg.AsyncConnection):
+            raise InvalidOptions(
+                "attach() got a psycopg.AsyncConnection: open the store with "
+                "alkstore.aio.open(url) to attach async connections"
+            )
         if not isinstance(native, psycopg.Connection):
             raise InvalidOptions(
                 f"attach() takes a psycopg.Connection, got {type(native).__name__}"
             )
-        status = native.info.transaction_status
-        if status == pq.TransactionStatus.INERROR:
-            raise InvalidOptions("attach(): the connection's transaction has failed; roll it back")
-        if native.autocommit and status == pq.TransactionStatus.IDLE:
-            # Each statement would commit on its own: nothing to be atomic with.
-            raise InvalidOptions(
-                "attach() needs a connection inside a transaction: an autocommit "
-                "connection must be inside conn.transaction()"
-            )
+        check_attachable(native)
         yield PgHandle(native, standalone=False)
 
-    def native_connection(self, c: PgHandle) -> psycopg.Connection[Any]:
+    def native_connection(self, c: PgHandle) -> Any:
         return c.conn
 
     # -- wakes -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import Callable
@@ -22,12 +23,16 @@ from alkstore.errors import InvalidOptions
 from .clock import ServerClock
 from .driver import PostgresDriver
 from .errors import contract_error
+from .loop_io import LoopDriver
 from .migrations import ensure_schema
 from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_schema_name
 
 ENGINE_NAME: Final = "postgresql"
-CAPABILITIES: Final = Capabilities(scheduler=True, streams=True, pubsub=True, ops=True)
-"""Every optional profile: scheduler, streams, pub/sub, ops (and attach, locks, ...)."""
+CAPABILITIES: Final = Capabilities(
+    scheduler=True, streams=True, pubsub=True, ops=True, async_native=True
+)
+"""Every optional profile: scheduler, streams, pub/sub, ops (and attach, locks, ...), and
+``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)
@@ -85,6 +90,18 @@ def open_store(
     **opts: Any,
 ) -> CoreStore:
     """Open (creating or migrating the schema unless ``migrate=False``) a store."""
+    return _open(url, clock, wrap, None, opts)
+
+
+def _open(
+    url: str,
+    clock: Clock | None,
+    wrap: Callable[[Driver[Any]], Driver[Any]] | None,
+    loop: asyncio.AbstractEventLoop | None,
+    opts: dict[str, Any],
+) -> CoreStore:
+    """``open_store``; with ``loop``, a store whose database I/O runs on that event
+    loop (``loop_io``)."""
     options = parse_options(opts)  # before any connection: bad options touch nothing
     check_clock(clock)
     conninfo = libpq_url(url)
@@ -92,7 +109,10 @@ def open_store(
     server_clock = clock if isinstance(clock, ServerClock) else None
     if clock is None:
         server_clock = ServerClock()
-    driver = PostgresDriver(conninfo, options, server_clock)
+    if loop is None:
+        driver = PostgresDriver(conninfo, options, server_clock)
+    else:
+        driver = LoopDriver(conninfo, options, server_clock, _usable_loop(loop))
     try:
         return CoreStore(
             wrap(driver) if wrap is not None else driver,
@@ -104,6 +124,26 @@ def open_store(
     except BaseException:
         driver.close()  # its pool and listener must not outlive a failed open
         raise
+
+
+def _usable_loop(loop: object) -> asyncio.AbstractEventLoop:
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        raise InvalidOptions(f"loop must be an asyncio event loop, got {type(loop).__name__}")
+    if loop.is_closed():
+        raise InvalidOptions("loop is closed: open the store on a running event loop")
+    if not loop.is_running():
+        raise InvalidOptions("loop is not running: open the store on a running event loop")
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        # Opening waits for the loop to connect: on its own thread it would wait forever.
+        raise InvalidOptions(
+            "open_on_loop() waits while the loop connects, so it must not run on that "
+            "loop's thread: use 'await alkstore.aio.open(url)'"
+        )
+    return loop
 
 
 def migrate(url: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout_s: float = 10.0) -> int:
@@ -133,6 +173,16 @@ class PostgresEngine:
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> CoreStore:
         return open_store(url, clock=clock, **opts)
+
+    def open_on_loop(
+        self, url: str, loop: asyncio.AbstractEventLoop, *, clock: Clock | None = None, **opts: Any
+    ) -> CoreStore:
+        """``open``, with the database I/O on ``loop`` (psycopg's ``AsyncConnection`` and
+        ``AsyncConnectionPool``, LISTEN in a task); for ``alkstore.aio.open``, which calls
+        it off the loop and then calls the store from threads of its own. The store is the
+        same ``CoreStore`` over the same driver; ``attach`` takes a ``psycopg.AsyncConnection``
+        and ``tx.connection`` is one (contract §13)."""
+        return _open(url, clock, None, loop, opts)
 
     def open_with_driver_wrapper(
         self,

@@ -12,10 +12,10 @@ handles are inside a transaction from the start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import ExitStack
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import psycopg
 
@@ -25,11 +25,43 @@ CONFLICT_RETRIES: Final = 3
 """A standalone statement that lost a deadlock or serialization race is re-run this often."""
 
 
+class SqlCursor(Protocol):
+    """What the driver reads of a cursor: psycopg's, or ``loop_io``'s buffered one."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def description(self) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class SqlConnection(Protocol):
+    """What the driver uses of a connection: a ``psycopg.Connection``, or -- for a store
+    opened on an event loop -- ``loop_io.LoopConnection`` over a ``psycopg.AsyncConnection``
+    (the same statements, their I/O done on the loop)."""
+
+    def execute(self, query: bytes | str, params: Mapping[str, Any] | None = None) -> SqlCursor: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def info(self) -> psycopg.ConnectionInfo: ...
+
+    @property
+    def autocommit(self) -> bool: ...
+
+
 @dataclass(eq=False, slots=True)
 class PgHandle:
     """A connection plus what this unit of work already announced."""
 
-    conn: psycopg.Connection[Any]
+    conn: SqlConnection
     standalone: bool
     """True while every statement commits on its own (autocommit)."""
     announced: set[str] = field(default_factory=set)
@@ -50,9 +82,7 @@ def begin_transaction(c: PgHandle) -> None:
     c.standalone = False
 
 
-def execute(
-    c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None
-) -> psycopg.Cursor[Any]:
+def execute(c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None) -> SqlCursor:
     retries = CONFLICT_RETRIES if c.standalone else 0
     while True:
         try:

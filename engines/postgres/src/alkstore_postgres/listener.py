@@ -20,6 +20,10 @@ waiters re-poll and find them. (Pub/sub messages published meanwhile are not
 replayed: pub/sub is ephemeral.) For wakes nothing here is needed for
 correctness -- the core's re-poll safety net covers a missed wake -- only for
 latency.
+
+A store opened on an event loop (``loop_io``) listens in a task on that loop
+instead of a thread; both share what is done with a notification (``Routing``)
+and the backoff (``Backoff``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import psycopg
 from psycopg import pq, sql
@@ -63,6 +67,126 @@ def notify_payload(topic: str) -> str:
     return topic
 
 
+class Listener(Protocol):
+    """What the driver uses of its listener: ``NotifyListener`` (a thread), or
+    ``loop_io.LoopListener`` (a task on the store's event loop)."""
+
+    connections: int
+    """How many times a LISTEN connection was established (for tests and metrics)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def start(self, sink: WakeSink) -> None: ...
+
+    def close(self, timeout: float = 5.0) -> None: ...
+
+
+def listen_statements(channels: list[str]) -> list[bytes]:
+    """The ``LISTEN`` statements for ``channels``."""
+    return [sql.SQL("LISTEN {}").format(sql.Identifier(c)).as_bytes(None) for c in channels]
+
+
+class Backoff:
+    """The delay before the next connect attempt: from ``RECONNECT_INITIAL_S``,
+    doubling up to ``cap``; back to the start once a connection listened."""
+
+    def __init__(self, cap: float) -> None:
+        self._cap = cap
+        self._next = RECONNECT_INITIAL_S
+
+    def reset(self) -> None:
+        self._next = RECONNECT_INITIAL_S
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self._next * 2, self._cap)
+        return delay
+
+
+class Routing:
+    """What a listener does with what it receives, however it receives it (on a
+    thread here, on an event loop in ``loop_io``): wakes to ``sink.notify``, pub/sub
+    messages to ``sink.deliver``, in arrival (= commit) order; and what it tells
+    when LISTEN is back in place."""
+
+    def __init__(
+        self,
+        wake_channel: str,
+        message_channel: str | None,
+        fetch_messages: bytes | None,
+        on_reconnect: Callable[[], None] | None,
+    ) -> None:
+        self.wake_channel = wake_channel
+        self.message_channel = message_channel
+        self.fetch_messages = fetch_messages
+        """A statement selecting ``id, channel, payload`` of the stored messages whose
+        ids are ``%(ids)s`` (``None``: no pub/sub)."""
+        self._on_reconnect = on_reconnect
+        self.sink: WakeSink | None = None
+        self.listen = listen_statements(
+            [wake_channel] if message_channel is None else [wake_channel, message_channel]
+        )
+
+    def stored_ids(self, batch: list[Notification]) -> list[int]:
+        """The ids of the stored messages ``batch`` refers to (read them in one query)."""
+        if self.fetch_messages is None:
+            return []
+        return [
+            ref
+            for channel, payload in batch
+            if channel == self.message_channel and (ref := reference_id(payload)) is not None
+        ]
+
+    def deliver(self, batch: list[Notification], stored: dict[int, Message]) -> None:
+        """Hand ``batch`` to the sink in order; ``stored`` holds the messages it refers to."""
+        for channel, payload in batch:
+            if channel == self.wake_channel:
+                self._deliver_wake(payload)
+            elif channel == self.message_channel:
+                message = decode_message(payload, stored)
+                if message is None:
+                    logger.debug("alkstore listener: message %r is gone", payload[:40])
+                else:
+                    self._deliver_message(message)
+
+    def _deliver_wake(self, payload: str) -> None:
+        sink = self.sink
+        if sink is None:
+            return
+        if payload == WAKE_EVERYONE:
+            sink.notify_all()
+        else:
+            sink.notify(payload)
+
+    def _deliver_message(self, message: Message) -> None:
+        sink = self.sink
+        if sink is None:
+            return
+        try:
+            sink.deliver(*message)
+        except Exception:
+            # One failing delivery must neither stop the listener nor drop the
+            # connection (which would lose the messages behind it).
+            logger.exception("alkstore listener: delivering a message on %r failed", message[0])
+
+    def listening(self, *, reconnected: bool) -> None:
+        """LISTEN is in place: tell the store if it was lost before, and wake every
+        waiter -- commits made while nobody listened were never announced: re-poll."""
+        if reconnected and self._on_reconnect is not None:
+            try:
+                self._on_reconnect()
+            except Exception:  # the store's business; listening goes on regardless
+                logger.exception("alkstore listener: the reconnect callback failed")
+        if self.sink is not None:
+            self.sink.notify_all()
+
+
+def stored_rows(rows: list[Any]) -> dict[int, Message]:
+    """``fetch_messages``' rows by id."""
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
 class NotifyListener:
     """Owns the listening connection and its thread; ``start`` is lazy and idempotent.
 
@@ -85,22 +209,14 @@ class NotifyListener:
     ) -> None:
         self._conninfo = conninfo
         self._connect_kwargs = connect_kwargs
-        self._wake_channel = channel
-        self._message_channel = message_channel
-        self._fetch_messages = fetch_messages
+        self._routing = Routing(channel, message_channel, fetch_messages, on_reconnect)
         self._ready_timeout_s = ready_timeout_s
         self._reconnect_max_s = reconnect_max_s
-        self._on_reconnect = on_reconnect
-        channels = [channel] if message_channel is None else [channel, message_channel]
-        self._listen = [
-            sql.SQL("LISTEN {}").format(sql.Identifier(c)).as_bytes(None) for c in channels
-        ]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._first_attempt = threading.Event()
         """Set once the first connection listens, or failed to (start() waits for it)."""
         self._thread: threading.Thread | None = None
-        self._sink: WakeSink | None = None
         # A socket pair, so close() can interrupt the thread's select() at once.
         self._wakeup_recv, self._wakeup_send = socket.socketpair()
         self._wakeup_recv.setblocking(False)
@@ -118,7 +234,7 @@ class NotifyListener:
         returns receives every message committed after it returned."""
         with self._lock:
             if self._thread is None and not self._stopping.is_set():
-                self._sink = sink
+                self._routing.sink = sink
                 self._thread = threading.Thread(
                     target=self._run, name="alkstore-postgres-listener", daemon=True
                 )
@@ -156,7 +272,7 @@ class NotifyListener:
             self._close_wakeup()
 
     def _listen_until_closed(self) -> None:
-        backoff = RECONNECT_INITIAL_S
+        backoff = Backoff(self._reconnect_max_s)
         lost = False  # whether the server was lost (or never reached) since the last LISTEN
         while not self._stopping.is_set():
             listened = self.connections
@@ -172,25 +288,21 @@ class NotifyListener:
             self._first_attempt.set()  # a first attempt that failed: stop making start() wait
             lost = True
             if self.connections > listened:
-                backoff = RECONNECT_INITIAL_S  # it was listening: reconnect at once
+                backoff.reset()  # it was listening: reconnect at once
                 continue
             # Could not connect or LISTEN: back off, so a down server is not hammered.
-            self._stopping.wait(backoff)
-            backoff = min(backoff * 2, self._reconnect_max_s)
+            self._stopping.wait(backoff.next())
 
     def _serve(self, conn: psycopg.Connection[Any], *, reconnected: bool) -> None:
         # Notifications that arrive while a statement runs here (LISTEN, the ping, a
         # read of stored messages) are queued by psycopg's handler and handled after it.
         pending: deque[Notification] = deque()
         conn.add_notify_handler(lambda n: pending.append((n.channel, n.payload)))
-        for listen in self._listen:
+        for listen in self._routing.listen:
             conn.execute(listen)
         self.connections += 1
         self._first_attempt.set()
-        if reconnected:
-            self._reconnected()
-        # Commits made while nobody listened were never announced to us: re-poll.
-        self._wake_everyone()
+        self._routing.listening(reconnected=reconnected)
         encoding = conn.info.encoding
         with selectors.DefaultSelector() as selector:
             selector.register(conn.fileno(), selectors.EVENT_READ)
@@ -216,60 +328,9 @@ class NotifyListener:
         while pending:
             batch = list(pending)
             pending.clear()
-            stored = self._read_stored(conn, batch)
-            for channel, payload in batch:
-                if channel == self._wake_channel:
-                    self._deliver(payload)
-                elif channel == self._message_channel:
-                    message = decode_message(payload, stored)
-                    if message is None:
-                        logger.debug("alkstore listener: message %r is gone", payload[:40])
-                    else:
-                        self._deliver_message(message)
-
-    def _read_stored(
-        self, conn: psycopg.Connection[Any], batch: list[Notification]
-    ) -> dict[int, Message]:
-        """The stored messages ``batch`` refers to, in one read."""
-        ids = [
-            ref
-            for channel, payload in batch
-            if channel == self._message_channel and (ref := reference_id(payload)) is not None
-        ]
-        if not ids or self._fetch_messages is None:
-            return {}
-        rows = conn.execute(self._fetch_messages, {"ids": ids}).fetchall()
-        return {row[0]: (row[1], row[2]) for row in rows}
-
-    def _deliver(self, payload: str) -> None:
-        sink = self._sink
-        if sink is None:
-            return
-        if payload == WAKE_EVERYONE:
-            sink.notify_all()
-        else:
-            sink.notify(payload)
-
-    def _deliver_message(self, message: Message) -> None:
-        sink = self._sink
-        if sink is None:
-            return
-        try:
-            sink.deliver(*message)
-        except Exception:
-            # One failing delivery must neither stop the thread nor drop the
-            # connection (which would lose the messages behind it).
-            logger.exception("alkstore listener: delivering a message on %r failed", message[0])
-
-    def _reconnected(self) -> None:
-        callback = self._on_reconnect
-        if callback is None:
-            return
-        try:
-            callback()
-        except Exception:  # the store's business; listening goes on regardless
-            logger.exception("alkstore listener: the reconnect callback failed")
-
-    def _wake_everyone(self) -> None:
-        if self._sink is not None:
-            self._sink.notify_all()
+            ids = self._routing.stored_ids(batch)
+            stored: dict[int, Message] = {}
+            if ids and self._routing.fetch_messages is not None:
+                rows = conn.execute(self._routing.fetch_messages, {"ids": ids}).fetchall()
+                stored = stored_rows(rows)
+            self._routing.deliver(batch, stored)
