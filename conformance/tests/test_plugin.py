@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kit_runs import RunIn, output
 
-from alkstore_conformance.manifest import load_manifest
+from alkstore_conformance.manifest import ALWAYS_APPLICABLE, load_manifest
 
 PLAIN_TEST = """
 import hypothesis
@@ -139,8 +139,9 @@ def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
         "ENGINE-PROVISION-ISOLATED": "pass",
         "LOCK-ACQUIRE-EXCLUSIVE": "not_applicable",
     }
-    assert report["engine"]["profiles"] == ["queues"]
-    assert "queues" not in report["engine"]["not_applicable_profiles"]
+    # The core, and what is built on it alone (the worker, ...), come with every engine.
+    assert report["engine"]["profiles"] == sorted(ALWAYS_APPLICABLE)
+    assert ALWAYS_APPLICABLE.isdisjoint(report["engine"]["not_applicable_profiles"])
 
 
 def test_engine_is_looked_up_in_the_given_group(run_in: RunIn) -> None:

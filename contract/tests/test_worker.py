@@ -385,6 +385,23 @@ def test_a_running_handler_heartbeats_its_claim(
     run.stop()
 
 
+def test_a_heartbeat_extends_by_the_visibility_timeout_plus_the_second_rounding_loses(
+    store: CoreStore, clock: FakeClock, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    release = threading.Event()
+    worker.task("q")(lambda job: release.wait(SAFETY_NET_S))
+    store.queue("q", QueueOpts(visibility_timeout_s=1)).enqueue({})
+    run = running(worker)
+    # A 1 s claim may have almost no time left: the first beat comes at once.
+    eventually(lambda: bool(driver.calls_named("heartbeat")), "a heartbeat")
+    release.set()
+    run.stop()
+    first = driver.calls_named("heartbeat")[0]
+    job_id, attempt, now, deadline = first.args
+    assert (job_id, attempt, deadline - now) == (1, 1, 2)
+
+
 def test_a_refused_heartbeat_discards_the_run_s_outcome(
     store: CoreStore, clock: FakeClock, driver: FakeDriver, running: Any
 ) -> None:

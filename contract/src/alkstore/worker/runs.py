@@ -58,7 +58,8 @@ class JobContext:
         return self._run.lost
 
     def heartbeat(self) -> bool:
-        """Extend the claim by its visibility timeout now; ``False`` if it was lost."""
+        """Extend the claim now (by its visibility timeout, plus the second that
+        whole-second deadlines may lose); ``False`` if it was lost."""
         return self._run.beat()
 
     def __repr__(self) -> str:
@@ -76,10 +77,16 @@ class JobRun:
         self.state = RunState.RUNNING
         self.lock = threading.Lock()
         self.context = JobContext(self, store, aio)
-        job = handle.job
-        # A third of the visibility timeout: two beats may fail before the claim lapses.
-        self.beat_every_s = job.visibility_timeout_s / 3
-        self.next_beat = self.started + self.beat_every_s
+        visibility = handle.job.visibility_timeout_s
+        # Deadlines are whole seconds (``deadline = floor(now) + extend``), so a
+        # claim or a beat lasts between ``extend - 1`` and ``extend`` seconds:
+        # each beat extends by one second more than the visibility timeout, so
+        # the claim outlives two missed beats a third of that timeout apart.
+        self.extend_s = visibility + 1
+        self.beat_every_s = visibility / 3
+        # The claim itself lasted at least ``visibility - 1`` seconds: beat before
+        # then (at once for a 1 s timeout).
+        self.next_beat = self.started + min(self.beat_every_s, visibility - 1)
         self.future: Any = None
         """An async run's ``concurrent.futures.Future`` (cancelled on abandon)."""
 
@@ -88,7 +95,7 @@ class JobRun:
         with self.lock:
             if self.state is not RunState.RUNNING or self.lost:
                 return False
-        ok = self.handle.heartbeat(self.handle.job.visibility_timeout_s)
+        ok = self.handle.heartbeat(self.extend_s)
         self.next_beat = time.monotonic() + self.beat_every_s
         if not ok:
             self.lose()
