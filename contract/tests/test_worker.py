@@ -581,3 +581,50 @@ def test_configure_sets_the_name_and_the_grace(store: CoreStore) -> None:
     assert (worker.name, worker.shutdown_grace_s) == ("web-7", 5.0)
     with pytest.raises(InvalidOptions, match="shutdown_grace_s"):
         worker.configure(shutdown_grace_s=86_401)
+
+
+def test_a_graceful_stop_sets_each_running_handler_s_stop_token(
+    store: CoreStore, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    started = threading.Event()
+
+    @worker.task("q")
+    def handler(job: Job, context: JobContext) -> None:
+        started.set()
+        if context.stop.wait(SAFETY_NET_S):
+            raise Retry(delay=60, error="stopping: try again later")
+
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    assert started.wait(SAFETY_NET_S)
+    run.stop()
+    job = store.queue("q").get_job(job_id)
+    assert job is not None
+    assert (job.state, [e.error for e in job.errors]) == (
+        JobState.PENDING,
+        ["stopping: try again later"],
+    )
+
+
+def test_a_busy_queue_s_handler_thread_claims_its_next_job_itself(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    # The slot goes straight to the queue's next job: no hand-off back to the
+    # dispatcher between two jobs of a busy queue.
+    claimers: list[str] = []
+    original = driver.claim
+
+    def recording_claim(*args: Any) -> Any:
+        claimers.append(threading.current_thread().name)
+        return original(*args)
+
+    driver.claim = recording_claim
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(20)])
+    run = running(worker)
+    eventually(lambda: all(job_state(store, "q", i) is None for i in ids), "all acked")
+    run.stop()
+    from_handlers = [name for name in claimers if name.startswith("alkstore-handler")]
+    assert len(from_handlers) >= 19, claimers

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench_aio import aio_claim_ack, aio_enqueue, aio_loop_lag
 from bench_scale import (
     backlog_large,
     backlog_small,
@@ -12,6 +13,7 @@ from bench_scale import (
     many_queues,
     stats_at_large_backlog,
 )
+from bench_worker import hand_four, hand_one, worker_four, worker_one
 from bench_workloads import (
     Workload,
     claim_ack,
@@ -66,6 +68,22 @@ WORKLOADS: Sequence[Entry] = (
         "stats_1m",
         "S5 store.stats() (a metrics scrape) at 1,000,000 jobs",
         stats_at_large_backlog,
+        baseline=False,
+    ),
+    # The worker rows run on the engine only: their baseline is the hand loop in
+    # the row above each, on the same engine (bench_worker.render_worker_overhead).
+    Entry("worker_hand_1p", "W1 hand claim+ack loop, 1 process", hand_one, baseline=False),
+    Entry("worker_1p", "W2 worker, no-op handler, 1 process", worker_one, baseline=False),
+    Entry("worker_hand_4p", "W3 hand claim+ack loop, 4 processes", hand_four, baseline=False),
+    Entry("worker_4p", "W4 worker, no-op handler, 4 processes", worker_four, baseline=False),
+    # The async surface (alkstore.aio): rows 1 and 3 awaited, beside the sync rows above,
+    # and the event loop's lag while an app's tasks enqueue and claim.
+    Entry("aio_enqueue", "A1 aio: await enqueue, one job per tx", aio_enqueue, baseline=False),
+    Entry("aio_claim_ack", "A3 aio: await claim+ack, depth N", aio_claim_ack, baseline=False),
+    Entry(
+        "aio_loop_lag",
+        "A4 aio: 1 ms ticker's lag, 1k enqueues + 1k claim+acks",
+        aio_loop_lag,
         baseline=False,
     ),
 )

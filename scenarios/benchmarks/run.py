@@ -42,6 +42,7 @@ from bench_sides import (
     open_side,
     plain_location,
 )
+from bench_worker import render_worker_overhead, worker_overhead_json
 from bench_workloads import Bench
 
 import alkstore
@@ -278,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if growth:
         print()
         print(growth)
+    overhead = render_worker_overhead(columns, results)
+    if overhead:
+        print()
+        print(overhead)
     notes = [
         f"  {column} / {key}: {note}"
         for key in keys
@@ -299,7 +304,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "engines": engines,
         "baselines": baselines,
     }
-    write_json(args.json, environment=env, config=config, rows=rows, results=results)
+    write_json(
+        args.json,
+        environment=env,
+        config=config,
+        rows=rows,
+        results=results,
+        extra={"worker_overhead": worker_overhead_json(columns, results)},
+    )
     print(f"\nResults written to {args.json}")
     failed = any(m.failure is not None for by_key in results.values() for m in by_key.values())
     return 1 if failed else 0

@@ -10,6 +10,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 RUN = Path(__file__).with_name("run.py")
 sys.path.insert(0, str(RUN.parent))  # the harness's modules, as run.py sees them
@@ -20,10 +23,12 @@ ENGINE_ONLY = {entry.key for entry in WORKLOADS if not entry.baseline}
 """Workloads with no plain twin (latencies, the stats scrape)."""
 
 
-def test_quick_sqlite_run_reports_every_workload_beside_its_plain_baseline(
-    tmp_path: Path,
-) -> None:
-    report = tmp_path / "bench.json"
+@pytest.fixture(scope="module")
+def quick_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """One ``--quick`` SQLite run for every test here (it takes a while)."""
+    report = tmp_path_factory.mktemp("bench") / "bench.json"
     done = subprocess.run(
         [sys.executable, str(RUN), "--engine", "sqlite", "--quick", "--json", str(report)],
         capture_output=True,
@@ -32,7 +37,13 @@ def test_quick_sqlite_run_reports_every_workload_beside_its_plain_baseline(
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    document = json.loads(report.read_text(encoding="utf-8"))
+    return done, json.loads(report.read_text(encoding="utf-8"))
+
+
+def test_quick_sqlite_run_reports_every_workload_beside_its_plain_baseline(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
     engine, plain = document["results"]["sqlite"], document["results"]["sqlite:plain"]
     assert set(engine) == set(document["workloads"])
     assert all(m["failure"] is None and m["errors"] == 0 for m in engine.values())
@@ -41,3 +52,15 @@ def test_quick_sqlite_run_reports_every_workload_beside_its_plain_baseline(
     assert {"wake", "pubsub", "stats_1m"} <= ENGINE_ONLY
     assert all(document["ratios"]["sqlite"][key] is not None for key in plain)
     assert "plain sqlite3" in done.stdout
+
+
+def test_quick_sqlite_run_sets_the_worker_beside_the_hand_loop_in_one_and_four_processes(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    overhead = document["worker_overhead"]["sqlite"]
+    assert [row["processes"] for row in overhead] == [1, 4]
+    assert all(row["worker_rate_per_s"] > 0 and row["hand_rate_per_s"] > 0 for row in overhead)
+    assert "Worker overhead per job against the hand loop" in done.stdout
+    # Through the real command line, not the in-process fallback.
+    assert "`alkstore worker " in document["results"]["sqlite"]["worker_4p"]["notes"][0]

@@ -1,5 +1,5 @@
 """``alkstore-conformance run --engine NAME [--certify [--reduced]] [--report PATH]
-[--property ID ...] [-- pytest args]``.
+[--property ID ...] [--profile NAME ...] [--via sync|aio] [-- pytest args]``.
 
 Runs pytest on the installed suite (with xdist, ``-n auto`` by default) and
 exits with its exit code: non-zero unless every property that ran is pass or
@@ -19,6 +19,7 @@ from pathlib import Path
 from alkstore import ENGINE_GROUP
 
 from . import SUITE_PACKAGE, __version__
+from .via_aio import VIA_SYNC, VIAS
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class RunOptions:
     reduced: bool = False
     trials: int | None = None
     properties: tuple[str, ...] = ()
+    profiles: tuple[str, ...] = ()
+    via: str = VIA_SYNC
 
 
 def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
@@ -58,6 +61,10 @@ def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
         args += ["--alkstore-trials", str(options.trials)]
     for property_id in options.properties:
         args += ["--alkstore-property", property_id]
+    for profile in options.profiles:
+        args += ["--alkstore-profile", profile]
+    if options.via != VIA_SYNC:
+        args += ["--alkstore-via", options.via]
     return [*args, *extra]
 
 
@@ -114,6 +121,21 @@ def _parser() -> argparse.ArgumentParser:
         help="run only this manifest property's tests (repeatable)",
     )
     run.add_argument(
+        "--profile",
+        dest="profiles",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only the properties of this profile (repeatable; adds to --property)",
+    )
+    run.add_argument(
+        "--via",
+        choices=VIAS,
+        default=VIA_SYNC,
+        help="reach the engine through its sync stores (default) or through alkstore.aio "
+        "(the same properties, each store call awaited on an AsyncStore)",
+    )
+    run.add_argument(
         "-n",
         "--workers",
         default="auto",
@@ -139,6 +161,8 @@ def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
         reduced=namespace.reduced,
         trials=namespace.trials,
         properties=tuple(namespace.properties),
+        profiles=tuple(namespace.profiles),
+        via=namespace.via,
     )
     return options, [*unknown, *passthrough]
 

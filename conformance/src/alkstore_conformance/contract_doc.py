@@ -35,6 +35,7 @@ from alkstore import Capabilities
 from alkstore.constants import CONTRACT_VERSION
 
 from .manifest import (
+    ASYNC_PROFILE,
     CORE_PROFILE,
     WORKER_PROFILE,
     Manifest,
@@ -60,7 +61,12 @@ _CITED_ID = re.compile(r"`(?P<id>[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+)`")
 
 # Profiles in the order the sections table lists them: the core first, then the
 # optional profiles in the order ``Capabilities`` declares them.
-_PROFILE_ORDER = (CORE_PROFILE, *(f.name for f in fields(Capabilities)), WORKER_PROFILE)
+_PROFILE_ORDER = (
+    CORE_PROFILE,
+    *(f.name for f in fields(Capabilities)),
+    WORKER_PROFILE,
+    ASYNC_PROFILE,
+)
 
 
 class ContractDocError(ValueError):

@@ -19,6 +19,7 @@ from .hooks import NATIVE_CONNECTION_HOOK, describe_backend, native_connection_f
 from .results import BACKEND_KEY, TRIAL_KEY
 from .state import KitState, kit_state, not_applicable_reason
 from .trials import Trial, trial_seed
+from .via_aio import VIA_AIO, AioStore, LoopThread, as_store, attachable_via_aio
 
 FAKE_CLOCK_START = 1_700_000_000
 
@@ -68,24 +69,39 @@ def engine_spec(request: pytest.FixtureRequest, engine: EngineProvider) -> Itera
 
 
 @pytest.fixture
-def open_store(engine: EngineProvider, engine_spec: EngineSpec) -> Iterator[StoreFactory]:
+def open_store(
+    request: pytest.FixtureRequest, engine: EngineProvider, engine_spec: EngineSpec
+) -> Iterator[StoreFactory]:
+    """Opens stores on the test's spec: the engine's own, or under ``--via aio`` sync
+    facades over ``alkstore.aio`` AsyncStores, all on one event loop of the test's."""
     opened: list[Store] = []
+    loop = LoopThread() if _state(request).via == VIA_AIO else None
 
     def open_(clock: Clock | None = None) -> Store:
-        store = engine.open(engine_spec.url, clock=clock, **engine_spec.opts)
+        if loop is None:
+            store = engine.open(engine_spec.url, clock=clock, **engine_spec.opts)
+        else:
+            store = as_store(
+                AioStore.open(loop, engine, engine_spec.url, clock, **engine_spec.opts)
+            )
         opened.append(store)
         return store
 
-    yield open_
-    # Close every store (close is idempotent) before the spec is removed.
-    errors: list[BaseException] = []
-    for store in reversed(opened):
-        try:
-            store.close()
-        except Exception as exc:
-            errors.append(exc)
-    if errors:
-        raise errors[0]
+    try:
+        yield open_
+        # Close every store (close is idempotent) before the spec is removed.
+        errors: list[BaseException] = []
+        for store in reversed(opened):
+            try:
+                store.close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+    finally:
+        # After the stores: an async_native engine's connections live on this loop.
+        if loop is not None:
+            loop.close()
 
 
 @pytest.fixture
@@ -132,7 +148,9 @@ def requires(request: pytest.FixtureRequest) -> Callable[[str], None]:
 
 
 @pytest.fixture
-def native_connect(engine: EngineProvider, engine_spec: EngineSpec) -> Callable[[], Any]:
+def native_connect(
+    request: pytest.FixtureRequest, engine: EngineProvider, engine_spec: EngineSpec
+) -> Callable[[], Any]:
     """The engine's factory of caller-owned connections (see ``alkstore_conformance.hooks``)."""
     factory = native_connection_factory(engine, engine_spec)
     if factory is None:
@@ -140,4 +158,6 @@ def native_connect(engine: EngineProvider, engine_spec: EngineSpec) -> Callable[
             f"not_applicable: engine provides no {NATIVE_CONNECTION_HOOK}(spec) hook, "
             "so the kit cannot open a connection of its own to attach"
         )
+    if _state(request).via == VIA_AIO:
+        return attachable_via_aio(engine, factory)
     return factory

@@ -24,7 +24,12 @@ WORKER_PROFILE = "worker"
 """The worker runtime (``alkstore.worker``): built on the core alone, so it applies
 to every engine, as the core does; reported as a profile of its own."""
 
-ALWAYS_APPLICABLE: frozenset[str] = frozenset({CORE_PROFILE, WORKER_PROFILE})
+ASYNC_PROFILE = "async"
+"""The async surface (``alkstore.aio``, contract §13): an ``AsyncStore`` runs over the
+engine's sync store (or, for an ``async_native`` engine, over ``open_on_loop``'s), so
+it too applies to every engine; reported as a profile of its own."""
+
+ALWAYS_APPLICABLE: frozenset[str] = frozenset({CORE_PROFILE, WORKER_PROFILE, ASYNC_PROFILE})
 
 PROFILES: frozenset[str] = frozenset({*ALWAYS_APPLICABLE, *(f.name for f in fields(Capabilities))})
 

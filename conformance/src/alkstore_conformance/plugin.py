@@ -29,6 +29,7 @@ from .reporting import Reporter
 from .results import PROPERTY_KEY, SEED_KEY
 from .state import KIT_STATE, KitState, kit_state, not_applicable_reason
 from .trials import TRIAL_FIXTURE, trial_ids
+from .via_aio import VIA_AIO, VIA_SYNC, VIAS, not_applicable_via_aio, reaches_aio
 
 _WORKER_SEED_KEY = "alkstore_hypothesis_seed"
 _SUITE_DIR = Path(__file__).parent / "suite"
@@ -89,6 +90,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="ID",
         help="run only the tests of this manifest property (repeatable)",
     )
+    group.addoption(
+        "--alkstore-profile",
+        dest="alkstore_profiles",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run only the tests of this profile's properties (repeatable; with "
+        "--alkstore-property, a test runs if either selects it)",
+    )
+    group.addoption(
+        "--alkstore-via",
+        dest="alkstore_via",
+        choices=VIAS,
+        default=VIA_SYNC,
+        help="reach the engine through its sync stores (default) or through alkstore.aio: "
+        "the store fixtures then hand tests a sync facade over an AsyncStore (via_aio)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -126,6 +144,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ModeError as exc:
         raise pytest.UsageError(f"alkstore conformance: {exc}") from exc
     selected = _selected_properties(config, manifest)
+    selected_profiles = _selected_profiles(config)
     register_hypothesis_profiles()
     is_worker = hasattr(config, "workerinput")
     seed = _run_seed(config, is_worker)
@@ -143,6 +162,8 @@ def pytest_configure(config: pytest.Config) -> None:
         is_worker=is_worker,
         report_path=Path(report) if report else None,
         selected=selected,
+        selected_profiles=selected_profiles,
+        via=config.getoption("alkstore_via"),
     )
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "alkstore_conformance.fixtures")
@@ -160,6 +181,19 @@ def _selected_properties(config: pytest.Config, manifest: Manifest) -> frozenset
     if unknown:
         raise pytest.UsageError(
             f"alkstore conformance: --property names no manifest property: {', '.join(unknown)}"
+        )
+    return frozenset(chosen)
+
+
+def _selected_profiles(config: pytest.Config) -> frozenset[str] | None:
+    chosen = config.getoption("alkstore_profiles")
+    if not chosen:
+        return None
+    unknown = sorted(set(chosen) - PROFILES)
+    if unknown:
+        raise pytest.UsageError(
+            f"alkstore conformance: --profile names no profile: {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(PROFILES))})"
         )
     return frozenset(chosen)
 
@@ -200,6 +234,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"{mode.trials} trial(s) per concurrency test",
         f"alkstore-conformance: hypothesis profile {state.hypothesis_profile}, seed {state.seed} "
         f"(reproduce with --hypothesis-seed={state.seed})",
+        f"alkstore-conformance: via {state.via}"
+        + (
+            " (the suite's stores are alkstore.aio AsyncStores; tests that open no store "
+            "through the fixtures are left to the ordinary run)"
+            if state.via == VIA_AIO
+            else ""
+        ),
     ]
 
 
@@ -254,22 +295,48 @@ def pytest_collection_modifyitems(
         missing = [p for p in needed if p not in profiles]
         if missing:
             item.add_marker(pytest.mark.skip(reason=not_applicable_reason(missing[0])))
-    if state.selected is not None:
-        _keep_selected(config, items, declared, state.selected)
+        elif state.via == VIA_AIO:
+            reason = not_applicable_via_aio(needed, state.provider)
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+    if state.selected is not None or state.selected_profiles is not None:
+        _keep_selected(config, items, declared, state)
+    if state.via == VIA_AIO:
+        _keep_reaching_aio(config, items)
+
+
+def _keep_reaching_aio(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--alkstore-via aio``: deselect suite tests that open no store through the
+    fixtures (they never reach ``alkstore.aio``; the ordinary run has them)."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        reaches = not _in_suite(item) or reaches_aio(getattr(item, "fixturenames", ()))
+        (kept if reaches else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _keep_selected(
     config: pytest.Config,
     items: list[pytest.Item],
     declared: dict[str, list[str]],
-    selected: frozenset[str],
+    state: KitState,
 ) -> None:
-    """``--alkstore-property``: deselect suite tests of every other property."""
+    """``--alkstore-property`` / ``--alkstore-profile``: deselect suite tests of every
+    other property."""
+    ids_chosen = state.selected or frozenset()
+    profiles_chosen = state.selected_profiles or frozenset()
+
+    def chosen(property_id: str) -> bool:
+        return property_id in ids_chosen or state.manifest[property_id].profile in profiles_chosen
+
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
         ids = declared.get(item.nodeid)
-        (dropped if ids is not None and ids[0] not in selected else kept).append(item)
+        (dropped if ids is not None and not chosen(ids[0]) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

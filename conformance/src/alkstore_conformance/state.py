@@ -12,6 +12,7 @@ from alkstore import EngineProvider
 from .manifest import ALWAYS_APPLICABLE, PROFILES, Manifest
 from .modes import RunMode
 from .results import ResultBook
+from .via_aio import VIA_SYNC
 
 
 @dataclass
@@ -26,6 +27,10 @@ class KitState:
     report_path: Path | None
     selected: frozenset[str] | None = None
     """``--property`` ids to run (``None``: every property)."""
+    selected_profiles: frozenset[str] | None = None
+    """``--profile`` names: run only their properties (``None``: every profile)."""
+    via: str = VIA_SYNC
+    """How the suite reaches the engine: its ``sync`` stores, or ``aio`` (``via_aio``)."""
     backend_described: bool = False
     """This process has asked the provider to describe its backend."""
     results: ResultBook = field(init=False)
@@ -38,8 +43,8 @@ class KitState:
         return self.mode.hypothesis_profile
 
     def engine_profiles(self) -> frozenset[str]:
-        """The profiles the engine implements; the queue core (and the worker
-        built on it) is never optional."""
+        """The profiles the engine implements; the queue core (and the worker and
+        the async surface, both built on it) is never optional."""
         return frozenset(self.provider.capabilities.profiles()) | ALWAYS_APPLICABLE
 
     def not_applicable_profiles(self) -> list[str]:

@@ -91,10 +91,12 @@ class JobHandle(Protocol):
     def release(self) -> bool:
         """Give the claim back unused (contract §13).
 
-        The job is pending again at its ``run_at``, this claim is not counted in
-        ``attempts``, and nothing is added to its errors: as if it had never been
-        claimed. What ``alkstore.aio`` does with a claim whose caller was
-        cancelled; a worker that claimed more than it will run may do the same.
+        The job is pending again at its ``run_at``, claimable at once, nothing
+        is added to its errors, and the claim costs no attempt of its budget:
+        ``attempts`` (which counts claims) keeps it, and ``max_attempts`` grows
+        by one. This handle, like any stale one, then matches no later claim.
+        What ``alkstore.aio`` does with a claim whose caller was cancelled; a
+        worker that claimed more than it will run may do the same.
 
         Returns:
             ``True`` if released; ``False`` if the claim was no longer live.

@@ -249,10 +249,12 @@ class Driver(Protocol[C]):
         ...
 
     def release_claim(self, c: C, job_id: int, attempt: int, now: int) -> bool:
-        """If the claim is valid: back to pending with ``attempts = attempt - 1`` (a
-        claim given back unused does not count), ``run_at`` unchanged, ``worker_id``,
-        ``claimed_at`` and the deadline cleared, nothing added to ``errors``.
-        Announces the job's queue topic on commit (it is claimable again)."""
+        """If the claim is valid: back to pending with ``max_attempts + 1`` (the claim
+        given back unused costs no attempt of the budget; ``attempts`` is left as
+        it is, so ``(job_id, attempt)`` still names one claim only and the released
+        handle matches nothing), ``run_at`` unchanged, ``worker_id``, ``claimed_at``
+        and the deadline cleared, nothing added to ``errors``. Announces the job's
+        queue topic on commit (it is claimable again)."""
         ...
 
     def reschedule(

@@ -219,7 +219,7 @@ class QueueStatements(SeamTests):
         assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0 + 60, 1)
         assert (after.worker_id, after.claimed_at) == (None, None)
 
-    def test_release_claim_returns_the_row_to_pending_as_if_never_claimed(
+    def test_release_claim_returns_the_row_to_pending_with_its_attempt_refunded(
         self, driver: SeamDriver
     ) -> None:
         before = enqueue_one(driver)
@@ -227,9 +227,11 @@ class QueueStatements(SeamTests):
         assert driver.write(lambda c: driver.release_claim(c, job.id, job.attempts, T0 + 1))
         after = get_job(driver, job.id)
         assert after is not None
-        assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0, 0)
+        assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0, 1)
+        assert after.max_attempts == job.max_attempts + 1
         assert (after.worker_id, after.claimed_at, after.errors) == (None, None, ())
-        assert [j.id for j in claim(driver, T0 + 1)] == [before]
+        (again,) = claim(driver, T0 + 1)
+        assert (again.id, again.attempts) == (before, 2)
 
     def test_bury_moves_the_row_to_dead_with_its_error_keeping_its_id(
         self, driver: SeamDriver

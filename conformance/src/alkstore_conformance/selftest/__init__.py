@@ -46,6 +46,7 @@ from .queues import (
     SweepMissesProcessingDriver,
     UncappedBackoffDriver,
 )
+from .release import ReleaseCountsAttemptDriver
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .waiting import FirstQueueOnlyStore, FirstTopicWaitStore
 
@@ -221,6 +222,13 @@ WAIT_ANY_FIRST_TOPIC = MutantEngine(
     "the other queues' work is found by the 1 s re-poll",
     store=FirstTopicWaitStore,
 )
+RELEASE_COUNTS_ATTEMPT = MutantEngine(
+    "release-counts-attempt",
+    catches="QUEUE-RELEASE-UNCOUNTED",
+    bug="release gives the claim back but keeps its attempt counted, so every cancelled "
+    "async claim costs the job an attempt",
+    driver=ReleaseCountsAttemptDriver,
+)
 
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
@@ -253,6 +261,7 @@ MUTANTS: dict[str, MutantEngine] = {
         BURY_FORGETS_ERROR,
         WAIT_ANY_FIRST_QUEUE,
         WAIT_ANY_FIRST_TOPIC,
+        RELEASE_COUNTS_ATTEMPT,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

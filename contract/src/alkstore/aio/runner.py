@@ -20,6 +20,7 @@ claim and no waiter outlive a cancelled task.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -41,15 +42,28 @@ class Runner:
     def __init__(self, call_threads: int = DEFAULT_CALL_THREADS) -> None:
         self._calls = ThreadPoolExecutor(call_threads, thread_name_prefix="alkstore-aio")
         self._waits = ThreadPoolExecutor(MAX_WAIT_THREADS, thread_name_prefix="alkstore-aio-wait")
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _submit(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> Future[T]:
+        if self._closed:
+            # The store is closed too: the call raises StoreClosed at once, but
+            # still off the loop (an engine doing its I/O on the loop must never
+            # be called from the loop's own thread).
+            return _once(fn, *args)
+        return pool.submit(fn, *args)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a short call on the store's pool."""
-        return await asyncio.wrap_future(self._calls.submit(fn, *args))
+        return await asyncio.wrap_future(self._submit(self._calls, fn, *args))
 
     async def wait(self, fn: Callable[..., T], *args: Any, stop: StopToken | None = None) -> T:
         """Run a call that may block for long; cancelling sets ``stop`` and waits
         for the call to return before re-raising."""
-        future = self._waits.submit(fn, *args)
+        future = self._submit(self._waits, fn, *args)
         try:
             return await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
@@ -69,8 +83,7 @@ class Runner:
     ) -> T:
         """Run a call that claims; if the caller is cancelled, what it claimed is
         given back (``handles(result)`` lists it) before the cancellation goes on."""
-        pool = self._waits if waiting else self._calls
-        future = pool.submit(fn, *args)
+        future = self._submit(self._waits if waiting else self._calls, fn, *args)
         try:
             return await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
@@ -80,11 +93,12 @@ class Runner:
                 result = await _despite_cancel(future)
                 claimed = [] if result is None else list(handles(result))
                 if claimed:
-                    await _despite_cancel(self._calls.submit(_release_all, claimed))
+                    await _despite_cancel(self._submit(self._calls, _release_all, claimed))
             raise
 
     def close(self) -> None:
         # Nothing is waited for: closing the store wakes every waiting call.
+        self._closed = True
         self._calls.shutdown(wait=False)
         self._waits.shutdown(wait=False)
 
@@ -119,6 +133,20 @@ async def _despite_cancel(future: Future[T]) -> T | None:
             continue
         except Exception:
             return None
+
+
+def _once(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """``fn(*args)`` on a thread of its own (after the pools are shut down)."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="alkstore-aio-closed", daemon=True).start()
+    return future
 
 
 def _release_all(handles: list[JobHandle]) -> None:

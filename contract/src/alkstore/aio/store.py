@@ -158,7 +158,10 @@ class AsyncStore:
         self._runner.close()
 
     async def close(self) -> None:
-        """Close the store (waking every waiting call) and its threads. Idempotent."""
+        """Close the store (waking every waiting call) and its threads. Idempotent;
+        later calls raise ``StoreClosed``."""
+        if self._runner.closed:
+            return
         await self._runner.call(self.sync.close)
         self._runner.close()
 

@@ -108,9 +108,10 @@ class CoreJobHandle:
         )
 
     def release(self) -> bool:
-        """Give the claim back unused: pending again at its ``run_at``, this claim
-        not counted as an attempt, nothing added to its errors; ``False`` if the
-        claim is no longer live (contract §13: what a cancelled async claim does).
+        """Give the claim back unused: pending again at its ``run_at``, its attempt
+        refunded to the budget (``max_attempts + 1``), nothing added to its errors;
+        ``False`` if the claim is no longer live (contract §13: what a cancelled
+        async claim does).
 
         Raises:
             StoreClosed: the store was closed.

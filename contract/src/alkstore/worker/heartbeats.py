@@ -26,6 +26,8 @@ class Heartbeats:
         self._runs: set[JobRun] = set()
         self._changed = threading.Condition()
         self._closed = False
+        self._sleeping_until = 0.0
+        """When the thread wakes by itself; an ``add`` due later needs no wake."""
         self._thread = threading.Thread(target=self._loop, name="alkstore-heartbeats", daemon=True)
 
     def start(self) -> None:
@@ -34,7 +36,10 @@ class Heartbeats:
     def add(self, run: JobRun) -> None:
         with self._changed:
             self._runs.add(run)
-            self._changed.notify()
+            # Most runs end long before their first beat: wake the thread only
+            # when this one is due before it would wake anyway.
+            if run.next_beat < self._sleeping_until:
+                self._changed.notify()
 
     def discard(self, run: JobRun) -> None:
         with self._changed:
@@ -56,7 +61,9 @@ class Heartbeats:
                 due = [run for run in self._runs if run.next_beat <= now]
                 if not due:
                     soonest = min((run.next_beat for run in self._runs), default=now + IDLE_WAIT_S)
+                    self._sleeping_until = soonest
                     self._changed.wait(max(0.0, soonest - now))
+                    self._sleeping_until = 0.0
                     continue
             for run in due:
                 self._beat(run)

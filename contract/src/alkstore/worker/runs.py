@@ -36,8 +36,9 @@ class JobContext:
         store: the worker's store.
         aio: for an async handler, the worker's store as an ``alkstore.aio.AsyncStore``
             (enqueue follow-up work without blocking the loop); ``None`` for a sync one.
-        stop: set when the worker stops or this run's claim is lost: a
-            long handler checks it (or waits on it) and returns early.
+        stop: set when the worker begins to stop, or this run's claim is lost:
+            a long handler checks it (or waits on it) and wraps up early -- by
+            raising ``Retry`` if its work is not done (returning acks the job).
         logger: ``alkstore.worker`` with the queue, job id and attempt attached.
     """
 
@@ -69,14 +70,24 @@ class JobContext:
 class JobRun:
     """A claimed job on its way through a handler."""
 
-    def __init__(self, task: Task, handle: JobHandle, store: Store, aio: AsyncStore | None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        handle: JobHandle,
+        store: Store,
+        aio: AsyncStore | None,
+        worker_stopping: threading.Event,
+    ) -> None:
         self.task = task
         self.handle = handle
         self.started = time.monotonic()
         self.lost = False
         self.state = RunState.RUNNING
         self.lock = threading.Lock()
-        self.context = JobContext(self, store, aio)
+        self._store = store
+        self._aio = aio
+        self._worker_stopping = worker_stopping
+        self._context: JobContext | None = None
         visibility = handle.job.visibility_timeout_s
         # Deadlines are whole seconds (``deadline = floor(now) + extend``), so a
         # claim or a beat lasts between ``extend - 1`` and ``extend`` seconds:
@@ -90,6 +101,17 @@ class JobRun:
         self.future: Any = None
         """An async run's ``concurrent.futures.Future`` (cancelled on abandon)."""
 
+    @property
+    def context(self) -> JobContext:
+        """The handler's ``JobContext``, made when first asked for (most handlers
+        take the job alone, and a context costs a token, a lock and a logger)."""
+        with self.lock:
+            if self._context is None:
+                self._context = JobContext(self, self._store, self._aio)
+                if self.lost or self.state is RunState.ABANDONED or self._worker_stopping.is_set():
+                    self._context.stop.stop()
+            return self._context
+
     def beat(self) -> bool:
         """Heartbeat now; a refusal marks the run lost (its outcome is never applied)."""
         with self.lock:
@@ -102,8 +124,18 @@ class JobRun:
         return ok
 
     def lose(self) -> None:
-        self.lost = True
-        self.context.stop.stop()
+        with self.lock:
+            self.lost = True
+            context = self._context
+        if context is not None:
+            context.stop.stop()
+
+    def tell_to_stop(self) -> None:
+        """Set the handler's stop token (if it has a context; one made later starts set)."""
+        with self.lock:
+            context = self._context
+        if context is not None:
+            context.stop.stop()
 
     def end(self, state: RunState) -> bool:
         """Move from running to ``state``; ``False`` if the run had already ended."""

@@ -187,7 +187,10 @@ class Worker:
         self._stopping.set()
         self._interrupt.stop()
         with self._all_done:
+            running = [run for runs in self._running.values() for run in runs]
             self._all_done.notify_all()
+        for run in running:
+            run.tell_to_stop()  # handlers that watch their context may wrap up
 
     @property
     def stopping(self) -> bool:
@@ -244,6 +247,7 @@ class Worker:
         tasks = list(self._tasks.values())
         self._running = {task.queue: set() for task in tasks}
         queues = {task.queue: store.queue(task.queue) for task in tasks}
+        self._queues = queues
         threads_needed = sum(task.concurrency for task in tasks if not task.is_async)
         self._threads = DaemonThreads(max(threads_needed, 1), "alkstore-handler")
         self._loop = LoopThread("alkstore-loop") if any(t.is_async for t in tasks) else None
@@ -319,7 +323,9 @@ class Worker:
                 self._start(self._tasks[handle.job.queue], handle)
 
     def _start(self, task: Task, handle: JobHandle) -> None:
-        run = JobRun(task, handle, self._store, self._aio if task.is_async else None)
+        run = JobRun(
+            task, handle, self._store, self._aio if task.is_async else None, self._stopping
+        )
         with self._lock:
             self._running[task.queue].add(run)
         self._heartbeats.add(run)
@@ -331,15 +337,41 @@ class Worker:
         else:
             self._threads.submit(lambda: self._run_sync(run))
 
-    def _run_sync(self, run: JobRun) -> None:
-        task = run.task
-        args = (run.handle.job, run.context) if task.takes_context else (run.handle.job,)
+    def _run_sync(self, first: JobRun) -> None:
+        run: JobRun | None = first
+        while run is not None:
+            task = run.task
+            args = (run.handle.job, run.context) if task.takes_context else (run.handle.job,)
+            try:
+                task.handler(*args)
+            except BaseException as exc:  # every outcome is reported; none escapes the thread
+                self._settle(run, exc, traceback.format_exc())
+            else:
+                self._settle(run, None, "")
+            following = self._chain(run)
+            if following is None:
+                self._free(run)
+            run = following
+
+    def _chain(self, done: JobRun) -> JobRun | None:
+        """The next job of ``done``'s task, claimed on this thread: a busy queue's
+        slot goes straight to its next job, without waking the dispatcher (its
+        slot is never free, so no other queue loses a turn to it)."""
+        if self._stopping.is_set():
+            return None
         try:
-            task.handler(*args)
-        except BaseException as exc:  # every outcome is reported; none escapes the thread
-            self._finish(run, exc, traceback.format_exc())
-        else:
-            self._finish(run, None, "")
+            handles = self._queues[done.task.queue].claim_batch(self.name, 1)
+        except AlkstoreError:
+            return None  # an outage: the dispatcher waits it out
+        if not handles:
+            return None
+        following = JobRun(done.task, handles[0], self._store, None, self._stopping)
+        with self._lock:
+            slots = self._running[done.task.queue]
+            slots.discard(done)
+            slots.add(following)
+        self._heartbeats.add(following)
+        return following
 
     async def _run_async(self, run: JobRun) -> None:
         task = run.task
@@ -362,20 +394,29 @@ class Worker:
     def _finish(
         self, run: JobRun, exc: BaseException | None, trace: str, *, cancelled: bool = False
     ) -> None:
-        job = run.handle.job
         try:
-            if not run.end(RunState.FINISHED):
-                return  # abandoned by a stop that could wait no longer: nothing applied
-            self._heartbeats.discard(run)
-            if cancelled:
-                outcome = "abandoned"
-            elif run.lost:
-                outcome = "lost"
-            else:
-                outcome = self._apply(run.handle, exc, trace)
-            level = logging.INFO if outcome in ("ack", "retry") else logging.WARNING
-            if outcome == "retry" and exc is not None and not isinstance(exc, Retry):
-                level = logging.WARNING
+            self._settle(run, exc, trace, cancelled=cancelled)
+        finally:
+            self._free(run)
+
+    def _settle(
+        self, run: JobRun, exc: BaseException | None, trace: str, *, cancelled: bool = False
+    ) -> None:
+        """Apply (or, for a lost or abandoned run, discard) the outcome, and log it."""
+        job = run.handle.job
+        if not run.end(RunState.FINISHED):
+            return  # abandoned by a stop that could wait no longer: nothing applied
+        self._heartbeats.discard(run)
+        if cancelled:
+            outcome = "abandoned"
+        elif run.lost:
+            outcome = "lost"
+        else:
+            outcome = self._apply(run.handle, exc, trace)
+        level = logging.INFO if outcome in ("ack", "retry") else logging.WARNING
+        if outcome == "retry" and exc is not None and not isinstance(exc, Retry):
+            level = logging.WARNING
+        if log.isEnabledFor(level):
             log.log(
                 level,
                 "job %s: queue=%s id=%d attempt=%d duration=%.3fs%s",
@@ -386,8 +427,6 @@ class Worker:
                 run.elapsed_s(),
                 _why(exc),
             )
-        finally:
-            self._free(run)
 
     def _apply(self, handle: JobHandle, exc: BaseException | None, trace: str) -> str:
         """Apply the handler's outcome; return its name for the log."""
@@ -432,7 +471,7 @@ class Worker:
         for run in leftover:
             if not run.end(RunState.ABANDONED):
                 continue
-            run.context.stop.stop()
+            run.tell_to_stop()
             if run.future is not None:
                 run.future.cancel()
             self._heartbeats.discard(run)

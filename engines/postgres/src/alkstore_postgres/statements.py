@@ -227,14 +227,15 @@ error joins the history."""
 RELEASE_CLAIM: Final = """
 WITH released AS (
     UPDATE {schema}.alkstore_jobs
-    SET state = 'pending', attempts = attempts - 1, worker_id = NULL, claimed_at = NULL,
-        deadline = NULL
+    SET state = 'pending', max_attempts = max_attempts + 1, worker_id = NULL,
+        claimed_at = NULL, deadline = NULL
     WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
 SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM released
 """
-"""A claim given back unused: pending at its own run_at, the attempt not counted,
+"""A claim given back unused: pending at its own run_at, its attempt refunded to the
+budget (attempts keeps counting claims, so no later claim reuses this one's identity),
 and the queue's waiters in every process woken in the same round trip."""
 
 CANCEL: Final = """

@@ -217,11 +217,12 @@ UPDATE {JOBS}
 
 RELEASE_CLAIM = f"""
 UPDATE {JOBS}
-   SET state = 'pending', attempts = attempts - 1, worker_id = NULL, claimed_at = NULL,
+   SET state = 'pending', max_attempts = max_attempts + 1, worker_id = NULL, claimed_at = NULL,
        deadline = NULL
  WHERE {_VALID_CLAIM}
 """
-"""A claim given back unused: pending at its own run_at, the attempt not counted."""
+"""A claim given back unused: pending at its own run_at, its attempt refunded to the
+budget (attempts keeps counting claims, so no later claim reuses this one's identity)."""
 
 BURY = f"""
 UPDATE {JOBS}

@@ -241,7 +241,7 @@ class MemoryDriver:
         c.tables.jobs[job_id] = replace(
             row,
             state=PENDING,
-            attempts=attempt - 1,
+            max_attempts=row.max_attempts + 1,
             worker_id=None,
             claimed_at=None,
             deadline=None,
