@@ -169,7 +169,8 @@ def bench(session: nox.Session) -> None:
     ``-- --quick`` for a smoke run; ``-- --sustained 300`` for the sustained
     PostgreSQL run only (writes reports/sustained-postgres.png).
     """
-    _install_all(session, "matplotlib")  # the sustained run's plot
+    # matplotlib: the sustained run's plot; pgqueuer (on asyncpg): the P1/P3 peer rows.
+    _install_all(session, "matplotlib", "pgqueuer[asyncpg]")
     with _postgres(session) as env:
         session.run("python", "scenarios/benchmarks/run.py", *session.posargs, env=env)
 

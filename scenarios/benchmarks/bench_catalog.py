@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench_aio import aio_claim_ack, aio_enqueue, aio_loop_lag
+from bench_pgqueuer import pgqueuer_drain, pgqueuer_enqueue
 from bench_scale import (
     backlog_large,
     backlog_small,
@@ -13,7 +14,7 @@ from bench_scale import (
     many_queues,
     stats_at_large_backlog,
 )
-from bench_worker import hand_four, hand_one, worker_four, worker_one
+from bench_worker import hand_four, hand_one, worker_four, worker_one, worker_quiet_one
 from bench_workloads import (
     Workload,
     claim_ack,
@@ -74,12 +75,33 @@ WORKLOADS: Sequence[Entry] = (
     # the row above each, on the same engine (bench_worker.render_worker_overhead).
     Entry("worker_hand_1p", "W1 hand claim+ack loop, 1 process", hand_one, baseline=False),
     Entry("worker_1p", "W2 worker, no-op handler, 1 process", worker_one, baseline=False),
+    Entry(
+        "worker_quiet_1p",
+        "W2q worker, --log-level warning, 1 process",
+        worker_quiet_one,
+        baseline=False,
+    ),
     Entry("worker_hand_4p", "W3 hand claim+ack loop, 4 processes", hand_four, baseline=False),
     Entry("worker_4p", "W4 worker, no-op handler, 4 processes", worker_four, baseline=False),
     # The async surface (alkstore.aio): rows 1 and 3 awaited, beside the sync rows above,
     # and the event loop's lag while an app's tasks enqueue and claim.
     Entry("aio_enqueue", "A1 aio: await enqueue, one job per tx", aio_enqueue, baseline=False),
     Entry("aio_claim_ack", "A3 aio: await claim+ack, depth N", aio_claim_ack, baseline=False),
+    # pgqueuer (asyncpg) beside A1 and A3, on the same server in a database of its own.
+    Entry(
+        "pgqueuer_enqueue",
+        "P1 pgqueuer enqueue, one job per call",
+        pgqueuer_enqueue,
+        baseline=False,
+        only="postgresql",
+    ),
+    Entry(
+        "pgqueuer_drain",
+        "P3 pgqueuer drain, one QueueManager, depth N",
+        pgqueuer_drain,
+        baseline=False,
+        only="postgresql",
+    ),
     Entry(
         "aio_loop_lag",
         "A4 aio: 1 ms ticker's lag, 1k enqueues + 1k claim+acks",

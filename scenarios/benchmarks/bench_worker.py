@@ -10,6 +10,10 @@ that commit to the first ``stats()`` that sees the queue empty (polled every
   real CLI, at its default ``--log-level info``: one line per job on stderr,
   here into a file), or, where that command does not exist, ``python -m
   bench_worker_app worker`` (the same ``Worker`` object, ``worker.run()``).
+- **worker, quiet** (one process): the same command with ``--log-level
+  warning``, so the row above minus its line per job. Nothing then says the
+  process is ready, so its warm-up is its start: the backlog is committed
+  once the warm-up jobs are acked (by the only process there is).
 - **hand loop**: ``python -m bench_worker_app hand``: ``claim_batch(1)``,
   ``claim_wait`` only when that is empty, the same no-op, ``ack``.
 
@@ -31,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from bench_report import Measurement
 from bench_worker_app import QUEUE, READY_LINE
@@ -55,6 +59,10 @@ OVERHEAD_TARGET = 0.15
 """The worker may take at most 15% longer per job than the hand loop."""
 
 
+QUIET_LOG_LEVEL = "warning"
+"""The quiet row's ``--log-level``: the worker logs no line per job."""
+
+
 @dataclass(frozen=True)
 class Pair:
     """A worker row and the hand-loop row it is read against."""
@@ -62,12 +70,25 @@ class Pair:
     processes: int
     hand_key: str
     worker_key: str
+    how: str = ""
+    """What sets the worker row apart, when two pairs have the same process count."""
 
 
 PAIRS: Sequence[Pair] = (
     Pair(1, "worker_hand_1p", "worker_1p"),
+    Pair(1, "worker_hand_1p", "worker_quiet_1p", f"--log-level {QUIET_LOG_LEVEL}"),
     Pair(4, "worker_hand_4p", "worker_4p"),
 )
+
+
+class Command(NamedTuple):
+    """How one child process starts."""
+
+    argv: list[str]
+    how: str
+    """How the row's notes describe it."""
+    announces: bool = True
+    """The child says when it is ready (``Child.ready``); else its warm-up is the sign."""
 
 
 # --------------------------------------------------------------------------- how children start
@@ -88,25 +109,25 @@ def cli_has_worker_command() -> bool:
     return done.returncode == 0
 
 
-def worker_command(spec: alkstore.EngineSpec) -> tuple[list[str], str]:
-    """The command line of one worker process, and how the notes describe it."""
+def worker_command(spec: alkstore.EngineSpec, log_level: str | None = None) -> Command:
+    """One worker process: the CLI (at ``log_level``, else its default), else the app."""
     if cli_has_worker_command():
         # The store travels in ALKSTORE_URL / ALKSTORE_OPTS (see child_env).
-        command = [
-            sys.executable,
-            "-m",
-            "alkstore.cli",
-            "worker",
-            APP,
-            "--concurrency",
-            str(CONCURRENCY),
-        ]
-        return command, f"`alkstore worker {APP} --concurrency {CONCURRENCY}`"
-    return _app_command("worker", spec), "`python -m bench_worker_app worker` (no CLI command)"
+        args = ["--concurrency", str(CONCURRENCY)]
+        if log_level is not None:
+            args += ["--log-level", log_level]
+        argv = [sys.executable, "-m", "alkstore.cli", "worker", APP, *args]
+        how = f"`alkstore worker {APP} {' '.join(args)}`"
+        # Its "started" line is an info record: below info nothing announces it.
+        return Command(argv, how, announces=log_level in (None, "debug", "info"))
+    # The in-process app configures no logging: it logs no line per job at any level.
+    return Command(
+        _app_command("worker", spec), "`python -m bench_worker_app worker` (no CLI command)"
+    )
 
 
-def hand_command(spec: alkstore.EngineSpec) -> tuple[list[str], str]:
-    return _app_command("hand", spec), f"hand loop: claim_batch({CONCURRENCY}) + ack"
+def hand_command(spec: alkstore.EngineSpec) -> Command:
+    return Command(_app_command("hand", spec), f"hand loop: claim_batch({CONCURRENCY}) + ack")
 
 
 def _app_command(mode: str, spec: alkstore.EngineSpec) -> list[str]:
@@ -219,30 +240,34 @@ def _wait_empty(queue: alkstore.Queue, deadline: float) -> tuple[float, int]:
 # --------------------------------------------------------------------------- the rows
 
 
-def drain_through(
-    bench: Bench,
-    processes: int,
-    command: tuple[list[str], str],
-) -> Measurement:
+def drain_through(bench: Bench, processes: int, command: Command) -> Measurement:
     """Start ``processes`` children, warm them up, commit the backlog in one
     transaction and time it until the queue is empty; then stop the children."""
     if bench.store is None:
         raise RuntimeError("the worker rows run on engines only")
+    if not command.announces and processes != 1:
+        # With several silent children, one could drain the warm-up while another starts.
+        raise ValueError("a command that does not announce readiness runs in one process only")
     jobs = bench.jobs if bench.engine != "postgresql" else max(1, bench.jobs // POSTGRES_SHARE)
     queue = bench.queue()
-    argv, how = command
+    argv, how = command.argv, command.how
     backlog = payloads(jobs)
     m = Measurement()
     with tempfile.TemporaryDirectory(prefix="alkstore-bench-worker-") as scratch:
         with children(argv, child_env(bench.spec), processes, Path(scratch)) as kids:
-            why = _wait_ready(kids, time.monotonic() + CHILD_START_TIMEOUT_S)
-            if why is not None:
-                return Measurement(failure=why)
-            time.sleep(SETTLE_S)
+            if command.announces:
+                why = _wait_ready(kids, time.monotonic() + CHILD_START_TIMEOUT_S)
+                if why is not None:
+                    return Measurement(failure=why)
+                time.sleep(SETTLE_S)
             queue.enqueue_many(payloads(WARMUP_JOBS_PER_PROCESS * processes))
             _, left = _wait_empty(queue, time.perf_counter() + CHILD_START_TIMEOUT_S)
             if left:
-                return Measurement(failure=f"warm-up jobs not drained ({left} left)")
+                exited = [kid.tail() for kid in kids if kid.proc.poll() is not None]
+                return Measurement(
+                    failure=f"warm-up jobs not drained ({left} left)"
+                    + (f": {exited[0]}" if exited else "")
+                )
             with bench.store.transaction() as tx:
                 for item in backlog:
                     tx.enqueue(QUEUE, item)
@@ -270,15 +295,18 @@ def _hand(processes: int) -> Workload:
     return workload
 
 
-def _worker(processes: int) -> Workload:
+def _worker(processes: int, log_level: str | None = None) -> Workload:
     def workload(bench: Bench) -> Measurement:
-        return drain_through(bench, processes, worker_command(bench.spec))
+        return drain_through(bench, processes, worker_command(bench.spec, log_level))
 
-    workload.__doc__ = f"The worker (no-op handler) in {processes} process(es)."
+    workload.__doc__ = f"The worker (no-op handler) in {processes} process(es)." + (
+        f" At --log-level {log_level}." if log_level else ""
+    )
     return workload
 
 
 hand_one, worker_one = _hand(1), _worker(1)
+worker_quiet_one = _worker(1, QUIET_LOG_LEVEL)
 hand_four, worker_four = _hand(4), _worker(4)
 
 
@@ -290,6 +318,7 @@ class Overhead:
     processes: int
     hand_rate: float
     worker_rate: float
+    how: str = ""
 
     @property
     def per_job_us(self) -> float:
@@ -304,6 +333,7 @@ class Overhead:
     def as_json(self) -> dict[str, Any]:
         return {
             "processes": self.processes,
+            "worker": self.how or "default",
             "hand_rate_per_s": self.hand_rate,
             "worker_rate_per_s": self.worker_rate,
             "overhead_per_job_us": self.per_job_us,
@@ -319,7 +349,7 @@ def overheads(results: Mapping[str, Measurement]) -> list[Overhead]:
         hand, worker = results.get(pair.hand_key), results.get(pair.worker_key)
         if hand is None or worker is None or hand.rate is None or worker.rate is None:
             continue
-        found.append(Overhead(pair.processes, hand.rate, worker.rate))
+        found.append(Overhead(pair.processes, hand.rate, worker.rate, pair.how))
     return found
 
 
@@ -339,8 +369,9 @@ def render_worker_overhead(
     for column in columns:
         for o in overheads(results.get(column, {})):
             verdict = "ok" if o.slower <= OVERHEAD_TARGET else "ABOVE"
+            how = f" ({o.how})" if o.how else ""
             lines.append(
-                f"  {column:<18} {o.processes} process(es): worker {o.worker_rate:,.0f}/s, "
+                f"  {column:<18} {o.processes} process(es): worker{how} {o.worker_rate:,.0f}/s, "
                 f"hand loop {o.hand_rate:,.0f}/s: {o.per_job_us:+.1f} us/job "
                 f"({o.slower:+.0%})  {verdict}"
             )

@@ -10,17 +10,23 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 RUN = Path(__file__).with_name("run.py")
 sys.path.insert(0, str(RUN.parent))  # the harness's modules, as run.py sees them
 
+import bench_pgqueuer  # noqa: E402
 from bench_catalog import WORKLOADS  # noqa: E402
+from bench_report import cell  # noqa: E402
+from bench_sides import Side, SideSpec  # noqa: E402
+from bench_workloads import Bench  # noqa: E402
 
 ENGINE_ONLY = {entry.key for entry in WORKLOADS if not entry.baseline}
 """Workloads with no plain twin (latencies, the stats scrape)."""
+NOT_ON_SQLITE = {entry.key for entry in WORKLOADS if entry.only not in (None, "sqlite")}
+"""Rows of another engine only (the pgqueuer peer rows run on PostgreSQL)."""
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +51,7 @@ def test_quick_sqlite_run_reports_every_workload_beside_its_plain_baseline(
 ) -> None:
     done, document = quick_run
     engine, plain = document["results"]["sqlite"], document["results"]["sqlite:plain"]
-    assert set(engine) == set(document["workloads"])
+    assert set(engine) == set(document["workloads"]) - NOT_ON_SQLITE
     assert all(m["failure"] is None and m["errors"] == 0 for m in engine.values())
     assert all(m["failure"] is None and m["errors"] == 0 for m in plain.values())
     assert set(plain) == set(engine) - ENGINE_ONLY
@@ -59,8 +65,33 @@ def test_quick_sqlite_run_sets_the_worker_beside_the_hand_loop_in_one_and_four_p
 ) -> None:
     done, document = quick_run
     overhead = document["worker_overhead"]["sqlite"]
-    assert [row["processes"] for row in overhead] == [1, 4]
+    assert [(row["processes"], row["worker"]) for row in overhead] == [
+        (1, "default"),
+        (1, "--log-level warning"),
+        (4, "default"),
+    ]
     assert all(row["worker_rate_per_s"] > 0 and row["hand_rate_per_s"] > 0 for row in overhead)
     assert "Worker overhead per job against the hand loop" in done.stdout
     # Through the real command line, not the in-process fallback.
     assert "`alkstore worker " in document["results"]["sqlite"]["worker_4p"]["notes"][0]
+
+
+def test_a_peer_row_whose_package_is_missing_is_skipped_with_the_reason_not_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reason = "pgqueuer not installed (test)"
+    monkeypatch.setattr(bench_pgqueuer, "missing", lambda: reason)
+    # The row gives up before it touches its side or store.
+    bench = Bench(
+        engine="postgresql",
+        side=cast(Side, None),
+        side_spec=cast(SideSpec, None),
+        store=None,
+        jobs=1,
+        wake_rounds=1,
+        budget_s=1.0,
+    )
+    for row in (bench_pgqueuer.pgqueuer_enqueue, bench_pgqueuer.pgqueuer_drain):
+        m = row(bench)
+        assert (m.skipped, m.failure, m.rate) == (reason, None, None)
+        assert cell("pgqueuer", m, None) == f"skipped ({reason})"

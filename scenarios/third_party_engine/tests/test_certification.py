@@ -18,7 +18,7 @@ import jsonschema
 from alkstore_conformance.reporting import report_schema
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
-LACKING = ["attach", "multi_process", "sql"]
+LACKING = ["async_native", "attach", "multi_process", "sql"]
 """The profiles ``alkstore_memory.MemoryEngine.capabilities`` declares False."""
 
 

@@ -111,6 +111,22 @@ class WaitPolicy:
     """How long a checkout waits, in which slices, and what it raises when nothing
     came: shared by the sync pool and the event-loop one (see the module's doc)."""
 
+    @staticmethod
+    def pool_settings(
+        connection_class: type[Any], connect_kwargs: dict[str, Any], options: PostgresOptions
+    ) -> dict[str, Any]:
+        """What the sync and the async pool are made with alike (``open=False``: the
+        caller opens it with the time budget)."""
+        return {
+            "connection_class": connection_class,
+            "kwargs": {"autocommit": True, **connect_kwargs},
+            "min_size": options.pool_min_size,
+            "max_size": options.pool_max_size,
+            "timeout": options.connect_timeout_s,
+            "reconnect_timeout": options.reconnect_max_s,
+            "open": False,
+        }
+
     def __init__(self, options: PostgresOptions) -> None:
         self._connect_timeout_s = options.connect_timeout_s
         self._reconnect_max_s = options.reconnect_max_s
@@ -154,15 +170,11 @@ class StorePool(WaitPolicy):
         super().__init__(options)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo,
-            connection_class=_reporting_connection_class(self._connected),
-            kwargs={"autocommit": True, **connect_kwargs},
-            min_size=options.pool_min_size,
-            max_size=options.pool_max_size,
-            timeout=options.connect_timeout_s,
-            reconnect_timeout=options.reconnect_max_s,
+            **self.pool_settings(
+                _reporting_connection_class(self._connected), connect_kwargs, options
+            ),
             configure=configure,
             name=f"alkstore:{options.schema}",
-            open=False,
         )
         try:
             self._pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)

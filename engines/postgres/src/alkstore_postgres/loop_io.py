@@ -239,14 +239,10 @@ class LoopPool(WaitPolicy):
         # Made on the loop: the pool's locks and tasks belong to it.
         pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
             conninfo,
-            connection_class=_reporting_connection_class(self._connected),
-            kwargs={"autocommit": True, **connect_kwargs},
-            min_size=options.pool_min_size,
-            max_size=options.pool_max_size,
-            timeout=options.connect_timeout_s,
-            reconnect_timeout=options.reconnect_max_s,
+            **self.pool_settings(
+                _reporting_connection_class(self._connected), connect_kwargs, options
+            ),
             name=f"alkstore-aio:{options.schema}",
-            open=False,
         )
         try:
             await pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)
