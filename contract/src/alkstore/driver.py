@@ -150,11 +150,11 @@ class Driver(Protocol[C]):
         commits (retrying transient lock conflicts only where it is safe);
         ``read(work)`` runs it on a consistent read. Every queue and lock
         ``write`` of the core is a sequence of statements that are each
-        correct committed on their own (the claim path's ``bury_exhausted``
-        before ``claim``; ``schedule_upsert`` before ``announce``), so an engine
-        may run those statement by statement in autocommit, one round trip
-        each; the scheduler's fire (``schedule_advance`` then ``insert_jobs``)
-        is the unit that must commit as one. ``transaction()`` opens
+        correct committed on their own (a claim and the set-aside of an
+        undecodable row it found; ``schedule_upsert`` before ``announce``), so
+        an engine may run those statement by statement in autocommit, one round
+        trip each; the scheduler's fire (``schedule_advance`` then
+        ``insert_jobs``) is the unit that must commit as one. ``transaction()`` opens
         the caller-visible transaction (commit on normal exit, rollback on
         exception); ``attach(native)`` joins a caller-owned connection's open
         transaction and never commits or rolls it back. Connection failures
@@ -213,17 +213,29 @@ class Driver(Protocol[C]):
         ...
 
     def claim(self, c: C, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
-        """One statement: up to ``limit`` claimable rows of ``queue`` (pending with
-        ``run_at <= now`` or processing with ``deadline <= now``; not expired;
-        ``attempts < max_attempts``), in order priority DESC, run_at ASC, id ASC,
-        set processing with ``attempts + 1``, ``claimed_at = now``, ``worker_id``,
-        ``deadline = now + visibility_timeout_s``. Return the updated rows. A paused
-        queue (ops profile: ``OpsDriver.set_paused``) yields no row."""
+        """Dead-letter the queue's exhausted lapsed rows first, then claim: one atomic
+        step (one statement, or statements that are each correct committed alone).
+
+        First, as ``bury_exhausted``: processing rows of ``queue`` with ``deadline <=
+        now`` and ``attempts >= max_attempts`` move to dead (``ERROR_EXHAUSTED``,
+        ``died_at = now``), so a lapsed row whose budget is spent is never handed out
+        again. (A row another claimer is moving at that moment may be left to it.)
+        Then up to ``limit`` claimable rows of ``queue`` (pending with ``run_at <=
+        now`` or processing with ``deadline <= now``; not expired; ``attempts <
+        max_attempts``), in order priority DESC, run_at ASC, id ASC, set processing
+        with ``attempts + 1``, ``claimed_at = now``, ``worker_id``, ``deadline = now +
+        visibility_timeout_s``. Return the claimed rows. A paused queue (ops profile:
+        ``OpsDriver.set_paused``) yields no row (its exhausted rows are still moved).
+
+        Folding the dead-lettering into the claim lets an engine do both in one
+        round trip; a move and a claim are each atomic on their own (a crash between
+        them leaves the rows either moved or not, never half-moved)."""
         ...
 
     def bury_exhausted(self, c: C, queue: str, now: int) -> int:
         """Move processing rows of ``queue`` with ``deadline <= now`` and
-        ``attempts >= max_attempts`` to dead (``ERROR_EXHAUSTED``, ``died_at = now``)."""
+        ``attempts >= max_attempts`` to dead (``ERROR_EXHAUSTED``, ``died_at = now``).
+        The sweep's step; ``claim`` does the same before it claims."""
         ...
 
     def bury_expired(self, c: C, queue: str, now: int) -> int:

@@ -257,8 +257,8 @@ class CoreQueue:
         name = self._name
 
         def work(c: Any) -> list[Job]:
-            # A lapsed row whose budget is spent is never handed out again.
-            driver.bury_exhausted(c, name, now)
+            # The claim dead-letters lapsed rows whose budget is spent before it
+            # claims: such a row is never handed out again.
             jobs = driver.claim(c, name, worker_id, now, limit)
             for job in jobs:
                 if is_undecodable(job.payload):

@@ -5,10 +5,10 @@ Transactions
     statement the core issues there is one atomic statement (an ``UPDATE ...
     RETURNING``, a ``DELETE`` moving rows to the dead table, a stream append that
     allocates its offsets and inserts its events, ...), and no queue or lock unit
-    needs two of them to commit together -- the claim path's dead-lettering and
-    its claim are each correct on their own. So a lone enqueue, ack or heartbeat
-    costs ONE round trip (the statement and its commit) instead of three (BEGIN,
-    statement, COMMIT), and a conflict (deadlock, serialization failure) can be
+    needs two of them to commit together (a claim dead-letters the queue's
+    exhausted lapsed rows in the same statement). So a lone enqueue, claim, ack or
+    heartbeat costs ONE round trip (the statement and its commit) instead of three
+    (BEGIN, statement, COMMIT), and a conflict (deadlock, serialization failure) can be
     retried statement by statement, because each one rolled back alone.
 
     A statement that must commit together with what follows it opens a real
@@ -250,9 +250,16 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return [row[0] for row in rows]
 
     def claim(self, c: PgHandle, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
-        params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
+        """One statement: the queue's exhausted lapsed rows to dead, then the claim."""
+        params = {
+            "queue": queue,
+            "worker_id": worker_id,
+            "now": now,
+            "limit": limit,
+            "last_error": ERROR_EXHAUSTED,
+        }
         rows = execute(c, self._sql.claim, params).fetchall()
-        return [job_from_row(row) for row in rows]
+        return list(map(job_from_row, rows))
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now, "last_error": ERROR_EXHAUSTED}

@@ -125,7 +125,20 @@ scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
 CLAIM: Final = f"""
-WITH ready AS (
+WITH exhausted AS (
+    SELECT id FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
+      AND attempts >= max_attempts
+    FOR UPDATE SKIP LOCKED
+), buried AS (
+    DELETE FROM {{schema}}.alkstore_jobs
+    WHERE id IN (SELECT id FROM exhausted)
+    RETURNING {_MOVED}, errors
+), dead AS (
+    INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
+    SELECT {_MOVED}, errors, %(last_error)s, %(now)s
+    FROM buried
+), ready AS (
     SELECT id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
@@ -160,11 +173,21 @@ RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
           job.dead_letter_retention_s, NULL::text, NULL::bigint,
           {_history("job.errors")}, job.redriven_from
 """
-"""Claim in one statement. Each state walks its own partial index in claim order
-(pending: ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
-locks with SKIP LOCKED, so concurrent claimers never wait on or share a row;
-the best ``limit`` of both are claimed, the rest unlock at commit. A paused queue
-(``alkstore_paused_queues``) yields nothing and locks nothing."""
+"""Dead-letter the exhausted lapsed rows and claim, in one statement (one round trip).
+
+First the queue's lapsed claims at their attempt budget move to the dead table
+(``exhausted``/``buried``/``dead``: ``BURY_EXHAUSTED``'s move, as data-modifying
+CTEs of this statement, so the move is as atomic as the claim). A row another
+claimer has locked is skipped: that claimer is moving it. Every CTE sees the
+statement's one snapshot, and the claim's lapsed branch takes only rows with
+``attempts < max_attempts``, so the two never touch the same row.
+
+Then the claim: each state walks its own partial index in claim order (pending:
+``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
+locks with SKIP LOCKED, so concurrent claimers never wait on or share a row; the
+best ``limit`` of both are claimed, the rest unlock at commit. A paused queue
+(``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
+exhausted rows still move)."""
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"

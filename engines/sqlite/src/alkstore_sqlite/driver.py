@@ -377,8 +377,18 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
     ) -> list[Job]:
         params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
-        statement = sql.CLAIM_ONE if limit == 1 else sql.CLAIM
-        return [job_from_row(row) for row in c.execute(statement, params).fetchall()]
+        one = limit == 1
+        # Nearly always one statement: pending rows, while no claim of the queue has
+        # lapsed (so none is exhausted either). Only when that claims nothing can
+        # there be lapsed claims to dead-letter or to reclaim.
+        rows = c.execute(sql.CLAIM_READY_ONE if one else sql.CLAIM_READY, params).fetchall()
+        if not rows:
+            if c.execute(sql.ANY_LAPSED, params).fetchone() is None:
+                return []
+            # Exhausted ones go dead first: never handed out again.
+            c.execute(sql.BURY_EXHAUSTED, params)
+            rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, params).fetchall()
+        return list(map(job_from_row, rows))
 
     def bury_exhausted(self, c: sqlite3.Connection, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now}

@@ -147,6 +147,51 @@ CLAIM = _claim("IN")
 CLAIM_ONE = _claim("=")
 """``CLAIM`` with ``:limit`` 1."""
 
+# The common case, in one statement: pending rows only, claimed only while the
+# queue has no lapsed claim at all (and is not paused). Then nothing is exhausted
+# either, and the lapsed branch of CLAIM has nothing to add. Both guards are one
+# index seek each, run once per statement as a LIMIT. When it claims nothing the
+# driver looks for lapsed claims (ANY_LAPSED) and, finding some, dead-letters the
+# exhausted ones and runs the full CLAIM.
+_NOTHING_LAPSED = f"""NOT EXISTS (SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+                           WHERE queue = :queue AND state = 'processing'
+                             AND deadline <= :now)"""
+
+
+def _claim_ready(pick: str) -> str:
+    return f"""
+UPDATE {JOBS}
+   SET state = 'processing',
+       attempts = attempts + 1,
+       claimed_at = :now,
+       worker_id = :worker_id,
+       deadline = :now + visibility_timeout_s
+ WHERE id {pick} (
+    SELECT id FROM {JOBS} INDEXED BY {CLAIM_INDEX}
+     WHERE queue = :queue AND state = 'pending' AND run_at <= :now
+       AND (expires_at IS NULL OR expires_at > :now)
+       AND attempts < max_attempts
+     ORDER BY priority DESC, run_at, id
+     LIMIT CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
+                 AND {_NOTHING_LAPSED}
+                THEN :limit ELSE 0 END)
+RETURNING {_LIVE_COLUMNS}
+"""
+
+
+CLAIM_READY = _claim_ready("IN")
+"""Pending rows only, and only while ``:queue`` has no lapsed claim and no pause."""
+
+CLAIM_READY_ONE = _claim_ready("=")
+"""``CLAIM_READY`` with ``:limit`` 1."""
+
+ANY_LAPSED = f"""
+SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+ WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+ LIMIT 1
+"""
+"""Whether ``:queue`` has a lapsed claim (to reclaim, or to dead-letter)."""
+
 # Moves: setting state = 'dead' fires the trigger that moves the row (see schema).
 BURY_EXHAUSTED = f"""
 UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
@@ -155,8 +200,8 @@ UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
    AND attempts >= max_attempts
 """
 
-# Every claim runs BURY_EXHAUSTED first, and it nearly always finds nothing: this
-# read of the same index range costs half as much as an UPDATE that changes no row.
+# BURY_EXHAUSTED nearly always finds nothing: this read of the same index range
+# costs half as much as an UPDATE that changes no row.
 ANY_EXHAUSTED = f"""
 SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
  WHERE queue = :queue AND state = 'processing' AND deadline <= :now
