@@ -134,6 +134,15 @@ class StorePool:
     @contextmanager
     def connection(self, wait_s: float | None) -> Iterator[psycopg.Connection[Any]]:
         """A usable connection within the call's budget, given back afterwards."""
+        conn = self.checkout(wait_s)
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    def checkout(self, wait_s: float | None) -> psycopg.Connection[Any]:
+        """A usable connection within the call's budget; the caller gives it back with
+        ``checkin`` (``connection`` as two calls, for the driver's hot path)."""
         deadline = time.monotonic() + self.budget(wait_s)
         conn = self._take(deadline)
         # A server restart kills every idle connection at once: skip (and let the
@@ -143,10 +152,10 @@ class StorePool:
                 break
             self._pool.putconn(conn)
             conn = self._take(deadline)
-        try:
-            yield conn
-        finally:
-            self._pool.putconn(conn)
+        return conn
+
+    def checkin(self, conn: psycopg.Connection[Any]) -> None:
+        self._pool.putconn(conn)
 
     def _take(self, deadline: float) -> psycopg.Connection[Any]:
         while True:

@@ -168,10 +168,25 @@ class PostgresDriver(ProfileStatements, OpsStatements):
                 raise
 
     def _run(self, work: Callable[[PgHandle], T], wait_s: float | None) -> T:
-        # The unit's exit stack closes a transaction a statement began mid-unit
-        # (commit on return, rollback on raise) before the connection goes back.
-        with self._pooled(wait_s) as conn, ExitStack() as unit:
-            return work(PgHandle(conn, standalone=True, unit=unit))
+        # ``_pooled`` spelled out (every write and read runs this): no generator
+        # context managers on the path of a one-statement unit.
+        pool = self._pool
+        conn = pool.checkout(wait_s)
+        try:
+            clock = self._server_clock
+            if clock is not None and clock.due():
+                clock.refresh(conn)
+            # The unit's exit stack closes a transaction a statement began mid-unit
+            # (commit on return, rollback on raise) before the connection goes back.
+            with ExitStack() as unit:
+                return work(PgHandle(conn, standalone=True, unit=unit))
+        except psycopg.Error as exc:
+            error = contract_error(exc, "talking to the server")
+            if error is not None:
+                raise error from exc
+            raise
+        finally:
+            pool.checkin(conn)
 
     # -- transactions ----------------------------------------------------------------
     def write(self, work: Callable[[PgHandle], T], *, wait_s: float | None = None) -> T:

@@ -165,8 +165,7 @@ SET state = 'processing',
     claimed_at = %(now)s,
     worker_id = %(worker_id)s,
     deadline = %(now)s + job.visibility_timeout_s
-FROM chosen
-WHERE job.id = chosen.id
+WHERE job.id = ANY(ARRAY(SELECT id FROM chosen))
 RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
           job.max_attempts, job.created_at, job.run_at, job.claimed_at, job.expires_at,
           job.worker_id, job.visibility_timeout_s, job.backoff_base_s,
@@ -185,7 +184,9 @@ statement's one snapshot, and the claim's lapsed branch takes only rows with
 Then the claim: each state walks its own partial index in claim order (pending:
 ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
 locks with SKIP LOCKED, so concurrent claimers never wait on or share a row; the
-best ``limit`` of both are claimed, the rest unlock at commit. A paused queue
+best ``limit`` of both are claimed, the rest unlock at commit. The chosen ids
+are updated by primary key (``= ANY(ARRAY(...))``): as a join, the planner would
+hash the whole table once the backlog is a few thousand rows. A paused queue
 (``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
 exhausted rows still move)."""
 
