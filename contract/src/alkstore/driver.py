@@ -12,7 +12,7 @@ the core only passes it back to the driver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
@@ -56,6 +56,27 @@ profile may select only the first ``V1_JOB_COLUMNS`` columns."""
 V1_JOB_COLUMNS = len(JOB_COLUMNS) - 2
 """Contract 1.0's job row: everything but ``errors`` and ``redriven_from``."""
 
+CLAIMED_COLUMNS: tuple[str, ...] = (
+    "id",
+    "payload",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "created_at",
+    "run_at",
+    "expires_at",
+    "visibility_timeout_s",
+    "backoff_base_s",
+    "dead_letter_retention_s",
+    "errors",
+    "redriven_from",
+)
+"""The columns ``claimed_jobs`` reads from a claim's ``RETURNING``: a job row without
+what the claim itself set (``queue``, ``state``, ``claimed_at``, ``worker_id``) and
+what a live row never holds (``last_error``, ``died_at``). Fewer columns to send and
+convert per claimed row; an engine may as well return ``JOB_COLUMNS`` and use
+``job_from_row``."""
+
 ERROR_EXHAUSTED = "max attempts exceeded"
 ERROR_EXPIRED = "expired"
 ERROR_UNDECODABLE = "payload cannot be decoded"
@@ -66,6 +87,7 @@ cannot be decoded (``alkstore.payload.UndecodablePayload``)."""
 _STATES = {state.value: state for state in JobState}
 
 # job_from_row builds a Job positionally: its fields must be JOB_COLUMNS, in order.
+# (claimed_jobs reads CLAIMED_COLUMNS, a subset of them.)
 if tuple(f.name for f in fields(Job)) != JOB_COLUMNS:
     raise TypeError("Job's fields must be JOB_COLUMNS, in that order")
 
@@ -82,7 +104,10 @@ if hasattr(Job, "__post_init__"):
 _NO_HISTORY = ((), None)  # the ops fields of a 1.0 row
 
 
-def _job_builder() -> Callable[[Sequence[Any]], Job]:
+def _job_builders() -> tuple[
+    Callable[[Sequence[Any]], Job],
+    Callable[[Iterable[Sequence[Any]], str, str, int], list[Job]],
+]:
     (
         s_id,
         s_queue,
@@ -160,7 +185,55 @@ def _job_builder() -> Callable[[Sequence[Any]], Job]:
         s_redriven_from(job, redriven_from)
         return job
 
-    return job_from_row
+    processing = JobState.PROCESSING
+
+    def claimed_jobs(
+        rows: Iterable[Sequence[Any]], queue: str, worker_id: str, now: int
+    ) -> list[Job]:
+        """The ``Job`` of each row a claim of ``queue`` by ``worker_id`` at ``now``
+        returned, the rows in ``CLAIMED_COLUMNS`` order (payload and errors as JSON
+        text): processing, ``claimed_at = now``, no ``last_error`` or ``died_at``."""
+        jobs: list[Job] = []
+        append = jobs.append
+        for (
+            id_,
+            payload,
+            priority,
+            attempts,
+            max_attempts,
+            created_at,
+            run_at,
+            expires_at,
+            visibility_timeout_s,
+            backoff_base_s,
+            dead_letter_retention_s,
+            errors,
+            redriven_from,
+        ) in rows:
+            job: Job = new(Job)
+            s_id(job, id_)
+            s_queue(job, queue)
+            s_state(job, processing)
+            s_payload(job, decode(payload))
+            s_priority(job, priority)
+            s_attempts(job, attempts)
+            s_max_attempts(job, max_attempts)
+            s_created_at(job, created_at)
+            s_run_at(job, run_at)
+            s_claimed_at(job, now)
+            s_expires_at(job, expires_at)
+            s_worker_id(job, worker_id)
+            s_visibility_timeout_s(job, visibility_timeout_s)
+            s_backoff_base_s(job, backoff_base_s)
+            s_dead_letter_retention_s(job, dead_letter_retention_s)
+            s_last_error(job, None)
+            s_died_at(job, None)
+            s_errors(job, history(errors) if errors else ())
+            s_redriven_from(job, redriven_from)
+            append(job)
+        return jobs
+
+    return job_from_row, claimed_jobs
 
 
 def decode_errors(text: str | None) -> tuple[JobError, ...]:
@@ -177,7 +250,7 @@ def decode_errors(text: str | None) -> tuple[JobError, ...]:
     )
 
 
-job_from_row = _job_builder()
+job_from_row, claimed_jobs = _job_builders()
 
 
 def error_entry(attempt: int, at: int, error: str) -> str:

@@ -49,6 +49,7 @@ from alkstore.driver import (
     ERROR_EXHAUSTED,
     ERROR_EXPIRED,
     WakeSink,
+    claimed_jobs,
     error_entry,
     job_from_row,
     queue_topic,
@@ -273,8 +274,8 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             "limit": limit,
             "last_error": ERROR_EXHAUSTED,
         }
-        rows = execute(c, self._sql.claim, params).fetchall()
-        return list(map(job_from_row, rows))
+        rows = execute(c, self._sql.claim, params, binary=True).fetchall()
+        return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now, "last_error": ERROR_EXHAUSTED}

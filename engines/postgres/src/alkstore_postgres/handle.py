@@ -51,12 +51,14 @@ def begin_transaction(c: PgHandle) -> None:
 
 
 def execute(
-    c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None
+    c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None, *, binary: bool = False
 ) -> psycopg.Cursor[Any]:
+    """Run ``query``; ``binary`` asks for results in binary format (cheaper to convert
+    for rows of many integer columns, such as a claim's)."""
     retries = CONFLICT_RETRIES if c.standalone else 0
     while True:
         try:
-            return c.conn.execute(query, params)
+            return c.conn.execute(query, params, binary=binary)
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             # Safe only for a standalone statement: it rolled back alone.
             if retries <= 0:

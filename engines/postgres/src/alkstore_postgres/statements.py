@@ -166,11 +166,10 @@ SET state = 'processing',
     worker_id = %(worker_id)s,
     deadline = %(now)s + job.visibility_timeout_s
 WHERE job.id = ANY(ARRAY(SELECT id FROM chosen))
-RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
-          job.max_attempts, job.created_at, job.run_at, job.claimed_at, job.expires_at,
-          job.worker_id, job.visibility_timeout_s, job.backoff_base_s,
-          job.dead_letter_retention_s, NULL::text, NULL::bigint,
-          {_history("job.errors")}, job.redriven_from
+RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
+          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
+          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
+          job.redriven_from
 """
 """Dead-letter the exhausted lapsed rows and claim, in one statement (one round trip).
 
@@ -188,7 +187,8 @@ best ``limit`` of both are claimed, the rest unlock at commit. The chosen ids
 are updated by primary key (``= ANY(ARRAY(...))``): as a join, the planner would
 hash the whole table once the backlog is a few thousand rows. A paused queue
 (``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
-exhausted rows still move)."""
+exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
+claim did not set itself."""
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"

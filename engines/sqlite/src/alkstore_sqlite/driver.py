@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
 
 from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
-from alkstore.driver import WakeSink, error_entry, job_from_row
+from alkstore.driver import WakeSink, claimed_jobs, error_entry, job_from_row
 from alkstore.options import JobStamps, stamp_values
 from alkstore.values import Job, LockInfo
 
@@ -388,7 +388,7 @@ class SqliteDriver(ProfileStatements, OperationStatements):
             # Exhausted ones go dead first: never handed out again.
             c.execute(sql.BURY_EXHAUSTED, params)
             rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, params).fetchall()
-        return list(map(job_from_row, rows))
+        return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: sqlite3.Connection, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now}

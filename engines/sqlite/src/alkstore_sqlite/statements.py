@@ -10,7 +10,7 @@ are compiled once per connection.
 from __future__ import annotations
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
+from alkstore.driver import CLAIMED_COLUMNS, ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
 from alkstore.options import JOB_STAMP_FIELDS
 
 from .migrations import (
@@ -61,6 +61,8 @@ DATA_VERSION = "PRAGMA data_version"
 DATABASE_LIST = "PRAGMA database_list"
 
 _LIVE_COLUMNS = ", ".join(JOB_COLUMNS)
+# A claim returns only what it did not set itself (see alkstore.driver.claimed_jobs).
+_CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
 _DEAD_COLUMNS = ", ".join("'dead' AS state" if c == "state" else c for c in JOB_COLUMNS)
 
 # -- queues ---------------------------------------------------------------------
@@ -135,7 +137,7 @@ UPDATE {JOBS}
              LIMIT :limit))
      ORDER BY priority DESC, run_at, id
      LIMIT {_UNLESS_PAUSED})
-RETURNING {_LIVE_COLUMNS}
+RETURNING {_CLAIMED_COLUMNS}
 """
 
 
@@ -175,7 +177,7 @@ UPDATE {JOBS}
      LIMIT CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
                  AND {_NOTHING_LAPSED}
                 THEN :limit ELSE 0 END)
-RETURNING {_LIVE_COLUMNS}
+RETURNING {_CLAIMED_COLUMNS}
 """
 
 
