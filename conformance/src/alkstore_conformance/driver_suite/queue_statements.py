@@ -278,6 +278,16 @@ class QueueStatements(SeamTests):
         assert driver.write(lambda c: driver.ack_batch(c, "q", every, "w1", T0 + 1)) == 2
         assert [get_job(driver, i) is None for i in every] == [True, True, False, False, False]
 
+    @pytest.mark.parametrize("count", [3, 100, 300])
+    def test_ack_batch_counts_each_row_once_however_many_ids_and_repeats(
+        self, driver: SeamDriver, count: int
+    ) -> None:
+        held = enqueue(driver, *["1"] * count)
+        assert len(claim(driver, limit=count, worker="w1")) == count
+        ids = [*held, held[0], held[-1], *held[:2]]  # repeats, at both ends
+        assert driver.write(lambda c: driver.ack_batch(c, "q", ids, "w1", T0 + 1)) == count
+        assert [get_job(driver, i) for i in (held[0], held[-1])] == [None, None]
+
     def test_ack_batch_skips_lapsed_claims(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver)
         claim(driver, worker="w1")

@@ -410,9 +410,12 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         self, c: sqlite3.Connection, queue: str, job_ids: Sequence[int], worker_id: str, now: int
     ) -> int:
         acked = 0
-        for start, size in _batches(len(job_ids)):
-            params = [*job_ids[start : start + size], queue, worker_id, now]
-            acked += c.execute(sql.ACK_FOR_WORKER[size], params).rowcount
+        most = sql.ACK_SIZES[-1]
+        for start in range(0, len(job_ids), most):
+            chunk = list(job_ids[start : start + most])
+            size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
+            chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
+            acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, queue, worker_id, now]).rowcount
         return acked
 
     def heartbeat(

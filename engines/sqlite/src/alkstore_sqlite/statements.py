@@ -228,6 +228,11 @@ _VALID_CLAIM = "id = :id AND state = 'processing' AND attempts = :attempt AND de
 
 ACK = f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}"
 
+ACK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""An ack_batch runs one statement per ``ACK_SIZES[-1]`` ids, each list padded up to
+the next size by repeating its last id (an id named twice in ``IN`` is still one
+row): ``claim_batch(100)`` is acked in one statement, not three."""
+
 # NOT INDEXED still allows the primary key: the rows are fetched by id, never by
 # a range over every in-flight claim of the queue (which the planner may prefer).
 ACK_FOR_WORKER = {
@@ -236,7 +241,7 @@ DELETE FROM {JOBS} NOT INDEXED
  WHERE id IN ({", ".join(["?"] * size)})
    AND queue = ? AND worker_id = ? AND state = 'processing' AND deadline > ?
 """
-    for size in BATCH_SIZES
+    for size in ACK_SIZES
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
 
