@@ -266,7 +266,10 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return [row[0] for row in rows]
 
     def claim(self, c: PgHandle, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
-        """One statement: the queue's exhausted lapsed rows to dead, then the claim."""
+        """Nearly always one statement: pending rows, while no claim of the queue has
+        lapsed (so none is exhausted either). When that claims nothing, one statement
+        that moves the queue's exhausted lapsed rows to dead and claims pending and
+        lapsed rows alike."""
         params = {
             "queue": queue,
             "worker_id": worker_id,
@@ -274,7 +277,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             "limit": limit,
             "last_error": ERROR_EXHAUSTED,
         }
-        rows = execute(c, self._sql.claim, params, binary=True).fetchall()
+        rows = execute(c, self._sql.claim_ready, params, binary=True).fetchall()
+        if not rows:
+            rows = execute(c, self._sql.claim, params, binary=True).fetchall()
         return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:

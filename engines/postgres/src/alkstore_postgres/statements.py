@@ -190,6 +190,35 @@ hash the whole table once the backlog is a few thousand rows. A paused queue
 exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
 claim did not set itself."""
 
+CLAIM_READY: Final = f"""
+UPDATE {{schema}}.alkstore_jobs AS job
+SET state = 'processing',
+    attempts = job.attempts + 1,
+    claimed_at = %(now)s,
+    worker_id = %(worker_id)s,
+    deadline = %(now)s + job.visibility_timeout_s
+WHERE job.id = ANY(ARRAY(
+    SELECT id FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
+      AND (expires_at IS NULL OR expires_at > %(now)s)
+      AND attempts < max_attempts{_NOT_PAUSED}
+      AND NOT EXISTS (SELECT FROM {{schema}}.alkstore_jobs
+                      WHERE queue = %(queue)s AND state = 'processing'
+                        AND deadline <= %(now)s)
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED))
+RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
+          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
+          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
+          job.redriven_from
+"""
+"""The common case of ``CLAIM``, lighter: pending rows only, and only while the queue
+has no lapsed claim (then there is none to reclaim and none exhausted to move) and
+no pause. Both guards are uncorrelated, so each is one index probe per statement,
+evaluated before any row is locked. When it claims nothing the driver runs
+``CLAIM``, which tells the cases apart."""
+
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
     " AND attempts >= max_attempts"
@@ -676,6 +705,7 @@ class Statements:
     insert_job: bytes
     insert_jobs: bytes
     claim: bytes
+    claim_ready: bytes
     bury_exhausted: bytes
     bury_expired: bytes
     bury_claim: bytes
@@ -728,6 +758,7 @@ class Statements:
             insert_job=render(INSERT_JOB, schema),
             insert_jobs=render(INSERT_JOBS, schema),
             claim=render(CLAIM, schema),
+            claim_ready=render(CLAIM_READY, schema),
             bury_exhausted=render(BURY_EXHAUSTED, schema),
             bury_expired=render(BURY_EXPIRED, schema),
             bury_claim=render(BURY_CLAIM, schema),
