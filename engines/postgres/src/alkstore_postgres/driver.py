@@ -5,8 +5,8 @@ Transactions
     statement the core issues there is one atomic statement (an ``UPDATE ...
     RETURNING``, a ``DELETE`` moving rows to the dead table, a stream append that
     allocates its offsets and inserts its events, ...), and no queue or lock unit
-    needs two of them to commit together (a claim dead-letters the queue's
-    exhausted lapsed rows in the same statement). So a lone enqueue, claim, ack or
+    needs two of them to commit together (a claim that meets lapsed claims moves
+    the exhausted ones in the statement that claims). So a lone enqueue, claim, ack or
     heartbeat costs ONE round trip (the statement and its commit) instead of three
     (BEGIN, statement, COMMIT), and a conflict (deadlock, serialization failure) can be
     retried statement by statement, because each one rolled back alone.
