@@ -187,13 +187,42 @@ def test_queue_stats_count_off_the_claim_and_dead_indexes_alone(
     assert _reads_no_table_of_jobs(plan)
 
 
+CLAIM_PARAMS = {
+    "now": NOW + 60,
+    "worker_id": "w",
+    "limit": 10,
+    "last_error": "max attempts exceeded",
+}
+
+
 def test_the_claims_pause_guard_is_evaluated_once_before_any_row(
     queues_filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
-    params = {"queue": "q7", "now": NOW + 60, "worker_id": "w", "limit": 10}
+    params = {**CLAIM_PARAMS, "queue": "q7"}
     plan = _plan(admin, queues_filled.claim, params)
     assert "One-Time Filter" in plan
     assert "alkstore_jobs_pending_claim" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_the_pending_only_claims_guards_are_evaluated_once_before_any_row(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    plan = _plan(admin, queues_filled.claim_ready, {**CLAIM_PARAMS, "queue": "q7"})
+    assert plan.count("InitPlan") >= 2, plan  # the pause and the lapsed-claim guards
+    assert "One-Time Filter" in plan
+    assert "alkstore_jobs_pending_claim" in plan
+    assert "alkstore_jobs_processing_deadline" in plan
+    assert "Index Scan using alkstore_jobs_pkey" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_the_claims_dead_lettering_reads_the_deadline_index(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    plan = _plan(admin, queues_filled.claim, {**CLAIM_PARAMS, "queue": "q3"})
+    exhausted = plan[plan.index("CTE exhausted") : plan.index("CTE buried")]
+    assert "alkstore_jobs_processing_deadline" in exhausted, plan
     assert _reads_no_table_of_jobs(plan)
 
 

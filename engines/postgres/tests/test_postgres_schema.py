@@ -201,7 +201,7 @@ def test_claim_statement_walks_the_partial_indexes(
     admin.execute(f'ANALYZE "{schema}".alkstore_jobs')
 
     statements = Statements.for_schema(schema)
-    params = {"queue": "q7", "now": NOW + 60, "worker_id": "w", "limit": 10}
+    params = {"queue": "q7", "now": NOW + 60, "worker_id": "w", "limit": 10, "last_error": "x"}
     plan = _explain(admin, statements.claim, params)
 
     assert "alkstore_jobs_pending_claim" in plan

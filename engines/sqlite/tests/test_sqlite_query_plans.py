@@ -43,7 +43,14 @@ QUEUE = "backlog"
 CLAIM = {"queue": QUEUE, "worker_id": "w", "now": NOW, "limit": 10}
 CLAIM_ONE = {**CLAIM, "limit": 1}
 CLAIMS = pytest.mark.parametrize(
-    ("statement", "params"), [(sql.CLAIM, CLAIM), (sql.CLAIM_ONE, CLAIM_ONE)], ids=["many", "one"]
+    ("statement", "params"),
+    [
+        (sql.CLAIM, CLAIM),
+        (sql.CLAIM_ONE, CLAIM_ONE),
+        (sql.CLAIM_READY, CLAIM),
+        (sql.CLAIM_READY_ONE, CLAIM_ONE),
+    ],
+    ids=["many", "one", "ready-many", "ready-one"],
 )
 QUEUE_NOW = {"queue": QUEUE, "now": NOW}
 HANDLE = {
@@ -120,7 +127,9 @@ def test_claim_updates_its_rows_by_primary_key(
 
 
 @pytest.mark.parametrize(
-    "statement", [sql.ANY_EXHAUSTED, sql.BURY_EXHAUSTED], ids=["probe", "move"]
+    "statement",
+    [sql.ANY_EXHAUSTED, sql.BURY_EXHAUSTED, sql.ANY_LAPSED],
+    ids=["probe", "move", "any-lapsed"],
 )
 def test_bury_exhausted_is_a_range_read_of_lapsed_claims(
     deep: sqlite3.Connection, statement: str
@@ -369,6 +378,9 @@ def test_operation_cost_does_not_grow_with_the_dead_rows(tmp_path: Path, stateme
     [
         sql.CLAIM,
         sql.CLAIM_ONE,
+        sql.CLAIM_READY,
+        sql.CLAIM_READY_ONE,
+        sql.ANY_LAPSED,
         sql.ANY_EXHAUSTED,
         sql.BURY_EXHAUSTED,
         sql.NEXT_WAKE_AT,
@@ -378,6 +390,9 @@ def test_operation_cost_does_not_grow_with_the_dead_rows(tmp_path: Path, stateme
     ids=[
         "claim",
         "claim_one",
+        "claim_ready",
+        "claim_ready_one",
+        "any_lapsed",
         "any_exhausted",
         "bury_exhausted",
         "next_wake_at",
@@ -397,7 +412,12 @@ def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement
         conn = sqlite3.connect(str(path), isolation_level=None)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            params = {sql.CLAIM: CLAIM, sql.CLAIM_ONE: CLAIM_ONE}.get(statement, QUEUE_NOW)
+            params = {
+                sql.CLAIM: CLAIM,
+                sql.CLAIM_ONE: CLAIM_ONE,
+                sql.CLAIM_READY: CLAIM,
+                sql.CLAIM_READY_ONE: CLAIM_ONE,
+            }.get(statement, QUEUE_NOW)
             costs.append(instructions(conn, statement, params))
         finally:
             conn.close()

@@ -238,6 +238,18 @@ class OperationStatements(SeamTests):
         assert driver.write(lambda c: driver.set_paused(c, "q", False))
         assert ids(claim(other)) == [job_id]
 
+    def test_a_claim_of_a_paused_queue_still_moves_its_lapsed_exhausted_rows_to_dead(
+        self, driver: SeamDriver
+    ) -> None:
+        job_id = enqueue_one(driver, max_attempts=1)
+        claim_one(driver, T0)
+        assert driver.write(lambda c: driver.set_paused(c, "q", True))
+        now = T0 + VISIBILITY_S
+        assert claim(driver, now) == []
+        job = get_job(driver, job_id)
+        assert job is not None
+        assert (job.state, job.died_at) == (JobState.DEAD, now)
+
     def test_a_resume_announces_the_queue_on_commit(
         self, driver: SeamDriver, other: SeamDriver
     ) -> None:

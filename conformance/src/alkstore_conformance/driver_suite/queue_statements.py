@@ -116,6 +116,39 @@ class QueueStatements(SeamTests):
         claim_one(driver, T0)
         assert claim(driver, T0 + VISIBILITY_S) == []
 
+    @pytest.mark.parametrize("limit", [1, 100])
+    def test_claim_first_moves_the_queues_lapsed_exhausted_rows_to_dead(
+        self, driver: SeamDriver, limit: int
+    ) -> None:
+        exhausted = enqueue_one(driver, max_attempts=1, priority=9)
+        live = enqueue_one(driver, max_attempts=1, priority=8, visibility_timeout_s=100)
+        retryable = enqueue_one(driver, max_attempts=2, priority=7)
+        elsewhere = enqueue_one(driver, queue="other", max_attempts=1)
+        assert len(claim(driver, T0)) == 3
+        claim(driver, T0, queue="other")
+        pending = enqueue_one(driver)
+        now = T0 + VISIBILITY_S
+        # The exhausted row goes dead; the lapsed one with attempts left and the
+        # pending one are claimable (at most ``limit`` of them are taken).
+        taken = ids(claim(driver, now, limit))
+        assert taken == [retryable, pending][:limit]
+        job = get_job(driver, exhausted)
+        assert job is not None
+        assert (job.state, job.last_error, job.died_at) == (JobState.DEAD, ERROR_EXHAUSTED, now)
+        states = [get_job(driver, job_id) for job_id in (live, elsewhere)]
+        assert [job.state if job else None for job in states] == [JobState.PROCESSING] * 2
+
+    def test_claim_moves_lapsed_exhausted_rows_when_nothing_is_claimable(
+        self, driver: SeamDriver
+    ) -> None:
+        job_id = enqueue_one(driver, max_attempts=1)
+        claim_one(driver, T0)
+        now = T0 + VISIBILITY_S
+        assert claim(driver, now, 1) == []
+        job = get_job(driver, job_id)
+        assert job is not None
+        assert (job.state, job.last_error, job.died_at) == (JobState.DEAD, ERROR_EXHAUSTED, now)
+
     def test_claim_takes_at_most_limit_rows(self, driver: SeamDriver) -> None:
         enqueue(driver, "1", "2", "3")
         assert len(claim(driver, limit=2)) == 2
@@ -258,6 +291,16 @@ class QueueStatements(SeamTests):
         every = [*mine, theirs, pending, elsewhere]
         assert driver.write(lambda c: driver.ack_batch(c, "q", every, "w1", T0 + 1)) == 2
         assert [get_job(driver, i) is None for i in every] == [True, True, False, False, False]
+
+    @pytest.mark.parametrize("count", [3, 100, 300])
+    def test_ack_batch_counts_each_row_once_however_many_ids_and_repeats(
+        self, driver: SeamDriver, count: int
+    ) -> None:
+        held = enqueue(driver, *["1"] * count)
+        assert len(claim(driver, limit=count, worker="w1")) == count
+        ids = [*held, held[0], held[-1], *held[:2]]  # repeats, at both ends
+        assert driver.write(lambda c: driver.ack_batch(c, "q", ids, "w1", T0 + 1)) == count
+        assert [get_job(driver, i) for i in (held[0], held[-1])] == [None, None]
 
     def test_ack_batch_skips_lapsed_claims(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver)

@@ -102,6 +102,12 @@ class Pool(Protocol):
 
     def connection(self, wait_s: float | None) -> AbstractContextManager[SqlConnection]: ...
 
+    def checkout(self, wait_s: float | None) -> Any:
+        """``connection`` as two calls (the driver's hot path): a ``SqlConnection``."""
+        ...
+
+    def checkin(self, conn: Any) -> None: ...
+
     def prompt(self) -> None: ...
 
     def close(self) -> None: ...
@@ -189,6 +195,15 @@ class StorePool(WaitPolicy):
     @contextmanager
     def connection(self, wait_s: float | None) -> Iterator[psycopg.Connection[Any]]:
         """A usable connection within the call's budget, given back afterwards."""
+        conn = self.checkout(wait_s)
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    def checkout(self, wait_s: float | None) -> psycopg.Connection[Any]:
+        """A usable connection within the call's budget; the caller gives it back with
+        ``checkin`` (``connection`` as two calls, for the driver's hot path)."""
         deadline = time.monotonic() + self.budget(wait_s)
         conn = self._take(deadline)
         # A server restart kills every idle connection at once: skip (and let the
@@ -198,10 +213,10 @@ class StorePool(WaitPolicy):
                 break
             self._pool.putconn(conn)
             conn = self._take(deadline)
-        try:
-            yield conn
-        finally:
-            self._pool.putconn(conn)
+        return conn
+
+    def checkin(self, conn: psycopg.Connection[Any]) -> None:
+        self._pool.putconn(conn)
 
     def _take(self, deadline: float) -> psycopg.Connection[Any]:
         while True:

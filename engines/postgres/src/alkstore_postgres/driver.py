@@ -5,10 +5,10 @@ Transactions
     statement the core issues there is one atomic statement (an ``UPDATE ...
     RETURNING``, a ``DELETE`` moving rows to the dead table, a stream append that
     allocates its offsets and inserts its events, ...), and no queue or lock unit
-    needs two of them to commit together -- the claim path's dead-lettering and
-    its claim are each correct on their own. So a lone enqueue, ack or heartbeat
-    costs ONE round trip (the statement and its commit) instead of three (BEGIN,
-    statement, COMMIT), and a conflict (deadlock, serialization failure) can be
+    needs two of them to commit together (a claim that meets lapsed claims moves
+    the exhausted ones in the statement that claims). So a lone enqueue, claim, ack or
+    heartbeat costs ONE round trip (the statement and its commit) instead of three
+    (BEGIN, statement, COMMIT), and a conflict (deadlock, serialization failure) can be
     retried statement by statement, because each one rolled back alone.
 
     A statement that must commit together with what follows it opens a real
@@ -49,6 +49,7 @@ from alkstore.driver import (
     ERROR_EXHAUSTED,
     ERROR_EXPIRED,
     WakeSink,
+    claimed_jobs,
     error_entry,
     job_from_row,
     queue_topic,
@@ -193,10 +194,25 @@ class PostgresDriver(ProfileStatements, OpsStatements):
                 raise
 
     def _run(self, work: Callable[[PgHandle], T], wait_s: float | None) -> T:
-        # The unit's exit stack closes a transaction a statement began mid-unit
-        # (commit on return, rollback on raise) before the connection goes back.
-        with self._pooled(wait_s) as conn, ExitStack() as unit:
-            return work(PgHandle(conn, standalone=True, unit=unit))
+        # ``_pooled`` spelled out (every write and read runs this): no generator
+        # context managers on the path of a one-statement unit.
+        pool = self._pool
+        conn = pool.checkout(wait_s)
+        try:
+            clock = self._server_clock
+            if clock is not None and clock.due():
+                clock.refresh(conn)
+            # The unit's exit stack closes a transaction a statement began mid-unit
+            # (commit on return, rollback on raise) before the connection goes back.
+            with ExitStack() as unit:
+                return work(PgHandle(conn, standalone=True, unit=unit))
+        except psycopg.Error as exc:
+            error = contract_error(exc, "talking to the server")
+            if error is not None:
+                raise error from exc
+            raise
+        finally:
+            pool.checkin(conn)
 
     # -- transactions ----------------------------------------------------------------
     def write(self, work: Callable[[PgHandle], T], *, wait_s: float | None = None) -> T:
@@ -272,9 +288,21 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return [row[0] for row in rows]
 
     def claim(self, c: PgHandle, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
-        params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
-        rows = execute(c, self._sql.claim, params).fetchall()
-        return [job_from_row(row) for row in rows]
+        """Nearly always one statement: pending rows, while no claim of the queue has
+        lapsed (so none is exhausted either). When that claims nothing, one statement
+        that moves the queue's exhausted lapsed rows to dead and claims pending and
+        lapsed rows alike."""
+        params = {
+            "queue": queue,
+            "worker_id": worker_id,
+            "now": now,
+            "limit": limit,
+            "last_error": ERROR_EXHAUSTED,
+        }
+        rows = execute(c, self._sql.claim_ready, params, binary=True).fetchall()
+        if not rows:
+            rows = execute(c, self._sql.claim, params, binary=True).fetchall()
+        return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now, "last_error": ERROR_EXHAUSTED}

@@ -46,7 +46,9 @@ class SqlConnection(Protocol):
     opened on an event loop -- ``loop_io.LoopConnection`` over a ``psycopg.AsyncConnection``
     (the same statements, their I/O done on the loop)."""
 
-    def execute(self, query: bytes | str, params: Mapping[str, Any] | None = None) -> SqlCursor: ...
+    def execute(
+        self, query: bytes | str, params: Mapping[str, Any] | None = None, *, binary: bool = False
+    ) -> SqlCursor: ...
 
     def transaction(self) -> AbstractContextManager[Any]: ...
 
@@ -82,11 +84,15 @@ def begin_transaction(c: PgHandle) -> None:
     c.standalone = False
 
 
-def execute(c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None) -> SqlCursor:
+def execute(
+    c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None, *, binary: bool = False
+) -> SqlCursor:
+    """Run ``query``; ``binary`` asks for results in binary format (cheaper to convert
+    for rows of many integer columns, such as a claim's)."""
     retries = CONFLICT_RETRIES if c.standalone else 0
     while True:
         try:
-            return c.conn.execute(query, params)
+            return c.conn.execute(query, params, binary=binary)
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             # Safe only for a standalone statement: it rolled back alone.
             if retries <= 0:

@@ -137,8 +137,10 @@ class BufferedCursor:
             yield row
 
 
-async def _execute(conn: psycopg.AsyncConnection[Any], query: Any, params: Any) -> BufferedCursor:
-    cursor = await conn.execute(query, params)
+async def _execute(
+    conn: psycopg.AsyncConnection[Any], query: Any, params: Any, binary: bool
+) -> BufferedCursor:
+    cursor = await conn.execute(query, params, binary=binary)
     rows = await cursor.fetchall() if cursor.description is not None else []
     return BufferedCursor(rows, cursor.rowcount, cursor.description)
 
@@ -152,8 +154,10 @@ class LoopConnection:
         """The async connection (what ``tx.connection`` returns)."""
         self._bridge = bridge
 
-    def execute(self, query: bytes | str, params: Any = None) -> BufferedCursor:
-        return self._bridge.run(_execute(self.native, query, params))
+    def execute(
+        self, query: bytes | str, params: Any = None, *, binary: bool = False
+    ) -> BufferedCursor:
+        return self._bridge.run(_execute(self.native, query, params, binary))
 
     def transaction(self) -> LoopTransaction:
         return LoopTransaction(self.native, self._bridge)
@@ -258,14 +262,21 @@ class LoopPool(WaitPolicy):
     @contextmanager
     def connection(self, wait_s: float | None) -> Iterator[LoopConnection]:
         """A usable connection within the call's budget, given back afterwards."""
-        deadline = time.monotonic() + self.budget(wait_s)
-        conn = self._bridge.run(self._checkout(deadline))
+        conn = self.checkout(wait_s)
         try:
-            yield LoopConnection(conn, self._bridge)
+            yield conn
         finally:
-            # Not waited for: the loop runs it before anything submitted later, and
-            # the caller saves a round trip to the loop on every call.
-            self._give_back(conn)
+            self.checkin(conn)
+
+    def checkout(self, wait_s: float | None) -> LoopConnection:
+        """A usable connection within the call's budget; give it back with ``checkin``."""
+        deadline = time.monotonic() + self.budget(wait_s)
+        return LoopConnection(self._bridge.run(self._checkout(deadline)), self._bridge)
+
+    def checkin(self, conn: LoopConnection) -> None:
+        # Not waited for: the loop runs it before anything submitted later, and
+        # the caller saves a round trip to the loop on every call.
+        self._give_back(conn.native)
 
     def _give_back(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if self._bridge.loop.is_closed():

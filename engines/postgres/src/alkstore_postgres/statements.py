@@ -125,7 +125,20 @@ scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
 CLAIM: Final = f"""
-WITH ready AS (
+WITH exhausted AS (
+    SELECT id FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
+      AND attempts >= max_attempts
+    FOR UPDATE SKIP LOCKED
+), buried AS (
+    DELETE FROM {{schema}}.alkstore_jobs
+    WHERE id IN (SELECT id FROM exhausted)
+    RETURNING {_MOVED}, errors
+), dead AS (
+    INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
+    SELECT {_MOVED}, errors, %(last_error)s, %(now)s
+    FROM buried
+), ready AS (
     SELECT id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
@@ -152,19 +165,59 @@ SET state = 'processing',
     claimed_at = %(now)s,
     worker_id = %(worker_id)s,
     deadline = %(now)s + job.visibility_timeout_s
-FROM chosen
-WHERE job.id = chosen.id
-RETURNING job.id, job.queue, job.state, job.payload, job.priority, job.attempts,
-          job.max_attempts, job.created_at, job.run_at, job.claimed_at, job.expires_at,
-          job.worker_id, job.visibility_timeout_s, job.backoff_base_s,
-          job.dead_letter_retention_s, NULL::text, NULL::bigint,
-          {_history("job.errors")}, job.redriven_from
+WHERE job.id = ANY(ARRAY(SELECT id FROM chosen))
+RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
+          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
+          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
+          job.redriven_from
 """
-"""Claim in one statement. Each state walks its own partial index in claim order
-(pending: ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
-locks with SKIP LOCKED, so concurrent claimers never wait on or share a row;
-the best ``limit`` of both are claimed, the rest unlock at commit. A paused queue
-(``alkstore_paused_queues``) yields nothing and locks nothing."""
+"""Dead-letter the exhausted lapsed rows and claim, in one statement (one round trip).
+
+First the queue's lapsed claims at their attempt budget move to the dead table
+(``exhausted``/``buried``/``dead``: ``BURY_EXHAUSTED``'s move, as data-modifying
+CTEs of this statement, so the move is as atomic as the claim). A row another
+claimer has locked is skipped: that claimer is moving it. Every CTE sees the
+statement's one snapshot, and the claim's lapsed branch takes only rows with
+``attempts < max_attempts``, so the two never touch the same row.
+
+Then the claim: each state walks its own partial index in claim order (pending:
+``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
+locks with SKIP LOCKED, so concurrent claimers never wait on or share a row; the
+best ``limit`` of both are claimed, the rest unlock at commit. The chosen ids
+are updated by primary key (``= ANY(ARRAY(...))``): as a join, the planner would
+hash the whole table once the backlog is a few thousand rows. A paused queue
+(``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
+exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
+claim did not set itself."""
+
+CLAIM_READY: Final = f"""
+UPDATE {{schema}}.alkstore_jobs AS job
+SET state = 'processing',
+    attempts = job.attempts + 1,
+    claimed_at = %(now)s,
+    worker_id = %(worker_id)s,
+    deadline = %(now)s + job.visibility_timeout_s
+WHERE job.id = ANY(ARRAY(
+    SELECT id FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
+      AND (expires_at IS NULL OR expires_at > %(now)s)
+      AND attempts < max_attempts{_NOT_PAUSED}
+      AND NOT EXISTS (SELECT FROM {{schema}}.alkstore_jobs
+                      WHERE queue = %(queue)s AND state = 'processing'
+                        AND deadline <= %(now)s)
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED))
+RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
+          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
+          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
+          job.redriven_from
+"""
+"""The common case of ``CLAIM``, lighter: pending rows only, and only while the queue
+has no lapsed claim (then there is none to reclaim and none exhausted to move) and
+no pause. Both guards are uncorrelated, so each is one index probe per statement,
+evaluated before any row is locked. When it claims nothing the driver runs
+``CLAIM``, which tells the cases apart."""
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
@@ -666,6 +719,7 @@ class Statements:
     insert_job: bytes
     insert_jobs: bytes
     claim: bytes
+    claim_ready: bytes
     bury_exhausted: bytes
     bury_expired: bytes
     bury_claim: bytes
@@ -719,6 +773,7 @@ class Statements:
             insert_job=render(INSERT_JOB, schema),
             insert_jobs=render(INSERT_JOBS, schema),
             claim=render(CLAIM, schema),
+            claim_ready=render(CLAIM_READY, schema),
             bury_exhausted=render(BURY_EXHAUSTED, schema),
             bury_expired=render(BURY_EXPIRED, schema),
             bury_claim=render(BURY_CLAIM, schema),

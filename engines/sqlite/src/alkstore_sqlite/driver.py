@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
 
 from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
-from alkstore.driver import WakeSink, error_entry, job_from_row
+from alkstore.driver import WakeSink, claimed_jobs, error_entry, job_from_row
 from alkstore.options import JobStamps, stamp_values
 from alkstore.values import Job, LockInfo
 
@@ -377,8 +377,18 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
     ) -> list[Job]:
         params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
-        statement = sql.CLAIM_ONE if limit == 1 else sql.CLAIM
-        return [job_from_row(row) for row in c.execute(statement, params).fetchall()]
+        one = limit == 1
+        # Nearly always one statement: pending rows, while no claim of the queue has
+        # lapsed (so none is exhausted either). Only when that claims nothing can
+        # there be lapsed claims to dead-letter or to reclaim.
+        rows = c.execute(sql.CLAIM_READY_ONE if one else sql.CLAIM_READY, params).fetchall()
+        if not rows:
+            if c.execute(sql.ANY_LAPSED, params).fetchone() is None:
+                return []
+            # Exhausted ones go dead first: never handed out again.
+            c.execute(sql.BURY_EXHAUSTED, params)
+            rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, params).fetchall()
+        return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: sqlite3.Connection, queue: str, now: int) -> int:
         params = {"queue": queue, "now": now}
@@ -400,9 +410,12 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         self, c: sqlite3.Connection, queue: str, job_ids: Sequence[int], worker_id: str, now: int
     ) -> int:
         acked = 0
-        for start, size in _batches(len(job_ids)):
-            params = [*job_ids[start : start + size], queue, worker_id, now]
-            acked += c.execute(sql.ACK_FOR_WORKER[size], params).rowcount
+        most = sql.ACK_SIZES[-1]
+        for start in range(0, len(job_ids), most):
+            chunk = list(job_ids[start : start + most])
+            size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
+            chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
+            acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, queue, worker_id, now]).rowcount
         return acked
 
     def heartbeat(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict
+from itertools import starmap
 from typing import TYPE_CHECKING
 
 from alkstore.driver import ScheduleRecord, stream_event
@@ -75,7 +76,7 @@ class ProfileStatements:
         self, c: sqlite3.Connection, stream: str, after: int, limit: int
     ) -> list[StreamEvent]:
         params = {"stream": stream, "after": after, "limit": limit}
-        return [stream_event(*row) for row in _cursor(c).execute(sql.STREAM_READ, params)]
+        return list(starmap(stream_event, _cursor(c).execute(sql.STREAM_READ, params)))
 
     def stream_commit(self, c: sqlite3.Connection, stream: str, consumer: str, offset: int) -> None:
         c.execute(sql.STREAM_COMMIT, {"stream": stream, "consumer": consumer, "offset": offset})

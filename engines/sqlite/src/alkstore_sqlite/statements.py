@@ -10,7 +10,7 @@ are compiled once per connection.
 from __future__ import annotations
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
+from alkstore.driver import CLAIMED_COLUMNS, ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
 from alkstore.options import JOB_STAMP_FIELDS
 
 from .migrations import (
@@ -61,6 +61,8 @@ DATA_VERSION = "PRAGMA data_version"
 DATABASE_LIST = "PRAGMA database_list"
 
 _LIVE_COLUMNS = ", ".join(JOB_COLUMNS)
+# A claim returns only what it did not set itself (see alkstore.driver.claimed_jobs).
+_CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
 _DEAD_COLUMNS = ", ".join("'dead' AS state" if c == "state" else c for c in JOB_COLUMNS)
 
 # -- queues ---------------------------------------------------------------------
@@ -135,7 +137,7 @@ UPDATE {JOBS}
              LIMIT :limit))
      ORDER BY priority DESC, run_at, id
      LIMIT {_UNLESS_PAUSED})
-RETURNING {_LIVE_COLUMNS}
+RETURNING {_CLAIMED_COLUMNS}
 """
 
 
@@ -147,6 +149,51 @@ CLAIM = _claim("IN")
 CLAIM_ONE = _claim("=")
 """``CLAIM`` with ``:limit`` 1."""
 
+# The common case, in one statement: pending rows only, claimed only while the
+# queue has no lapsed claim at all (and is not paused). Then nothing is exhausted
+# either, and the lapsed branch of CLAIM has nothing to add. Both guards are one
+# index seek each, run once per statement as a LIMIT. When it claims nothing the
+# driver looks for lapsed claims (ANY_LAPSED) and, finding some, dead-letters the
+# exhausted ones and runs the full CLAIM.
+_NOTHING_LAPSED = f"""NOT EXISTS (SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+                           WHERE queue = :queue AND state = 'processing'
+                             AND deadline <= :now)"""
+
+
+def _claim_ready(pick: str) -> str:
+    return f"""
+UPDATE {JOBS}
+   SET state = 'processing',
+       attempts = attempts + 1,
+       claimed_at = :now,
+       worker_id = :worker_id,
+       deadline = :now + visibility_timeout_s
+ WHERE id {pick} (
+    SELECT id FROM {JOBS} INDEXED BY {CLAIM_INDEX}
+     WHERE queue = :queue AND state = 'pending' AND run_at <= :now
+       AND (expires_at IS NULL OR expires_at > :now)
+       AND attempts < max_attempts
+     ORDER BY priority DESC, run_at, id
+     LIMIT CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
+                 AND {_NOTHING_LAPSED}
+                THEN :limit ELSE 0 END)
+RETURNING {_CLAIMED_COLUMNS}
+"""
+
+
+CLAIM_READY = _claim_ready("IN")
+"""Pending rows only, and only while ``:queue`` has no lapsed claim and no pause."""
+
+CLAIM_READY_ONE = _claim_ready("=")
+"""``CLAIM_READY`` with ``:limit`` 1."""
+
+ANY_LAPSED = f"""
+SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+ WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+ LIMIT 1
+"""
+"""Whether ``:queue`` has a lapsed claim (to reclaim, or to dead-letter)."""
+
 # Moves: setting state = 'dead' fires the trigger that moves the row (see schema).
 BURY_EXHAUSTED = f"""
 UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
@@ -155,8 +202,8 @@ UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
    AND attempts >= max_attempts
 """
 
-# Every claim runs BURY_EXHAUSTED first, and it nearly always finds nothing: this
-# read of the same index range costs half as much as an UPDATE that changes no row.
+# BURY_EXHAUSTED nearly always finds nothing: this read of the same index range
+# costs half as much as an UPDATE that changes no row.
 ANY_EXHAUSTED = f"""
 SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
  WHERE queue = :queue AND state = 'processing' AND deadline <= :now
@@ -181,6 +228,11 @@ _VALID_CLAIM = "id = :id AND state = 'processing' AND attempts = :attempt AND de
 
 ACK = f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}"
 
+ACK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""An ack_batch runs one statement per ``ACK_SIZES[-1]`` ids, each list padded up to
+the next size by repeating its last id (an id named twice in ``IN`` is still one
+row): ``claim_batch(100)`` is acked in one statement, not three."""
+
 # NOT INDEXED still allows the primary key: the rows are fetched by id, never by
 # a range over every in-flight claim of the queue (which the planner may prefer).
 ACK_FOR_WORKER = {
@@ -189,7 +241,7 @@ DELETE FROM {JOBS} NOT INDEXED
  WHERE id IN ({", ".join(["?"] * size)})
    AND queue = ? AND worker_id = ? AND state = 'processing' AND deadline > ?
 """
-    for size in BATCH_SIZES
+    for size in ACK_SIZES
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
 

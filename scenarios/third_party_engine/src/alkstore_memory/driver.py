@@ -166,6 +166,8 @@ class MemoryDriver:
         return ids
 
     def claim(self, c: Tx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+        # Lapsed rows at their budget go dead first (paused or not): never handed out.
+        self.bury_exhausted(c, queue, now)
         if queue in c.tables.paused:
             return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
