@@ -310,3 +310,20 @@ def test_an_id_outside_int64_names_no_job(
     assert queue.cancel(job_id) is False
     assert queue.ack_batch([job_id], "w1") == 0
     assert driver.calls == []
+
+
+def test_an_error_s_nul_characters_reach_the_engine_as_the_stand_in(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue({})
+    first = queue.claim("w")
+    assert first is not None
+    assert first.retry("a\x00b", delay=0) is True
+    second = queue.claim("w")
+    assert second is not None
+    assert second.fail("\x00") is True
+    (reschedule,) = driver.calls_named("reschedule")
+    (bury,) = driver.calls_named("bury")
+    assert reschedule.args[-1] == "a\u2400b"
+    assert bury.args[-2:] == ("\u2400", "\u2400")

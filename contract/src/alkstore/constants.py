@@ -44,6 +44,11 @@ MAX_ERROR_LENGTH: Final = 65_536
 """Error strings are stored whole up to this many characters; longer ones keep their
 first ``MAX_ERROR_LENGTH`` characters (contract §11)."""
 
+ERROR_NUL_STAND_IN: Final = "\u2400"
+"""What a NUL character of a ``retry``/``fail`` error is stored as (U+2400, the
+symbol for null): PostgreSQL's text cannot hold NUL, and an error must read the
+same on every engine."""
+
 MAX_JOBS_PAGE: Final = 1000
 """Largest ``Queue.jobs`` page (contract §11)."""
 

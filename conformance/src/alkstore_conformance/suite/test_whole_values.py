@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from alkstore import RESERVED_PREFIX, Store
-from alkstore.constants import MAX_NAME_LENGTH
+from alkstore.constants import ERROR_NUL_STAND_IN, MAX_NAME_LENGTH
 from alkstore_conformance.fixtures import StoreFactory
 from alkstore_conformance.support import unique_name
 
@@ -100,9 +100,31 @@ def test_a_fail_error_of_any_size_comes_back_whole(store: Store, error: str) -> 
     assert handle.fail(error) is True
     dead = queue.get_job(job_id)
     assert dead is not None
+    # Whole, but for NUL, which every engine keeps as the stand-in (contract §11).
+    error = error.replace("\x00", ERROR_NUL_STAND_IN)
     assert dead.last_error == error, (
         f"last_error came back {len(dead.last_error or '')} characters long, stored {len(error)}"
     )
+
+
+@pytest.mark.property("QUEUE-ERROR-WHOLE")
+def test_a_nul_in_an_error_is_kept_as_the_stand_in_on_every_engine(store: Store) -> None:
+    queue = store.queue(unique_name("errors"))
+    job_id = queue.enqueue({"n": 1})
+    first = queue.claim("worker")
+    assert first is not None
+    assert first.retry("a\x00b", delay=0) is True
+    second = queue.claim("worker")
+    assert second is not None
+    assert second.fail("c\x00\x00d") is True
+    dead = queue.get_job(job_id)
+    assert dead is not None
+    assert dead.last_error == f"c{ERROR_NUL_STAND_IN * 2}d"
+    if dead.errors:  # the error history is the ops profile's
+        assert [e.error for e in dead.errors] == [
+            f"a{ERROR_NUL_STAND_IN}b",
+            f"c{ERROR_NUL_STAND_IN * 2}d",
+        ]
 
 
 # -- NAMES-WHOLE ------------------------------------------------------------------------

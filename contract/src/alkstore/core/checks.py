@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..constants import MAX_BATCH, MAX_ERROR_LENGTH, MAX_JOBS_PAGE
+from ..constants import ERROR_NUL_STAND_IN, MAX_BATCH, MAX_ERROR_LENGTH, MAX_JOBS_PAGE
 from ..errors import InvalidOptions
 from ..options import DEFAULT_ENQUEUE_OPTS, EnqueueOpts, check_type
 from ..values import JobState
@@ -26,9 +26,10 @@ def storable_id(job_id: int) -> bool:
 
 
 def check_error(error: object) -> str:
+    """``error`` as a job keeps it: each NUL becomes ``ERROR_NUL_STAND_IN`` (contract §11)."""
     if not isinstance(error, str):
         raise InvalidOptions(f"error must be a str, got {type(error).__name__}")
-    return error
+    return error.replace("\x00", ERROR_NUL_STAND_IN) if "\x00" in error else error
 
 
 def check_limit(limit: object) -> int:

@@ -143,7 +143,7 @@ class CoreJobHandle:
             InvalidOptions: ``error`` is not a ``str`` or ``delay`` is malformed.
             StoreClosed: the store was closed.
         """
-        check_error(error)
+        error = check_error(error)
         # Validate the delay first: a bad argument is refused even when the budget is spent.
         explicit = None if delay is None else duration_seconds(delay, "delay")
         job = self._job
@@ -172,7 +172,7 @@ class CoreJobHandle:
             InvalidOptions: ``error`` is not a ``str``.
             StoreClosed: the store was closed.
         """
-        check_error(error)
+        error = check_error(error)
         return self._bury(error, error)
 
     def _bury(self, last_error: str, error: str) -> bool:
