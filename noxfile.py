@@ -117,7 +117,10 @@ def tests(session: nox.Session) -> None:
     with _postgres(session) as env:
         # One pytest run per package: each has its own conftest and helpers.
         for tests_dir in UNIT_TEST_DIRS:
-            session.run("pytest", "-q", "-p", "no:cacheprovider", tests_dir, env=env)
+            # The kit's own tests are mostly whole kit runs in subprocesses (one per
+            # mutant), independent of each other: two at a time on two cores.
+            workers = ["-n", "2"] if tests_dir == "conformance/tests" else []
+            session.run("pytest", "-q", "-p", "no:cacheprovider", *workers, tests_dir, env=env)
         for engine in REFERENCE_ENGINES:
             session.run(
                 "alkstore-conformance",
