@@ -11,7 +11,7 @@ import pytest
 from pg_helpers import BackgroundClaim, StoreFactory, wait_until
 
 from alkstore import EnqueueOpts, QueueOpts
-from alkstore.constants import MAX_ERROR_HISTORY, MAX_ERROR_LENGTH
+from alkstore.constants import ERROR_NUL_STAND_IN, MAX_ERROR_HISTORY, MAX_ERROR_LENGTH
 from alkstore.testing import FakeClock
 from alkstore.values import JobError, JobState, QueueStats
 
@@ -91,17 +91,27 @@ def test_a_long_error_is_kept_whole_up_to_the_limit(open_store: StoreFactory) ->
     assert [e.error for e in job.errors] == [longest]
 
 
-def test_an_error_with_a_nul_character_is_kept_in_the_history(open_store: StoreFactory) -> None:
-    # Text columns refuse NUL; the history stores each entry JSON-escaped.
+def test_an_error_with_a_nul_character_is_stored_with_the_stand_in(
+    open_store: StoreFactory,
+) -> None:
+    # PostgreSQL's text refuses NUL (last_error is text): the contract keeps each
+    # NUL of an error as ERROR_NUL_STAND_IN, in last_error and the history alike.
     queue = open_store().queue("q")
     job_id = queue.enqueue("x")
     handle = queue.claim("w")
     assert handle is not None
     assert handle.retry("bad\x00byte", delay=0)
+    again = queue.claim("w")
+    assert again is not None
+    assert again.fail("worse\x00byte")
 
     job = queue.get_job(job_id)
     assert job is not None
-    assert [e.error for e in job.errors] == ["bad\x00byte"]
+    assert job.last_error == f"worse{ERROR_NUL_STAND_IN}byte"
+    assert [e.error for e in job.errors] == [
+        f"bad{ERROR_NUL_STAND_IN}byte",
+        f"worse{ERROR_NUL_STAND_IN}byte",
+    ]
 
 
 def test_expiry_moves_a_job_to_dead_keeping_its_history(open_store: StoreFactory) -> None:
