@@ -6,7 +6,7 @@ import pytest
 
 from alkstore.constants import MAX_NAME_LENGTH, RESERVED_PREFIX
 from alkstore.errors import AlkstoreError, InvalidName, ReservedName
-from alkstore.names import outbox_queue_name, validate_identifier, validate_name
+from alkstore.names import outbox_of_queue, outbox_queue_name, validate_identifier, validate_name
 
 
 def test_a_plain_name_is_returned_unchanged() -> None:
@@ -96,3 +96,8 @@ def test_a_name_with_a_lone_surrogate_is_refused() -> None:
 
 def test_a_name_with_non_ascii_letters_is_accepted() -> None:
     assert validate_name("письма-é") == "письма-é"
+
+
+def test_outbox_of_queue_inverts_outbox_queue_name() -> None:
+    assert outbox_of_queue(outbox_queue_name("orders")) == "orders"
+    assert outbox_of_queue("orders") is None

@@ -56,3 +56,14 @@ def outbox_queue_name(outbox: str) -> str:
         ReservedName: ``outbox`` starts with the reserved prefix.
     """
     return OUTBOX_QUEUE_PREFIX + validate_name(outbox, "outbox name")
+
+
+def outbox_of_queue(queue: str) -> str | None:
+    """The outbox a queue name backs (``outbox_queue_name``'s inverse), else ``None``.
+
+    ``store.stats()`` lists an outbox's reserved backing queue by that name; reach
+    it through ``store.outbox(outbox_of_queue(name))``.
+    """
+    if queue.startswith(OUTBOX_QUEUE_PREFIX):
+        return queue[len(OUTBOX_QUEUE_PREFIX) :]
+    return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .blind_spots import (
     ChunkedEnqueueDriver,
     NoTimerDriver,
+    NulRestoringDriver,
     ReadThenWriteLockDriver,
     SplitFireDriver,
     TruncatingErrorDriver,
@@ -222,6 +223,12 @@ WAIT_ANY_FIRST_TOPIC = MutantEngine(
     "the other queues' work is found by the 1 s re-poll",
     store=FirstTopicWaitStore,
 )
+NUL_RESTORED = MutantEngine(
+    "nul-restored",
+    catches="QUEUE-ERROR-WHOLE",
+    bug="last_error keeps a raw NUL instead of the contract's stand-in U+2400",
+    driver=NulRestoringDriver,
+)
 RELEASE_COUNTS_ATTEMPT = MutantEngine(
     "release-counts-attempt",
     catches="QUEUE-RELEASE-UNCOUNTED",
@@ -262,6 +269,7 @@ MUTANTS: dict[str, MutantEngine] = {
         WAIT_ANY_FIRST_QUEUE,
         WAIT_ANY_FIRST_TOPIC,
         RELEASE_COUNTS_ATTEMPT,
+        NUL_RESTORED,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
+from alkstore.constants import ERROR_NUL_STAND_IN
 from alkstore.driver import JOB_COLUMNS
 from alkstore.options import JobStamps
 from alkstore_sqlite import SqliteDriver
@@ -50,6 +51,24 @@ class TruncatingErrorDriver(SqliteDriver):
         error: str | None,
     ) -> bool:
         return super().bury(c, job_id, attempt, now, last_error[:ERROR_KEPT_CHARS], error)
+
+
+class NulRestoringDriver(SqliteDriver):
+    """Turns the contract's NUL stand-in back into NUL in ``last_error``: fine for
+    SQLite's text, but the error no longer reads the same as on an engine whose
+    text cannot hold NUL (PostgreSQL)."""
+
+    def bury(
+        self,
+        c: sqlite3.Connection,
+        job_id: int,
+        attempt: int,
+        now: int,
+        last_error: str,
+        error: str | None,
+    ) -> bool:
+        restored = last_error.replace(ERROR_NUL_STAND_IN, "\x00")
+        return super().bury(c, job_id, attempt, now, restored, error)
 
 
 # -- class 2: a batch that is not one transaction --------------------------------------

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..api import QueueConsumer, Store
-from ..constants import MAX_JOBS_PAGE, MAX_REDRIVE, OUTBOX_QUEUE_PREFIX
+from ..constants import MAX_JOBS_PAGE, MAX_REDRIVE
+from ..names import outbox_of_queue
 from ..values import Job, JobState
 
 LOOKUP_QUEUE = "alkstore-cli"
@@ -26,9 +27,8 @@ def queue_handle(store: Store, name: str) -> QueueConsumer:
     An outbox's backing queue (``__alkstore_outbox:<outbox>``) is reserved, so it is
     reached through ``store.outbox``; any other reserved name is refused as usual.
     """
-    if name.startswith(OUTBOX_QUEUE_PREFIX):
-        return store.outbox(name[len(OUTBOX_QUEUE_PREFIX) :])
-    return store.queue(name)
+    outbox = outbox_of_queue(name)
+    return store.queue(name) if outbox is None else store.outbox(outbox)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ import threading
 from typing import Any
 
 from ..api import Store
-from ..constants import OUTBOX_QUEUE_PREFIX
 from ..errors import AlkstoreError, LeadershipLost, ProfileUnavailable, ReservedName
+from ..names import outbox_of_queue
 from ..spec import parse_spec
 from ..stop import StopToken
 from ..values import Job
@@ -81,9 +81,8 @@ class Maintenance:
             return sorted(self._own_queues)
 
     def _consumer(self, name: str) -> Any:
-        if name.startswith(OUTBOX_QUEUE_PREFIX):
-            return self._store.outbox(name[len(OUTBOX_QUEUE_PREFIX) :])
-        return self._store.queue(name)
+        outbox = outbox_of_queue(name)
+        return self._store.queue(name) if outbox is None else self._store.outbox(outbox)
 
     def _lead(self) -> None:
         while not self._stop.is_set():
