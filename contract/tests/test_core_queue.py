@@ -99,6 +99,34 @@ def test_claim_is_one_driver_claim_in_one_write(store: CoreStore, driver: FakeDr
     assert [call.args[0] for call in driver.calls_named("begin")] == ["write"]
 
 
+def test_ack_and_claim_is_the_ack_then_the_claim_in_one_write(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    first, second = queue.enqueue_many([1, 2])
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.id == first
+    driver.calls.clear()
+    acked, claimed = handle.ack_and_claim("w1")
+    assert (acked, [h.id for h in claimed]) == (True, [second])
+    assert driver.statement_names() == ["ack", "claim"]
+    assert [call.args[0] for call in driver.calls_named("begin")] == ["write"]
+
+
+def test_ack_and_claim_with_a_bad_limit_writes_nothing(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    handle = queue.claim("w1")
+    assert handle is not None
+    driver.calls.clear()
+    with pytest.raises(InvalidOptions, match="limit"):
+        handle.ack_and_claim("w1", 0)
+    assert driver.calls == []
+
+
 def test_claim_never_hands_out_a_lapsed_exhausted_row(store: CoreStore, clock: FakeClock) -> None:
     queue = store.queue("q", QueueOpts(visibility_timeout_s=10, max_attempts=1))
     job_id = queue.enqueue(1)

@@ -628,3 +628,43 @@ def test_a_busy_queue_s_handler_thread_claims_its_next_job_itself(
     run.stop()
     from_handlers = [name for name in claimers if name.startswith("alkstore-handler")]
     assert len(from_handlers) >= 19, claimers
+
+
+def test_a_busy_queue_s_ack_and_next_claim_share_one_transaction(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(20)])
+    run = running(worker)
+    eventually(lambda: all(job_state(store, "q", i) is None for i in ids), "all acked")
+    run.stop()
+    acks = driver.calls_named("ack")
+    assert len(acks) == 20
+    # One commit per job: each ack went with the claim of the queue's next job.
+    assert all(driver.statement_names_in(ack.txn) == ["ack", "claim"] for ack in acks)
+
+
+def test_a_job_claimed_as_the_worker_stops_is_given_back_unspent(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    ran: list[int] = []
+    worker.task("q")(lambda job: ran.append(job.id))
+    first, second = store.queue("q").enqueue_many([{"n": 1}, {"n": 2}])
+
+    def stop_once_the_next_job_is_claimed(tx: Any) -> None:
+        if driver.statement_names_in(tx.number) == ["ack", "claim"]:
+            driver.after_transaction = None
+            worker.stop()
+
+    driver.after_transaction = stop_once_the_next_job_is_claimed
+    run = running(worker)
+    run.join()
+    assert ran == [first]
+    assert job_state(store, "q", first) is None
+    job = store.queue("q").get_job(second)
+    assert job is not None
+    assert job.state is JobState.PENDING
+    # Released: claimed once, and that claim refunded to the budget.
+    assert job.max_attempts - job.attempts == QueueOpts().max_attempts

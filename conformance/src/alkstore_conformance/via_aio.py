@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from alkstore import Clock, EngineProvider, JobHandle, Store
+from alkstore import AckAndClaim, Clock, EngineProvider, JobHandle, Store
 from alkstore.aio import (
     AsyncJobHandle,
     AsyncLock,
@@ -144,6 +144,11 @@ class AioJobHandle:
 
     def ack(self) -> bool:
         return self._loop.run(self.aio.ack())
+
+    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
+        done = self._loop.run(self.aio.ack_and_claim(worker_id, limit))
+        claimed: list[JobHandle] = [AioJobHandle(self._loop, h) for h in done.claimed]
+        return AckAndClaim(done.acked, claimed)
 
     def heartbeat(self, extend: Duration) -> bool:
         return self._loop.run(self.aio.heartbeat(extend))

@@ -6,6 +6,7 @@ registered under the entry-point group ``alkstore.engines``.
 
 from . import backoff, testing
 from .api import (
+    AckAndClaim,
     JobHandle,
     Lock,
     Outbox,
@@ -86,6 +87,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",
     "SCHEDULER_LOCK",
+    "AckAndClaim",
     "AlkstoreError",
     "AsyncNativeProvider",
     "Capabilities",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .clock import Clock
 from .options import EnqueueOpts, QueueOpts, ScheduleOpts
@@ -28,6 +28,15 @@ from .values import (
     SweepResult,
     TickResult,
 )
+
+
+class AckAndClaim(NamedTuple):
+    """What ``JobHandle.ack_and_claim`` did, in its one transaction."""
+
+    acked: bool
+    """Whether the job was deleted (``False``: the claim was no longer live)."""
+    claimed: list[JobHandle]
+    """The jobs claimed next, as ``claim_batch`` returns them (possibly none)."""
 
 
 class JobHandle(Protocol):
@@ -69,6 +78,24 @@ class JobHandle(Protocol):
         Raises:
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
+        """
+
+    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
+        """``ack`` this job and ``claim_batch(worker_id, limit)`` its queue, in one
+        transaction (contract §12.7): what a worker does when a job succeeds and
+        its slot goes straight to the next one, at the cost of one commit.
+
+        The ack is exactly ``ack()``: refused (``acked=False``, nothing changed)
+        once the claim is no longer live; the claim happens either way. Both
+        commit together, or (on an error) neither does.
+
+        Returns:
+            ``AckAndClaim(acked, claimed)``.
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed (nothing acked).
+            InvalidOptions: ``limit`` is outside 1..10,000 (nothing acked).
+            StoreClosed: the store was closed.
         """
 
     def heartbeat(self, extend: Duration) -> bool:

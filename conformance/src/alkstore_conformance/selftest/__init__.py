@@ -24,6 +24,7 @@ from .blind_spots import (
     TruncatingErrorDriver,
     TwoStepBuryDriver,
 )
+from .chaining import ClaimsOnlyAfterAnAckStore
 from .engine import MutantEngine
 from .operations import (
     BatchClaimIgnoresPauseDriver,
@@ -236,6 +237,13 @@ RELEASE_COUNTS_ATTEMPT = MutantEngine(
     "async claim costs the job an attempt",
     driver=ReleaseCountsAttemptDriver,
 )
+ACK_AND_CLAIM_AFTER_ACK_ONLY = MutantEngine(
+    "ack-and-claim-after-ack-only",
+    catches="QUEUE-ACK-AND-CLAIM-LOST",
+    bug="ack_and_claim claims only when its ack went through: a worker whose claim "
+    "lapsed gets no next job from a full queue",
+    store=ClaimsOnlyAfterAnAckStore,
+)
 
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
@@ -270,6 +278,7 @@ MUTANTS: dict[str, MutantEngine] = {
         WAIT_ANY_FIRST_TOPIC,
         RELEASE_COUNTS_ATTEMPT,
         NUL_RESTORED,
+        ACK_AND_CLAIM_AFTER_ACK_ONLY,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

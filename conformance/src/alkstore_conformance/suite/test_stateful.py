@@ -412,6 +412,17 @@ class QueueModelMachine(RuleBasedStateMachine):
         before = self.model.describe(held.claim.job_id)
         agree(f"{held}.ack() [{before}]", held.handle.ack(), self.model.ack(held.claim))
 
+    @rule(target=held, held=held, worker=st.sampled_from(WORKERS), limit=st.integers(1, 3))
+    def ack_and_claim(self, held: HeldClaim, worker: str, limit: int) -> MultipleResults[HeldClaim]:
+        if self._refused_as_closed(held, lambda h: h.ack_and_claim(worker, limit)):
+            return multiple()
+        before = self.model.describe(held.claim.job_id)
+        acked, handles = held.handle.ack_and_claim(worker, limit)
+        # One transaction in the engine; in the model, the ack and then the claim.
+        agree(f"{held}.ack_and_claim().acked [{before}]", acked, self.model.ack(held.claim))
+        claims = self.model.claim(held.claim.job.queue, worker, limit)
+        return multiple(*self._check_claims(handles, claims))
+
     @rule(held=held, extend=durations)
     def heartbeat(self, held: HeldClaim, extend: int | float | timedelta) -> None:
         if self._refused_as_closed(held, lambda h: h.heartbeat(extend)):

@@ -17,7 +17,13 @@ from ..clock import Clock, check_clock
 from ..engine import AsyncNativeProvider, load_engine, url_scheme
 from ..errors import InvalidOptions
 from .profiles import AsyncLock, AsyncStream, AsyncSubscription
-from .queues import AsyncJobHandle, AsyncOutbox, AsyncQueue, AsyncQueueConsumer
+from .queues import (
+    AsyncAckAndClaim,
+    AsyncJobHandle,
+    AsyncOutbox,
+    AsyncQueue,
+    AsyncQueueConsumer,
+)
 from .store import AsyncStore
 from .transaction import AsyncTransaction, TransactionBlock
 
@@ -91,6 +97,7 @@ def open(  # mirrors alkstore.open
 
 
 __all__ = [
+    "AsyncAckAndClaim",
     "AsyncJobHandle",
     "AsyncLock",
     "AsyncOutbox",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..api import JobHandle, Outbox, Queue, QueueConsumer
+from ..api import AckAndClaim, JobHandle, Outbox, Queue, QueueConsumer
 from ..options import EnqueueOpts, QueueOpts
 from ..stop import StopToken
 from ..timeconv import Duration
@@ -45,6 +45,15 @@ class AsyncJobHandle:
         """``JobHandle.ack``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.ack)
 
+    async def ack_and_claim(self, worker_id: str, limit: int = 1) -> AsyncAckAndClaim:
+        """``JobHandle.ack_and_claim``, awaited (run off the loop); a cancelled call
+        gives back the jobs it claimed (``release``), its ack stands."""
+        done = await self._runner.claim(
+            self.sync.ack_and_claim, worker_id, limit, handles=_claimed_by
+        )
+        claimed = [AsyncJobHandle(self._runner, handle) for handle in done.claimed]
+        return AsyncAckAndClaim(done.acked, claimed)
+
     async def heartbeat(self, extend: Duration) -> bool:
         """``JobHandle.heartbeat``, awaited (run off the loop)."""
         return await self._runner.call(self.sync.heartbeat, extend)
@@ -63,6 +72,17 @@ class AsyncJobHandle:
 
     def __repr__(self) -> str:
         return f"<AsyncJobHandle {self.sync!r}>"
+
+
+class AsyncAckAndClaim(NamedTuple):
+    """What ``AsyncJobHandle.ack_and_claim`` did (``alkstore.AckAndClaim``)."""
+
+    acked: bool
+    claimed: list[AsyncJobHandle]
+
+
+def _claimed_by(done: AckAndClaim) -> list[JobHandle]:
+    return done.claimed
 
 
 def _one(handle: JobHandle | None) -> list[JobHandle]:

@@ -31,25 +31,11 @@ from ..errors import InvalidOptions
 from ..worker import MAX_CONCURRENCY, Worker
 from ..worker.runtime import MAX_SHUTDOWN_GRACE_S
 from .arguments import engine_options
+from .logs import JobFormatter, StderrHandler
 from .settings import Settings, open_store
 
 TARGET = "MODULE:OBJECT"
 LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-class JobFormatter(logging.Formatter):
-    """Names the job a handler's ``ctx.logger`` line is about (its ``extra`` fields)."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        # The message line only: a traceback, if any, follows the job it belongs to.
-        line = super().formatMessage(record)
-        job_id = getattr(record, "job_id", None)
-        if job_id is None:
-            return line
-        queue = getattr(record, "queue", "?")
-        attempt = getattr(record, "attempt", "?")
-        return f"{line} (queue={queue} id={job_id} attempt={attempt})"
 
 
 def _bad_target(message: str) -> click.BadParameter:
@@ -241,8 +227,8 @@ def worker(
     Ctrl-C: running jobs finish first (up to the shutdown grace); a second
     signal stops at once. The current directory is searched for MODULE first."""
     # Before the import, so the app's own import-time logging is formatted too.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JobFormatter(LOG_FORMAT))
+    handler = StderrHandler(sys.stderr)
+    handler.setFormatter(JobFormatter())
     logging.basicConfig(level=log_level.upper(), handlers=[handler])
     loaded = load_worker(target)
     loaded.configure(

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-from ..api import JobHandle
+from ..api import AckAndClaim, JobHandle
 from ..backoff import retry_delay
 from ..constants import MAX_REDRIVE
 from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
@@ -99,6 +99,30 @@ class CoreJobHandle:
         now = ctx.now()
         job = self._job
         return ctx.write(lambda c: ctx.driver.ack(c, job.id, job.attempts, now))
+
+    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
+        """``ack`` then ``claim_batch(worker_id, limit)`` on this job's queue, in one
+        transaction (contract §12.7).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed (nothing acked).
+            InvalidOptions: ``limit`` is out of range (nothing acked).
+            StoreClosed: the store was closed.
+        """
+        queue = self._queue
+        validate_identifier(worker_id, "worker_id")
+        check_limit(limit)
+        ctx = queue._context
+        now = ctx.now()
+        job = self._job
+        driver = ctx.driver
+
+        def work(c: Any) -> tuple[bool, list[Job]]:
+            acked = driver.ack(c, job.id, job.attempts, now)
+            return acked, queue._claim_rows(c, worker_id, now, limit)
+
+        acked, jobs = ctx.write(work)
+        return AckAndClaim(acked, queue._handles(jobs))
 
     def heartbeat(self, extend: Duration) -> bool:
         """Set the claim's deadline to ``now + extend``; ``False`` if no longer live.
@@ -279,24 +303,25 @@ class CoreQueue:
         validate_identifier(worker_id, "worker_id")
         check_limit(limit)
         ctx = self._context
-        driver = ctx.driver
         now = ctx.now()
-        name = self._name
+        jobs = ctx.write(lambda c: self._claim_rows(c, worker_id, now, limit), wait_s)
+        return self._handles(jobs)
 
-        def work(c: Any) -> list[Job]:
-            # The claim dead-letters lapsed rows whose budget is spent before it
-            # claims: such a row is never handed out again.
-            jobs = driver.claim(c, name, worker_id, now, limit)
-            for job in jobs:
-                if is_undecodable(job.payload):
-                    return _set_aside_undecodable(driver, c, name, worker_id, now, limit, jobs)
-            return jobs
+    def _claim_rows(self, c: Any, worker_id: str, now: int, limit: int) -> list[Job]:
+        """Inside a write transaction: claim up to ``limit`` jobs (arguments checked)."""
+        driver = self._context.driver
+        # The claim dead-letters lapsed rows whose budget is spent before it
+        # claims: such a row is never handed out again.
+        jobs = driver.claim(c, self._name, worker_id, now, limit)
+        for job in jobs:
+            if is_undecodable(job.payload):
+                return _set_aside_undecodable(driver, c, self._name, worker_id, now, limit, jobs)
+        return jobs
 
-        jobs = ctx.write(work, wait_s)
+    def _handles(self, jobs: list[Job]) -> list[JobHandle]:
         if len(jobs) > 1:
             _sort_in_claim_order(jobs)
-        handles: list[JobHandle] = [CoreJobHandle(self, job) for job in jobs]
-        return handles
+        return [CoreJobHandle(self, job) for job in jobs]
 
     def claim_wait(
         self,

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 from ..aio import AsyncStore
@@ -28,6 +28,7 @@ from ..stop import StopToken
 from .executors import DaemonThreads, LoopThread
 from .heartbeats import Heartbeats
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenance, check_every
+from .outcome_log import OutcomeLog
 from .outcomes import Fail, Retry
 from .runs import JobRun, RunState
 from .tasks import Task, make_task
@@ -90,6 +91,7 @@ class Worker:
         self._interrupt = StopToken()
         self._all_done = threading.Condition(self._lock)
         self._started = False
+        self._outcomes = OutcomeLog(log)
 
     # -- registering -----------------------------------------------------------------
     def task(self, queue: str, *, concurrency: int = 1) -> Callable[[F], F]:
@@ -259,6 +261,7 @@ class Worker:
             if maintenance is not None:
                 maintenance.start()  # first: an engine without a scheduler fails here
             try:
+                self._outcomes.start()
                 self._threads.start()
                 if self._loop is not None:
                     self._loop.start()
@@ -279,6 +282,7 @@ class Worker:
                     self._loop.close()
                 if self._aio is not None:
                     self._aio.detach()
+                self._outcomes.close()
         log.info("worker %s stopped", self.name)
 
     def _dispatch(self, store: Store, tasks: list[Task], queues: dict[str, Queue]) -> None:
@@ -346,12 +350,31 @@ class Worker:
                 task.handler(*args)
             except BaseException as exc:  # every outcome is reported; none escapes the thread
                 self._settle(run, exc, traceback.format_exc())
+                following = self._chain(run)
             else:
-                self._settle(run, None, "")
-            following = self._chain(run)
+                following = self._succeed(run)
             if following is None:
                 self._free(run)
             run = following
+
+    def _succeed(self, run: JobRun) -> JobRun | None:
+        """Ack a returned handler's job and, unless the worker is stopping, claim its
+        task's next job in the same transaction (``ack_and_claim``: one commit per
+        job on a busy queue). Returns the run of the job claimed, if any."""
+        if self._stopping.is_set() or run.lost:
+            self._settle(run, None, "")
+            return None
+        if not run.end(RunState.FINISHED):
+            return None  # abandoned by a stop that could wait no longer: nothing applied
+        self._heartbeats.discard(run)
+        try:
+            acked, claimed = run.handle.ack_and_claim(self.name, 1)
+        except AlkstoreError as error:
+            # Neither applied: the claim lapses and the job runs again elsewhere.
+            self._log_outcome(run, f"not recorded ({type(error).__name__}: {error})", None)
+            return None
+        self._log_outcome(run, "ack" if acked else "ack refused (claim lost)", None)
+        return self._follow(run, claimed[0]) if claimed else None
 
     def _chain(self, done: JobRun) -> JobRun | None:
         """The next job of ``done``'s task, claimed on this thread: a busy queue's
@@ -363,9 +386,17 @@ class Worker:
             handles = self._queues[done.task.queue].claim_batch(self.name, 1)
         except AlkstoreError:
             return None  # an outage: the dispatcher waits it out
-        if not handles:
+        return self._follow(done, handles[0]) if handles else None
+
+    def _follow(self, done: JobRun, handle: JobHandle) -> JobRun | None:
+        """Hand ``done``'s slot to the job just claimed for it."""
+        if self._stopping.is_set():
+            # Claimed as the stop arrived: given back unused (no attempt spent),
+            # rather than started now.
+            with suppress(AlkstoreError):
+                handle.release()
             return None
-        following = JobRun(done.task, handles[0], self._store, None, self._stopping)
+        following = JobRun(done.task, handle, self._store, None, self._stopping)
         with self._lock:
             slots = self._running[done.task.queue]
             slots.discard(done)
@@ -403,7 +434,6 @@ class Worker:
         self, run: JobRun, exc: BaseException | None, trace: str, *, cancelled: bool = False
     ) -> None:
         """Apply (or, for a lost or abandoned run, discard) the outcome, and log it."""
-        job = run.handle.job
         if not run.end(RunState.FINISHED):
             return  # abandoned by a stop that could wait no longer: nothing applied
         self._heartbeats.discard(run)
@@ -413,20 +443,16 @@ class Worker:
             outcome = "lost"
         else:
             outcome = self._apply(run.handle, exc, trace)
+        self._log_outcome(run, outcome, exc)
+
+    def _log_outcome(self, run: JobRun, outcome: str, exc: BaseException | None) -> None:
         level = logging.INFO if outcome in ("ack", "retry") else logging.WARNING
         if outcome == "retry" and exc is not None and not isinstance(exc, Retry):
             level = logging.WARNING
-        if log.isEnabledFor(level):
-            log.log(
-                level,
-                "job %s: queue=%s id=%d attempt=%d duration=%.3fs%s",
-                outcome,
-                job.queue,
-                job.id,
-                job.attempts,
-                run.elapsed_s(),
-                _why(exc),
-            )
+        job = run.handle.job
+        self._outcomes.note(
+            level, outcome, job.queue, job.id, job.attempts, run.elapsed_s(), _why(exc)
+        )
 
     def _apply(self, handle: JobHandle, exc: BaseException | None, trace: str) -> str:
         """Apply the handler's outcome; return its name for the log."""
