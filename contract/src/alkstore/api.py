@@ -31,7 +31,7 @@ from .values import (
 
 
 class AckAndClaim(NamedTuple):
-    """What ``JobHandle.ack_and_claim`` did, in its one transaction."""
+    """What ``JobHandle.ack_and_claim`` did, in its one write."""
 
     acked: bool
     """Whether the job was deleted (``False``: the claim was no longer live)."""
@@ -81,13 +81,15 @@ class JobHandle(Protocol):
         """
 
     def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
-        """``ack`` this job and ``claim_batch(worker_id, limit)`` its queue, in one
-        transaction (contract §12.7): what a worker does when a job succeeds and
-        its slot goes straight to the next one, at the cost of one commit.
+        """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
+        write (contract §12.7): what a worker does when a job succeeds and its
+        slot goes straight to the next one, on one connection and, where the
+        engine's writes are transactions (SQLite), at the cost of one commit.
 
         The ack is exactly ``ack()``: refused (``acked=False``, nothing changed)
-        once the claim is no longer live; the claim happens either way. Both
-        commit together, or (on an error) neither does.
+        once the claim is no longer live; the claim happens either way. Each
+        step is correct committed on its own (an engine may commit them one by
+        one): an error after the ack leaves the job acked and nothing claimed.
 
         Returns:
             ``AckAndClaim(acked, claimed)``.

@@ -1,9 +1,9 @@
-"""§12.7: ``JobHandle.ack_and_claim`` -- ack a job and claim the next, one commit.
+"""§12.7: ``JobHandle.ack_and_claim`` -- ack a job and claim the next, one write.
 
 What a worker does when a handler returns and its slot goes straight to the
 queue's next job. It must be exactly ``ack()`` followed by
 ``claim_batch(worker_id, limit)``: the same refusal of a lost claim, the same
-claim order, the same handles; only the number of commits differs.
+claim order, the same handles; only the number of writes differs.
 """
 
 from __future__ import annotations

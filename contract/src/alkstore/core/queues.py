@@ -102,7 +102,7 @@ class CoreJobHandle:
 
     def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
         """``ack`` then ``claim_batch(worker_id, limit)`` on this job's queue, in one
-        transaction (contract §12.7).
+        write (contract §12.7).
 
         Raises:
             InvalidName: ``worker_id`` is malformed (nothing acked).

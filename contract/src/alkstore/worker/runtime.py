@@ -359,8 +359,8 @@ class Worker:
 
     def _succeed(self, run: JobRun) -> JobRun | None:
         """Ack a returned handler's job and, unless the worker is stopping, claim its
-        task's next job in the same transaction (``ack_and_claim``: one commit per
-        job on a busy queue). Returns the run of the job claimed, if any."""
+        task's next job in the same write (``ack_and_claim``: one write per job
+        on a busy queue). Returns the run of the job claimed, if any."""
         if self._stopping.is_set() or run.lost:
             self._settle(run, None, "")
             return None

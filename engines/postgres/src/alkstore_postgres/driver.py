@@ -299,9 +299,16 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             "limit": limit,
             "last_error": ERROR_EXHAUSTED,
         }
-        rows = execute(c, self._sql.claim_ready, params, binary=True).fetchall()
+        # One row: a prepared statement whose plan holds at any table size. More:
+        # planned for each run, for the table as it is now (see CLAIM_ONE).
+        sql = self._sql
+        if limit == 1:
+            ready, either, prepare = sql.claim_ready_one, sql.claim_one, None
+        else:
+            ready, either, prepare = sql.claim_ready, sql.claim, False
+        rows = execute(c, ready, params, binary=True, prepare=prepare).fetchall()
         if not rows:
-            rows = execute(c, self._sql.claim, params, binary=True).fetchall()
+            rows = execute(c, either, params, binary=True, prepare=prepare).fetchall()
         return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
@@ -326,7 +333,8 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         if not ids:
             return 0
         params = {"ids": ids, "queue": queue, "worker_id": worker_id, "now": now}
-        return rowcount(c, self._sql.ack_batch, params)
+        # Planned for each run (see ACK_BATCH).
+        return execute(c, self._sql.ack_batch, params, prepare=False).rowcount
 
     def heartbeat(self, c: PgHandle, job_id: int, attempt: int, now: int, deadline: int) -> bool:
         params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}

@@ -47,7 +47,12 @@ class SqlConnection(Protocol):
     (the same statements, their I/O done on the loop)."""
 
     def execute(
-        self, query: bytes | str, params: Mapping[str, Any] | None = None, *, binary: bool = False
+        self,
+        query: bytes | str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool = False,
     ) -> SqlCursor: ...
 
     def transaction(self) -> AbstractContextManager[Any]: ...
@@ -85,14 +90,21 @@ def begin_transaction(c: PgHandle) -> None:
 
 
 def execute(
-    c: PgHandle, query: bytes, params: Mapping[str, Any] | None = None, *, binary: bool = False
+    c: PgHandle,
+    query: bytes,
+    params: Mapping[str, Any] | None = None,
+    *,
+    binary: bool = False,
+    prepare: bool | None = None,
 ) -> SqlCursor:
     """Run ``query``; ``binary`` asks for results in binary format (cheaper to convert
-    for rows of many integer columns, such as a claim's)."""
+    for rows of many integer columns, such as a claim's); ``prepare=False`` plans it
+    anew each time (psycopg otherwise prepares a statement after a few runs, and the
+    server may keep a generic plan made for the table as it was then)."""
     retries = CONFLICT_RETRIES if c.standalone else 0
     while True:
         try:
-            return c.conn.execute(query, params, binary=binary)
+            return c.conn.execute(query, params, prepare=prepare, binary=binary)
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             # Safe only for a standalone statement: it rolled back alone.
             if retries <= 0:

@@ -138,9 +138,9 @@ class BufferedCursor:
 
 
 async def _execute(
-    conn: psycopg.AsyncConnection[Any], query: Any, params: Any, binary: bool
+    conn: psycopg.AsyncConnection[Any], query: Any, params: Any, prepare: bool | None, binary: bool
 ) -> BufferedCursor:
-    cursor = await conn.execute(query, params, binary=binary)
+    cursor = await conn.execute(query, params, prepare=prepare, binary=binary)
     rows = await cursor.fetchall() if cursor.description is not None else []
     return BufferedCursor(rows, cursor.rowcount, cursor.description)
 
@@ -155,9 +155,14 @@ class LoopConnection:
         self._bridge = bridge
 
     def execute(
-        self, query: bytes | str, params: Any = None, *, binary: bool = False
+        self,
+        query: bytes | str,
+        params: Any = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool = False,
     ) -> BufferedCursor:
-        return self._bridge.run(_execute(self.native, query, params, binary))
+        return self._bridge.run(_execute(self.native, query, params, prepare, binary))
 
     def transaction(self) -> LoopTransaction:
         return LoopTransaction(self.native, self._bridge)

@@ -124,7 +124,10 @@ Only the payloads vary, so they travel as one binary array and the stamps as
 scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
-CLAIM: Final = f"""
+
+def _claim(pick: str) -> str:
+    """The claim statement; ``pick`` is how its UPDATE takes the chosen rows' ``ctid``."""
+    return f"""
 WITH exhausted AS (
     SELECT id FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
@@ -139,7 +142,7 @@ WITH exhausted AS (
     SELECT {_MOVED}, errors, %(last_error)s, %(now)s
     FROM buried
 ), ready AS (
-    SELECT id, priority, run_at FROM {{schema}}.alkstore_jobs
+    SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
       AND attempts < max_attempts{_NOT_PAUSED}
@@ -147,7 +150,7 @@ WITH exhausted AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), lapsed AS (
-    SELECT id, priority, run_at FROM {{schema}}.alkstore_jobs
+    SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
       AND attempts < max_attempts{_NOT_PAUSED}
@@ -155,7 +158,7 @@ WITH exhausted AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), chosen AS (
-    SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) AS candidate
+    SELECT row_at FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) AS candidate
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
 )
@@ -165,12 +168,15 @@ SET state = 'processing',
     claimed_at = %(now)s,
     worker_id = %(worker_id)s,
     deadline = %(now)s + job.visibility_timeout_s
-WHERE job.id = ANY(ARRAY(SELECT id FROM chosen))
+WHERE job.ctid {pick}
 RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
           job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
           job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
           job.redriven_from
 """
+
+
+CLAIM: Final = _claim("= ANY(ARRAY(SELECT row_at FROM chosen))")
 """Dead-letter the exhausted lapsed rows and claim, in one statement (one round trip).
 
 First the queue's lapsed claims at their attempt budget move to the dead table
@@ -183,22 +189,38 @@ statement's one snapshot, and the claim's lapsed branch takes only rows with
 Then the claim: each state walks its own partial index in claim order (pending:
 ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
 locks with SKIP LOCKED, so concurrent claimers never wait on or share a row; the
-best ``limit`` of both are claimed, the rest unlock at commit. The chosen ids
-are updated by primary key (``= ANY(ARRAY(...))``): as a join, the planner would
-hash the whole table once the backlog is a few thousand rows. A paused queue
+best ``limit`` of both are claimed, the rest unlock at commit. The chosen rows are
+updated where they lie (``ctid = ANY(ARRAY(...))``, a TID scan): each is locked by
+this statement, so no one can move it first. Any other way in depends on the
+table's size when the statement was planned: as a join the planner would hash
+the whole table once the backlog is a few thousand rows, and by primary key
+(``id = ANY``) a plan made while the table was nearly empty, which psycopg then
+prepares and PostgreSQL keeps as its generic plan, scans the whole table for
+every claim once it has grown. A paused queue
 (``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
 exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
-claim did not set itself."""
+claim did not set itself. Planned for each run (``prepare=False``): see ``CLAIM_ONE``."""
 
-CLAIM_READY: Final = f"""
+CLAIM_ONE: Final = _claim("= (SELECT row_at FROM chosen)")
+"""``CLAIM`` with ``limit`` 1: one row, so a prepared generic plan of it stays a TID
+scan whatever the table's size was when it was planned. (For an array of ``ctid``s
+of unknown length the planner prices a TID scan at ten rows, more than a scan of a
+table it believes nearly empty: a plan made then, kept as the generic plan, scans
+the whole table for every claim once it has grown. So ``CLAIM`` is planned anew
+each time, at a cost a batch shares.)"""
+
+
+def _claim_ready(pick: str, close: str) -> str:
+    """The ready-only claim; ``pick``/``close`` wrap its row-choosing subquery."""
+    return f"""
 UPDATE {{schema}}.alkstore_jobs AS job
 SET state = 'processing',
     attempts = job.attempts + 1,
     claimed_at = %(now)s,
     worker_id = %(worker_id)s,
     deadline = %(now)s + job.visibility_timeout_s
-WHERE job.id = ANY(ARRAY(
-    SELECT id FROM {{schema}}.alkstore_jobs
+WHERE job.ctid {pick}
+    SELECT ctid FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
       AND attempts < max_attempts{_NOT_PAUSED}
@@ -207,17 +229,24 @@ WHERE job.id = ANY(ARRAY(
                         AND deadline <= %(now)s)
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED))
+    FOR UPDATE SKIP LOCKED{close}
 RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
           job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
           job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
           job.redriven_from
 """
+
+
+CLAIM_READY: Final = _claim_ready("= ANY(ARRAY(", "))")
 """The common case of ``CLAIM``, lighter: pending rows only, and only while the queue
 has no lapsed claim (then there is none to reclaim and none exhausted to move) and
 no pause. Both guards are uncorrelated, so each is one index probe per statement,
-evaluated before any row is locked. When it claims nothing the driver runs
-``CLAIM``, which tells the cases apart."""
+evaluated before any row is locked. The rows are updated where they lie, as in
+``CLAIM``. When it claims nothing the driver runs ``CLAIM``, which tells the cases
+apart. Planned for each run, as ``CLAIM``."""
+
+CLAIM_READY_ONE: Final = _claim_ready("= (", ")")
+"""``CLAIM_READY`` with ``limit`` 1, prepared as ``CLAIM_ONE``."""
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
@@ -251,7 +280,10 @@ DELETE FROM {schema}.alkstore_jobs
 WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
   AND worker_id = %(worker_id)s AND deadline > %(now)s
 """
-"""Looks rows up by primary key. ``deadline > now`` already means "processing"
+"""Looks rows up by primary key; planned for each run, never prepared (the driver
+runs it with ``prepare=False``): a generic plan made while the table was nearly
+empty would scan the whole table for every batch once it has grown, and the plan
+costs little beside a batch. ``deadline > now`` already means "processing"
 (the table's CHECK: a deadline is set exactly while processing), and leaving
 ``state = 'processing'`` out keeps the planner off ``alkstore_jobs_processing_deadline``:
 with stale statistics it would otherwise walk every in-flight row of the queue
@@ -719,7 +751,9 @@ class Statements:
     insert_job: bytes
     insert_jobs: bytes
     claim: bytes
+    claim_one: bytes
     claim_ready: bytes
+    claim_ready_one: bytes
     bury_exhausted: bytes
     bury_expired: bytes
     bury_claim: bytes
@@ -773,7 +807,9 @@ class Statements:
             insert_job=render(INSERT_JOB, schema),
             insert_jobs=render(INSERT_JOBS, schema),
             claim=render(CLAIM, schema),
+            claim_one=render(CLAIM_ONE, schema),
             claim_ready=render(CLAIM_READY, schema),
+            claim_ready_one=render(CLAIM_READY_ONE, schema),
             bury_exhausted=render(BURY_EXHAUSTED, schema),
             bury_expired=render(BURY_EXPIRED, schema),
             bury_claim=render(BURY_CLAIM, schema),
