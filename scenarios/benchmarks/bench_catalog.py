@@ -11,6 +11,8 @@ from bench_scale import (
     backlog_large,
     backlog_small,
     big_payloads,
+    cold_claim_ack,
+    cold_claim_batch,
     many_queues,
     stats_at_large_backlog,
 )
@@ -65,6 +67,8 @@ WORKLOADS: Sequence[Entry] = (
     Entry("backlog_1m", "S2 claim+ack at a backlog of 1,000,000", backlog_large),
     Entry("many_queues", "S3 1,000 queues x 10 jobs, claim+ack", many_queues),
     Entry("big_payload", "S4 64 KiB payloads, enqueue + claim+ack", big_payloads),
+    Entry("cold_claim_ack", "S6 row 3 after claims on an empty queue", cold_claim_ack),
+    Entry("cold_claim_batch", "S7 row 4 after claims on an empty queue", cold_claim_batch),
     Entry(
         "stats_1m",
         "S5 store.stats() (a metrics scrape) at 1,000,000 jobs",

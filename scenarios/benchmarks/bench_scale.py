@@ -1,4 +1,5 @@
-"""Scale rows: the same claim+ack at a small and a huge backlog, many queues, big payloads.
+"""Scale rows: the same claim+ack at a small and a huge backlog, many queues, big payloads,
+and the claims of a consumer that started on an empty queue (a cold start).
 
 Each runs on the engine and on its plain-driver baseline like every other
 workload. Backlogs are built untimed with ``enqueue_many`` in big batches.
@@ -9,7 +10,16 @@ from __future__ import annotations
 import time
 
 from bench_report import Measurement
-from bench_workloads import QUEUE, Bench, drain_one_at_a_time, payloads, prefill, timed
+from bench_workloads import (
+    QUEUE,
+    Bench,
+    claim_ack,
+    claim_batch,
+    drain_one_at_a_time,
+    payloads,
+    prefill,
+    timed,
+)
 
 SMALL_BACKLOG = 1_000
 LARGE_BACKLOG = 1_000_000
@@ -23,6 +33,10 @@ BACKLOG_FILL_BATCH = 10_000
 QUEUES = 1_000
 JOBS_PER_QUEUE = 10
 QUICK_QUEUES = 50
+
+COLD_START_ROUNDS = 20
+"""Claims on a nearly empty queue before the backlog arrives: more than the five runs
+after which psycopg prepares a statement (and PostgreSQL may keep its plan)."""
 
 BIG_PAYLOAD_BYTES = 64 * 1024
 BIG_PAYLOAD_JOBS = 500
@@ -128,3 +142,26 @@ def stats_at_large_backlog(bench: Bench) -> Measurement:
     m = Measurement(jobs=len(latencies), seconds=sum(latencies) / 1000, latencies_ms=latencies)
     m.notes.append(f"{sum(s.ready + s.scheduled for s in stats):,} live, 100 dead jobs counted")
     return m
+
+
+def cold_claim_ack(bench: Bench) -> Measurement:
+    """Row 3 on a side that first claimed from a nearly empty queue (untimed)."""
+    _start_cold(bench)
+    return claim_ack(bench)
+
+
+def cold_claim_batch(bench: Bench) -> Measurement:
+    """Row 4 on a side that first claimed from a nearly empty queue (untimed)."""
+    _start_cold(bench)
+    return claim_batch(bench)
+
+
+def _start_cold(bench: Bench) -> None:
+    """What a consumer started before its backlog does: claim and ack the odd job from
+    a queue that is otherwise empty, in ones and in batches."""
+    side = bench.side
+    for _ in range(COLD_START_ROUNDS):
+        side.enqueue_many(QUEUE, payloads(3))
+        side.claim_ack(QUEUE, "bench-worker")
+        side.claim_ack_batch(QUEUE, "bench-worker", 100)
+        side.claim_ack(QUEUE, "bench-worker")  # the queue is empty: claims nothing
