@@ -11,6 +11,8 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -522,6 +524,40 @@ def test_sigterm_stops_a_worker_running_on_the_main_thread(store: CoreStore) -> 
         timer.cancel()
     assert worker.stopping
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+SIGNAL_UNDER_A_LOCK = """
+import signal
+import alkstore
+from alkstore.worker import Worker
+
+worker = Worker(alkstore.open("memory://signal-under-a-lock"), name="w")
+worker.task("q")(lambda job: None)
+dispatch = Worker._dispatch
+
+def dispatch_signalled_under_its_lock(self, *args):
+    with self._lock:  # the main thread holds the worker's lock as SIGTERM arrives
+        signal.raise_signal(signal.SIGTERM)
+    return dispatch(self, *args)
+
+Worker._dispatch = dispatch_signalled_under_its_lock
+worker.run()
+print("run returned")
+"""
+
+
+def test_a_signal_arriving_while_the_main_thread_holds_a_lock_still_stops_the_worker() -> None:
+    # A handler that stopped the worker itself would take that lock again on the
+    # same thread and hang until killed. In a child process: a hang fails here.
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_UNDER_A_LOCK],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET_S * 3,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "run returned"), done.stderr
+    assert "SIGTERM: stopping" in done.stderr
 
 
 def test_a_worker_outlives_an_outage_while_claiming(

@@ -199,7 +199,7 @@ class Worker:
         """Whether a stop was requested (a signal, or ``stop``)."""
         return self._stopping.is_set()
 
-    def _on_signal(self, signum: int, frame: object) -> None:
+    def _on_signal(self, signum: int) -> None:
         first = not self._stopping.is_set()
         log.warning(
             "%s: %s",
@@ -210,15 +210,40 @@ class Worker:
 
     @contextmanager
     def _signals(self) -> Iterator[None]:
+        """SIGTERM and SIGINT stop the worker while ``run`` runs on the main thread.
+
+        The handler itself only writes the signal's number to a pipe: Python runs
+        it on the main thread between two bytecodes, wherever that thread is, and
+        it may hold any lock at that instant (the dispatcher's, a stop token's, a
+        logging handler's); taking one of those again would hang the process
+        until it is killed. A thread of ours reads the pipe and does the stopping.
+        """
         if threading.current_thread() is not threading.main_thread():
             yield  # signals reach only the main thread; the caller stops us
             return
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in _STOP_SIGNALS}
+        readable, writable = os.pipe()
+        relay = threading.Thread(
+            target=self._relay_signals, args=(readable,), name="alkstore-signals", daemon=True
+        )
+        relay.start()
+
+        def on_signal(signum: int, frame: object) -> None:
+            os.write(writable, bytes([signum]))
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in _STOP_SIGNALS}
         try:
             yield
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            os.close(writable)  # the relay reads to the end of the pipe, then returns
+            relay.join()
+            os.close(readable)
+
+    def _relay_signals(self, readable: int) -> None:
+        while signals := os.read(readable, 64):
+            for signum in signals:
+                self._on_signal(signum)
 
     # -- running ----------------------------------------------------------------------
     def run(self) -> None:
@@ -370,8 +395,9 @@ class Worker:
         try:
             acked, claimed = run.handle.ack_and_claim(self.name, 1)
         except AlkstoreError as error:
-            # Neither applied: the claim lapses and the job runs again elsewhere.
-            self._log_outcome(run, f"not recorded ({type(error).__name__}: {error})", None)
+            # The ack may not have committed (nor, then, the claim): if so, the
+            # claim lapses and the job runs again elsewhere.
+            self._log_outcome(run, f"not confirmed ({type(error).__name__}: {error})", None)
             return None
         self._log_outcome(run, "ack" if acked else "ack refused (claim lost)", None)
         return self._follow(run, claimed[0]) if claimed else None
