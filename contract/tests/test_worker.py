@@ -560,6 +560,30 @@ def test_a_signal_arriving_while_the_main_thread_holds_a_lock_still_stops_the_wo
     assert "SIGTERM: stopping" in done.stderr
 
 
+def test_a_stop_that_raises_on_a_signal_does_not_lose_the_next_signal(store: CoreStore) -> None:
+    # A handler's stop callback may raise; the second SIGTERM ("stop at once") must
+    # still be relayed.
+    worker = Worker(store, name="w")
+    relayed: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        relayed.append(signum)
+        if len(relayed) == 1:
+            raise RuntimeError("a stop callback raised")
+
+    worker._on_signal = on_signal  # type: ignore[method-assign]
+    readable, writable = os.pipe()
+    relay = threading.Thread(target=worker._relay_signals, args=(readable,))
+    relay.start()
+    os.write(writable, bytes([signal.SIGTERM]))
+    os.write(writable, bytes([signal.SIGTERM]))
+    os.close(writable)
+    relay.join(SAFETY_NET_S)
+    os.close(readable)
+    assert not relay.is_alive()
+    assert relayed == [signal.SIGTERM, signal.SIGTERM]
+
+
 def test_a_worker_outlives_an_outage_while_claiming(
     store: CoreStore, driver: FakeDriver, running: Any
 ) -> None:

@@ -4,6 +4,7 @@ from a thread of the worker's own, in order, with the outcome's time and thread.
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from alkstore.worker import outcome_log
-from alkstore.worker.outcome_log import BATCHED, OutcomeLog
+from alkstore.worker.outcome_log import BATCH_FLUSH, BATCHED, OutcomeLog
 
 
 class Collecting(logging.Handler):
@@ -111,17 +112,83 @@ def test_a_log_thread_far_behind_makes_the_noting_thread_hand_on(
     assert len(collected.records) == 3
 
 
-def test_a_batch_ends_with_a_flush_of_every_handler_that_saw_it(
+def test_a_batch_ends_with_a_flush_of_the_handlers_that_ask_for_it_only(
     logger: logging.Logger, collected: Collecting
 ) -> None:
-    flushed: list[int] = []
-    collected.flush = lambda: flushed.append(len(collected.records))  # type: ignore[method-assign]
+    flushed: list[str] = []
+    collected.flush = lambda: flushed.append("asked")  # type: ignore[method-assign]
+    setattr(collected, BATCH_FLUSH, True)
+    # A buffering handler's flush means "pass the buffer on": not ours to call.
+    buffering = logging.handlers.BufferingHandler(capacity=100)
+    logger.addHandler(buffering)
     log = OutcomeLog(logger)
     for job_id in (1, 2):
         log.note(logging.INFO, "ack", "q", job_id, 1, 0.0, "")
     log.hand_on()
-    assert flushed == [2]
+    assert flushed == ["asked"]
+    assert len(buffering.buffer) == 2
     assert all(getattr(r, BATCHED) is True for r in collected.records)
+
+
+def test_a_note_appended_beside_another_still_wakes_the_log_s_thread(
+    logger: logging.Logger, collected: Collecting
+) -> None:
+    # Two handler threads append at once: each then counts two notes queued.
+    log = OutcomeLog(logger)
+    log.start()
+    try:
+        log._notes.append((logging.INFO, time.time(), 1, "other", ("ack", "q", 1, 1, 0.0, "")))
+        log.note(logging.INFO, "ack", "q", 2, 1, 0.0, "")
+        deadline = time.monotonic() + 5
+        while len(collected.records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(collected.records) == 2  # before close(), which would hand them on anyway
+    finally:
+        log.close()
+
+
+def test_close_gives_up_on_a_log_thread_stuck_in_a_handler(
+    logger: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outcome_log, "CLOSE_WAIT_S", 0.2)
+    unblock = threading.Event()
+    stuck = Collecting()
+    stuck.emit = lambda record: unblock.wait(10)  # type: ignore[method-assign]
+    logger.addHandler(stuck)
+    log = OutcomeLog(logger)
+    log.start()
+    log.note(logging.INFO, "ack", "q", 1, 1, 0.0, "")
+    time.sleep(0.2)  # the log's thread is in the handler now
+    started = time.monotonic()
+    log.close()
+    waited = time.monotonic() - started
+    unblock.set()
+    assert waited < 5
+
+
+def test_a_wrapping_record_factory_makes_every_record(
+    logger: logging.Logger, collected: Collecting
+) -> None:
+    made: list[int] = []
+    previous = logging.getLogRecordFactory()
+
+    def numbering(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        record.number = len(made)
+        made.append(1)
+        return record
+
+    logging.setLogRecordFactory(numbering)
+    try:
+        log = OutcomeLog(logger)
+        for job_id in (1, 2, 3):
+            log.note(logging.INFO, "ack", "q", job_id, 1, 0.0, "")
+        log.close()
+    finally:
+        logging.setLogRecordFactory(previous)
+    numbers = [getattr(r, "number", None) for r in collected.records]
+    assert None not in numbers
+    assert len(set(numbers)) == 3  # each record came from a factory call of its own
 
 
 def test_an_application_s_record_factory_makes_the_records(

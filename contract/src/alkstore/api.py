@@ -98,6 +98,8 @@ class JobHandle(Protocol):
             InvalidName: ``worker_id`` is malformed (nothing acked).
             InvalidOptions: ``limit`` is outside 1..10,000 (nothing acked).
             StoreClosed: the store was closed.
+            EngineUnavailable: the database cannot be reached (the ack may have
+                committed: see above).
         """
 
     def heartbeat(self, extend: Duration) -> bool:

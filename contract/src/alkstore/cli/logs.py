@@ -14,7 +14,7 @@ import logging
 import time
 from typing import TextIO
 
-from ..worker.outcome_log import BATCHED
+from ..worker.outcome_log import BATCH_FLUSH, BATCHED
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MOST_HELD = 1000
@@ -56,6 +56,7 @@ class StderrHandler(logging.StreamHandler[TextIO]):
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream)
         self._held: list[str] = []
+        setattr(self, BATCH_FLUSH, True)  # the worker flushes us when a batch ends
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

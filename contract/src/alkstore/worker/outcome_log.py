@@ -28,8 +28,14 @@ MOST_NOTED = 10_000
 OUTCOME_MESSAGE = "job %s: queue=%s id=%d attempt=%d duration=%.3fs%s"
 
 BATCHED = "alkstore_batched"
-"""Set (``True``) on every outcome record: a batch of them ends with a ``flush()``
-of each handler that saw them, so a handler may write them out together then."""
+"""Set (``True``) on every outcome record."""
+BATCH_FLUSH = "alkstore_batch_flush"
+"""A handler with this attribute ``True`` is flushed when a batch of outcome records
+ends, so it may hold the batch's lines and write them together then (the
+``alkstore worker`` command's handler does). No other handler is flushed: for a
+buffering handler a flush means something else."""
+CLOSE_WAIT_S = 5.0
+"""How long ``close`` waits for the log's thread to finish handing on."""
 
 Note = tuple[int, float, int, str, tuple[object, ...]]
 """level, time.time(), thread ident, thread name, the message's arguments."""
@@ -73,12 +79,13 @@ class OutcomeLog:
                 (outcome, queue, job_id, attempt, duration_s, why),
             )
         )
-        length = len(notes)
-        if length >= MOST_NOTED or self._closed:
+        if len(notes) >= MOST_NOTED or self._closed:
             self.hand_on()
-        elif length == 1:
-            # The first since the log's thread emptied the queue: wake it. (Had it
-            # emptied the queue after our append, it has taken this note.)
+        elif not self._noted_again.is_set():
+            # Wake the log's thread unless a wake is pending. (It clears the wake
+            # before it takes the notes, so a note appended since is taken, or
+            # wakes it again.) Not "the first note": two threads appending at
+            # once would each count two, and neither would wake it.
             self._noted_again.set()
 
     def hand_on(self) -> None:
@@ -93,14 +100,21 @@ class OutcomeLog:
             while notes:
                 logger.handle(make(notes.popleft()))
             for handler in _handlers_of(logger):
-                handler.flush()
+                if getattr(handler, BATCH_FLUSH, False):
+                    handler.flush()
 
     def close(self) -> None:
-        """Stop the log's thread and hand on what is left (later notes go at once)."""
+        """Stop the log's thread and hand on what is left (later notes go at once).
+
+        A log's thread stuck in a handler (a blocked stderr) is waited for at most
+        ``CLOSE_WAIT_S``; then what it has not handed on is dropped, rather than
+        the worker never returning from ``run``."""
         self._closed = True
         self._noted_again.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(CLOSE_WAIT_S)
+            if self._thread.is_alive():
+                return
         self.hand_on()
 
     def _loop(self) -> None:
@@ -115,8 +129,9 @@ class OutcomeLog:
 def _record_maker(logger: logging.Logger) -> Callable[[Note], logging.LogRecord]:
     """Makes the records of one batch. Every record of a batch shares all but a
     few fields (logger, source, process), so the batch's first ``makeRecord``
-    serves as a template the others copy, unless the application replaced the
-    record factory (then each note gets a ``makeRecord`` of its own)."""
+    serves as a template the others copy, unless the application makes its own
+    records (then each note gets a ``makeRecord`` of its own, on the log's
+    thread: fields a factory takes from its thread or context are that thread's)."""
     template = logger.makeRecord(
         logger.name, logging.INFO, __file__, 0, OUTCOME_MESSAGE, (), None, "note"
     )
@@ -125,7 +140,12 @@ def _record_maker(logger: logging.Logger) -> Callable[[Note], logging.LogRecord]
     # offset from created for every record.
     offset_ms = template.relativeCreated - template.created * 1000
     shared = dict(template.__dict__)
-    lean = type(template) is logging.LogRecord
+    # Unless the application makes its own records: a replaced record factory (even
+    # one wrapping LogRecord's) or a Logger class with its own makeRecord.
+    lean = (
+        logging.getLogRecordFactory() is logging.LogRecord
+        and type(logger).makeRecord is logging.Logger.makeRecord
+    )
 
     def make(note: Note) -> logging.LogRecord:
         level, created, ident, thread_name, args = note

@@ -201,12 +201,12 @@ class Worker:
 
     def _on_signal(self, signum: int) -> None:
         first = not self._stopping.is_set()
+        self.stop()  # first: a log line may block (a full stderr pipe)
         log.warning(
             "%s: %s",
             signal.Signals(signum).name,
             "stopping (again to stop at once)" if first else "stopping at once",
         )
-        self.stop()
 
     @contextmanager
     def _signals(self) -> Iterator[None]:
@@ -243,7 +243,10 @@ class Worker:
     def _relay_signals(self, readable: int) -> None:
         while signals := os.read(readable, 64):
             for signum in signals:
-                self._on_signal(signum)
+                try:
+                    self._on_signal(signum)
+                except Exception:  # a stop callback of a handler's; the next signal still counts
+                    log.exception("stopping on a signal raised")
 
     # -- running ----------------------------------------------------------------------
     def run(self) -> None:

@@ -191,7 +191,11 @@ Then the claim: each state walks its own partial index in claim order (pending:
 locks with SKIP LOCKED, so concurrent claimers never wait on or share a row; the
 best ``limit`` of both are claimed, the rest unlock at commit. The chosen rows are
 updated where they lie (``ctid = ANY(ARRAY(...))``, a TID scan): each is locked by
-this statement, so no one can move it first. Any other way in depends on the
+this statement, so no one can move it first. (One that another claimer took and
+gave back after this statement's snapshot is locked in its newer version, which
+the update's snapshot does not see: it is left pending and unclaimed this time;
+a one-row claim that comes back empty runs ``CLAIM`` next, with a fresh snapshot.)
+Any other way in depends on the
 table's size when the statement was planned: as a join the planner would hash
 the whole table once the backlog is a few thousand rows, and by primary key
 (``id = ANY``) a plan made while the table was nearly empty, which psycopg then
