@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 import pytest
+from background import InBackground
 from conftest import StoreFactory
 from fakes import FakeDriver
 
@@ -19,29 +20,10 @@ from alkstore.stop import StopToken
 SAFETY_NET_S = 10
 
 
-class Waiting:
-    """Run ``claim_wait`` in a thread and keep its outcome."""
-
-    def __init__(self, store: CoreStore, **kwargs: Any) -> None:
-        self.result: Any = "not returned"
-        self.error: BaseException | None = None
-        queue = store.queue("q")
-
-        def run() -> None:
-            try:
-                self.result = queue.claim_wait("w1", **kwargs)
-            except BaseException as exc:
-                self.error = exc
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def join(self) -> Any:
-        self.thread.join(SAFETY_NET_S)
-        assert not self.thread.is_alive(), "claim_wait did not return"
-        if self.error is not None:
-            raise self.error
-        return self.result
+def wait_in_background(store: CoreStore, **kwargs: Any) -> InBackground:
+    """``claim_wait`` on queue "q", run in a thread."""
+    queue = store.queue("q")
+    return InBackground(lambda: queue.claim_wait("w1", **kwargs), "claim_wait")
 
 
 def test_claim_wait_returns_a_ready_job_at_once(store: CoreStore) -> None:
@@ -73,7 +55,7 @@ def test_claim_wait_returns_none_when_stopped_from_another_thread(
     # A re-poll of an hour: only the stop token's wake can end this wait in time.
     store = make_store(repoll_s=3600)
     stop = StopToken()
-    waiting = Waiting(store, timeout=None, stop=stop)
+    waiting = wait_in_background(store, timeout=None, stop=stop)
     assert driver.looked_ahead.wait(SAFETY_NET_S)
     stop.stop()
     assert waiting.join() is None
@@ -95,7 +77,7 @@ def test_claim_wait_wakes_on_an_enqueue_from_another_thread(
     make_store: StoreFactory, driver: FakeDriver
 ) -> None:
     store = make_store(repoll_s=3600)
-    waiting = Waiting(store, timeout=None)
+    waiting = wait_in_background(store, timeout=None)
     assert driver.looked_ahead.wait(SAFETY_NET_S)
     job_id = store.queue("q").enqueue({"n": 1})
     handle = waiting.join()
@@ -137,7 +119,7 @@ def test_claim_wait_recovers_when_the_database_comes_back_later(
     queue = store.queue("q")
     job_id = queue.enqueue({"n": 1})
     driver.down = True
-    waiting = Waiting(store, timeout=SAFETY_NET_S)
+    waiting = wait_in_background(store, timeout=SAFETY_NET_S)
     while driver.refused < 3 and waiting.thread.is_alive():
         waiting.thread.join(0.01)
     driver.down = False
@@ -186,7 +168,7 @@ def test_claim_wait_raises_store_closed_when_the_store_closes_meanwhile(
     make_store: StoreFactory, driver: FakeDriver
 ) -> None:
     store = make_store(repoll_s=3600)
-    waiting = Waiting(store, timeout=None)
+    waiting = wait_in_background(store, timeout=None)
     assert driver.looked_ahead.wait(SAFETY_NET_S)
     store.close()
     with pytest.raises(StoreClosed):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from background import InBackground
 from conftest import StoreFactory
 from fakes import Call, FakeDriver
 
@@ -28,28 +29,11 @@ SAFETY_NET_S = 10
 NAMES = ("a", "b", "c")
 
 
-class WaitingAny:
-    """Run ``claim_wait_any`` in a thread and keep its outcome."""
-
-    def __init__(self, store: CoreStore, queues: Sequence[CoreQueue], **kwargs: Any) -> None:
-        self.result: Any = "not returned"
-        self.error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self.result = store.claim_wait_any(queues, "w1", **kwargs)
-            except BaseException as exc:
-                self.error = exc
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def join(self) -> Any:
-        self.thread.join(SAFETY_NET_S)
-        assert not self.thread.is_alive(), "claim_wait_any did not return"
-        if self.error is not None:
-            raise self.error
-        return self.result
+def wait_any_in_background(
+    store: CoreStore, queues: Sequence[CoreQueue], **kwargs: Any
+) -> InBackground:
+    """``claim_wait_any`` over ``queues``, run in a thread."""
+    return InBackground(lambda: store.claim_wait_any(queues, "w1", **kwargs), "claim_wait_any")
 
 
 def _queues(store: CoreStore) -> list[CoreQueue]:
@@ -133,7 +117,7 @@ def test_an_enqueue_to_any_listed_queue_from_another_thread_ends_the_wait(
     # A re-poll of an hour: only the enqueue's own wake can end this wait in time.
     store = make_store(repoll_s=3600)
     queues = _queues(store)
-    waiting = WaitingAny(store, queues, timeout=None)
+    waiting = wait_any_in_background(store, queues, timeout=None)
     assert driver.looked_ahead.wait(SAFETY_NET_S)
     job_id = store.queue(NAMES[position]).enqueue({"n": 1})
     handle = waiting.join()
@@ -146,7 +130,7 @@ def test_the_waiter_leaves_every_topic_when_the_wait_ends(
 ) -> None:
     store = make_store(repoll_s=3600)
     stop = StopToken()
-    waiting = WaitingAny(store, _queues(store), timeout=None, stop=stop)
+    waiting = wait_any_in_background(store, _queues(store), timeout=None, stop=stop)
     assert driver.looked_ahead.wait(SAFETY_NET_S)
     assert store._context.hub.has_waiters()
     stop.stop()

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from background import InBackground
 from conftest import START
 from fakes import FakeDriver, FakeProfilesDriver, FakeTx
 from hypothesis import given, settings
@@ -56,27 +57,12 @@ def on_fires(driver: FakeDriver, actions: dict[int, Callable[[], None]]) -> None
     driver.after_transaction = hook
 
 
-class Leading:
-    """Run ``run_schedules`` in a thread, so a leader that ignores ``stop`` fails
-    the test instead of hanging it (closing the store ends such a thread)."""
-
-    def __init__(self, store: CoreStore, stop: StopToken, worker_id: str | None = "leader") -> None:
-        self.error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                store.run_schedules(stop, worker_id)
-            except BaseException as exc:
-                self.error = exc
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def join(self) -> None:
-        self.thread.join(SAFETY_NET_S)
-        assert not self.thread.is_alive(), "run_schedules did not return"
-        if self.error is not None:
-            raise self.error
+def lead_in_background(
+    store: CoreStore, stop: StopToken, worker_id: str | None = "leader"
+) -> InBackground:
+    """``run_schedules`` in a thread, so a leader that ignores ``stop`` fails the
+    test instead of hanging it (closing the store ends such a thread)."""
+    return InBackground(lambda: store.run_schedules(stop, worker_id), "run_schedules")
 
 
 # -- registry -------------------------------------------------------------------
@@ -424,7 +410,7 @@ def test_run_schedules_fires_successive_boundaries_until_stopped(
     store.schedule("s", "@every 10s", "q", 1)
     stop = StopToken()
     on_fires(driver, {3: stop.stop})
-    Leading(store, stop).join()
+    lead_in_background(store, stop).join()
     fired_at = [row["created_at"] for row in driver.live_rows("q")]
     assert fired_at == [START + 10, START + 20, START + 30]
 
@@ -433,7 +419,7 @@ def test_run_schedules_releases_the_lock_when_stopped(store: CoreStore, driver: 
     store.schedule("s", "@every 10s", "q", 1)
     stop = StopToken()
     on_fires(driver, {1: stop.stop})
-    Leading(store, stop).join()
+    lead_in_background(store, stop).join()
     assert CoreLock(store._context, SCHEDULER_LOCK).holder() is None
     assert [call.args[1] for call in driver.calls_named("lock_release")] == ["leader"]
 
@@ -445,7 +431,7 @@ def test_run_schedules_returns_when_stopped_from_another_thread(
     stop = StopToken()
     fired_twice = threading.Event()
     on_fires(driver, {2: fired_twice.set})
-    leading = Leading(store, stop)
+    leading = lead_in_background(store, stop)
     assert fired_twice.wait(SAFETY_NET_S)
     stop.stop()
     leading.join()
@@ -465,7 +451,7 @@ def test_run_schedules_without_a_worker_id_leads_under_a_generated_one(
         stop.stop()
 
     on_fires(driver, {1: note_holder_and_stop})
-    Leading(store, stop, worker_id=None).join()
+    lead_in_background(store, stop, worker_id=None).join()
     (holder,) = holders
     assert holder is not None
     assert f":{os.getpid()}:" in holder.owner
@@ -477,7 +463,7 @@ def test_run_schedules_with_a_set_stop_returns_without_leading(
     store.schedule("s", "@every 10s", "q", 1)
     stop = StopToken()
     stop.stop()
-    Leading(store, stop).join()
+    lead_in_background(store, stop).join()
     assert driver.calls_named("lock_acquire") == []
     assert driver.live_rows("q") == []
 
@@ -494,7 +480,7 @@ def test_run_schedules_raises_leadership_lost_when_the_lock_is_taken(
     # The stop at the third fire only bounds a leader that ignores the loss.
     on_fires(driver, {1: steal, 3: stop.stop})
     with pytest.raises(LeadershipLost):
-        Leading(store, stop).join()
+        lead_in_background(store, stop).join()
     assert len(driver.live_rows("q")) == 1
     assert CoreLock(store._context, SCHEDULER_LOCK).holder() == LockInfo("thief", START + 1000)
 
@@ -507,7 +493,7 @@ def test_run_schedules_waits_while_another_owner_leads_then_takes_over(
     driver.hold_lock(SCHEDULER_LOCK, "other", lapses_at)
     stop = StopToken()
     on_fires(driver, {1: stop.stop})
-    Leading(store, stop).join()
+    lead_in_background(store, stop).join()
     attempts = [call.args[2] for call in driver.calls_named("lock_acquire")]
     assert min(attempts) < lapses_at  # it tried while the other owner led
     fired_at = [row["created_at"] for row in driver.live_rows("q")]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from background import InBackground
 from conftest import START, StoreFactory
 from fakes import FakeDriver, FakeProfilesDriver
 
@@ -39,32 +40,10 @@ def driver() -> FakeProfilesDriver:
     return FakeProfilesDriver()
 
 
-class Waiting:
-    """Run ``stream.wait`` in a thread and keep its outcome."""
-
-    def __init__(self, store: CoreStore, after: int, **kwargs: Any) -> None:
-        self.result: Any = "not returned"
-        self.error: BaseException | None = None
-        stream = store.stream("s")
-
-        def run() -> None:
-            try:
-                self.result = stream.wait(after, **kwargs)
-            except BaseException as exc:
-                self.error = exc
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def join(self) -> Any:
-        self.thread.join(SAFETY_NET_S)
-        assert not self.thread.is_alive(), "wait did not return"
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-# -- append and read ----------------------------------------------------------------
+def wait_in_background(store: CoreStore, after: int, **kwargs: Any) -> InBackground:
+    """``stream.wait`` on stream "s", run in a thread."""
+    stream = store.stream("s")
+    return InBackground(lambda: stream.wait(after, **kwargs), "wait")
 
 
 def test_append_returns_offsets_from_one(store: CoreStore) -> None:
@@ -238,7 +217,7 @@ def test_wait_returns_false_when_stopped_from_another_thread(
     # A re-poll of an hour and no timeout: only the stop token's wake ends this wait.
     store = make_store(repoll_s=3600)
     stop = StopToken()
-    waiting = Waiting(store, 0, stop=stop)
+    waiting = wait_in_background(store, 0, stop=stop)
     assert driver.stream_read_seen.wait(SAFETY_NET_S)
     stop.stop()
     assert waiting.join() is False
@@ -248,7 +227,7 @@ def test_wait_is_woken_by_an_append_from_another_thread(
     make_store: StoreFactory, driver: FakeProfilesDriver
 ) -> None:
     store = make_store(repoll_s=3600)
-    waiting = Waiting(store, 0)
+    waiting = wait_in_background(store, 0)
     assert driver.stream_read_seen.wait(SAFETY_NET_S)
     store.stream("s").append(1)
     assert waiting.join() is True

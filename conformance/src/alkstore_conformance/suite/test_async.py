@@ -91,7 +91,7 @@ async def cancel_round(
     store: AsyncStore, queues: list[AsyncQueue], rng: Random
 ) -> list[AsyncJobHandle]:
     """Start claims of every kind, cancel each at a random moment; the handles of
-    those that returned before their cancellation."""
+    those that returned before their cancellation (``ack_and_claim``: below)."""
     first, second = queues
     claims: list[Coroutine[Any, Any, Any]] = [
         first.claim_wait("waiter", timeout=GENEROUS_S),
@@ -161,6 +161,53 @@ def test_cancelled_claims_leave_no_claim_no_spent_attempt_and_no_waiter(
     claimed = [h for name in names for h in store.queue(name).claim_batch("checker", 1000)]
     assert sorted(h.id for h in claimed) == sorted(unacked)
     assert {h.job.max_attempts - h.attempts for h in claimed} == {budget - 1}
+
+
+CHAINED_TRIES = 30
+
+
+@pytest.mark.property("ASYNC-CANCEL-LEAVES-NOTHING")
+def test_a_cancelled_ack_and_claim_keeps_its_ack_and_gives_back_its_claim(
+    engine: EngineProvider, engine_spec: EngineSpec, store: Store, trial: Trial
+) -> None:
+    rng = trial.random()
+    budget = DEFAULT_QUEUE_OPTS.max_attempts
+    mid_call = 0  # cancellations that landed while the call ran
+
+    async def one_try(aio: AsyncStore) -> None:
+        nonlocal mid_call
+        queue = store.queue(unique_name("chained"))
+        first, second = queue.enqueue_many([{"n": 1}, {"n": 2}])
+        held = await aio.queue(queue.name).claim("w")
+        assert held is not None
+        assert held.id == first
+        task = asyncio.create_task(held.ack_and_claim("w"))
+        await asyncio.sleep(rng.uniform(0, 0.002))
+        task.cancel()
+        try:
+            done = await task
+        except asyncio.CancelledError:
+            pass
+        else:  # it finished first: the claim is the caller's
+            assert done.acked is True
+            assert [h.id for h in done.claimed] == [second]
+            return
+        after = queue.get_job(first)
+        if after is None:
+            mid_call += 1  # the ack ran: it stands, and the claim it made was given back
+        else:  # cancelled before the call began: nothing happened
+            assert (after.state, after.worker_id) == (JobState.PROCESSING, "w")
+        job = queue.get_job(second)
+        assert job is not None
+        assert (job.state, job.worker_id) == (JobState.PENDING, None)
+        assert job.max_attempts - job.attempts == budget
+
+    async def body(aio: AsyncStore) -> None:
+        for _ in range(CHAINED_TRIES):
+            await one_try(aio)
+
+    run_with_store(engine, engine_spec, body)
+    assert mid_call, f"no cancellation landed while the call ran in {CHAINED_TRIES} tries"
 
 
 # -- ASYNC-LOOP-NEVER-BLOCKED -----------------------------------------------------------

@@ -392,9 +392,8 @@ class Worker:
         if self._stopping.is_set() or run.lost:
             self._settle(run, None, "")
             return None
-        if not run.end(RunState.FINISHED):
-            return None  # abandoned by a stop that could wait no longer: nothing applied
-        self._heartbeats.discard(run)
+        if not self._finished(run):
+            return None
         try:
             acked, claimed = run.handle.ack_and_claim(self.name, 1)
         except AlkstoreError as error:
@@ -463,9 +462,8 @@ class Worker:
         self, run: JobRun, exc: BaseException | None, trace: str, *, cancelled: bool = False
     ) -> None:
         """Apply (or, for a lost or abandoned run, discard) the outcome, and log it."""
-        if not run.end(RunState.FINISHED):
-            return  # abandoned by a stop that could wait no longer: nothing applied
-        self._heartbeats.discard(run)
+        if not self._finished(run):
+            return
         if cancelled:
             outcome = "abandoned"
         elif run.lost:
@@ -473,6 +471,14 @@ class Worker:
         else:
             outcome = self._apply(run.handle, exc, trace)
         self._log_outcome(run, outcome, exc)
+
+    def _finished(self, run: JobRun) -> bool:
+        """End ``run`` (its heartbeats stop); ``False`` if a stop that could wait no
+        longer abandoned it first: then its outcome is not applied."""
+        if not run.end(RunState.FINISHED):
+            return False
+        self._heartbeats.discard(run)
+        return True
 
     def _log_outcome(self, run: JobRun, outcome: str, exc: BaseException | None) -> None:
         level = logging.INFO if outcome in ("ack", "retry") else logging.WARNING

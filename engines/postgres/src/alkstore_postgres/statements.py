@@ -125,6 +125,20 @@ scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
 
+_CLAIM_SET = """SET state = 'processing',
+    attempts = job.attempts + 1,
+    claimed_at = %(now)s,
+    worker_id = %(worker_id)s,
+    deadline = %(now)s + job.visibility_timeout_s"""
+"""What every claim sets on the rows it claims (``job``)."""
+
+_CLAIM_RETURNING = f"""RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
+          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
+          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
+          job.redriven_from"""
+"""``alkstore.driver.CLAIMED_COLUMNS``, of the claimed rows (``job``)."""
+
+
 def _claim(pick: str) -> str:
     """The claim statement; ``pick`` is how its UPDATE takes the chosen rows' ``ctid``."""
     return f"""
@@ -163,16 +177,9 @@ WITH exhausted AS (
     LIMIT %(limit)s
 )
 UPDATE {{schema}}.alkstore_jobs AS job
-SET state = 'processing',
-    attempts = job.attempts + 1,
-    claimed_at = %(now)s,
-    worker_id = %(worker_id)s,
-    deadline = %(now)s + job.visibility_timeout_s
+{_CLAIM_SET}
 WHERE job.ctid {pick}
-RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
-          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
-          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
-          job.redriven_from
+{_CLAIM_RETURNING}
 """
 
 
@@ -218,11 +225,7 @@ def _claim_ready(pick: str, close: str) -> str:
     """The ready-only claim; ``pick``/``close`` wrap its row-choosing subquery."""
     return f"""
 UPDATE {{schema}}.alkstore_jobs AS job
-SET state = 'processing',
-    attempts = job.attempts + 1,
-    claimed_at = %(now)s,
-    worker_id = %(worker_id)s,
-    deadline = %(now)s + job.visibility_timeout_s
+{_CLAIM_SET}
 WHERE job.ctid {pick}
     SELECT ctid FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
@@ -234,10 +237,7 @@ WHERE job.ctid {pick}
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED{close}
-RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
-          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
-          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
-          job.redriven_from
+{_CLAIM_RETURNING}
 """
 
 

@@ -101,6 +101,15 @@ _UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = 
                           THEN :limit ELSE 0 END"""
 
 
+_CLAIM_UPDATE = f"""UPDATE {JOBS}
+   SET state = 'processing',
+       attempts = attempts + 1,
+       claimed_at = :now,
+       worker_id = :worker_id,
+       deadline = :now + visibility_timeout_s"""
+"""What every claim sets on the rows it claims."""
+
+
 # One statement. An OR over "pending and due" / "processing and lapsed" would
 # defeat ordered index use, so each kind is read by its own index, each
 # already LIMITed: pending rows straight off the claim index in claim order
@@ -112,12 +121,7 @@ _UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = 
 # a WHERE would be tested again for every candidate row).
 def _claim(pick: str) -> str:
     return f"""
-UPDATE {JOBS}
-   SET state = 'processing',
-       attempts = attempts + 1,
-       claimed_at = :now,
-       worker_id = :worker_id,
-       deadline = :now + visibility_timeout_s
+{_CLAIM_UPDATE}
  WHERE id {pick} (
     SELECT id FROM (
         SELECT id, priority, run_at FROM (
@@ -162,12 +166,7 @@ _NOTHING_LAPSED = f"""NOT EXISTS (SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
 
 def _claim_ready(pick: str) -> str:
     return f"""
-UPDATE {JOBS}
-   SET state = 'processing',
-       attempts = attempts + 1,
-       claimed_at = :now,
-       worker_id = :worker_id,
-       deadline = :now + visibility_timeout_s
+{_CLAIM_UPDATE}
  WHERE id {pick} (
     SELECT id FROM {JOBS} INDEXED BY {CLAIM_INDEX}
      WHERE queue = :queue AND state = 'pending' AND run_at <= :now
