@@ -43,12 +43,21 @@ class Entry:
     """Run on this engine only."""
     writer_gate: bool = True
     """``False``: the SQLite engine without its cross-process writer gate."""
+    plain_page_size: int | None = None
+    """Plain sqlite3 only: create its file with this page size (else SQLite's default)."""
 
 
 WORKLOADS: Sequence[Entry] = (
     Entry("enqueue", "1 enqueue, one job per tx", enqueue_single),
     Entry("enqueue_many", "2 enqueue_many, batches of 1,000", enqueue_many),
     Entry("claim_ack", "3 claim+ack one at a time, depth N", claim_ack),
+    Entry(
+        "claim_ack_same_pages",
+        "3p row 3, plain sqlite3 at the engine's 2 KiB pages",
+        claim_ack,
+        only="sqlite",
+        plain_page_size=2048,
+    ),
     Entry("claim_wait_ack", "3b claim_wait(timeout=0)+ack loop, depth N", claim_wait_ack),
     Entry("claim_batch", "4 claim_batch(100) + ack_batch", claim_batch),
     Entry("four_procs", "5 four processes draining (sqlite 1, pg 10/claim)", four_processes),

@@ -16,6 +16,9 @@ SQLITE_PRAGMAS = (
     "PRAGMA temp_store = MEMORY",
 )
 
+# Before the pragmas above, on a new file only (row 3p): PRAGMA takes no parameters.
+SQLITE_PAGE_SIZE = "PRAGMA page_size = {size:d}"
+
 SQLITE_SCHEMA = """
 CREATE TABLE jobs (
     id                   INTEGER PRIMARY KEY AUTOINCREMENT,

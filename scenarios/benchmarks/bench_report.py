@@ -181,6 +181,7 @@ RATIO_TARGETS: Mapping[str, Mapping[str, float]] = {
             "enqueue",
             "enqueue_many",
             "claim_ack",
+            "claim_ack_same_pages",
             "claim_wait_ack",
             "claim_batch",
             "four_procs",

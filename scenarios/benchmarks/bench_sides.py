@@ -83,6 +83,9 @@ class SideSpec:
     writer_gate: bool = True
     """SQLite engine only: ``False`` opens it without the cross-process writer gate
     (``SqliteDriver(serialize_writers=False)``, which exists to measure the gate)."""
+    page_size: int | None = None
+    """Plain sqlite3 only: the page size its new file is created with (``None``:
+    SQLite's default, as a queue written by hand would have)."""
 
     @property
     def column(self) -> str:
@@ -96,7 +99,7 @@ def open_side(spec: SideSpec, *, create: bool = False) -> Side:
         provider = alkstore.load_engine(spec.engine)
         return EngineSide(provider.open(spec.spec.url, **spec.spec.opts))
     if spec.engine == "sqlite":
-        return PlainSqlite(spec.plain_location, create=create)
+        return PlainSqlite(spec.plain_location, create=create, page_size=spec.page_size)
     if spec.engine == "postgresql":
         return PlainPostgres(spec.spec.url, spec.plain_location, create=create)
     raise ValueError(f"no plain-driver baseline for engine {spec.engine!r}")
@@ -207,9 +210,11 @@ class EngineSide:
 class PlainSqlite:
     """Plain ``sqlite3``: WAL, synchronous NORMAL, ``BEGIN IMMEDIATE`` per write."""
 
-    def __init__(self, path: str, *, create: bool) -> None:
+    def __init__(self, path: str, *, create: bool, page_size: int | None = None) -> None:
         # Autocommit mode: the transactions below are explicit, as the engine's are.
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        if create and page_size is not None:
+            self.conn.execute(plain_sql.SQLITE_PAGE_SIZE.format(size=int(page_size)))
         for pragma in plain_sql.SQLITE_PRAGMAS:
             self.conn.execute(pragma)
         if create:

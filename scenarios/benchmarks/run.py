@@ -179,7 +179,9 @@ def run_one(
             store: alkstore.Store | None = None
             if plain:
                 location = plain_location(engine, spec, entry.key)
-                side_spec = SideSpec(engine, True, spec, plain_location=location)
+                side_spec = SideSpec(
+                    engine, True, spec, plain_location=location, page_size=entry.plain_page_size
+                )
                 side: Side = open_side(side_spec, create=True)
             else:
                 store = provider.open(spec.url, **spec.opts)

@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 3
+    assert _version(db_path) == LATEST_VERSION == 4
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,7 +273,7 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 3
+    assert _version(db_path) == LATEST_VERSION == 4
     assert _columns(db_path, "__alkstore_jobs")[-2:] == ["errors", "redriven_from"]
     assert _columns(db_path, "__alkstore_dead")[-2:] == ["errors", "redriven_from"]
 
@@ -316,3 +316,56 @@ def test_processes_opening_a_version_2_file_at_once_upgrade_it_once(
     assert _version(db_path) == LATEST_VERSION
     with alkstore.open(url) as store:
         assert [job.id for job in store.queue("q").jobs(after_id=0, limit=3)] == [1, 2, 3]
+
+
+# -- version 3 to version 4: one index of live rows ---------------------------------
+
+# A version-3 file's live jobs at clock 1400: 1 pending, 2 claimed and lapsed,
+# 3 pending with a deadline left on it (no release wrote one; version 4 must not
+# lose such a row all the same), 4 claimed and not lapsed.
+V3_JOBS = """
+INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts,
+    created_at, run_at, claimed_at, deadline, worker_id, visibility_timeout_s, backoff_base_s)
+VALUES ('q', 'pending', '1', 0, 0, 3, 1000, 1000, NULL, NULL, NULL, 300, 5),
+       ('q', 'processing', '2', 0, 1, 3, 1000, 1000, 1000, 1300, 'w', 300, 5),
+       ('q', 'pending', '3', 0, 1, 3, 1000, 1000, NULL, 1300, NULL, 300, 5),
+       ('q', 'processing', '4', 0, 1, 3, 1000, 1000, 1100, 2000, 'w', 300, 5)
+"""
+
+
+def _make_v3_file(db_path: Path) -> None:
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        for statements in MIGRATIONS[:3]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', 3)")
+        conn.execute(V3_JOBS)
+    finally:
+        conn.close()
+
+
+def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
+    db_path: Path, url: str
+) -> None:
+    _make_v3_file(db_path)
+    alkstore.open(url, clock=FakeClock(1400)).close()
+    names = _tables(db_path)
+    assert "__alkstore_jobs_live" in names
+    assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
+    assert _version(db_path) == LATEST_VERSION == 4
+
+
+def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
+    db_path: Path, url: str
+) -> None:
+    _make_v3_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        stats = queue.stats()
+        assert (stats.ready, stats.processing, stats.lapsed) == (2, 1, 1)
+        handles = queue.claim_batch("w2", 10)
+        assert [h.id for h in handles] == [1, 2, 3]  # 4's claim has not lapsed
+        assert all(h.ack() for h in handles)
+        assert [job.id for job in queue.jobs()] == [4]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ def test_defaults() -> None:
         wake_poll_s=0.0003,
         repoll_s=1.0,
         notifications_keep=10_000,
+        page_size=2048,
     )
 
 
@@ -54,6 +56,26 @@ def test_the_database_is_in_wal_mode(open_store: StoreFactory) -> None:
     assert _pragma(open_store(), "journal_mode") == "wal"
 
 
+def test_a_new_file_gets_2_kib_pages(open_store: StoreFactory) -> None:
+    assert _pragma(open_store(), "page_size") == 2048
+
+
+def test_a_new_file_gets_the_page_size_asked_for(open_store: StoreFactory) -> None:
+    assert _pragma(open_store(page_size=8192), "page_size") == 8192
+
+
+def test_a_file_that_holds_a_database_keeps_its_page_size(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    with alkstore.open(f"sqlite:///{path}", page_size=1024) as store:
+        store.queue("q").enqueue(1)
+        assert _pragma(store, "page_size") == 4096
+
+
 @pytest.mark.parametrize(
     ("opts", "field"),
     [
@@ -71,6 +93,11 @@ def test_the_database_is_in_wal_mode(open_store: StoreFactory) -> None:
         ({"notifications_keep": 2.5}, "notifications_keep"),
         ({"notifications_keep": True}, "notifications_keep"),
         ({"notifications_keep": "10"}, "notifications_keep"),
+        ({"page_size": 3000}, "page_size"),
+        ({"page_size": 131072}, "page_size"),
+        ({"page_size": 256}, "page_size"),
+        ({"page_size": True}, "page_size"),
+        ({"page_size": "2048"}, "page_size"),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:

@@ -140,6 +140,9 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         conn.execute(sql.PRUNE_NOTIFICATIONS, {"keep": self._options.notifications_keep})
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching to WAL writes the file's first page, which fixes its page size: a
+        # new file gets the configured one; on any other file this does nothing.
+        conn.execute(sql.PAGE_SIZE.format(size=self._options.page_size))
         (mode,) = conn.execute(sql.JOURNAL_MODE_WAL).fetchone()
         if str(mode).lower() != "wal":
             raise EngineUnavailable(

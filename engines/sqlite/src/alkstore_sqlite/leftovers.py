@@ -37,6 +37,7 @@ SHM_SUFFIX = "-shm"
 
 _MAGIC = b"SQLite format 3\x00"
 _WAL_HEADER_BYTES = 32
+_SMALLEST_PAGE_BYTES = 512
 _LARGEST_PAGE_BYTES = 65536
 _SCHEMA_PAGE_HEADER = 100
 """Page 1 holds the schema table; its b-tree page header starts after the file header."""
@@ -65,7 +66,18 @@ def might_hold_nothing(path: str) -> bool:
         status = os.stat(path)
     except OSError:
         return True
-    return not stat.S_ISREG(status.st_mode) or status.st_size <= _LARGEST_PAGE_BYTES
+    return not stat.S_ISREG(status.st_mode) or _might_be_one_page(status.st_size)
+
+
+def _might_be_one_page(size: int) -> bool:
+    # A database file is a whole number of pages of one size, a power of two from
+    # 512 to 65536 bytes, which only its header says. One page (or an incomplete
+    # first one) is a size that is a power of two in that range, or not a whole
+    # number of the smallest pages; any other size below the largest page is
+    # several small pages (a store's tables in 2 KiB pages take ~60 KiB).
+    if size > _LARGEST_PAGE_BYTES:
+        return False
+    return size % _SMALLEST_PAGE_BYTES != 0 or size & (size - 1) == 0
 
 
 def holds_nothing(path: str) -> bool:

@@ -14,13 +14,12 @@ from alkstore.driver import CLAIMED_COLUMNS, ERROR_EXHAUSTED, ERROR_EXPIRED, JOB
 from alkstore.options import JOB_STAMP_FIELDS
 
 from .migrations import (
-    CLAIM_INDEX,
     DEAD,
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
-    LAPSE_INDEX,
+    LIVE_INDEX,
     LOCKS,
     NOTIFICATIONS,
     PAUSED,
@@ -57,6 +56,8 @@ JOURNAL_SIZE_LIMIT = "PRAGMA journal_size_limit = 16777216"
 WAL_CHECKPOINT_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
 JOURNAL_MODE = "PRAGMA journal_mode"
 JOURNAL_MODE_WAL = "PRAGMA journal_mode = WAL"
+# PRAGMA takes no bound parameters: the value is one of options.PAGE_SIZES.
+PAGE_SIZE = "PRAGMA page_size = {size:d}"
 DATA_VERSION = "PRAGMA data_version"
 DATABASE_LIST = "PRAGMA database_list"
 
@@ -111,11 +112,13 @@ _CLAIM_UPDATE = f"""UPDATE {JOBS}
 
 
 # One statement. An OR over "pending and due" / "processing and lapsed" would
-# defeat ordered index use, so each kind is read by its own index, each
-# already LIMITed: pending rows straight off the claim index in claim order
+# defeat ordered index use, so each kind is read as its own range of the live
+# index, each already LIMITed: pending rows straight off it in claim order
 # (INDEXED BY pins that plan: a run_at range over any other index would sort
-# the whole ready backlog), lapsed rows off the deadline index (only lapsed
-# claims are sorted). At most 2 * limit candidates are then ordered and cut.
+# the whole ready backlog; `deadline IS NULL` is what a pending row's entry
+# holds, and makes the range one seek), lapsed rows off the claimed range by
+# deadline (only lapsed claims are sorted). At most 2 * limit candidates are
+# then ordered and cut.
 # A paused queue yields nothing: the final cut is to 0 rows then. As a LIMIT,
 # the seek of the paused table's key runs once per claim (a NOT EXISTS term in
 # a WHERE would be tested again for every candidate row).
@@ -125,15 +128,16 @@ def _claim(pick: str) -> str:
  WHERE id {pick} (
     SELECT id FROM (
         SELECT id, priority, run_at FROM (
-            SELECT id, priority, run_at FROM {JOBS} INDEXED BY {CLAIM_INDEX}
-             WHERE queue = :queue AND state = 'pending' AND run_at <= :now
+            SELECT id, priority, run_at FROM {JOBS} INDEXED BY {LIVE_INDEX}
+             WHERE queue = :queue AND state = 'pending' AND deadline IS NULL
+               AND run_at <= :now
                AND (expires_at IS NULL OR expires_at > :now)
                AND attempts < max_attempts
              ORDER BY priority DESC, run_at, id
              LIMIT :limit)
         UNION ALL
         SELECT id, priority, run_at FROM (
-            SELECT id, priority, run_at FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+            SELECT id, priority, run_at FROM {JOBS} INDEXED BY {LIVE_INDEX}
              WHERE queue = :queue AND state = 'processing' AND deadline <= :now
                AND (expires_at IS NULL OR expires_at > :now)
                AND attempts < max_attempts
@@ -159,7 +163,7 @@ CLAIM_ONE = _claim("=")
 # index seek each, run once per statement as a LIMIT. When it claims nothing the
 # driver looks for lapsed claims (ANY_LAPSED) and, finding some, dead-letters the
 # exhausted ones and runs the full CLAIM.
-_NOTHING_LAPSED = f"""NOT EXISTS (SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+_NOTHING_LAPSED = f"""NOT EXISTS (SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
                            WHERE queue = :queue AND state = 'processing'
                              AND deadline <= :now)"""
 
@@ -168,8 +172,8 @@ def _claim_ready(pick: str) -> str:
     return f"""
 {_CLAIM_UPDATE}
  WHERE id {pick} (
-    SELECT id FROM {JOBS} INDEXED BY {CLAIM_INDEX}
-     WHERE queue = :queue AND state = 'pending' AND run_at <= :now
+    SELECT id FROM {JOBS} INDEXED BY {LIVE_INDEX}
+     WHERE queue = :queue AND state = 'pending' AND deadline IS NULL AND run_at <= :now
        AND (expires_at IS NULL OR expires_at > :now)
        AND attempts < max_attempts
      ORDER BY priority DESC, run_at, id
@@ -187,7 +191,7 @@ CLAIM_READY_ONE = _claim_ready("=")
 """``CLAIM_READY`` with ``:limit`` 1."""
 
 ANY_LAPSED = f"""
-SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
  WHERE queue = :queue AND state = 'processing' AND deadline <= :now
  LIMIT 1
 """
@@ -195,7 +199,7 @@ SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
 
 # Moves: setting state = 'dead' fires the trigger that moves the row (see schema).
 BURY_EXHAUSTED = f"""
-UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
+UPDATE {JOBS} INDEXED BY {LIVE_INDEX}
    SET state = 'dead', last_error = '{ERROR_EXHAUSTED}', died_at = :now
  WHERE queue = :queue AND state = 'processing' AND deadline <= :now
    AND attempts >= max_attempts
@@ -204,7 +208,7 @@ UPDATE {JOBS} INDEXED BY {LAPSE_INDEX}
 # BURY_EXHAUSTED nearly always finds nothing: this read of the same index range
 # costs half as much as an UPDATE that changes no row.
 ANY_EXHAUSTED = f"""
-SELECT 1 FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
  WHERE queue = :queue AND state = 'processing' AND deadline <= :now
    AND attempts >= max_attempts
  LIMIT 1
@@ -303,21 +307,22 @@ SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
 # The earliest future deadline comes straight off the deadline index.
 NEXT_WAKE_AT = f"""
 WITH RECURSIVE priorities (priority) AS (
-    SELECT max(priority) FROM {JOBS} INDEXED BY {CLAIM_INDEX}
-     WHERE queue = :queue AND state = 'pending'
+    SELECT max(priority) FROM {JOBS} INDEXED BY {LIVE_INDEX}
+     WHERE queue = :queue AND state = 'pending' AND deadline IS NULL
     UNION ALL
-    SELECT (SELECT max(j.priority) FROM {JOBS} AS j INDEXED BY {CLAIM_INDEX}
-             WHERE j.queue = :queue AND j.state = 'pending' AND j.priority < p.priority)
+    SELECT (SELECT max(j.priority) FROM {JOBS} AS j INDEXED BY {LIVE_INDEX}
+             WHERE j.queue = :queue AND j.state = 'pending' AND j.deadline IS NULL
+               AND j.priority < p.priority)
       FROM priorities AS p
      WHERE p.priority IS NOT NULL
 )
 SELECT
-    (SELECT min((SELECT min(j.run_at) FROM {JOBS} AS j INDEXED BY {CLAIM_INDEX}
-                  WHERE j.queue = :queue AND j.state = 'pending'
+    (SELECT min((SELECT min(j.run_at) FROM {JOBS} AS j INDEXED BY {LIVE_INDEX}
+                  WHERE j.queue = :queue AND j.state = 'pending' AND j.deadline IS NULL
                     AND j.priority = p.priority AND j.run_at > :now))
        FROM priorities AS p
       WHERE p.priority IS NOT NULL),
-    (SELECT min(deadline) FROM {JOBS} INDEXED BY {LAPSE_INDEX}
+    (SELECT min(deadline) FROM {JOBS} INDEXED BY {LIVE_INDEX}
       WHERE queue = :queue AND state = 'processing' AND deadline > :now)
 """
 
@@ -325,40 +330,35 @@ SELECT
 
 
 # Stats: one pass over each index, grouped by queue (each index starts with the
-# queue, so grouping sorts nothing): the claim index for pending rows, the
-# deadline index for claimed ones, the dead table's queue index for dead ones;
-# every read is index-only, no row of any table is visited. The queues reported
-# are either those named in :queues (a JSON array) or every queue that has a
-# row in one of the three or a pause.
+# queue, so grouping sorts nothing): the live index for pending and claimed rows,
+# the dead table's queue index for dead ones; every read is index-only, no row of
+# any table is visited. The queues reported are either those named in :queues (a
+# JSON array) or every queue that has a row in one of the two or a pause.
 def _queue_stats(names: str, reported: str) -> str:
     return f"""
 WITH
 names (queue) AS ({names}),
-pending (queue, ready, scheduled, oldest_ready) AS (
-    SELECT queue, count(*) FILTER (WHERE run_at <= :now),
-           count(*) FILTER (WHERE run_at > :now),
-           min(run_at) FILTER (WHERE run_at <= :now)
-      FROM {JOBS} INDEXED BY {CLAIM_INDEX}
-     WHERE state = 'pending' AND {reported}
-     GROUP BY queue),
-claimed (queue, processing, lapsed) AS (
-    SELECT queue, count(*) FILTER (WHERE deadline > :now),
-           count(*) FILTER (WHERE deadline <= :now)
-      FROM {JOBS} INDEXED BY {LAPSE_INDEX}
-     WHERE state = 'processing' AND {reported}
+live (queue, ready, scheduled, oldest_ready, processing, lapsed) AS (
+    SELECT queue,
+           count(*) FILTER (WHERE state = 'pending' AND run_at <= :now),
+           count(*) FILTER (WHERE state = 'pending' AND run_at > :now),
+           min(run_at) FILTER (WHERE state = 'pending' AND run_at <= :now),
+           count(*) FILTER (WHERE state = 'processing' AND deadline > :now),
+           count(*) FILTER (WHERE state = 'processing' AND deadline <= :now)
+      FROM {JOBS} INDEXED BY {LIVE_INDEX}
+     WHERE {reported}
      GROUP BY queue),
 dead (queue, dead) AS (
     SELECT queue, count(*) FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
      WHERE {reported}
      GROUP BY queue)
 SELECT names.queue,
-       coalesce(pending.ready, 0), coalesce(pending.scheduled, 0),
-       coalesce(claimed.processing, 0), coalesce(claimed.lapsed, 0), coalesce(dead.dead, 0),
-       :now - pending.oldest_ready,
+       coalesce(live.ready, 0), coalesce(live.scheduled, 0),
+       coalesce(live.processing, 0), coalesce(live.lapsed, 0), coalesce(dead.dead, 0),
+       :now - live.oldest_ready,
        EXISTS (SELECT 1 FROM {PAUSED} WHERE {PAUSED}.queue = names.queue)
   FROM names
-  LEFT JOIN pending ON pending.queue = names.queue
-  LEFT JOIN claimed ON claimed.queue = names.queue
+  LEFT JOIN live ON live.queue = names.queue
   LEFT JOIN dead ON dead.queue = names.queue
  ORDER BY names.queue
 """
@@ -370,8 +370,8 @@ QUEUE_STATS = _queue_stats(_NAMED, f"queue IN ({_NAMED})")
 """Stats of the queues named in ``:queues`` (a JSON array of names), as of ``:now``."""
 
 QUEUE_STATS_ALL = _queue_stats(
-    f"""SELECT queue FROM pending UNION SELECT queue FROM claimed
-        UNION SELECT queue FROM dead UNION SELECT queue FROM {PAUSED}""",
+    f"""SELECT queue FROM live UNION SELECT queue FROM dead
+        UNION SELECT queue FROM {PAUSED}""",
     "TRUE",
 )
 """Stats of every queue with a live or dead row or a pause, as of ``:now``."""
