@@ -15,6 +15,7 @@ from psycopg import sql
 
 from alkstore import EnqueueOpts, QueueOpts
 from alkstore.testing import FakeClock
+from alkstore_postgres import plans
 from alkstore_postgres.statements import Statements
 
 NOW = 1_700_000_000
@@ -269,8 +270,9 @@ CLAIM_PARAM_TYPES = {
 }
 
 
-def _generic_plan(conn: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:
-    """The plan PostgreSQL keeps for ``query`` once prepared, made now."""
+def _numbered(query: bytes) -> tuple[bytes, list[str]]:
+    """``query`` with its named placeholders as ``$1``, ``$2``, … (as psycopg sends
+    it), and the names in that order."""
     names: list[str] = []
 
     def placeholder(match: re.Match[bytes]) -> bytes:
@@ -279,18 +281,29 @@ def _generic_plan(conn: psycopg.Connection[Any], query: bytes, params: dict[str,
             names.append(name)
         return f"${names.index(name) + 1}".encode()
 
-    body = re.sub(rb"%\((\w+)\)[sb]", placeholder, query)
+    return re.sub(rb"%\((\w+)\)[sb]", placeholder, query), names
+
+
+def _explain_execute(
+    conn: psycopg.Connection[Any], prepared: str, names: list[str], params: dict[str, Any]
+) -> str:
+    # A utility statement takes no bound parameters: the values go in as literals.
+    values = sql.SQL(", ").join(sql.Literal(params[name]) for name in names)
+    query = sql.SQL("EXPLAIN EXECUTE {} ({})").format(sql.Identifier(prepared), values)
+    return "\n".join(row[0] for row in conn.execute(query))
+
+
+def _generic_plan(conn: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:
+    """The plan PostgreSQL keeps for ``query`` once prepared, made now."""
+    body, names = _numbered(query)
     types = ", ".join(CLAIM_PARAM_TYPES[name] for name in names)
     conn.execute(f"PREPARE kept ({types}) AS ".encode() + body)
     try:
         conn.execute("SET plan_cache_mode = force_generic_plan")
-        # A utility statement takes no bound parameters: the values go in as literals.
-        values = sql.SQL(", ").join(sql.Literal(params[name]) for name in names)
-        rows = conn.execute(sql.SQL("EXPLAIN EXECUTE kept ({})").format(values)).fetchall()
+        return _explain_execute(conn, "kept", names, params)
     finally:
         conn.execute("RESET plan_cache_mode")
         conn.execute("DEALLOCATE kept")
-    return "\n".join(row[0] for row in rows)
 
 
 @pytest.mark.parametrize("statement", ["claim_one", "claim_ready_one"])
@@ -312,22 +325,59 @@ def test_a_one_row_claim_planned_on_an_empty_table_still_takes_its_row_by_tid(
     assert _reads_no_table_of_jobs(plan), plan
 
 
-def test_batch_claims_and_ack_batch_are_planned_for_each_run(open_store: StoreFactory) -> None:
-    # Their row counts are not known to a generic plan: prepared, a plan made while
-    # the table was nearly empty would scan the whole table once it has grown.
+def _kept_plans(conn: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> list[str]:
+    """What ``conn`` keeps for ``query``: the plan of each copy psycopg prepared of it."""
+    body, names = _numbered(query)
+    find = "SELECT name FROM pg_prepared_statements WHERE statement = %s"
+    prepared = [name for (name,) in conn.execute(find, (body.decode(),))]
+    assert prepared, "not prepared"
+    return [_explain_execute(conn, name, names, params) for name in prepared]
+
+
+def _claim_and_ack_a_batch(queue: Any) -> None:
+    handles = queue.claim_batch("w", 3)
+    assert len(handles) == 3
+    assert queue.ack_batch([h.id for h in handles], "w") == 3
+
+
+def test_batch_statements_planned_on_a_nearly_empty_table_are_planned_again_once_it_grows(
+    open_store: StoreFactory,
+    admin: psycopg.Connection[Any],
+    schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Their row counts are not known to a generic plan: one made while the table was
+    # nearly empty scans the whole table. The driver lets a connection's plans go
+    # once they are PLAN_REFRESH_S old: here first never, then before every batch.
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))
     store = open_store(clock=FakeClock(NOW), pool_min_size=1, pool_max_size=1)
+    admin.execute(  # no ANALYZE to make the plans again meanwhile
+        sql.SQL("ALTER TABLE {}.alkstore_jobs SET (autovacuum_enabled = false)").format(
+            sql.Identifier(schema)
+        )
+    )
+    with store.transaction() as tx:  # the pool's one connection runs everything below
+        tx.connection.execute("SET plan_cache_mode = force_generic_plan")
     queue = store.queue("q")
-    queue.enqueue_many(list(range(60)))
-    for _ in range(10):
-        handles = queue.claim_batch("w", 3)
-        assert queue.ack_batch([h.id for h in handles], "w") == 3
-        one = queue.claim("w")
-        assert one is not None
-        assert one.ack() is True
-    with store.transaction() as tx:  # the pool's one connection, which ran them all
-        prepared = [
-            row[0] for row in tx.connection.execute("SELECT statement FROM pg_prepared_statements")
-        ]
-    assert any("ctid = (" in text for text in prepared), prepared  # one-row claims: prepared
-    assert not any("ctid = ANY" in text for text in prepared), prepared
-    assert not any("WHERE id = ANY" in text for text in prepared), prepared
+    for _ in range(8):  # psycopg prepares a statement after its fifth run
+        queue.enqueue_many([1, 2, 3])
+        _claim_and_ack_a_batch(queue)
+    queue.enqueue_many(list(range(20_000)))
+    statements = Statements.for_schema(schema)
+    claim = {**CLAIM_PARAMS, "queue": "q", "limit": 3}
+    ack = {"ids": [1, 2, 3], "queue": "q", "worker_id": "w", "now": NOW}
+
+    _claim_and_ack_a_batch(queue)
+    with store.transaction() as tx:
+        (kept,) = _kept_plans(tx.connection, statements.claim_ready, claim)
+    assert "Seq Scan on alkstore_jobs job" in kept, kept  # made for the nearly empty table
+
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", 0.0)
+    _claim_and_ack_a_batch(queue)
+    with store.transaction() as tx:
+        (claim_plan,) = _kept_plans(tx.connection, statements.claim_ready, claim)
+        ack_plans = _kept_plans(tx.connection, statements.ack_batch, ack)
+    assert "Tid Scan on alkstore_jobs job" in claim_plan, claim_plan
+    assert "Seq Scan on alkstore_jobs job" not in claim_plan, claim_plan
+    for plan in ack_plans:
+        assert "Seq Scan on alkstore_jobs" not in plan, plan

@@ -66,6 +66,7 @@ from .listener import Listener, NotifyListener, notify_payload
 from .migrations import ensure_schema
 from .operations import OpsStatements
 from .options import PostgresOptions
+from .plans import PlanAges
 from .profiles import ProfileStatements
 from .statements import Statements
 
@@ -121,6 +122,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         self.message_channel = message_channel(options.schema)
         self.messages_keep = options.messages_keep
         self._sql = Statements.for_schema(options.schema)
+        self._plan_ages = PlanAges()
         self._server_clock = server_clock
         connect_kwargs: dict[str, Any] = {
             # libpq takes whole seconds (and treats 1 as 2).
@@ -300,15 +302,16 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             "last_error": ERROR_EXHAUSTED,
         }
         # One row: a prepared statement whose plan holds at any table size. More:
-        # planned for each run, for the table as it is now (see CLAIM_ONE).
+        # prepared plans made again as the table grows (see plans.py).
         sql = self._sql
         if limit == 1:
-            ready, either, prepare = sql.claim_ready_one, sql.claim_one, None
+            ready, either = sql.claim_ready_one, sql.claim_one
         else:
-            ready, either, prepare = sql.claim_ready, sql.claim, False
-        rows = execute(c, ready, params, binary=True, prepare=prepare).fetchall()
+            ready, either = sql.claim_ready, sql.claim
+            self._plan_ages.keep_fresh(c)
+        rows = execute(c, ready, params, binary=True).fetchall()
         if not rows:
-            rows = execute(c, either, params, binary=True, prepare=prepare).fetchall()
+            rows = execute(c, either, params, binary=True).fetchall()
         return claimed_jobs(rows, queue, worker_id, now)
 
     def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
@@ -333,8 +336,8 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         if not ids:
             return 0
         params = {"ids": ids, "queue": queue, "worker_id": worker_id, "now": now}
-        # Planned for each run (see ACK_BATCH).
-        return execute(c, self._sql.ack_batch, params, prepare=False).rowcount
+        self._plan_ages.keep_fresh(c)  # see ACK_BATCH
+        return execute(c, self._sql.ack_batch, params).rowcount
 
     def heartbeat(self, c: PgHandle, job_id: int, attempt: int, now: int, deadline: int) -> bool:
         params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}

@@ -210,15 +210,17 @@ prepares and PostgreSQL keeps as its generic plan, scans the whole table for
 every claim once it has grown. A paused queue
 (``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
 exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
-claim did not set itself. Planned for each run (``prepare=False``): see ``CLAIM_ONE``."""
+claim did not set itself. Prepared, with its plan made again as the table grows: see
+``CLAIM_ONE``."""
 
 CLAIM_ONE: Final = _claim("= (SELECT row_at FROM chosen)")
 """``CLAIM`` with ``limit`` 1: one row, so a prepared generic plan of it stays a TID
 scan whatever the table's size was when it was planned. (For an array of ``ctid``s
 of unknown length the planner prices a TID scan at ten rows, more than a scan of a
 table it believes nearly empty: a plan made then, kept as the generic plan, scans
-the whole table for every claim once it has grown. So ``CLAIM`` is planned anew
-each time, at a cost a batch shares.)"""
+the whole table for every claim once it has grown. So before ``CLAIM`` runs, the
+driver lets a connection's plans go when they are a quarter of a second old:
+``plans.py``.)"""
 
 
 def _claim_ready(pick: str, close: str) -> str:
@@ -247,7 +249,7 @@ has no lapsed claim (then there is none to reclaim and none exhausted to move) a
 no pause. Both guards are uncorrelated, so each is one index probe per statement,
 evaluated before any row is locked. The rows are updated where they lie, as in
 ``CLAIM``. When it claims nothing the driver runs ``CLAIM``, which tells the cases
-apart. Planned for each run, as ``CLAIM``."""
+apart. Its plan is kept fresh as ``CLAIM``'s."""
 
 CLAIM_READY_ONE: Final = _claim_ready("= (", ")")
 """``CLAIM_READY`` with ``limit`` 1, prepared as ``CLAIM_ONE``."""
@@ -284,10 +286,10 @@ DELETE FROM {schema}.alkstore_jobs
 WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
   AND worker_id = %(worker_id)s AND deadline > %(now)s
 """
-"""Looks rows up by primary key; planned for each run, never prepared (the driver
-runs it with ``prepare=False``): a generic plan made while the table was nearly
-empty would scan the whole table for every batch once it has grown, and the plan
-costs little beside a batch. ``deadline > now`` already means "processing"
+"""Looks rows up by primary key. A generic plan made while the table was nearly
+empty would scan the whole table for every batch once it has grown: the driver
+lets a connection's plans go when they are a quarter of a second old, before it
+runs this (``plans.py``). ``deadline > now`` already means "processing"
 (the table's CHECK: a deadline is set exactly while processing), and leaving
 ``state = 'processing'`` out keeps the planner off ``alkstore_jobs_processing_deadline``:
 with stale statistics it would otherwise walk every in-flight row of the queue
