@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
+from alkstore_postgres import plans
 from alkstore_postgres.handle import PgHandle
 from alkstore_postgres.plans import DISCARD_PLANS, PLAN_REFRESH_S, PlanAges
 
@@ -77,3 +80,17 @@ def test_each_session_keeps_its_own_age() -> None:
     ages.keep_fresh(_handle(new))
     ages.keep_fresh(_handle(old))
     assert (old.ran, new.ran) == ([DISCARD_PLANS], [])
+
+
+def test_the_ages_of_many_sessions_are_forgotten_rather_than_kept_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(plans, "_MOST_SESSIONS", 3)
+    clock = _Clock()
+    ages = PlanAges(clock)
+    old = _Connection(pid=1)
+    for pid in (1, 2, 3, 4):  # the fourth session forgets the first three
+        ages.keep_fresh(_handle(_Connection(pid=pid)))
+    clock.now += PLAN_REFRESH_S
+    ages.keep_fresh(_handle(old))  # a session it has forgotten: new to it again
+    assert old.ran == []

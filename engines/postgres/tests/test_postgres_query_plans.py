@@ -13,7 +13,7 @@ import pytest
 from pg_helpers import LARGE, StoreFactory
 from psycopg import sql
 
-from alkstore import EnqueueOpts, QueueOpts
+from alkstore import EnqueueOpts, QueueOpts, Store
 from alkstore.testing import FakeClock
 from alkstore_postgres import plans
 from alkstore_postgres.statements import Statements
@@ -340,16 +340,16 @@ def _claim_and_ack_a_batch(queue: Any) -> None:
     assert queue.ack_batch([h.id for h in handles], "w") == 3
 
 
-def test_batch_statements_planned_on_a_nearly_empty_table_are_planned_again_once_it_grows(
+@pytest.fixture
+def grown_after_plans_were_kept(
     open_store: StoreFactory,
     admin: psycopg.Connection[Any],
     schema: str,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Their row counts are not known to a generic plan: one made while the table was
-    # nearly empty scans the whole table. The driver lets a connection's plans go
-    # once they are PLAN_REFRESH_S old: here first never, then before every batch.
-    monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))
+) -> Store:
+    """A store of one connection whose batch claim and ack_batch were prepared, with
+    generic plans, while the table held a few rows, and whose table has grown since."""
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))  # never let go, for now
     store = open_store(clock=FakeClock(NOW), pool_min_size=1, pool_max_size=1)
     admin.execute(  # no ANALYZE to make the plans again meanwhile
         sql.SQL("ALTER TABLE {}.alkstore_jobs SET (autovacuum_enabled = false)").format(
@@ -363,21 +363,54 @@ def test_batch_statements_planned_on_a_nearly_empty_table_are_planned_again_once
         queue.enqueue_many([1, 2, 3])
         _claim_and_ack_a_batch(queue)
     queue.enqueue_many(list(range(20_000)))
-    statements = Statements.for_schema(schema)
-    claim = {**CLAIM_PARAMS, "queue": "q", "limit": 3}
-    ack = {"ids": [1, 2, 3], "queue": "q", "worker_id": "w", "now": NOW}
+    return store
 
-    _claim_and_ack_a_batch(queue)
+
+BATCH_CLAIM = {**CLAIM_PARAMS, "queue": "q", "limit": 3}
+ACK_BATCH = {"ids": [1, 2, 3], "queue": "q", "worker_id": "w", "now": NOW}
+
+
+def test_a_batch_claims_plan_made_on_a_nearly_empty_table_is_made_again_once_old(
+    grown_after_plans_were_kept: Store, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Row counts are not known to a generic plan: one made while the table was
+    # nearly empty scans the whole table.
+    store = grown_after_plans_were_kept
+    queue = store.queue("q")
+    claim_ready = Statements.for_schema(schema).claim_ready
+    handles = queue.claim_batch("w", 3)  # plans kept: nothing is let go
     with store.transaction() as tx:
-        (kept,) = _kept_plans(tx.connection, statements.claim_ready, claim)
-    assert "Seq Scan on alkstore_jobs job" in kept, kept  # made for the nearly empty table
+        (kept,) = _kept_plans(tx.connection, claim_ready, BATCH_CLAIM)
+    assert "Seq Scan on alkstore_jobs job" in kept, kept
+    assert all(handle.ack() for handle in handles)  # one by one: not ack_batch
 
     monkeypatch.setattr(plans, "PLAN_REFRESH_S", 0.0)
-    _claim_and_ack_a_batch(queue)
+    handles = queue.claim_batch("w", 3)  # lets the connection's plans go first
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))
     with store.transaction() as tx:
-        (claim_plan,) = _kept_plans(tx.connection, statements.claim_ready, claim)
-        ack_plans = _kept_plans(tx.connection, statements.ack_batch, ack)
+        (made_again,) = _kept_plans(tx.connection, claim_ready, BATCH_CLAIM)
+    assert "Tid Scan on alkstore_jobs job" in made_again, made_again
+    assert "Seq Scan on alkstore_jobs job" not in made_again, made_again
+
+
+def test_an_ack_batch_lets_go_of_the_connections_plans_once_old(
+    grown_after_plans_were_kept: Store, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen through the batch claim's plan, the one that a stale plan makes slow.
+    store = grown_after_plans_were_kept
+    queue = store.queue("q")
+    statements = Statements.for_schema(schema)
+    handles = queue.claim_batch("w", 3)  # plans kept: nothing is let go
+    with store.transaction() as tx:
+        (kept,) = _kept_plans(tx.connection, statements.claim_ready, BATCH_CLAIM)
+    assert "Seq Scan on alkstore_jobs job" in kept, kept
+
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", 0.0)
+    assert queue.ack_batch([h.id for h in handles], "w") == 3  # lets the plans go first
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))
+    with store.transaction() as tx:
+        (claim_plan,) = _kept_plans(tx.connection, statements.claim_ready, BATCH_CLAIM)
+        ack_plans = _kept_plans(tx.connection, statements.ack_batch, ACK_BATCH)
     assert "Tid Scan on alkstore_jobs job" in claim_plan, claim_plan
-    assert "Seq Scan on alkstore_jobs job" not in claim_plan, claim_plan
     for plan in ack_plans:
         assert "Seq Scan on alkstore_jobs" not in plan, plan

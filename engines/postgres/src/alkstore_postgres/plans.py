@@ -2,10 +2,10 @@
 
 psycopg prepares a statement after a few runs, and PostgreSQL then keeps a
 generic plan made for the tables as they were at that moment. For a batch claim
-(the chosen rows' ``ctid``s, an array of unknown length) and ``ack_batch`` (an
-array of ids) a plan made while the jobs table was nearly empty scans the whole
-table for every batch once it has grown: for a table it believes tiny, the
-planner prices one pass over it below ten lookups. PostgreSQL makes the plan
+(the chosen rows' ``ctid``s, an array of unknown length) a plan made while the
+jobs table was nearly empty scans the whole table for every batch once it has
+grown: for a table it believes tiny, the planner prices one pass over it below
+ten lookups. ``ack_batch`` (an array of ids) is exposed the same way. PostgreSQL makes the plan
 again only when the table's statistics change (autovacuum, a minute or more
 later), and planning every run instead costs a fifth of a batch's time.
 

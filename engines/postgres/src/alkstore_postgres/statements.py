@@ -287,7 +287,7 @@ WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
   AND worker_id = %(worker_id)s AND deadline > %(now)s
 """
 """Looks rows up by primary key. A generic plan made while the table was nearly
-empty would scan the whole table for every batch once it has grown: the driver
+empty can scan the whole table for every batch once it has grown: the driver
 lets a connection's plans go when they are a quarter of a second old, before it
 runs this (``plans.py``). ``deadline > now`` already means "processing"
 (the table's CHECK: a deadline is set exactly while processing), and leaving

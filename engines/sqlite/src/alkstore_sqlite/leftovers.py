@@ -14,10 +14,10 @@ created, and only those:
   no WAL frames beside it;
 - only while no other opener can be using the file. An open that finds a
   database that might hold nothing (``might_hold_nothing``, a cheap
-  over-estimate from file sizes) takes the writer gate *before* its first
-  connection touches the file and keeps it until its tables exist, and only
-  such an open removes anything, before it lets go of the gate, and only if no
-  other store of its process has the file open. Every other opener of the
+  over-estimate from file sizes and the header's page size) takes the writer
+  gate *before* its first connection touches the file and keeps it until its
+  tables exist, and only such an open removes anything, before it lets go of
+  the gate, and only if no other store of its process has the file open. Every other opener of the
   file is therefore either still waiting for the gate (and will create a new
   file) or found content (and content is never removed). A waiting opener
   checks, once it holds the gate, that its lock file is still the one at the
@@ -27,8 +27,10 @@ created, and only those:
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 import struct
+from urllib.parse import quote
 
 from .gate import LOCK_SUFFIX
 
@@ -37,8 +39,9 @@ SHM_SUFFIX = "-shm"
 
 _MAGIC = b"SQLite format 3\x00"
 _WAL_HEADER_BYTES = 32
-_SMALLEST_PAGE_BYTES = 512
 _LARGEST_PAGE_BYTES = 65536
+_READ_SCHEMA = "SELECT count(*) FROM sqlite_master"
+_PAGE_SIZE = "PRAGMA page_size"
 _SCHEMA_PAGE_HEADER = 100
 """Page 1 holds the schema table; its b-tree page header starts after the file header."""
 _PAGE_HEADER = struct.Struct(">BHHH")  # page type, first freeblock, cell count, content start
@@ -57,27 +60,43 @@ def missing_files(path: str) -> frozenset[str]:
 
 
 def might_hold_nothing(path: str) -> bool:
-    """``True`` whenever ``holds_nothing`` could be (and for some small databases
-    with content too): no regular file, or at most one page and no WAL frames.
-    Sizes only: it never opens the file, which another store may be using."""
+    """``True`` whenever ``holds_nothing`` could be: no regular file, or at most one
+    page (a cut-off first page included) and no WAL frames. It never opens a file
+    descriptor of its own on the database, which another store or the
+    application's own connections may be using (see ``_page_size_read_by_sqlite``)."""
     if _size(path + WAL_SUFFIX) > _WAL_HEADER_BYTES:
         return False
     try:
         status = os.stat(path)
     except OSError:
         return True
-    return not stat.S_ISREG(status.st_mode) or _might_be_one_page(status.st_size)
+    if not stat.S_ISREG(status.st_mode):
+        return True
+    if status.st_size > _LARGEST_PAGE_BYTES:
+        return False  # more than one page of any size
+    page_size = _page_size_read_by_sqlite(path)
+    return page_size is None or status.st_size <= page_size
 
 
-def _might_be_one_page(size: int) -> bool:
-    # A database file is a whole number of pages of one size, a power of two from
-    # 512 to 65536 bytes, which only its header says. One page (or an incomplete
-    # first one) is a size that is a power of two in that range, or not a whole
-    # number of the smallest pages; any other size below the largest page is
-    # several small pages (a store's tables in 2 KiB pages take ~60 KiB).
-    if size > _LARGEST_PAGE_BYTES:
-        return False
-    return size % _SMALLEST_PAGE_BYTES != 0 or size & (size - 1) == 0
+def _page_size_read_by_sqlite(path: str) -> int | None:
+    """The page size the file's header gives, or ``None`` when SQLite cannot read the
+    file as a database (not one, or a cut-off first page).
+
+    Read by SQLite itself, on an ``immutable`` read-only connection (no lock taken,
+    no file created): closing a descriptor the engine opened itself would drop every
+    POSIX lock this process holds on the file, the read locks of other connections
+    to it among them; SQLite keeps its own descriptors open while any are held."""
+    uri = f"file:{quote(path)}?mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            conn.execute(_READ_SCHEMA).fetchone()
+            (page_size,) = conn.execute(_PAGE_SIZE).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return int(page_size)
 
 
 def holds_nothing(path: str) -> bool:
