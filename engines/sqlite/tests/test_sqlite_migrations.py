@@ -11,7 +11,7 @@ import pytest
 from sqlite_helpers import StoreFactory, open_and_enqueue
 
 import alkstore
-from alkstore import EngineUnavailable
+from alkstore import EngineUnavailable, QueueOpts
 from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
 from alkstore_sqlite.migrations import MIGRATIONS
@@ -369,3 +369,31 @@ def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_
         assert [h.id for h in handles] == [1, 2, 3]  # 4's claim has not lapsed
         assert all(h.ack() for h in handles)
         assert [job.id for job in queue.jobs()] == [4]
+
+
+def test_every_way_a_job_becomes_pending_leaves_its_deadline_empty(
+    open_store: StoreFactory, db_path: Path
+) -> None:
+    # The live index finds pending rows at `deadline IS NULL`: a pending row with a
+    # deadline would never be claimed again.
+    clock = FakeClock(1_700_000_000)
+    store = open_store(clock=clock)
+    queue = store.queue("q", QueueOpts(visibility_timeout_s=30, max_attempts=3))
+    queue.enqueue(1)
+    queue.enqueue_many([2, 3, 4])
+    with store.transaction() as tx:
+        tx.enqueue("q", 5)
+    retried, released, failed = queue.claim_batch("w", 3)
+    assert retried.retry("again", delay=0)
+    assert released.release()
+    assert failed.fail("broken")
+    assert len(queue.redrive()) == 1
+    conn = sqlite3.connect(str(db_path))
+    try:
+        pending, with_deadline = conn.execute(
+            "SELECT count(*), count(deadline) FROM __alkstore_jobs WHERE state = 'pending'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert (pending, with_deadline) == (5, 0)
+    assert len(queue.claim_batch("w", 10)) == 5  # and every one of them is claimable
