@@ -110,13 +110,9 @@ def test_claim_reads_pending_rows_in_claim_order_off_the_live_index_without_sort
 ) -> None:
     plan = query_plan(deep, statement, params)
     details = _details(plan)
-    pending = (
-        f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND state=? AND deadline=?)"
-    )
+    pending = f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND deadline=?)"
     assert pending in details
-    assert any(
-        d.endswith(f"INDEX {LIVE_INDEX} (queue=? AND state=? AND deadline<?)") for d in details
-    ), plan
+    assert any(d.endswith(f"INDEX {LIVE_INDEX} (queue=? AND deadline<?)") for d in details), plan
     _assert_no_table_scan(plan)
     # Sorts happen only over lapsed claims and over the 2 * limit candidates.
     assert pending not in sorted_beside(plan), plan
@@ -140,7 +136,7 @@ def test_bury_exhausted_is_a_range_read_of_lapsed_claims(
 ) -> None:
     (step,) = _details(query_plan(deep, statement, QUEUE_NOW))
     assert step.startswith("SEARCH __alkstore_jobs USING")
-    assert step.endswith(f"INDEX {LIVE_INDEX} (queue=? AND state=? AND deadline<?)")
+    assert step.endswith(f"INDEX {LIVE_INDEX} (queue=? AND deadline<?)")
 
 
 def test_next_wake_at_seeks_the_pending_and_claimed_ranges_of_the_live_index(
@@ -149,10 +145,9 @@ def test_next_wake_at_seeks_the_pending_and_claimed_ranges_of_the_live_index(
     plan = query_plan(deep, sql.NEXT_WAKE_AT, QUEUE_NOW)
     details = _details(plan)
     assert any(
-        d.startswith("SEARCH") and f"{LIVE_INDEX} (queue=? AND state=? AND deadline=?" in d
-        for d in details
+        d.startswith("SEARCH") and f"{LIVE_INDEX} (queue=? AND deadline=?" in d for d in details
     ), plan
-    claimed = f"COVERING INDEX {LIVE_INDEX} (queue=? AND state=? AND deadline>?)"
+    claimed = f"COVERING INDEX {LIVE_INDEX} (queue=? AND deadline>?)"
     assert f"SEARCH __alkstore_jobs USING {claimed}" in details
     _assert_no_table_scan(plan)
     assert not [d for d in details if "TEMP B-TREE" in d], plan

@@ -268,22 +268,25 @@ _V3 = (
 )
 
 _V4 = (
-    # Pending rows and claimed rows in one index, claimed ones first:
-    #   (queue, 'processing', deadline, …)  claimed, by deadline: lapsed claims
-    #                                       (reclaim, exhaustion), the next deadline
-    #   (queue, 'pending', NULL, priority DESC, run_at, id)  pending, in claim order
-    # A claim moves a row from the head of its queue's pending range to the end
-    # of its claimed range, right before it, and an ack deletes it from there:
-    # each touches one index page where two indexes touched two (one page less
-    # in the WAL per claim). The order above needs a pending row's deadline to be
-    # NULL; every statement that makes a row pending clears it (this one mends
-    # any row an older version left otherwise).
+    # Pending rows and claimed rows in one index, keyed by the deadline alone:
+    #   (queue, deadline DESC, …)  claimed, newest deadline first: lapsed claims
+    #                              (reclaim, exhaustion), the next deadline
+    #   (queue, NULL, priority DESC, run_at, id)  pending, in claim order (NULL
+    #                              sorts last in a DESC column)
+    # A row's deadline is set exactly while it is claimed (every statement that
+    # makes a row pending clears it; this one mends any row an older version left
+    # otherwise), so it tells the two apart without the state, which would
+    # make every entry longer. A claim moves a row from the head of its queue's
+    # pending range to the start of its claimed range, right before it (with few
+    # claims in flight, the same page), and an ack deletes it from there: each
+    # touches one index page where two indexes touched two (one page less in the
+    # WAL per claim).
     f"UPDATE {JOBS} SET deadline = NULL WHERE state = 'pending' AND deadline IS NOT NULL",
     f"DROP INDEX IF EXISTS {CLAIM_INDEX}",
     f"DROP INDEX IF EXISTS {LAPSE_INDEX}",
     f"""
     CREATE INDEX IF NOT EXISTS {LIVE_INDEX}
-        ON {JOBS} (queue, state DESC, deadline, priority DESC, run_at)
+        ON {JOBS} (queue, deadline DESC, priority DESC, run_at)
     """,
 )
 

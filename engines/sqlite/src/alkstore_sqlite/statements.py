@@ -116,10 +116,12 @@ _CLAIM_UPDATE = f"""UPDATE {JOBS}
 # defeat ordered index use, so each kind is read as its own range of the live
 # index, each already LIMITed: pending rows straight off it in claim order
 # (INDEXED BY pins that plan: a run_at range over any other index would sort
-# the whole ready backlog; `deadline IS NULL` is what a pending row's entry
-# holds, and makes the range one seek), lapsed rows off the claimed range by
-# deadline (only lapsed claims are sorted). At most 2 * limit candidates are
-# then ordered and cut.
+# the whole ready backlog). A row is pending exactly while its deadline is NULL
+# and claimed while it has one (see the live index in migrations.py), so the
+# ranges are read by the deadline alone, off the index: `deadline IS NULL` is
+# one seek to the pending rows in claim order, `deadline <= :now` the lapsed
+# claims (only they are sorted). At most 2 * limit candidates are then ordered
+# and cut.
 # A paused queue yields nothing: the final cut is to 0 rows then. As a LIMIT,
 # the seek of the paused table's key runs once per claim (a NOT EXISTS term in
 # a WHERE would be tested again for every candidate row).
@@ -130,7 +132,7 @@ def _claim(pick: str) -> str:
     SELECT id FROM (
         SELECT id, priority, run_at FROM (
             SELECT id, priority, run_at FROM {JOBS} INDEXED BY {LIVE_INDEX}
-             WHERE queue = :queue AND state = 'pending' AND deadline IS NULL
+             WHERE queue = :queue AND deadline IS NULL
                AND run_at <= :now
                AND (expires_at IS NULL OR expires_at > :now)
                AND attempts < max_attempts
@@ -139,7 +141,7 @@ def _claim(pick: str) -> str:
         UNION ALL
         SELECT id, priority, run_at FROM (
             SELECT id, priority, run_at FROM {JOBS} INDEXED BY {LIVE_INDEX}
-             WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+             WHERE queue = :queue AND deadline <= :now
                AND (expires_at IS NULL OR expires_at > :now)
                AND attempts < max_attempts
              ORDER BY priority DESC, run_at, id
@@ -165,8 +167,7 @@ CLAIM_ONE = _claim("=")
 # driver looks for lapsed claims (ANY_LAPSED) and, finding some, dead-letters the
 # exhausted ones and runs the full CLAIM.
 _NOTHING_LAPSED = f"""NOT EXISTS (SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
-                           WHERE queue = :queue AND state = 'processing'
-                             AND deadline <= :now)"""
+                           WHERE queue = :queue AND deadline <= :now)"""
 
 
 def _claim_ready(pick: str) -> str:
@@ -174,7 +175,7 @@ def _claim_ready(pick: str) -> str:
 {_CLAIM_UPDATE}
  WHERE id {pick} (
     SELECT id FROM {JOBS} INDEXED BY {LIVE_INDEX}
-     WHERE queue = :queue AND state = 'pending' AND deadline IS NULL AND run_at <= :now
+     WHERE queue = :queue AND deadline IS NULL AND run_at <= :now
        AND (expires_at IS NULL OR expires_at > :now)
        AND attempts < max_attempts
      ORDER BY priority DESC, run_at, id
@@ -193,7 +194,7 @@ CLAIM_READY_ONE = _claim_ready("=")
 
 ANY_LAPSED = f"""
 SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
- WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+ WHERE queue = :queue AND deadline <= :now
  LIMIT 1
 """
 """Whether ``:queue`` has a lapsed claim (to reclaim, or to dead-letter)."""
@@ -202,7 +203,7 @@ SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
 BURY_EXHAUSTED = f"""
 UPDATE {JOBS} INDEXED BY {LIVE_INDEX}
    SET state = 'dead', last_error = '{ERROR_EXHAUSTED}', died_at = :now
- WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+ WHERE queue = :queue AND deadline <= :now
    AND attempts >= max_attempts
 """
 
@@ -210,7 +211,7 @@ UPDATE {JOBS} INDEXED BY {LIVE_INDEX}
 # costs half as much as an UPDATE that changes no row.
 ANY_EXHAUSTED = f"""
 SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
- WHERE queue = :queue AND state = 'processing' AND deadline <= :now
+ WHERE queue = :queue AND deadline <= :now
    AND attempts >= max_attempts
  LIMIT 1
 """
@@ -309,22 +310,22 @@ SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
 NEXT_WAKE_AT = f"""
 WITH RECURSIVE priorities (priority) AS (
     SELECT max(priority) FROM {JOBS} INDEXED BY {LIVE_INDEX}
-     WHERE queue = :queue AND state = 'pending' AND deadline IS NULL
+     WHERE queue = :queue AND deadline IS NULL
     UNION ALL
     SELECT (SELECT max(j.priority) FROM {JOBS} AS j INDEXED BY {LIVE_INDEX}
-             WHERE j.queue = :queue AND j.state = 'pending' AND j.deadline IS NULL
+             WHERE j.queue = :queue AND j.deadline IS NULL
                AND j.priority < p.priority)
       FROM priorities AS p
      WHERE p.priority IS NOT NULL
 )
 SELECT
     (SELECT min((SELECT min(j.run_at) FROM {JOBS} AS j INDEXED BY {LIVE_INDEX}
-                  WHERE j.queue = :queue AND j.state = 'pending' AND j.deadline IS NULL
+                  WHERE j.queue = :queue AND j.deadline IS NULL
                     AND j.priority = p.priority AND j.run_at > :now))
        FROM priorities AS p
       WHERE p.priority IS NOT NULL),
     (SELECT min(deadline) FROM {JOBS} INDEXED BY {LIVE_INDEX}
-      WHERE queue = :queue AND state = 'processing' AND deadline > :now)
+      WHERE queue = :queue AND deadline > :now)
 """
 
 # -- operations (the ops profile) ---------------------------------------------------
@@ -341,11 +342,11 @@ WITH
 names (queue) AS ({names}),
 live (queue, ready, scheduled, oldest_ready, processing, lapsed) AS (
     SELECT queue,
-           count(*) FILTER (WHERE state = 'pending' AND run_at <= :now),
-           count(*) FILTER (WHERE state = 'pending' AND run_at > :now),
-           min(run_at) FILTER (WHERE state = 'pending' AND run_at <= :now),
-           count(*) FILTER (WHERE state = 'processing' AND deadline > :now),
-           count(*) FILTER (WHERE state = 'processing' AND deadline <= :now)
+           count(*) FILTER (WHERE deadline IS NULL AND run_at <= :now),
+           count(*) FILTER (WHERE deadline IS NULL AND run_at > :now),
+           min(run_at) FILTER (WHERE deadline IS NULL AND run_at <= :now),
+           count(*) FILTER (WHERE deadline > :now),
+           count(*) FILTER (WHERE deadline <= :now)
       FROM {JOBS} INDEXED BY {LIVE_INDEX}
      WHERE {reported}
      GROUP BY queue),
