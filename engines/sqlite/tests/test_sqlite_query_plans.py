@@ -428,6 +428,37 @@ def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement
     assert deep_cost <= shallow * 1.2 + 50, costs
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [sql.NEXT_WAKE_AT, sql.CLAIM_READY_ONE, sql.ANY_LAPSED],
+    ids=["next_wake_at", "claim_ready_one", "any_lapsed"],
+)
+def test_statement_cost_does_not_grow_with_the_claims_in_flight(
+    tmp_path: Path, statement: str
+) -> None:
+    # Claimed rows come first in the live index, newest deadline first: the next
+    # deadline (a min over a descending column) and the lapse guard are seeks, not
+    # walks over every claim in flight.
+    costs = []
+    for in_flight in (10, 2000):
+        path = tmp_path / f"in-flight-{in_flight}.db"
+        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
+        try:
+            _fill(store, in_flight + 100)
+            assert len(store.queue(QUEUE).claim_batch("w", in_flight)) == in_flight
+        finally:
+            store.close()
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            params = CLAIM_ONE if statement is sql.CLAIM_READY_ONE else QUEUE_NOW
+            costs.append(instructions(conn, statement, params))
+        finally:
+            conn.close()
+    few, many = costs
+    assert many <= few * 1.2 + 50, costs
+
+
 # -- the profiles: schedules, streams, pub/sub ----------------------------------------
 
 STREAM = {"stream": "s1", "after": 0, "limit": 10, "before": 5, "consumer": "c"}

@@ -303,10 +303,11 @@ SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
 """
 
 # The earliest future run_at among pending rows without a second index on
-# (queue, run_at), which every enqueue would pay for: walk the claim index's
-# distinct priorities (one seek each) and take the first run_at > now in each.
-# Cost grows with the number of distinct pending priorities, not the backlog.
-# The earliest future deadline comes straight off the deadline index.
+# (queue, run_at), which every enqueue would pay for: walk the distinct
+# priorities of the live index's pending range (one seek each) and take the first
+# run_at > now in each. Cost grows with the number of distinct pending
+# priorities, not the backlog. The earliest future deadline is one seek into the
+# claimed range.
 NEXT_WAKE_AT = f"""
 WITH RECURSIVE priorities (priority) AS (
     SELECT max(priority) FROM {JOBS} INDEXED BY {LIVE_INDEX}
