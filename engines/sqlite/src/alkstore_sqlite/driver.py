@@ -6,13 +6,25 @@ the operations profile from ``operations``.
 The transaction handle ``c`` is the ``sqlite3.Connection`` itself (so
 ``tx.connection`` and ``tx.execute("... ?", params)`` are plain sqlite3).
 
-Writes run as ``BEGIN IMMEDIATE … COMMIT`` on a pooled connection while the
-process holds the database's writer gate (``gate.py``), so alkstore writers
-queue on the gate rather than in SQLite's sleeping busy handler. A write that
-is refused with SQLITE_BUSY anyway (a lock held outside alkstore) rolled back,
-so it is tried again. Every call waits for the gate and for SQLite's locks
-within one budget, ``busy_timeout_s`` or the caller's ``wait_s`` if shorter
-(``budget.py``), then fails with ``EngineUnavailable``.
+Writes run on a pooled connection while the process holds the database's
+writer gate (``gate.py``), so alkstore writers queue on the gate rather than in
+SQLite's sleeping busy handler. A ``write`` unit runs in autocommit mode: every
+statement the core issues there is correct committed on its own (the contract's
+rule for the queue core, ``alkstore.driver.Driver``), and a lone statement in
+autocommit takes the write lock and commits exactly as ``BEGIN IMMEDIATE``,
+statement, ``COMMIT`` would, with two statements fewer. A statement method whose
+statements must commit together (a multi-row enqueue, a stream append, a
+redrive, the scheduler's fire) makes the rest of its unit one ``BEGIN
+IMMEDIATE`` transaction first (``begin_transaction``), committed when the unit
+returns and rolled back if it raises. ``transaction()`` is one transaction from
+the start.
+
+A write refused with SQLITE_BUSY anyway (a lock held outside alkstore) changed
+nothing, so it is tried again, unless an earlier statement of the same unit had
+already committed: that unit cannot run twice, and fails. Every call waits for
+the gate and for SQLite's locks within one budget, ``busy_timeout_s`` or the
+caller's ``wait_s`` if shorter (``budget.py``), then fails with
+``EngineUnavailable``.
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ from .budget import describe_limit, limit_s, pause
 from .connections import ConnectionPool, connect
 from .errors import is_busy, is_out_of_space, is_unavailable, unavailable
 from .gate import GateBusy, NoGate, WriterGate
+from .handle import begin_transaction
 from .leftovers import might_hold_nothing, missing_files, remove_created
 from .migrations import LATEST_VERSION, migrate, schema_version
 from .operations import OperationStatements
@@ -162,11 +175,43 @@ class SqliteDriver(ProfileStatements, OperationStatements):
             try:
                 if self._out_of_space:
                     self._reclaim_wal(conn)
-                return self._transact(conn, work, sql.BEGIN_WRITE, deadline, wait_s)
+                return self._run_unit(conn, work, deadline, wait_s)
             finally:
                 gate.release()
         finally:
             self._pool.give(conn)
+
+    def _run_unit(
+        self,
+        conn: sqlite3.Connection,
+        work: Callable[[sqlite3.Connection], T],
+        deadline: float,
+        wait_s: float | None,
+    ) -> T:
+        """``work`` in autocommit (see the module docstring), tried again while a lock
+        held outside alkstore refuses it and nothing of it has committed."""
+        attempt = 0
+        while True:
+            changes = conn.total_changes
+            try:
+                result = work(conn)
+                if conn.in_transaction:  # a statement method began one
+                    conn.execute(sql.COMMIT)
+                return result
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                if conn.total_changes != changes and is_busy(exc):
+                    raise EngineUnavailable(
+                        f"SQLite database {self.path!r} was locked by a connection outside "
+                        "alkstore in the middle of a write whose first statements had "
+                        "already committed (each is correct on its own); the rest was not "
+                        "done and cannot be tried again as a whole"
+                    ) from exc
+                self._retry_or_raise(exc, attempt, deadline, wait_s)
+            except BaseException:
+                _rollback(conn)
+                raise
+            attempt += 1
 
     def read(self, work: Callable[[sqlite3.Connection], T], *, wait_s: float | None = None) -> T:
         deadline = time.monotonic() + limit_s(wait_s, self._options.busy_timeout_s)
@@ -368,6 +413,8 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         if len(payloads) == 1:
             # sqlite3 sets lastrowid after every INSERT; its type just admits None.
             return [cast(int, c.execute(sql.INSERT_JOB, (*values, payloads[0])).lastrowid)]
+        # One enqueue is all of its jobs or none: the batches commit together.
+        begin_transaction(c)
         # Bind the stamps once per statement and only a payload per row.
         for start, size in _batches(len(payloads)):
             c.execute(sql.INSERT_JOBS_ALIKE[size], (*values, *payloads[start : start + size]))

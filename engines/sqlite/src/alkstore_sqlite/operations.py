@@ -18,6 +18,7 @@ from alkstore.driver import job_from_row
 from alkstore.values import Job, JobState, QueueStats
 
 from . import statements as sql
+from .handle import begin_transaction
 
 
 class OperationStatements:
@@ -57,6 +58,8 @@ class OperationStatements:
             ids = list(dict.fromkeys(ids))  # a repeated id is redriven once
             params["ids"] = json.dumps(ids)
             statement = sql.REDRIVE_IDS
+        # The copies and the removal of their dead rows commit together.
+        begin_transaction(c)
         # RETURNING's row order is SQLite's to choose: order by the dead rows instead.
         replaced = dict(_cursor(c).execute(statement, params).fetchall())
         if not replaced:

@@ -1,13 +1,14 @@
 """The optional driver profiles over ``sqlite3``: scheduler, streams and pub/sub.
 
 Each method is one statement (or, for a stream append, the offset allocation
-and its inserts) on the transaction's connection ``c``; the driver mixes them
-in. Ordering needs no extra machinery here: SQLite admits one writer at a
-time, and a write transaction keeps the write lock from its first write to its
-end, so whatever a transaction numbers (stream offsets from the counter row,
-notification ids from AUTOINCREMENT) commits before the next transaction can
-number anything. A reader's snapshot is a prefix of the commit order, so it
-never holds offset n + 1 without n.
+and its inserts) on the unit's connection ``c``; the driver mixes them in. A
+stream append and the scheduler's advance make the rest of their unit one
+transaction (``handle.begin_transaction``). Ordering needs no extra machinery
+here: SQLite admits one writer at a time, and a write transaction keeps the
+write lock from its first write to its end, so whatever a transaction numbers
+(stream offsets from the counter row, notification ids from AUTOINCREMENT)
+commits before the next transaction can number anything. A reader's snapshot
+is a prefix of the commit order, so it never holds offset n + 1 without n.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from alkstore.driver import ScheduleRecord, stream_event
 from alkstore.values import StreamEvent
 
 from . import statements as sql
+from .handle import begin_transaction
 
 
 class ProfileStatements:
@@ -48,6 +50,8 @@ class ProfileStatements:
     def schedule_advance(
         self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
     ) -> bool:
+        # The fire's insert follows in this unit: both commit together, or neither.
+        begin_transaction(c)
         params = {"name": name, "expected": expected, "new_fire_at": new_fire_at}
         return c.execute(sql.SCHEDULE_ADVANCE, params).rowcount == 1
 
@@ -62,6 +66,8 @@ class ProfileStatements:
         count = len(payloads)
         if count == 0:
             return []
+        # The offsets and their events commit together: no offset is skipped.
+        begin_transaction(c)
         params = {"stream": stream, "count": count}
         (last,) = _cursor(c).execute(sql.STREAM_ALLOCATE, params).fetchone()
         first = last - count + 1

@@ -1,0 +1,145 @@
+"""Write units in autocommit: a lone statement commits on its own, without BEGIN or
+COMMIT; a statement method whose statements must commit together makes its unit
+one transaction; a unit part of which has committed is never run twice."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlite_helpers import sqlite_driver
+
+from alkstore import EngineUnavailable, Store
+from alkstore_sqlite.migrations import DEAD, JOBS, STREAM_EVENTS
+
+BOOM = '"boom"'
+"""A payload (as stored: JSON text) that the test's trigger refuses."""
+
+
+@pytest.fixture
+def raw(db_path: Path, store: Store) -> Iterator[sqlite3.Connection]:
+    """A plain connection to the store's file (the schema exists: ``store`` opened it)."""
+    conn = sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
+    yield conn
+    conn.close()
+
+
+def _refuse(raw: sqlite3.Connection, table: str, event: str, when: str) -> None:
+    """A trigger that makes a statement on ``table`` fail when ``when`` holds."""
+    raw.execute(
+        f"CREATE TRIGGER refuse_{event.lower()} BEFORE {event} ON {table} "
+        f"WHEN {when} BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+    )
+
+
+def _count(raw: sqlite3.Connection, table: str) -> int:
+    (count,) = raw.execute(f"SELECT count(*) FROM {table}").fetchone()
+    return int(count)
+
+
+def test_a_lone_statement_write_runs_without_begin_or_commit(store: Store) -> None:
+    queue = store.queue("q")
+    queue.enqueue({"n": 1})
+    handle = queue.claim("w")
+    assert handle is not None
+    statements: list[str] = []
+    driver = sqlite_driver(store)
+    conn = driver._pool.take()
+    conn.set_trace_callback(statements.append)
+    driver._pool.give(conn)
+    try:
+        assert handle.ack()
+    finally:
+        conn.set_trace_callback(None)
+    assert len(statements) == 1
+    assert statements[0].lstrip().startswith("DELETE")
+
+
+def test_an_enqueue_of_many_jobs_is_all_or_nothing_when_a_later_batch_fails(
+    store: Store, raw: sqlite3.Connection
+) -> None:
+    _refuse(raw, JOBS, "INSERT", f"NEW.payload = '{BOOM}'")
+    payloads: list[object] = [{"n": n} for n in range(100)]
+    payloads[70] = "boom"  # in the second batch: the first 64 rows were inserted already
+    with pytest.raises(sqlite3.IntegrityError, match="refused by the test"):
+        store.queue("q").enqueue_many(payloads)
+    assert _count(raw, JOBS) == 0
+
+
+def test_a_stream_append_that_fails_skips_no_offset(store: Store, raw: sqlite3.Connection) -> None:
+    _refuse(raw, STREAM_EVENTS, "INSERT", f"NEW.payload = '{BOOM}'")
+    stream = store.stream("s")
+    assert stream.append("first") == 1
+    with pytest.raises(sqlite3.IntegrityError, match="refused by the test"):
+        stream.append("boom")  # its offset was allocated before its insert failed
+    assert stream.append("second") == 2
+
+
+def test_a_redrive_that_fails_leaves_the_dead_job_and_no_copy(
+    store: Store, raw: sqlite3.Connection
+) -> None:
+    queue = store.queue("q")
+    job_id = queue.enqueue({"n": 1})
+    handle = queue.claim("w")
+    assert handle is not None
+    assert handle.fail("gave up")
+    _refuse(raw, DEAD, "DELETE", "1")  # the copy is inserted before its dead row goes
+    with pytest.raises(sqlite3.IntegrityError, match="refused by the test"):
+        queue.redrive([job_id])
+    assert _count(raw, JOBS) == 0
+    assert _count(raw, DEAD) == 1
+
+
+def test_a_write_part_of_which_committed_is_not_run_again_behind_an_outside_lock(
+    store: Store, raw: sqlite3.Connection
+) -> None:
+    # The unit's first statement commits; then a connection outside alkstore takes
+    # the write lock (and lets go a moment later), so the second statement is refused.
+    # Running the unit again would insert the first row twice.
+    driver = sqlite_driver(store)
+    taken: list[threading.Timer] = []
+
+    def work(c: sqlite3.Connection) -> None:
+        c.execute("CREATE TABLE IF NOT EXISTS marks (n INTEGER)")
+        c.execute("INSERT INTO marks (n) VALUES (1)")
+        if not taken:
+            raw.execute("BEGIN IMMEDIATE")
+            release = threading.Timer(0.2, lambda: raw.execute("COMMIT"))
+            release.start()
+            taken.append(release)
+        c.execute("INSERT INTO marks (n) VALUES (2)")
+
+    try:
+        with pytest.raises(EngineUnavailable, match="cannot be tried again"):
+            driver.write(work)
+    finally:
+        for release in taken:
+            release.join()
+    assert raw.execute("SELECT n FROM marks").fetchall() == [(1,)]
+
+
+def test_a_write_refused_before_anything_committed_is_run_again(
+    store: Store, raw: sqlite3.Connection
+) -> None:
+    driver = sqlite_driver(store)
+    taken: list[threading.Timer] = []
+
+    def work(c: sqlite3.Connection) -> int:
+        if not taken:
+            raw.execute("BEGIN IMMEDIATE")
+            release = threading.Timer(0.2, lambda: raw.execute("COMMIT"))
+            release.start()
+            taken.append(release)
+        c.execute("CREATE TABLE IF NOT EXISTS marks (n INTEGER)")
+        c.execute("INSERT INTO marks (n) VALUES (1)")
+        return len(taken)
+
+    try:
+        assert driver.write(work) == 1
+    finally:
+        for release in taken:
+            release.join()
+    assert raw.execute("SELECT n FROM marks").fetchall() == [(1,)]
