@@ -42,6 +42,8 @@ from alkstore_memory.driver import MemoryDriver
 T = TypeVar("T")
 
 LIFECYCLE = frozenset({"begin", "commit", "rollback"})
+HINTS = frozenset({"prefer_one_commit"})
+"""Recorded, but not statements: what a unit tells the engine about itself."""
 UNITS = frozenset({"write", "read", "transaction", "attach"})
 NOT_STATEMENTS = UNITS | {"native_connection", "start_watching", "close"}
 
@@ -118,7 +120,7 @@ class FakeDriver:
 
     # -- inspection helpers ------------------------------------------------
     def statements(self) -> list[Call]:
-        return [call for call in self.calls if call.name not in LIFECYCLE]
+        return [call for call in self.calls if call.name not in LIFECYCLE | HINTS]
 
     def statement_names(self) -> list[str]:
         return [call.name for call in self.statements()]

@@ -114,6 +114,20 @@ def test_ack_and_claim_is_the_ack_then_the_claim_in_one_write(
     assert [call.args[0] for call in driver.calls_named("begin")] == ["write"]
 
 
+def test_ack_and_claim_asks_the_engine_for_one_commit_before_its_statements(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue_many([1, 2])
+    handle = queue.claim("w1")
+    assert handle is not None
+    driver.calls.clear()
+    handle.ack_and_claim("w1")
+    names = [call.name for call in driver.calls if call.name != "begin"]
+    assert names[:3] == ["prefer_one_commit", "ack", "claim"]
+    assert len({call.txn for call in driver.calls}) == 1
+
+
 def test_ack_and_claim_with_a_bad_limit_writes_nothing(
     store: CoreStore, driver: FakeDriver
 ) -> None:

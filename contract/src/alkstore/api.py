@@ -83,8 +83,8 @@ class JobHandle(Protocol):
     def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
         """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
         write (contract §12.7): what a worker does when a job succeeds and its
-        slot goes straight to the next one, on one connection and, where the
-        engine's writes are transactions (SQLite), at the cost of one commit.
+        slot goes straight to the next one, on one connection and, where one
+        commit costs less than two (SQLite), as one commit.
 
         The ack is exactly ``ack()``: refused (``acked=False``, nothing changed)
         once the claim is no longer live; the claim happens either way. Each

@@ -288,7 +288,10 @@ class Driver(Protocol[C]):
         undecodable row it found; ``schedule_upsert`` before ``announce``), so
         an engine may run those statement by statement in autocommit, one round
         trip each; the scheduler's fire (``schedule_advance`` then
-        ``insert_jobs``) is the unit that must commit as one. ``transaction()`` opens
+        ``insert_jobs``) is the unit that must commit as one. A unit that will
+        run several statements may say so first (``prefer_one_commit``): an
+        engine whose commit costs more than the statements around it makes them
+        one transaction. ``transaction()`` opens
         the caller-visible transaction (commit on normal exit, rollback on
         exception); ``attach(native)`` joins a caller-owned connection's open
         transaction and never commits or rolls it back. Connection failures
@@ -335,6 +338,16 @@ class Driver(Protocol[C]):
         ``insert_jobs``, ``reschedule`` and ``stream_append`` announce their own queue
         or stream (an engine may fold that into the statement); the core calls this
         only for other topics (a changed schedule)."""
+        ...
+
+    def prefer_one_commit(self, c: C) -> None:
+        """At the start of a ``write`` unit that runs several statements (the core's
+        ``ack_and_claim``): commit them as one where that costs less than a commit
+        each (SQLite writes every page a commit changed, so two statements on the
+        same pages pay for them once), or leave the unit as it is where a
+        transaction costs round trips of its own (PostgreSQL). It changes no
+        outcome: each statement stays correct committed on its own. Nothing
+        inside ``transaction()`` or ``attach()``."""
         ...
 
     def close(self) -> None: ...

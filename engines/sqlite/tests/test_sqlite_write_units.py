@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,22 +40,38 @@ def _count(raw: sqlite3.Connection, table: str) -> int:
     return int(count)
 
 
+def _traced(store: Store, call: Callable[[], object]) -> list[str]:
+    """The statements ``call`` ran on the store's pooled connection (one thread: one)."""
+    statements: list[str] = []
+    pool = sqlite_driver(store)._pool
+    conn = pool.take()
+    pool.give(conn)
+    conn.set_trace_callback(lambda statement: statements.append(statement.strip()))
+    try:
+        call()
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
 def test_a_lone_statement_write_runs_without_begin_or_commit(store: Store) -> None:
     queue = store.queue("q")
     queue.enqueue({"n": 1})
     handle = queue.claim("w")
     assert handle is not None
-    statements: list[str] = []
-    driver = sqlite_driver(store)
-    conn = driver._pool.take()
-    conn.set_trace_callback(statements.append)
-    driver._pool.give(conn)
-    try:
-        assert handle.ack()
-    finally:
-        conn.set_trace_callback(None)
-    assert len(statements) == 1
-    assert statements[0].lstrip().startswith("DELETE")
+    statements = _traced(store, handle.ack)
+    assert [s.split()[0] for s in statements] == ["DELETE"]
+
+
+def test_ack_and_claim_commits_the_ack_and_the_claim_as_one(store: Store) -> None:
+    queue = store.queue("q")
+    queue.enqueue_many([{"n": 1}, {"n": 2}])
+    handle = queue.claim("w")
+    assert handle is not None
+    words = [s.split()[0] for s in _traced(store, lambda: handle.ack_and_claim("w"))]
+    # (SQLite traces the claim's UPDATE again as its trigger program starts.)
+    assert (words[0], words[1], words[-1]) == ("BEGIN", "DELETE", "COMMIT")
+    assert set(words[2:-1]) == {"UPDATE"}
 
 
 def test_an_enqueue_of_many_jobs_is_all_or_nothing_when_a_later_batch_fails(
@@ -96,29 +112,49 @@ def test_a_redrive_that_fails_leaves_the_dead_job_and_no_copy(
 def test_a_write_part_of_which_committed_is_not_run_again_behind_an_outside_lock(
     store: Store, raw: sqlite3.Connection
 ) -> None:
-    # The unit's first statement commits; then a connection outside alkstore takes
-    # the write lock (and lets go a moment later), so the second statement is refused.
-    # Running the unit again would insert the first row twice.
+    # The unit's first insert commits; then a connection outside alkstore takes the
+    # write lock, so the second insert is refused. Running the unit again once the
+    # lock is free would insert the first row twice.
     driver = sqlite_driver(store)
-    taken: list[threading.Timer] = []
 
     def work(c: sqlite3.Connection) -> None:
         c.execute("CREATE TABLE IF NOT EXISTS marks (n INTEGER)")
         c.execute("INSERT INTO marks (n) VALUES (1)")
-        if not taken:
+        if not raw.in_transaction:
             raw.execute("BEGIN IMMEDIATE")
-            release = threading.Timer(0.2, lambda: raw.execute("COMMIT"))
-            release.start()
-            taken.append(release)
         c.execute("INSERT INTO marks (n) VALUES (2)")
 
     try:
         with pytest.raises(EngineUnavailable, match="cannot be tried again"):
             driver.write(work)
     finally:
+        if raw.in_transaction:
+            raw.execute("COMMIT")
+    assert raw.execute("SELECT n FROM marks").fetchall() == [(1,)]
+
+
+def test_a_write_whose_statements_so_far_changed_nothing_is_run_again(
+    store: Store, raw: sqlite3.Connection
+) -> None:
+    # A refused ack (no row changed) commits nothing: the unit may run again.
+    driver = sqlite_driver(store)
+    taken: list[threading.Timer] = []
+
+    def work(c: sqlite3.Connection) -> int:
+        c.execute(f"DELETE FROM {JOBS} WHERE id = 0")
+        if not taken:
+            raw.execute("BEGIN IMMEDIATE")
+            release = threading.Timer(0.2, lambda: raw.execute("COMMIT"))
+            release.start()
+            taken.append(release)
+        c.execute(f"UPDATE {JOBS} SET priority = 1 WHERE id = 0")
+        return len(taken)
+
+    try:
+        assert driver.write(work) == 1
+    finally:
         for release in taken:
             release.join()
-    assert raw.execute("SELECT n FROM marks").fetchall() == [(1,)]
 
 
 def test_a_write_refused_before_anything_committed_is_run_again(
@@ -143,3 +179,16 @@ def test_a_write_refused_before_anything_committed_is_run_again(
         for release in taken:
             release.join()
     assert raw.execute("SELECT n FROM marks").fetchall() == [(1,)]
+
+
+def test_an_ack_batch_longer_than_one_statement_is_all_or_nothing(
+    store: Store, raw: sqlite3.Connection
+) -> None:
+    queue = store.queue("q")
+    ids = queue.enqueue_many([{"n": n} for n in range(300)])
+    assert len(queue.claim_batch("w", 300)) == 300
+    # ACK_SIZES[-1] ids per statement: the refused id is in the second statement.
+    _refuse(raw, JOBS, "DELETE", f"OLD.id = {ids[280]}")
+    with pytest.raises(sqlite3.IntegrityError, match="refused by the test"):
+        queue.ack_batch(ids, "w")
+    assert _count(raw, JOBS) == 300

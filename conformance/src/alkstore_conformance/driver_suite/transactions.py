@@ -25,6 +25,17 @@ class WriteRules(SeamTests):
     def test_write_returns_what_its_work_returns(self, driver: SeamDriver) -> None:
         assert driver.write(lambda c: "result") == "result"
 
+    def test_a_write_that_prefers_one_commit_commits_every_statement(
+        self, driver: SeamDriver, other: SeamDriver
+    ) -> None:
+        def work(c: object) -> list[int]:
+            driver.prefer_one_commit(c)
+            first = insert(driver, c, stamps(), ["1"])
+            return first + insert(driver, c, stamps(), ["2"])
+
+        job_ids = driver.write(work)
+        assert [get_job(other, job_id) is not None for job_id in job_ids] == [True, True]
+
     def test_read_sees_what_was_committed(self, driver: SeamDriver, other: SeamDriver) -> None:
         job_id = enqueue_one(other)
         job = driver.read(lambda c: driver.get_job(c, job_id, None))
@@ -54,6 +65,23 @@ class TransactionRules(SeamTests):
             insert_then_fail()
         assert [get_job(driver, job_id) for job_id in inserted] == [None, None]
         assert claim(driver) == []
+
+    def test_prefer_one_commit_inside_a_transaction_changes_nothing_of_it(
+        self, driver: SeamDriver
+    ) -> None:
+        inserted: list[int] = []
+
+        def insert_then_fail() -> None:
+            with driver.transaction() as c:
+                inserted.extend(insert(driver, c, stamps(), ["1"]))
+                driver.prefer_one_commit(c)
+                inserted.extend(insert(driver, c, stamps(), ["2"]))
+                raise Boom
+
+        with pytest.raises(Boom):
+            insert_then_fail()
+        assert len(inserted) == 2
+        assert [get_job(driver, job_id) for job_id in inserted] == [None, None]
 
     def test_a_transaction_sees_its_own_uncommitted_rows(self, driver: SeamDriver) -> None:
         with driver.transaction() as c:

