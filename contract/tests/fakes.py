@@ -232,6 +232,10 @@ class FakeDriver:
         self._inner.close()
         drop(self._name)
 
+    def prefer_one_commit(self, c: FakeTx) -> None:
+        """The optional hint (the memory driver has none): recorded only."""
+        self._log("prefer_one_commit", c.number, ())
+
     # -- statements: recorded, then run by the memory driver -----------------------
     def __getattr__(self, name: str) -> Any:
         statement = getattr(self._inner, name)

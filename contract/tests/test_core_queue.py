@@ -9,7 +9,7 @@ from fakes import FakeDriver
 
 from alkstore.backoff import retry_delay_range
 from alkstore.core import CoreStore
-from alkstore.driver import ERROR_EXHAUSTED, queue_topic
+from alkstore.driver import ERROR_EXHAUSTED, one_commit_hint, queue_topic
 from alkstore.errors import InvalidOptions, PayloadError
 from alkstore.options import EnqueueOpts, QueueOpts
 from alkstore.testing import FakeClock
@@ -369,3 +369,15 @@ def test_an_error_s_nul_characters_reach_the_engine_as_the_stand_in(
     (bury,) = driver.calls_named("bury")
     assert reschedule.args[-1] == "a\u2400b"
     assert bury.args[-2:] == ("\u2400", "\u2400")
+
+
+def test_the_one_commit_hint_is_the_drivers_own_or_else_does_nothing() -> None:
+    asked: list[object] = []
+
+    class Hinted:
+        def prefer_one_commit(self, c: object) -> None:
+            asked.append(c)
+
+    one_commit_hint(Hinted())("unit")
+    one_commit_hint(object())("unit")  # an engine without the hint: nothing happens
+    assert asked == ["unit"]

@@ -7,7 +7,11 @@ hook (``alkstore_conformance.hooks``) with ``StatementCounter.wrap``: every
 operation under test ``arm()``s the counter, each *statement* method call
 (every driver method but the transaction plumbing in ``PLUMBING``) is
 counted, and the process SIGKILLs itself right before or right after
-statement ``N`` returns -- inside the engine's transaction, before its commit.
+statement ``N`` returns: inside the engine's unit of work, before the unit ends
+(what the engine had committed by then, statement by statement in autocommit,
+stays). A statement method is one point: a crash between two SQL statements of
+one method is out of reach here, so the properties that need it (a long
+``ack_batch`` committed in parts) watch with a reader instead.
 
 A test enumerates every crash point of an operation: it first runs the
 operation once without a crash to count its statements, then once per

@@ -289,9 +289,9 @@ class Driver(Protocol[C]):
         an engine may run those statement by statement in autocommit, one round
         trip each; the scheduler's fire (``schedule_advance`` then
         ``insert_jobs``) is the unit that must commit as one. A unit that will
-        run several statements may say so first (``prefer_one_commit``): an
-        engine whose commit costs more than the statements around it makes them
-        one transaction. ``transaction()`` opens
+        run several statements may say so first (``OneCommitHint``, optional):
+        an engine whose commit costs more than the statements around it makes
+        them one transaction. ``transaction()`` opens
         the caller-visible transaction (commit on normal exit, rollback on
         exception); ``attach(native)`` joins a caller-owned connection's open
         transaction and never commits or rolls it back. Connection failures
@@ -338,16 +338,6 @@ class Driver(Protocol[C]):
         ``insert_jobs``, ``reschedule`` and ``stream_append`` announce their own queue
         or stream (an engine may fold that into the statement); the core calls this
         only for other topics (a changed schedule)."""
-        ...
-
-    def prefer_one_commit(self, c: C) -> None:
-        """At the start of a ``write`` unit that runs several statements (the core's
-        ``ack_and_claim``): commit them as one where that costs less than a commit
-        each (SQLite writes every page a commit changed, so two statements on the
-        same pages pay for them once), or leave the unit as it is where a
-        transaction costs round trips of its own (PostgreSQL). It changes no
-        outcome: each statement stays correct committed on its own. Nothing
-        inside ``transaction()`` or ``attach()``."""
         ...
 
     def close(self) -> None: ...
@@ -463,6 +453,34 @@ class Driver(Protocol[C]):
     def lock_holder(self, c: C, name: str, now: int) -> LockInfo | None:
         """The live holder, or ``None`` when free or lapsed."""
         ...
+
+
+# -- an optional hint ------------------------------------------------------------
+
+
+class OneCommitHint(Protocol[C_contra]):
+    """What an engine may add to its ``Driver``: nothing else depends on it."""
+
+    def prefer_one_commit(self, c: C_contra) -> None:
+        """At the start of a ``write`` unit that runs several statements (the core's
+        ``ack_and_claim``): commit them as one where that costs less than a commit
+        each (SQLite writes every page a commit changed, so two statements on the
+        same pages pay for them once). It changes no outcome: each statement stays
+        correct committed on its own. Nothing inside ``transaction()`` or
+        ``attach()``. An engine whose transaction costs round trips of its own
+        (PostgreSQL) leaves it out, or does nothing in it."""
+        ...
+
+
+def one_commit_hint(driver: object) -> Callable[[Any], None]:
+    """``driver.prefer_one_commit``, or a no-op for a driver without one (the hint is
+    optional: without it, a unit's statements commit as the engine runs them)."""
+    hint = getattr(driver, "prefer_one_commit", None)
+    return hint if callable(hint) else _no_hint
+
+
+def _no_hint(c: Any) -> None:
+    """The engine runs the unit as it always does."""
 
 
 # -- optional profiles ------------------------------------------------------

@@ -5,7 +5,6 @@ one transaction; a unit part of which has committed is never run twice."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -138,46 +137,37 @@ def test_a_write_whose_statements_so_far_changed_nothing_is_run_again(
 ) -> None:
     # A refused ack (no row changed) commits nothing: the unit may run again.
     driver = sqlite_driver(store)
-    taken: list[threading.Timer] = []
+    runs: list[int] = []
 
-    def work(c: sqlite3.Connection) -> int:
+    def work(c: sqlite3.Connection) -> None:
+        runs.append(1)
+        if len(runs) > 1 and raw.in_transaction:
+            raw.execute("COMMIT")  # the outside lock is gone by the second run
         c.execute(f"DELETE FROM {JOBS} WHERE id = 0")
-        if not taken:
+        if len(runs) == 1:
             raw.execute("BEGIN IMMEDIATE")
-            release = threading.Timer(0.2, lambda: raw.execute("COMMIT"))
-            release.start()
-            taken.append(release)
         c.execute(f"UPDATE {JOBS} SET priority = 1 WHERE id = 0")
-        return len(taken)
 
-    try:
-        assert driver.write(work) == 1
-    finally:
-        for release in taken:
-            release.join()
+    driver.write(work)
+    assert len(runs) == 2
 
 
 def test_a_write_refused_before_anything_committed_is_run_again(
     store: Store, raw: sqlite3.Connection
 ) -> None:
     driver = sqlite_driver(store)
-    taken: list[threading.Timer] = []
+    raw.execute("BEGIN IMMEDIATE")
+    runs: list[int] = []
 
-    def work(c: sqlite3.Connection) -> int:
-        if not taken:
-            raw.execute("BEGIN IMMEDIATE")
-            release = threading.Timer(0.2, lambda: raw.execute("COMMIT"))
-            release.start()
-            taken.append(release)
+    def work(c: sqlite3.Connection) -> None:
+        runs.append(1)
+        if len(runs) > 1 and raw.in_transaction:
+            raw.execute("COMMIT")  # the outside lock is gone by the second run
         c.execute("CREATE TABLE IF NOT EXISTS marks (n INTEGER)")
         c.execute("INSERT INTO marks (n) VALUES (1)")
-        return len(taken)
 
-    try:
-        assert driver.write(work) == 1
-    finally:
-        for release in taken:
-            release.join()
+    driver.write(work)
+    assert len(runs) == 2
     assert raw.execute("SELECT n FROM marks").fetchall() == [(1,)]
 
 

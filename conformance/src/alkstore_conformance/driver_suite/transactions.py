@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from alkstore.driver import queue_topic
+from alkstore.driver import one_commit_hint, queue_topic
 
 from .base import SeamTests
 from .support import T0, SeamDriver, claim, enqueue_one, get_job, insert, stamps, watching
@@ -29,7 +29,7 @@ class WriteRules(SeamTests):
         self, driver: SeamDriver, other: SeamDriver
     ) -> None:
         def work(c: object) -> list[int]:
-            driver.prefer_one_commit(c)
+            one_commit_hint(driver)(c)
             first = insert(driver, c, stamps(), ["1"])
             return first + insert(driver, c, stamps(), ["2"])
 
@@ -74,7 +74,7 @@ class TransactionRules(SeamTests):
         def insert_then_fail() -> None:
             with driver.transaction() as c:
                 inserted.extend(insert(driver, c, stamps(), ["1"]))
-                driver.prefer_one_commit(c)
+                one_commit_hint(driver)(c)
                 inserted.extend(insert(driver, c, stamps(), ["2"]))
                 raise Boom
 

@@ -16,6 +16,7 @@ Needs the SQLite engine: ``pip install 'alkstore-conformance[selftest]'``.
 from __future__ import annotations
 
 from .blind_spots import (
+    ChunkedAckBatchDriver,
     ChunkedEnqueueDriver,
     NoTimerDriver,
     NulRestoringDriver,
@@ -131,6 +132,12 @@ CHUNKED_ENQUEUE = MutantEngine(
     catches="QUEUE-ENQUEUE-MANY-ATOMIC",
     bug="enqueue_many commits every 100 rows: readers see half a batch, a crash keeps one",
     driver=ChunkedEnqueueDriver,
+)
+CHUNKED_ACK_BATCH = MutantEngine(
+    "chunked-ack-batch",
+    catches="QUEUE-ACK-BATCH-SEEN-WHOLE",
+    bug="ack_batch commits every 500 ids: a reader sees part of the batch acked",
+    driver=ChunkedAckBatchDriver,
 )
 NO_TIMER = MutantEngine(
     "no-timer",
@@ -261,6 +268,7 @@ MUTANTS: dict[str, MutantEngine] = {
         SCHEDULE_NO_CAP,
         TRUNCATED_ERROR,
         CHUNKED_ENQUEUE,
+        CHUNKED_ACK_BATCH,
         NO_TIMER,
         READ_THEN_WRITE_LOCK,
         SPLIT_FIRE,

@@ -100,6 +100,27 @@ class ChunkedEnqueueDriver(SqliteDriver):
         return ids
 
 
+ACK_CHUNK = 500
+CHUNK_GAP_S = 0.002
+"""The time between two chunks' commits (a network round trip, say)."""
+
+
+class ChunkedAckBatchDriver(SqliteDriver):
+    """Acks a long batch ``ACK_CHUNK`` ids at a time, each chunk committed on its own:
+    a reader between two commits sees part of the batch acked."""
+
+    def ack_batch(
+        self, c: sqlite3.Connection, queue: str, job_ids: Sequence[int], worker_id: str, now: int
+    ) -> int:
+        acked = 0
+        for start in range(0, len(job_ids), ACK_CHUNK):
+            chunk = job_ids[start : start + ACK_CHUNK]
+            acked += super().ack_batch(c, queue, chunk, worker_id, now)
+            commit_so_far(c)
+            time.sleep(CHUNK_GAP_S)
+        return acked
+
+
 # -- class 3: no timer for delayed work ------------------------------------------------
 
 

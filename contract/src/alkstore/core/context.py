@@ -14,7 +14,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..clock import Clock
-from ..driver import Driver, OpsDriver, PubSubDriver, SchedulerDriver, StreamDriver
+from ..driver import (
+    Driver,
+    OpsDriver,
+    PubSubDriver,
+    SchedulerDriver,
+    StreamDriver,
+    one_commit_hint,
+)
 from ..engine import Capabilities
 from ..errors import ProfileUnavailable, StoreClosed
 from ..timeconv import whole_now
@@ -34,6 +41,7 @@ class StoreContext:
         "driver",
         "engine_name",
         "hub",
+        "prefer_one_commit",
         "repoll_s",
         "rng",
     )
@@ -48,6 +56,8 @@ class StoreContext:
         engine_name: str,
     ) -> None:
         self.driver = driver
+        self.prefer_one_commit = one_commit_hint(driver)
+        """The driver's optional ``OneCommitHint``, or a no-op."""
         self.clock = clock
         self.repoll_s = repoll_s
         self.capabilities = capabilities

@@ -118,7 +118,7 @@ class CoreJobHandle:
         driver = ctx.driver
 
         def work(c: Any) -> tuple[bool, list[Job]]:
-            driver.prefer_one_commit(c)  # the ack and the claim change the same pages
+            ctx.prefer_one_commit(c)  # the ack and the claim change the same pages
             acked = driver.ack(c, job.id, job.attempts, now)
             return acked, queue._claim_rows(c, worker_id, now, limit)
 

@@ -11,6 +11,10 @@ Transactions
     (BEGIN, statement, COMMIT), and a conflict (deadlock, serialization failure) can be
     retried statement by statement, because each one rolled back alone.
 
+    The driver has no ``prefer_one_commit`` (``alkstore.driver.OneCommitHint``):
+    a transaction would add a BEGIN and a COMMIT round trip to ``ack_and_claim``,
+    more than the commit it saves.
+
     A statement that must commit together with what follows it opens a real
     transaction on the unit's handle first (``handle.begin_transaction``): the
     scheduler's compare-and-set advance does, so a boundary's advance and the job
@@ -256,10 +260,6 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         payloads = list(dict.fromkeys(notify_payload(t) for t in fresh))
         execute(c, self._sql.notify, {"channel": self.channel, "topics": payloads})
         c.announced.update(fresh)
-
-    def prefer_one_commit(self, c: PgHandle) -> None:
-        """Nothing: a transaction would add a BEGIN and a COMMIT round trip to the
-        unit, more than committing each statement with its own round trip saves."""
 
     def close(self) -> None:
         self.listener.close()

@@ -152,9 +152,6 @@ class MemoryDriver:
     def announce(self, c: Tx, topics: Sequence[str]) -> None:
         c.topics.update(topics)  # delivered by the database after commit
 
-    def prefer_one_commit(self, c: Tx) -> None:
-        """Nothing: a unit here already commits once, when it ends."""
-
     def close(self) -> None:
         self._db.unwatch(self)
 
