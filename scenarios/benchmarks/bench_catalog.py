@@ -31,6 +31,8 @@ from bench_workloads import (
     wake_latency,
 )
 
+from alkstore_sqlite.options import DEFAULT_PAGE_SIZE
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -53,10 +55,10 @@ WORKLOADS: Sequence[Entry] = (
     Entry("claim_ack", "3 claim+ack one at a time, depth N", claim_ack),
     Entry(
         "claim_ack_same_pages",
-        "3p row 3, plain sqlite3 at the engine's 2 KiB pages",
+        f"3p row 3, plain sqlite3 at the engine's {DEFAULT_PAGE_SIZE // 1024} KiB pages",
         claim_ack,
         only="sqlite",
-        plain_page_size=2048,
+        plain_page_size=DEFAULT_PAGE_SIZE,
     ),
     Entry("claim_wait_ack", "3b claim_wait(timeout=0)+ack loop, depth N", claim_wait_ack),
     Entry("claim_batch", "4 claim_batch(100) + ack_batch", claim_batch),

@@ -214,7 +214,7 @@ class PlainSqlite:
         # Autocommit mode: the transactions below are explicit, as the engine's are.
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         if create and page_size is not None:
-            self.conn.execute(plain_sql.SQLITE_PAGE_SIZE.format(size=int(page_size)))
+            self.conn.execute(plain_sql.SQLITE_PAGE_SIZE.format(size=page_size))
         for pragma in plain_sql.SQLITE_PRAGMAS:
             self.conn.execute(pragma)
         if create:

@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,8 @@ def run_one(
             store: alkstore.Store | None = None
             if plain:
                 location = plain_location(engine, spec, entry.key)
-                side_spec = SideSpec(
-                    engine, True, spec, plain_location=location, page_size=entry.plain_page_size
+                side_spec = replace(
+                    side_spec, plain_location=location, page_size=entry.plain_page_size
                 )
                 side: Side = open_side(side_spec, create=True)
             else:

@@ -280,8 +280,8 @@ class Driver(Protocol[C]):
     """One opened engine's storage operations.
 
     Transaction methods
-        ``write(work)`` runs ``work(c)`` in a short write transaction and
-        commits (retrying transient lock conflicts only where it is safe);
+        ``write(work)`` runs ``work(c)`` as one short write unit and commits
+        what it wrote (retrying transient lock conflicts only where it is safe);
         ``read(work)`` runs it on a consistent read. Every queue and lock
         ``write`` of the core is a sequence of statements that are each
         correct committed on their own (a claim and the set-aside of an

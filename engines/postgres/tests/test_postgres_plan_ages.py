@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from alkstore.testing import FakeClock
 from alkstore_postgres import plans
 from alkstore_postgres.handle import PgHandle
 from alkstore_postgres.plans import DISCARD_PLANS, PLAN_REFRESH_S, PlanAges
@@ -32,51 +33,43 @@ class _Connection:
         self.ran.append(query)
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _handle(conn: _Connection) -> PgHandle:
     return PgHandle(conn, standalone=True)  # type: ignore[arg-type]
 
 
 def test_a_new_session_has_no_plans_to_let_go() -> None:
     conn = _Connection(pid=1)
-    PlanAges(_Clock()).keep_fresh(_handle(conn))
+    PlanAges(FakeClock().now).keep_fresh(_handle(conn))
     assert conn.ran == []
 
 
 def test_plans_younger_than_the_refresh_age_are_kept() -> None:
-    clock, conn = _Clock(), _Connection(pid=1)
-    ages = PlanAges(clock)
+    clock, conn = FakeClock(), _Connection(pid=1)
+    ages = PlanAges(clock.now)
     ages.keep_fresh(_handle(conn))
-    clock.now += PLAN_REFRESH_S * 0.9
+    clock.advance(PLAN_REFRESH_S * 0.9)
     ages.keep_fresh(_handle(conn))
     assert conn.ran == []
 
 
 def test_plans_of_the_refresh_age_are_let_go_once() -> None:
-    clock, conn = _Clock(), _Connection(pid=1)
-    ages = PlanAges(clock)
+    clock, conn = FakeClock(), _Connection(pid=1)
+    ages = PlanAges(clock.now)
     ages.keep_fresh(_handle(conn))
-    clock.now += PLAN_REFRESH_S
+    clock.advance(PLAN_REFRESH_S)
     ages.keep_fresh(_handle(conn))
     ages.keep_fresh(_handle(conn))
     assert conn.ran == [DISCARD_PLANS]
-    clock.now += PLAN_REFRESH_S
+    clock.advance(PLAN_REFRESH_S)
     ages.keep_fresh(_handle(conn))
     assert conn.ran == [DISCARD_PLANS, DISCARD_PLANS]
 
 
 def test_each_session_keeps_its_own_age() -> None:
-    clock, old, new = _Clock(), _Connection(pid=1), _Connection(pid=2)
-    ages = PlanAges(clock)
+    clock, old, new = FakeClock(), _Connection(pid=1), _Connection(pid=2)
+    ages = PlanAges(clock.now)
     ages.keep_fresh(_handle(old))
-    clock.now += PLAN_REFRESH_S
+    clock.advance(PLAN_REFRESH_S)
     ages.keep_fresh(_handle(new))
     ages.keep_fresh(_handle(old))
     assert (old.ran, new.ran) == ([DISCARD_PLANS], [])
@@ -86,11 +79,11 @@ def test_the_ages_of_many_sessions_are_forgotten_rather_than_kept_forever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(plans, "_MOST_SESSIONS", 3)
-    clock = _Clock()
-    ages = PlanAges(clock)
+    clock = FakeClock()
+    ages = PlanAges(clock.now)
     old = _Connection(pid=1)
     for pid in (1, 2, 3, 4):  # the fourth session forgets the first three
         ages.keep_fresh(_handle(_Connection(pid=pid)))
-    clock.now += PLAN_REFRESH_S
+    clock.advance(PLAN_REFRESH_S)
     ages.keep_fresh(_handle(old))  # a session it has forgotten: new to it again
     assert old.ran == []

@@ -9,7 +9,8 @@ of 20,000 rows: a deterministic measure, unlike time.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -375,6 +376,35 @@ def test_operation_cost_does_not_grow_with_the_dead_rows(tmp_path: Path, stateme
 # -- cost does not grow with the backlog ---------------------------------------
 
 
+def _cost_on_a_file(
+    path: Path,
+    build: Callable[[Store], object],
+    statement: str,
+    params: dict[str, Any],
+    *,
+    in_a_write: bool = True,
+) -> int:
+    """The VM instructions ``statement`` runs on a new file that ``build`` filled
+    through the engine (inside a write transaction unless ``in_a_write`` is off)."""
+    store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
+    try:
+        build(store)
+    finally:
+        store.close()
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        if in_a_write:
+            conn.execute("BEGIN IMMEDIATE")
+        return instructions(conn, statement, params)
+    finally:
+        conn.close()
+
+
+def _claims_in_flight(store: Store, in_flight: int) -> None:
+    _fill(store, in_flight + 100)
+    assert len(store.queue(QUEUE).claim_batch("w", in_flight)) == in_flight
+
+
 @pytest.mark.parametrize(
     "statement",
     [
@@ -403,29 +433,20 @@ def test_operation_cost_does_not_grow_with_the_dead_rows(tmp_path: Path, stateme
     ],
 )
 def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement: str) -> None:
-    costs = []
-    for depth in (100, DEPTH):
-        path = tmp_path / f"depth-{depth}.db"
-        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
-        try:
-            _backlog(store, depth)
-        finally:
-            store.close()
-        conn = sqlite3.connect(str(path), isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            params = {
-                sql.CLAIM: CLAIM,
-                sql.CLAIM_ONE: CLAIM_ONE,
-                sql.CLAIM_READY: CLAIM,
-                sql.CLAIM_READY_ONE: CLAIM_ONE,
-            }.get(statement, QUEUE_NOW)
-            costs.append(instructions(conn, statement, params))
-        finally:
-            conn.close()
-    shallow, deep_cost = costs
+    params = {
+        sql.CLAIM: CLAIM,
+        sql.CLAIM_ONE: CLAIM_ONE,
+        sql.CLAIM_READY: CLAIM,
+        sql.CLAIM_READY_ONE: CLAIM_ONE,
+    }.get(statement, QUEUE_NOW)
+    shallow, deep_cost = (
+        _cost_on_a_file(
+            tmp_path / f"depth-{depth}.db", partial(_backlog, depth=depth), statement, params
+        )
+        for depth in (100, DEPTH)
+    )
     # A handful of extra b-tree levels at most; a scan of the backlog would be 200x.
-    assert deep_cost <= shallow * 1.2 + 50, costs
+    assert deep_cost <= shallow * 1.2 + 50, (shallow, deep_cost)
 
 
 @pytest.mark.parametrize(
@@ -436,27 +457,43 @@ def test_statement_cost_does_not_grow_with_the_backlog(tmp_path: Path, statement
 def test_statement_cost_does_not_grow_with_the_claims_in_flight(
     tmp_path: Path, statement: str
 ) -> None:
-    # Claimed rows come first in the live index, newest deadline first: the next
-    # deadline (a min over a descending column) and the lapse guard are seeks, not
-    # walks over every claim in flight.
-    costs = []
-    for in_flight in (10, 2000):
-        path = tmp_path / f"in-flight-{in_flight}.db"
-        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
+    # The next deadline and the lapse guard are seeks into the claimed range of the
+    # live index, not walks over every claim in flight.
+    params = CLAIM_ONE if statement is sql.CLAIM_READY_ONE else QUEUE_NOW
+    few, many = (
+        _cost_on_a_file(
+            tmp_path / f"in-flight-{in_flight}.db",
+            partial(_claims_in_flight, in_flight=in_flight),
+            statement,
+            params,
+        )
+        for in_flight in (10, 2000)
+    )
+    assert many <= few * 1.2 + 50, (few, many)
+
+
+def test_a_claim_on_a_deep_backlog_writes_one_page_of_the_table_and_one_of_the_index(
+    db_path: Path,
+) -> None:
+    # Claimed rows sort right before the pending ones in the live index (deadline
+    # DESC puts NULL, pending, last): a claim moves the row's entry from the head of
+    # the pending range to the start of the claimed range, on the same index page.
+    # (In ascending deadline order the claimed range sits apart, and a claim
+    # changes a second index page.)
+    store = alkstore.open(database_url(str(db_path)), clock=FakeClock(NOW))
+    try:
+        _fill(store, 5_000)
+        assert store.queue(QUEUE).claim("w") is not None  # the claimed range exists
+        conn = sqlite3.connect(str(db_path), isolation_level=None)
         try:
-            _fill(store, in_flight + 100)
-            assert len(store.queue(QUEUE).claim_batch("w", in_flight)) == in_flight
-        finally:
-            store.close()
-        conn = sqlite3.connect(str(path), isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            params = CLAIM_ONE if statement is sql.CLAIM_READY_ONE else QUEUE_NOW
-            costs.append(instructions(conn, statement, params))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            assert store.queue(QUEUE).claim("w") is not None
+            (_, pages_in_wal, _) = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         finally:
             conn.close()
-    few, many = costs
-    assert many <= few * 1.2 + 50, costs
+    finally:
+        store.close()
+    assert pages_in_wal == 2
 
 
 # -- the profiles: schedules, streams, pub/sub ----------------------------------------
@@ -537,18 +574,14 @@ def test_the_watcher_reads_new_notifications_by_id(profiles: sqlite3.Connection)
 def test_profile_statement_cost_does_not_grow_with_the_rows(
     tmp_path: Path, statement: str, params: dict[str, Any]
 ) -> None:
-    costs = []
-    for depth in (100, 5_000):
-        path = tmp_path / f"depth-{depth}.db"
-        store = alkstore.open(database_url(str(path)), clock=FakeClock(NOW))
-        try:
-            _fill_profiles(store, depth)
-        finally:
-            store.close()
-        conn = sqlite3.connect(str(path), isolation_level=None)
-        try:
-            costs.append(instructions(conn, statement, params))
-        finally:
-            conn.close()
-    shallow, deep_cost = costs
-    assert deep_cost <= shallow * 1.2 + 50, costs
+    shallow, deep_cost = (
+        _cost_on_a_file(
+            tmp_path / f"depth-{depth}.db",
+            partial(_fill_profiles, depth=depth),
+            statement,
+            params,
+            in_a_write=False,
+        )
+        for depth in (100, 5_000)
+    )
+    assert deep_cost <= shallow * 1.2 + 50, (shallow, deep_cost)

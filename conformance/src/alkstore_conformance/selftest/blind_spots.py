@@ -21,9 +21,9 @@ from alkstore.constants import ERROR_NUL_STAND_IN
 from alkstore.driver import JOB_COLUMNS
 from alkstore.options import JobStamps
 from alkstore_sqlite import SqliteDriver
+from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS, LOCKS
 
-_BEGIN_WRITE = "BEGIN IMMEDIATE"
 _COMMIT = "COMMIT"
 
 
@@ -37,7 +37,7 @@ def commit_so_far(c: sqlite3.Connection) -> None:
 def commit_and_continue(c: sqlite3.Connection) -> None:
     """Commit what the unit did so far and go on in a new transaction."""
     commit_so_far(c)
-    c.execute(_BEGIN_WRITE)
+    begin_transaction(c)
 
 
 # -- class 1: a value that does not come back whole ------------------------------------
@@ -161,7 +161,7 @@ class ReadThenWriteLockDriver(SqliteDriver):
             time.sleep(READ_TO_WRITE_S)
         finally:
             self._gate.acquire(time.monotonic() + GATE_WAIT_S)
-        c.execute(_BEGIN_WRITE)
+        begin_transaction(c)
         params = {"name": name, "owner": owner, "expires_at": expires_at}
         c.execute(WRITE_LOCK, params)
         return True

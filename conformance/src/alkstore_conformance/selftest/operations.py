@@ -18,11 +18,10 @@ from typing import Any, NamedTuple
 from alkstore.driver import JobStamps
 from alkstore.values import Job, JobState, QueueStats
 from alkstore_sqlite import SqliteDriver
+from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS
 
 from .blind_spots import GATE_WAIT_S, commit_and_continue, commit_so_far
-
-_BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 # -- stats that count lapsed claims as processing ----------------------------------------
 
@@ -141,7 +140,7 @@ class ReadThenWriteRedriveDriver(SqliteDriver):
             time.sleep(REDRIVE_READ_TO_WRITE_S)
         finally:
             self._gate.acquire(time.monotonic() + GATE_WAIT_S)
-        c.execute(_BEGIN_WRITE)
+        begin_transaction(c)
         new_ids = []
         for row in rows:
             new_ids.append(_new_life(self, c, queue, row, now))

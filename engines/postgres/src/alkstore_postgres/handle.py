@@ -98,9 +98,8 @@ def execute(
     prepare: bool | None = None,
 ) -> SqlCursor:
     """Run ``query``; ``binary`` asks for results in binary format (cheaper to convert
-    for rows of many integer columns, such as a claim's); ``prepare=False`` plans it
-    anew each time (psycopg otherwise prepares a statement after a few runs, and the
-    server may keep a generic plan made for the table as it was then)."""
+    for rows of many integer columns, such as a claim's); ``prepare=False`` never
+    prepares it (psycopg otherwise prepares a statement after a few runs)."""
     retries = CONFLICT_RETRIES if c.standalone else 0
     while True:
         try:

@@ -5,14 +5,17 @@ generic plan made for the tables as they were at that moment. For a batch claim
 (the chosen rows' ``ctid``s, an array of unknown length) a plan made while the
 jobs table was nearly empty scans the whole table for every batch once it has
 grown: for a table it believes tiny, the planner prices one pass over it below
-ten lookups. ``ack_batch`` (an array of ids) is exposed the same way. PostgreSQL makes the plan
-again only when the table's statistics change (autovacuum, a minute or more
-later), and planning every run instead costs a fifth of a batch's time.
+ten lookups. ``ack_batch`` (an array of ids) is exposed the same way.
+PostgreSQL makes the plan again only when the table's statistics change
+(autovacuum, a minute or more later), and planning every run instead costs a
+fifth of a batch's time.
 
 So before a batch statement the driver lets go of the connection's plans when
 they are ``PLAN_REFRESH_S`` old (``DISCARD PLANS``, one round trip): the next run
-of each statement is planned for the table as it is then and kept again. A plan
-is never older than that, and every other run is a prepared one.
+of each statement is planned for the table as it is then and kept again; every
+other run is a prepared one. A session this driver has not timed yet (a new
+connection, or one forgotten when too many were timed) starts its clock at its
+first batch, so its plans may live up to twice that long once.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ class PlanAges:
         if since is None:
             if len(self._since) >= _MOST_SESSIONS:
                 self._since.clear()
-            self._since[pid] = now  # a new session has no old plans yet
+            self._since[pid] = now  # timed from here on
         elif now - since >= PLAN_REFRESH_S:
+            # It has no plan of its own to keep: never prepare it.
             execute(c, DISCARD_PLANS, prepare=False)
             self._since[pid] = now

@@ -219,7 +219,7 @@ scan whatever the table's size was when it was planned. (For an array of ``ctid`
 of unknown length the planner prices a TID scan at ten rows, more than a scan of a
 table it believes nearly empty: a plan made then, kept as the generic plan, scans
 the whole table for every claim once it has grown. So before ``CLAIM`` runs, the
-driver lets a connection's plans go when they are a quarter of a second old:
+driver lets a connection's plans go once they are ``PLAN_REFRESH_S`` old:
 ``plans.py``.)"""
 
 
@@ -288,7 +288,7 @@ WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
 """
 """Looks rows up by primary key. A generic plan made while the table was nearly
 empty can scan the whole table for every batch once it has grown: the driver
-lets a connection's plans go when they are a quarter of a second old, before it
+lets a connection's plans go once they are ``plans.PLAN_REFRESH_S`` old, before it
 runs this (``plans.py``). ``deadline > now`` already means "processing"
 (the table's CHECK: a deadline is set exactly while processing), and leaving
 ``state = 'processing'`` out keeps the planner off ``alkstore_jobs_processing_deadline``:

@@ -2,7 +2,8 @@
 
 ``alkstore.open("sqlite:///app.db")`` reaches it through the ``alkstore.engines``
 entry point ``sqlite``, which names ``provider``. Stdlib ``sqlite3`` only: WAL
-mode, writes under ``BEGIN IMMEDIATE`` serialized by a cross-process file lock,
+mode, writes serialized by a cross-process file lock and committed statement by
+statement (what must be atomic in one ``BEGIN IMMEDIATE`` transaction),
 one-statement claims, and a ``data_version`` watcher for cross-process wakes and
 pub/sub delivery. Implements every optional profile: scheduler, streams, pub/sub
 and contract 1.1's operations (ops).

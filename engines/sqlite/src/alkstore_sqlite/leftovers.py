@@ -17,9 +17,9 @@ created, and only those:
   over-estimate from file sizes and the header's page size) takes the writer
   gate *before* its first connection touches the file and keeps it until its
   tables exist, and only such an open removes anything, before it lets go of
-  the gate, and only if no other store of its process has the file open. Every other opener of the
-  file is therefore either still waiting for the gate (and will create a new
-  file) or found content (and content is never removed). A waiting opener
+  the gate, and only if no other store of its process has the file open. Every
+  other opener of the file is therefore either still waiting for the gate (and
+  will create a new file) or found content (and content is never removed). A waiting opener
   checks, once it holds the gate, that its lock file is still the one at the
   path (``WriterGate.acquire_current``).
 """
@@ -40,8 +40,10 @@ SHM_SUFFIX = "-shm"
 _MAGIC = b"SQLite format 3\x00"
 _WAL_HEADER_BYTES = 32
 _LARGEST_PAGE_BYTES = 65536
+# The schema read makes SQLite check the header: without it PRAGMA page_size
+# answers a default (2048 or 4096) for a cut-off file or one that is no database.
 _READ_SCHEMA = "SELECT count(*) FROM sqlite_master"
-_PAGE_SIZE = "PRAGMA page_size"
+_READ_PAGE_SIZE = "PRAGMA page_size"
 _SCHEMA_PAGE_HEADER = 100
 """Page 1 holds the schema table; its b-tree page header starts after the file header."""
 _PAGE_HEADER = struct.Struct(">BHHH")  # page type, first freeblock, cell count, content start
@@ -91,7 +93,7 @@ def _page_size_read_by_sqlite(path: str) -> int | None:
         conn = sqlite3.connect(uri, uri=True)
         try:
             conn.execute(_READ_SCHEMA).fetchone()
-            (page_size,) = conn.execute(_PAGE_SIZE).fetchone()
+            (page_size,) = conn.execute(_READ_PAGE_SIZE).fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
