@@ -34,6 +34,7 @@ from alkstore.errors import (
 from alkstore.testing import FakeClock
 from alkstore.values import Job, JobState
 from alkstore.worker import MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE, Fail, JobContext, Retry, Worker
+from alkstore.worker.signals import relay_signals
 
 SAFETY_NET_S = 10.0
 
@@ -530,17 +531,18 @@ SIGNAL_UNDER_A_LOCK = """
 import signal
 import alkstore
 from alkstore.worker import Worker
+from alkstore.worker.dispatch import Dispatcher
 
 worker = Worker(alkstore.open("memory://signal-under-a-lock"), name="w")
 worker.task("q")(lambda job: None)
-dispatch = Worker._dispatch
+dispatch = Dispatcher.run
 
-def dispatch_signalled_under_its_lock(self, *args):
-    with self._lock:  # the main thread holds the worker's lock as SIGTERM arrives
+def dispatch_signalled_under_its_lock(self):
+    with self._slots.lock:  # the main thread holds the lock a stop takes as SIGTERM arrives
         signal.raise_signal(signal.SIGTERM)
-    return dispatch(self, *args)
+    return dispatch(self)
 
-Worker._dispatch = dispatch_signalled_under_its_lock
+Dispatcher.run = dispatch_signalled_under_its_lock
 worker.run()
 print("run returned")
 """
@@ -560,10 +562,9 @@ def test_a_signal_arriving_while_the_main_thread_holds_a_lock_still_stops_the_wo
     assert "SIGTERM: stopping" in done.stderr
 
 
-def test_a_stop_that_raises_on_a_signal_does_not_lose_the_next_signal(store: CoreStore) -> None:
+def test_a_stop_that_raises_on_a_signal_does_not_lose_the_next_signal() -> None:
     # A handler's stop callback may raise; the second SIGTERM ("stop at once") must
     # still be relayed.
-    worker = Worker(store, name="w")
     relayed: list[int] = []
 
     def on_signal(signum: int) -> None:
@@ -571,9 +572,8 @@ def test_a_stop_that_raises_on_a_signal_does_not_lose_the_next_signal(store: Cor
         if len(relayed) == 1:
             raise RuntimeError("a stop callback raised")
 
-    worker._on_signal = on_signal  # type: ignore[method-assign]
     readable, writable = os.pipe()
-    relay = threading.Thread(target=worker._relay_signals, args=(readable,))
+    relay = threading.Thread(target=relay_signals, args=(readable, on_signal))
     relay.start()
     os.write(writable, bytes([signal.SIGTERM]))
     os.write(writable, bytes([signal.SIGTERM]))

@@ -1,10 +1,17 @@
-"""What a handler raises to choose its job's outcome (contract §12).
+"""A handler's outcome (contract §12.3): what it raises to choose one, and the value
+the worker settles.
 
-Returning acks the job; any other exception retries it with the traceback as
-the error. These two say something else on purpose.
+Returning acks the job; ``Retry`` and ``Fail`` say something else on purpose;
+any other exception retries the job with the traceback as the error.
+``outcome_of`` turns any of these into one ``Outcome`` value, the same for a
+sync and an async handler, and ``settle`` applies that value whichever
+handler made it.
 """
 
 from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
 
 from ..errors import InvalidOptions
 from ..timeconv import Duration, duration_seconds
@@ -41,3 +48,84 @@ class Fail(Exception):
             raise InvalidOptions(f"error must be a str, got {type(error).__name__}")
         self.error = error
         super().__init__(error)
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """The handler returned: ack the job."""
+
+    @property
+    def why(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryLater:
+    """Retry the job after ``delay_s`` (``None``: the queue's backoff curve).
+
+    Attributes:
+        error: what goes to the job's error history.
+        delay_s: seconds until it runs again, or ``None``.
+        raised: for an exception other than ``Retry``, its type and message (the
+            log shows it, at WARNING); ``None`` for a ``Retry``, which was asked for.
+    """
+
+    error: str
+    delay_s: float | None = None
+    raised: str | None = None
+
+    @property
+    def why(self) -> str:
+        return f" error={self.error!r}" if self.raised is None else f" error={self.raised}"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Dead-letter the job now with ``last_error = error``."""
+
+    error: str
+
+    @property
+    def why(self) -> str:
+        return f" error={self.error!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """Give the job back unspent (its attempt refunded): a job claimed for a
+    slot as the worker stops, never started."""
+
+    @property
+    def why(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Abandoned:
+    """Nothing is written: the run's claim lapses and the job runs again (an
+    async handler cancelled under the worker)."""
+
+    @property
+    def why(self) -> str:
+        return ""
+
+
+Outcome = Ack | RetryLater | Failed | Released | Abandoned
+"""What settling a run writes; a new outcome (a snooze, a result) is a new variant
+here and one case in ``settle.write``."""
+
+ACK = Ack()
+RELEASED = Released()
+ABANDONED = Abandoned()
+
+
+def outcome_of(raised: BaseException | None) -> Outcome:
+    """The outcome of a handler that returned (``None``) or raised ``raised``."""
+    if raised is None:
+        return ACK
+    if isinstance(raised, Retry):
+        return RetryLater(raised.error, raised.delay_s)
+    if isinstance(raised, Fail):
+        return Failed(raised.error)
+    trace = "".join(traceback.format_exception(raised))
+    return RetryLater(trace or repr(raised), raised=f"{type(raised).__name__}: {raised}")

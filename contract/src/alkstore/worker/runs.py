@@ -13,7 +13,7 @@ import enum
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
 
 from ..aio import AsyncStore
 from ..api import JobHandle, Store
@@ -98,8 +98,8 @@ class JobRun:
         # The claim itself lasted at least ``visibility - 1`` seconds: beat before
         # then (at once for a 1 s timeout).
         self.next_beat = self.started + min(self.beat_every_s, visibility - 1)
-        self.future: Any = None
-        """An async run's ``concurrent.futures.Future`` (cancelled on abandon)."""
+        self.cancel: Callable[[], object] | None = None
+        """How a stop cancels an async run's handler (set before the run is seen)."""
 
     @property
     def context(self) -> JobContext:

@@ -1,0 +1,130 @@
+"""The one step every run ends with, whichever executor ran its handler.
+
+``Settler.settle`` writes the run's ``Outcome`` (or discards it, for a lost
+claim), logs it, and hands the run's slot on: to the next job of its queue,
+claimed in the same write when the outcome is an ack (``ack_and_claim``: one
+write per job on a busy queue) or just after it otherwise, or back to the
+dispatcher. An async handler's run is settled by the same step, on the async
+store's threads (``AsyncStore.call``), never on the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+
+from ..api import JobHandle, Queue
+from ..errors import AlkstoreError
+from .heartbeats import Heartbeats
+from .outcome_log import OutcomeLog
+from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, RetryLater
+from .runs import JobRun, RunState
+from .slots import Slots
+
+
+def write(
+    handle: JobHandle, outcome: Outcome, claim_for: str | None = None
+) -> tuple[str, JobHandle | None]:
+    """Write ``outcome`` for ``handle``'s job; what happened, as the log says it.
+
+    With ``claim_for`` (a worker id), an ack also claims the queue's next job
+    for that worker in the same write; the job claimed, if any, is returned.
+    """
+    try:
+        match outcome:
+            case Ack() if claim_for is not None:
+                acked, claimed = handle.ack_and_claim(claim_for, 1)
+                said = "ack" if acked else "ack refused (claim lost)"
+                return said, claimed[0] if claimed else None
+            case Ack():
+                name, written = "ack", handle.ack()
+            case RetryLater(error, delay_s):
+                name, written = "retry", handle.retry(error, delay_s)
+            case Failed(error):
+                name, written = "fail", handle.fail(error)
+            case Released():
+                name, written = "release", handle.release()
+            case Abandoned():
+                return "abandoned", None
+    except AlkstoreError as error:
+        # The write may or may not have committed (nor, then, a claim with it):
+        # unless it did, the claim lapses and the job runs again elsewhere.
+        return f"not confirmed ({type(error).__name__}: {error})", None
+    if not written:
+        return f"{name} refused (claim lost)", None
+    if name == "retry" and handle.job.attempts >= handle.job.max_attempts:
+        return "dead (max attempts exceeded)", None
+    return name, None
+
+
+class Settler:
+    def __init__(
+        self,
+        worker_id: str,
+        queues: Mapping[str, Queue],
+        slots: Slots,
+        heartbeats: Heartbeats,
+        outcomes: OutcomeLog,
+        stopping: threading.Event,
+    ) -> None:
+        self._worker_id = worker_id
+        self._queues = queues
+        self._slots = slots
+        self._heartbeats = heartbeats
+        self._outcomes = outcomes
+        self._stopping = stopping
+
+    def settle(self, run: JobRun, outcome: Outcome) -> JobHandle | None:
+        """End ``run`` with ``outcome``: write it, log it, and free its slot, or
+        return the job claimed for that slot (the slot is then still held, for the
+        caller to hand on). Writes nothing for a run a stop abandoned first."""
+        claimed = None
+        try:
+            if run.end(RunState.FINISHED):
+                self._heartbeats.discard(run)
+                said, claimed = self._write(run, outcome)
+                self._log(run, outcome, said)
+            if claimed is not None and self._stopping.is_set():
+                # Claimed as the stop arrived: given back unused (no attempt
+                # spent), rather than started now.
+                write(claimed, RELEASED)
+                claimed = None
+        finally:
+            if claimed is None:
+                self._slots.free(run)
+        return claimed
+
+    def _write(self, run: JobRun, outcome: Outcome) -> tuple[str, JobHandle | None]:
+        # A cancelled async run's executor is going away: its slot goes back.
+        chain = not isinstance(outcome, Abandoned) and not self._stopping.is_set()
+        if run.lost:
+            said = "lost"  # another worker may hold the job now: write nothing
+        else:
+            said, claimed = write(run.handle, outcome, self._worker_id if chain else None)
+            if isinstance(outcome, Ack):
+                return said, claimed  # an ack claims in its own write (or not at all)
+        return said, self._claim_next(run) if chain else None
+
+    def _claim_next(self, done: JobRun) -> JobHandle | None:
+        """The next job of ``done``'s queue, claimed for its slot without waking
+        the dispatcher (so no other queue loses a turn to a busy one)."""
+        try:
+            handles = self._queues[done.task.queue].claim_batch(self._worker_id, 1)
+        except AlkstoreError:
+            return None  # an outage: the dispatcher waits it out
+        return handles[0] if handles else None
+
+    def _log(self, run: JobRun, outcome: Outcome, said: str) -> None:
+        asked_for = not (isinstance(outcome, RetryLater) and outcome.raised is not None)
+        expected = said == "ack" or (said == "retry" and asked_for)
+        job = run.handle.job
+        self._outcomes.note(
+            logging.INFO if expected else logging.WARNING,
+            said,
+            job.queue,
+            job.id,
+            job.attempts,
+            run.elapsed_s(),
+            outcome.why,
+        )
