@@ -99,7 +99,8 @@ class JobRun:
         # then (at once for a 1 s timeout).
         self.next_beat = self.started + min(self.beat_every_s, visibility - 1)
         self.cancel: Callable[[], object] | None = None
-        """How a stop cancels an async run's handler (set before the run is seen)."""
+        """How a stop that can wait no longer cancels an async run's handler (set
+        before the run is handed its slot, or by the thread that drains)."""
 
     @property
     def context(self) -> JobContext:

@@ -48,8 +48,8 @@ def write(
             case Abandoned():
                 return "abandoned", None
     except AlkstoreError as error:
-        # The write may or may not have committed (nor, then, a claim with it):
-        # unless it did, the claim lapses and the job runs again elsewhere.
+        # The write (and a claim made with it) may have committed before the
+        # error: unless it did, the claim lapses and the job runs again elsewhere.
         return f"not confirmed ({type(error).__name__}: {error})", None
     if not written:
         return f"{name} refused (claim lost)", None
