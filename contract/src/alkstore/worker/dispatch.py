@@ -24,6 +24,8 @@ OUTAGE_PAUSE_S = 1.0
 
 
 class Dispatcher:
+    """Claims jobs for the free slots of ``tasks`` and hands each to ``begin``."""
+
     def __init__(
         self,
         worker_id: str,

@@ -26,6 +26,8 @@ from .tasks import Task
 
 
 class Execution:
+    """The handler threads and the event loop of one ``Worker.run``."""
+
     def __init__(
         self,
         store: Store,

@@ -59,6 +59,8 @@ def write(
 
 
 class Settler:
+    """The settle step of one worker's run (its id, queues, slots and outcome log)."""
+
     def __init__(
         self,
         worker_id: str,

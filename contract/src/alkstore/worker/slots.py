@@ -19,6 +19,8 @@ from .tasks import Task
 
 
 class Slots:
+    """The runs holding each task's slots, under one lock."""
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         """Held only briefly; a signal never takes it (see ``signals``)."""
