@@ -1,4 +1,5 @@
-"""``alkstore.worker``: registration, outcomes, heartbeats, stopping, maintenance.
+"""``alkstore.worker``: registration, outcomes, heartbeats, stopping, maintenance,
+and the one outcome path (a sync and an async handler settle alike).
 
 The store is the core over the recording fake driver on a fake clock, so store
 time moves only when a test moves it; handlers run on the worker's real
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from alkstore import EnqueueOpts, QueueOpts
 from alkstore.core import CoreStore
 from alkstore.engine import Capabilities
 from alkstore.errors import (
+    EngineUnavailable,
     InvalidName,
     InvalidOptions,
     InvalidSpec,
@@ -34,6 +37,9 @@ from alkstore.errors import (
 from alkstore.testing import FakeClock
 from alkstore.values import Job, JobState
 from alkstore.worker import MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE, Fail, JobContext, Retry, Worker
+from alkstore.worker.outcomes import Ack, Failed, Outcome, RetryLater, outcome_of
+from alkstore.worker.runs import JobRun
+from alkstore.worker.settle import Settler
 from alkstore.worker.signals import relay_signals
 
 SAFETY_NET_S = 10.0
@@ -690,11 +696,105 @@ def test_a_busy_queue_s_handler_thread_claims_its_next_job_itself(
     assert len(from_handlers) >= 19, claimers
 
 
+# -- one outcome path: sync and async handlers settle alike ------------------------------
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Outcome]]:
+    """Every ``(queue, outcome)`` the settle step was given."""
+    seen: list[tuple[str, Outcome]] = []
+    original = Settler.settle
+
+    def recording(self: Settler, run: JobRun, outcome: Outcome) -> Any:
+        seen.append((run.task.queue, outcome))
+        return original(self, run, outcome)
+
+    monkeypatch.setattr(Settler, "settle", recording)
+    return seen
+
+
+def register(worker: Worker, kind: str, queue: str, body: Callable[[Job], object]) -> None:
+    """``body`` as ``queue``'s handler: itself (``"sync"``) or inside a coroutine function."""
+    if kind == "sync":
+        worker.task(queue)(body)
+        return
+
+    async def handler(job: Job) -> None:
+        body(job)
+
+    worker.task(queue)(handler)
+
+
+KINDS = ["sync", "async"]
+
+
+def behave_ok() -> None:
+    return None
+
+
+def behave_retry() -> None:
+    raise Retry(delay=5, error="later")
+
+
+def behave_fail() -> None:
+    raise Fail("no such user")
+
+
+def behave_raise() -> None:
+    raise ValueError("the payload is odd")
+
+
+BEHAVIOURS = {
+    "returns": (behave_ok, Ack()),
+    "raises Retry": (behave_retry, RetryLater("later", 5.0)),
+    "raises Fail": (behave_fail, Failed("no such user")),
+    "raises ValueError": (
+        behave_raise,
+        RetryLater("ValueError: the payload is odd", raised="ValueError: the payload is odd"),
+    ),
+}
+
+
+def comparable(outcome: Outcome) -> Outcome:
+    """The outcome with a traceback cut to its last line (the frames differ)."""
+    if isinstance(outcome, RetryLater) and outcome.raised is not None:
+        return replace(outcome, error=outcome.error.strip().splitlines()[-1])
+    return outcome
+
+
+@pytest.mark.parametrize("behaviour", list(BEHAVIOURS))
+def test_sync_and_async_handlers_settle_the_same_outcome_for_the_same_return_or_exception(
+    store: CoreStore, running: Any, settled: list[tuple[str, Outcome]], behaviour: str
+) -> None:
+    behave, expected = BEHAVIOURS[behaviour]
+    worker = Worker(store, name="w")
+    for kind in KINDS:
+        register(worker, kind, kind, lambda job: behave())
+    store.queue("sync").enqueue({})
+    store.queue("async").enqueue({})
+    run = running(worker)
+    eventually(lambda: {queue for queue, _ in settled} == {"sync", "async"}, "both settled")
+    run.stop()
+    outcomes = {queue: comparable(outcome) for queue, outcome in settled[:2]}
+    assert outcomes == {"sync": expected, "async": expected}
+
+
+def test_an_exception_s_outcome_keeps_its_traceback_for_the_job_s_history() -> None:
+    try:
+        behave_raise()
+    except ValueError as exc:
+        outcome = outcome_of(exc)
+    assert isinstance(outcome, RetryLater)
+    assert outcome.error.startswith("Traceback (most recent call last)")
+    assert "behave_raise" in outcome.error
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_busy_queue_s_ack_and_next_claim_share_one_transaction(
-    store: CoreStore, driver: FakeDriver, running: Any
+    store: CoreStore, driver: FakeDriver, running: Any, kind: str
 ) -> None:
     worker = Worker(store, name="w")
-    worker.task("q")(lambda job: None)
+    register(worker, kind, "q", lambda job: None)
     ids = store.queue("q").enqueue_many([{"n": n} for n in range(20)])
     run = running(worker)
     eventually(lambda: all(job_state(store, "q", i) is None for i in ids), "all acked")
@@ -705,12 +805,36 @@ def test_a_busy_queue_s_ack_and_next_claim_share_one_transaction(
     assert all(driver.statement_names_in(ack.txn) == ["ack", "claim"] for ack in acks)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_unconfirmed_ack_logs_not_confirmed_for_either_handler(
+    store: CoreStore, driver: FakeDriver, running: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+
+    def lost_reply(*args: Any) -> Any:
+        raise EngineUnavailable("the reply was lost")
+
+    driver.ack = lost_reply  # type: ignore[method-assign]
+    worker = Worker(store, name="w")
+    register(worker, kind, "q", lambda job: None)
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: any("not confirmed" in r.getMessage() for r in caplog.records), "logged")
+    run.stop()
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("job not")]
+    assert line.levelno == logging.WARNING
+    assert line.getMessage().startswith(
+        f"job not confirmed (EngineUnavailable: the reply was lost): queue=q id={job_id} attempt=1"
+    )
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_job_claimed_as_the_worker_stops_is_given_back_unspent(
-    store: CoreStore, driver: FakeDriver, running: Any
+    store: CoreStore, driver: FakeDriver, running: Any, kind: str
 ) -> None:
     worker = Worker(store, name="w")
     ran: list[int] = []
-    worker.task("q")(lambda job: ran.append(job.id))
+    register(worker, kind, "q", lambda job: ran.append(job.id))
     first, second = store.queue("q").enqueue_many([{"n": 1}, {"n": 2}])
 
     def stop_once_the_next_job_is_claimed(tx: Any) -> None:
@@ -719,12 +843,19 @@ def test_a_job_claimed_as_the_worker_stops_is_given_back_unspent(
             worker.stop()
 
     driver.after_transaction = stop_once_the_next_job_is_claimed
-    run = running(worker)
-    run.join()
+    running(worker).join()
     assert ran == [first]
-    assert job_state(store, "q", first) is None
     job = store.queue("q").get_job(second)
     assert job is not None
-    assert job.state is JobState.PENDING
-    # Released: claimed once, and that claim refunded to the budget.
-    assert job.max_attempts - job.attempts == QueueOpts().max_attempts
+    assert (job.state, job.max_attempts - job.attempts) == (
+        JobState.PENDING,
+        QueueOpts().max_attempts,
+    )
+
+
+def test_a_worker_s_state_is_all_set_before_it_runs(store: CoreStore, running: Any) -> None:
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    before = set(vars(worker))
+    running(worker).stop()
+    assert set(vars(worker)) == before
