@@ -15,11 +15,11 @@ import pytest
 from alkstore import EngineProvider, EngineSpec, EnqueueOpts, Job, JobState, QueueOpts, Store
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
 from alkstore.testing import FakeClock
-from alkstore_conformance import crashes
-from alkstore_conformance.crashes import crash_at_every_statement, require_driver_wrapper
-from alkstore_conformance.faults import CrashPoint
-from alkstore_conformance.ops_support import make_dead, one_life_each
-from alkstore_conformance.profile_support import drain
+from alkstore_conformance.helpers import crashes
+from alkstore_conformance.helpers.crashes import crash_at_every_statement, require_driver_wrapper
+from alkstore_conformance.helpers.faults import CrashPoint
+from alkstore_conformance.helpers.ops import make_dead, one_life_each
+from alkstore_conformance.helpers.profiles import drain
 
 pytestmark = pytest.mark.requires("multi_process")
 
