@@ -61,7 +61,7 @@ def report_problems(report: dict[str, Any]) -> list[str]:
     """Where ``report`` breaks the shipped JSON Schema (``jsonschema`` is test-only)."""
     import jsonschema
 
-    from alkstore_conformance.certify.reporting import report_schema
+    from alkstore_conformance import report_schema
 
     validator = jsonschema.Draft202012Validator(
         report_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
