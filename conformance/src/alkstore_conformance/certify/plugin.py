@@ -33,7 +33,7 @@ from .results import PROPERTY_KEY, SEED_KEY
 from .state import KIT_STATE, KitState, kit_state, not_applicable_reason
 
 _WORKER_SEED_KEY = "alkstore_hypothesis_seed"
-_SUITE_DIR = Path(__file__).parent / "suite"
+_SUITE_DIR = Path(__file__).parents[1] / "suite"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

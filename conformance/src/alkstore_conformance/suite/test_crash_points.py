@@ -2,7 +2,7 @@
 
 Through the engine's ``open_with_driver_wrapper`` hook a child process runs
 one operation over the kit's counting driver proxy and SIGKILLs itself right
-after statement N, before the engine commits (``alkstore_conformance.faults``);
+after statement N, before the engine commits (``alkstore_conformance.helpers.faults``);
 the test does this for every N the operation has, and after each crash checks
 the store shows all of the operation's transaction or none of it. Engines
 without the hook report these properties not_applicable.
