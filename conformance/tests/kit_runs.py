@@ -44,7 +44,9 @@ class RunIn:
         )
 
     def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return self(sys.executable, "-m", "alkstore_conformance.cli", *args, timeout=timeout)
+        return self(
+            sys.executable, "-m", "alkstore_conformance.certify.cli", *args, timeout=timeout
+        )
 
     def report(self, name: str = "report.json") -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.cwd / name).read_text(encoding="utf-8"))
@@ -59,7 +61,7 @@ def report_problems(report: dict[str, Any]) -> list[str]:
     """Where ``report`` breaks the shipped JSON Schema (``jsonschema`` is test-only)."""
     import jsonschema
 
-    from alkstore_conformance.reporting import report_schema
+    from alkstore_conformance import report_schema
 
     validator = jsonschema.Draft202012Validator(
         report_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from kit_runs import RunIn, output, report_problems
 
-from alkstore_conformance.cli import RunOptions, parse, pytest_args
+from alkstore_conformance.certify.cli import RunOptions, parse, pytest_args
 
 REFERENCE_ENGINE = "sqlite"
 

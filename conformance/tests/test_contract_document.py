@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from alkstore_conformance.contract_doc import check, main, outline, parse_document, render
-from alkstore_conformance.manifest import Manifest, load_manifest, parse_manifest
+from alkstore_conformance.certify.contract_doc import check, main, outline, parse_document, render
+from alkstore_conformance.certify.manifest import Manifest, load_manifest, parse_manifest
 
 CONTRACT_DOCUMENT = Path(__file__).resolve().parent.parent.parent / "docs" / "contract.md"
 

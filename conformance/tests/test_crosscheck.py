@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from kit_runs import RunIn, output
 
-from alkstore_conformance import plugin
-from alkstore_conformance.crosscheck import declaration_problems
-from alkstore_conformance.manifest import load_manifest, parse_manifest
+from alkstore_conformance.certify import plugin
+from alkstore_conformance.certify.crosscheck import declaration_problems
+from alkstore_conformance.certify.manifest import load_manifest, parse_manifest
 
 MANIFEST = parse_manifest(
     '[[property]]\nid = "QUEUE-A"\ntitle = "a"\ncontract = "§2"\nprofile = "queues"\n'

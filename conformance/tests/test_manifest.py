@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from alkstore_conformance.manifest import (
+from alkstore_conformance.certify.manifest import (
     CORE_PROFILE,
     PROFILES,
     ManifestError,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kit_engines import stub
 
-from alkstore_conformance.manifest import parse_manifest
-from alkstore_conformance.modes import (
+from alkstore_conformance.certify.manifest import parse_manifest
+from alkstore_conformance.certify.modes import (
     CERTIFY_PROFILE,
     CERTIFY_TRIALS,
     CI_PROFILE,
@@ -19,9 +19,9 @@ from alkstore_conformance.modes import (
     RunMode,
     resolve_mode,
 )
-from alkstore_conformance.reporting import verdict
-from alkstore_conformance.results import PROPERTY_KEY, SEED_KEY
-from alkstore_conformance.state import KitState
+from alkstore_conformance.certify.reporting import verdict
+from alkstore_conformance.certify.results import PROPERTY_KEY, SEED_KEY
+from alkstore_conformance.certify.state import KitState
 
 MANIFEST = parse_manifest(
     '[[property]]\nid = "QUEUE-A"\ntitle = "a"\ncontract = "§2"\nprofile = "queues"\n'

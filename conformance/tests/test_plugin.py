@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kit_runs import RunIn, output
 
-from alkstore_conformance.manifest import ALWAYS_APPLICABLE, load_manifest
+from alkstore_conformance.certify.manifest import ALWAYS_APPLICABLE, load_manifest
 
 PLAIN_TEST = """
 import hypothesis

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from alkstore_conformance.reporting import SCHEMA_VERSION, report_schema
+from alkstore_conformance.certify.reporting import SCHEMA_VERSION, report_schema
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance-report.md"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from alkstore_conformance.manifest import load_manifest
-from alkstore_conformance.results import (
+from alkstore_conformance.certify.manifest import load_manifest
+from alkstore_conformance.certify.results import (
     BACKEND_KEY,
     EXAMPLES_KEY,
     PROPERTY_KEY,

@@ -15,8 +15,8 @@ import pytest
 from kit_runs import RunIn, output, report_problems
 
 from alkstore import installed_engines, load_engine
-from alkstore_conformance.manifest import load_manifest
-from alkstore_conformance.modes import SELFTEST_PROFILE
+from alkstore_conformance.certify.manifest import load_manifest
+from alkstore_conformance.certify.modes import SELFTEST_PROFILE
 from alkstore_conformance.selftest import MUTANTS, SELFTEST_GROUP
 
 REFERENCE_ENGINE = "sqlite"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from alkstore_conformance.support import native_sql, paramstyle, quoted_table
+from alkstore_conformance.helpers.common import native_sql, paramstyle, quoted_table
 
 SQL = "INSERT INTO t (a, b) VALUES (?, ?)"
 

@@ -27,8 +27,8 @@ from alkstore import (
     load_engine,
 )
 from alkstore.aio import AsyncStore
-from alkstore_conformance.cli import RunOptions, parse, pytest_args
-from alkstore_conformance.via_aio import (
+from alkstore_conformance.certify.cli import RunOptions, parse, pytest_args
+from alkstore_conformance.helpers.via_aio import (
     ATTACH_THREAD_BOUND,
     SQL_ON_ASYNC_NATIVE,
     AioJobHandle,

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from alkstore_conformance.reporting import report_schema
+from alkstore_conformance import report_schema
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
 LACKING = ["async_native", "attach", "multi_process", "sql"]

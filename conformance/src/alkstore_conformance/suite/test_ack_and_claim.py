@@ -14,7 +14,7 @@ import pytest
 
 from alkstore import EnqueueOpts, InvalidName, InvalidOptions, JobState, QueueOpts, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.helpers.common import unique_name
 
 
 @pytest.mark.property("QUEUE-ACK-AND-CLAIM")

@@ -24,11 +24,11 @@ import pytest
 from alkstore import DEFAULT_QUEUE_OPTS, EngineProvider, EngineSpec, JobState, Store
 from alkstore.aio import AsyncJobHandle, AsyncQueue, AsyncStore
 from alkstore.core.wake import WakeHub
-from alkstore_conformance.profile_processes import writer_on_signals
-from alkstore_conformance.profile_support import Children
-from alkstore_conformance.support import Rollback, native_sql, quoted_table, unique_name
-from alkstore_conformance.trials import Trial
-from alkstore_conformance.via_aio import open_async
+from alkstore_conformance.helpers.common import Rollback, native_sql, quoted_table, unique_name
+from alkstore_conformance.helpers.profile_processes import writer_on_signals
+from alkstore_conformance.helpers.profiles import Children
+from alkstore_conformance.helpers.trials import Trial
+from alkstore_conformance.helpers.via_aio import open_async
 
 GENEROUS_S = 30.0
 SETTLE_S = 0.3

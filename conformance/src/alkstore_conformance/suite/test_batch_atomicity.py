@@ -20,11 +20,11 @@ import pytest
 
 from alkstore import EngineSpec, Store
 from alkstore.constants import MAX_BATCH
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_processes import batch_reader_process
-from alkstore_conformance.profile_support import Children, in_thread
-from alkstore_conformance.support import unique_name
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.common import unique_name
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profile_processes import batch_reader_process
+from alkstore_conformance.helpers.profiles import Children, in_thread
+from alkstore_conformance.helpers.trials import Trial
 
 BATCHES = 4
 BATCH_SIZE = 2500

@@ -32,11 +32,11 @@ from alkstore import (
     Store,
 )
 from alkstore.constants import MAX_WAIT_QUEUES
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_processes import writer_on_signals
-from alkstore_conformance.profile_support import Children, Outcome, in_thread
-from alkstore_conformance.support import MALFORMED_IDS, MALFORMED_NAMES
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.common import MALFORMED_IDS, MALFORMED_NAMES
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profile_processes import writer_on_signals
+from alkstore_conformance.helpers.profiles import Children, Outcome, in_thread
+from alkstore_conformance.helpers.trials import Trial
 
 GENEROUS_S = 15.0
 """The timeout of a wait that must end with a job: a safety net, never a measure.

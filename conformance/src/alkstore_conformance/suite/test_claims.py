@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from alkstore import EnqueueOpts, JobState, QueueOpts, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.helpers.common import unique_name
 
 # (priority, seconds the job has been due) for a handful of ready jobs; small
 # ranges so ties on priority and on run_at are common.

@@ -2,7 +2,7 @@
 
 Through the engine's ``open_with_driver_wrapper`` hook a child process runs
 one operation over the kit's counting driver proxy and SIGKILLs itself right
-after statement N, before the engine commits (``alkstore_conformance.faults``);
+after statement N, before the engine commits (``alkstore_conformance.helpers.faults``);
 the test does this for every N the operation has, and after each crash checks
 the store shows all of the operation's transaction or none of it. Engines
 without the hook report these properties not_applicable.
@@ -15,11 +15,11 @@ import pytest
 from alkstore import EngineProvider, EngineSpec, EnqueueOpts, Job, JobState, QueueOpts, Store
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
 from alkstore.testing import FakeClock
-from alkstore_conformance import crashes
-from alkstore_conformance.crashes import crash_at_every_statement, require_driver_wrapper
-from alkstore_conformance.faults import CrashPoint
-from alkstore_conformance.ops_support import make_dead, one_life_each
-from alkstore_conformance.profile_support import drain
+from alkstore_conformance.helpers import crashes
+from alkstore_conformance.helpers.crashes import crash_at_every_statement, require_driver_wrapper
+from alkstore_conformance.helpers.faults import CrashPoint
+from alkstore_conformance.helpers.ops import make_dead, one_life_each
+from alkstore_conformance.helpers.profiles import drain
 
 pytestmark = pytest.mark.requires("multi_process")
 

@@ -18,8 +18,8 @@ from alkstore import (
     Store,
 )
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.helpers.common import unique_name
+from alkstore_conformance.helpers.fixtures import StoreFactory
 
 # -- QUEUE-ENQUEUE-TIMING ---------------------------------------------------------
 

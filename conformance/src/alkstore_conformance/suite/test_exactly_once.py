@@ -15,16 +15,16 @@ from collections import defaultdict
 import pytest
 
 from alkstore import EngineSpec, QueueOpts, Store
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.processes import (
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.processes import (
     ClaimRecord,
     ThreadCounter,
     abandon_first_claim_of_every,
     claim_until_all_acked,
     claimer_process,
 )
-from alkstore_conformance.profile_support import Children
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.profiles import Children
+from alkstore_conformance.helpers.trials import Trial
 
 JOBS = 120
 CLAIMERS = 4

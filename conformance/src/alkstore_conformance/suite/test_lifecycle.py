@@ -22,9 +22,9 @@ from alkstore import (
     StoreClosed,
 )
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.processes import opener_process
-from alkstore_conformance.profile_support import Children
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.processes import opener_process
+from alkstore_conformance.helpers.profiles import Children
 
 CHILD_TIME_LIMIT_S = 60.0
 

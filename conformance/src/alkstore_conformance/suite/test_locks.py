@@ -6,7 +6,7 @@ import pytest
 
 from alkstore import LockInfo, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
+from alkstore_conformance.helpers.fixtures import StoreFactory
 
 TTL_S = 30
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from alkstore import InvalidOptions, Queue, Store
-from alkstore_conformance.ops_support import dead_ids, make_dead
+from alkstore_conformance.helpers.ops import dead_ids, make_dead
 
 PROPERTY = "OPS-ARGUMENTS-REFUSED"
 

@@ -9,15 +9,15 @@ from functools import partial
 import pytest
 
 from alkstore import EngineSpec, JobState, Store
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.ops_support import make_dead, one_life_each
-from alkstore_conformance.profile_processes import (
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.ops import make_dead, one_life_each
+from alkstore_conformance.helpers.profile_processes import (
     claim_waiter_process,
     pause_prober_process,
     redriver_process,
 )
-from alkstore_conformance.profile_support import Children, in_thread
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.profiles import Children, in_thread
+from alkstore_conformance.helpers.trials import Trial
 
 GENEROUS_S = 60.0
 SETTLE_S = 0.3

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from alkstore import JobState, Queue, Store
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.ops_support import every_job, make_dead
-from alkstore_conformance.profile_support import in_thread
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.ops import every_job, make_dead
+from alkstore_conformance.helpers.profiles import in_thread
 
 PAGE = 3
 THREADED_PAGE = 10

@@ -6,8 +6,8 @@ import pytest
 
 from alkstore import EnqueueOpts, JobState, QueueOpts, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.support import claim_wait_in_thread
+from alkstore_conformance.helpers.common import claim_wait_in_thread
+from alkstore_conformance.helpers.fixtures import StoreFactory
 
 PROPERTY = "OPS-PAUSE"
 GENEROUS_S = 60.0

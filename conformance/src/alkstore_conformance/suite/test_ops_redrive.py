@@ -6,13 +6,13 @@ import pytest
 
 from alkstore import EnqueueOpts, JobState, QueueOpts, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.ops_support import (
+from alkstore_conformance.helpers.common import claim_wait_in_thread
+from alkstore_conformance.helpers.ops import (
     dead_ids,
     make_dead,
     one_life_each,
     origins,
 )
-from alkstore_conformance.support import claim_wait_in_thread
 
 GENEROUS_S = 60.0
 STAMPS = QueueOpts(

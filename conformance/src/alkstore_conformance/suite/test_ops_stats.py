@@ -6,7 +6,7 @@ import pytest
 
 from alkstore import EnqueueOpts, QueueOpts, QueueStats, Store, outbox_queue_name
 from alkstore.testing import FakeClock
-from alkstore_conformance.ops_support import make_dead
+from alkstore_conformance.helpers.ops import make_dead
 
 PROPERTY = "OPS-STATS-COUNTS"
 VISIBILITY_S = 10

@@ -14,7 +14,7 @@ from alkstore import (
     SweepResult,
 )
 from alkstore.testing import FakeClock
-from alkstore_conformance.support import Rollback, raise_inside
+from alkstore_conformance.helpers.common import Rollback, raise_inside
 
 # -- OUTBOX-TX-ENQUEUE ---------------------------------------------------------------
 

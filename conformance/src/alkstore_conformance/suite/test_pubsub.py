@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from alkstore import EngineSpec, PayloadError, Store, Subscription
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_processes import notifier_process, subscriber_process
-from alkstore_conformance.profile_support import Children, in_thread, payload_key
-from alkstore_conformance.support import Rollback, raise_inside
+from alkstore_conformance.helpers.common import Rollback, raise_inside
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profile_processes import notifier_process, subscriber_process
+from alkstore_conformance.helpers.profiles import Children, in_thread, payload_key
 
 pytestmark = pytest.mark.requires("pubsub")
 

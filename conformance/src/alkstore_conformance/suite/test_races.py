@@ -15,16 +15,16 @@ import pytest
 
 from alkstore import EngineSpec, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_processes import (
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profile_processes import (
     LockAction,
     lock_racer_process,
     offset_committer_process,
     race_lock_actions,
     race_offset_commits,
 )
-from alkstore_conformance.profile_support import Children, in_thread
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.profiles import Children, in_thread
+from alkstore_conformance.helpers.trials import Trial
 
 TIME_LIMIT_S = 60.0
 CONTENDERS = 3

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from alkstore import EnqueueOpts, JobState, Queue, QueueOpts, Store
 from alkstore.backoff import retry_delay_range
 from alkstore.testing import FakeClock
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.helpers.common import unique_name
 
 EXHAUSTED = "max attempts exceeded"
 

@@ -30,14 +30,14 @@ from alkstore import (
     TickResult,
 )
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_support import drain, payload_counts, payload_key
-from alkstore_conformance.support import (
+from alkstore_conformance.helpers.common import (
     MALFORMED_IDS,
     MALFORMED_NAMES,
     RESERVED_NAMES,
     unique_name,
 )
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profiles import drain, payload_counts, payload_key
 
 pytestmark = pytest.mark.requires("scheduler")
 

@@ -17,20 +17,20 @@ import pytest
 
 from alkstore import CATCH_UP_CAP, SCHEDULER_LEASE_S, EngineSpec, Schedule, Store, TickResult
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_processes import (
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profile_processes import (
     doomed_ticker_process,
     tick_at_instants,
     ticker_process,
 )
-from alkstore_conformance.profile_support import (
+from alkstore_conformance.helpers.profiles import (
     Children,
     drain,
     in_thread,
     payload_counts,
     payload_key,
 )
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.trials import Trial
 
 pytestmark = pytest.mark.requires("scheduler")
 

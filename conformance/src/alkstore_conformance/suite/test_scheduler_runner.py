@@ -17,8 +17,8 @@ import pytest
 
 from alkstore import SCHEDULER_LEASE_S, LeadershipLost, StopToken, Store, TickResult
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import FAKE_CLOCK_START, StoreFactory
-from alkstore_conformance.profile_support import Outcome, SteppedClock, drain, in_thread
+from alkstore_conformance.helpers.fixtures import FAKE_CLOCK_START, StoreFactory
+from alkstore_conformance.helpers.profiles import Outcome, SteppedClock, drain, in_thread
 
 pytestmark = pytest.mark.requires("scheduler")
 

@@ -18,14 +18,14 @@ from collections.abc import Callable
 import pytest
 
 from alkstore import EngineSpec, Store, StreamEvent
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.processes import ThreadCounter
-from alkstore_conformance.profile_processes import (
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.processes import ThreadCounter
+from alkstore_conformance.helpers.profile_processes import (
     append_events,
     stream_appender_on_signal,
     stream_appender_process,
 )
-from alkstore_conformance.profile_support import Children, in_thread
+from alkstore_conformance.helpers.profiles import Children, in_thread
 
 pytestmark = pytest.mark.requires("streams")
 

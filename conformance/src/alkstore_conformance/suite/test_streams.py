@@ -17,9 +17,9 @@ from alkstore import (
     StreamEvent,
 )
 from alkstore.testing import FakeClock
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_support import in_thread
-from alkstore_conformance.support import Rollback, raise_inside, unique_name
+from alkstore_conformance.helpers.common import Rollback, raise_inside, unique_name
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profiles import in_thread
 
 pytestmark = pytest.mark.requires("streams")
 

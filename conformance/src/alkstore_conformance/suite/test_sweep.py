@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from alkstore import EnqueueOpts, Job, JobState, QueueOpts, Store
 from alkstore.testing import FakeClock
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.helpers.common import unique_name
 
 EXPIRED = "expired"
 EXHAUSTED = "max attempts exceeded"

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from alkstore import JobState, Store, Transaction
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.support import (
+from alkstore_conformance.helpers.common import (
     Rollback,
     business_ids,
     business_table,
@@ -19,6 +18,7 @@ from alkstore_conformance.support import (
     native_sql,
     raise_inside,
 )
+from alkstore_conformance.helpers.fixtures import StoreFactory
 
 WAIT_S = 1.5
 """How long a waiter watches for a ghost wake after a rollback (functional, not a latency bound)."""

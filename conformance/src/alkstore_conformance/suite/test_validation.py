@@ -25,7 +25,7 @@ from alkstore import (
     Store,
 )
 from alkstore.constants import MAX_PAYLOAD_DEPTH
-from alkstore_conformance.support import MALFORMED_IDS, MALFORMED_NAMES, RESERVED_NAMES
+from alkstore_conformance.helpers.common import MALFORMED_IDS, MALFORMED_NAMES, RESERVED_NAMES
 
 # -- names -------------------------------------------------------------------------
 

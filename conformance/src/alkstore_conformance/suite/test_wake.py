@@ -13,10 +13,10 @@ import time
 import pytest
 
 from alkstore import EngineSpec, EnqueueOpts, StopToken, Store
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.processes import enqueuer_process
-from alkstore_conformance.profile_support import Children
-from alkstore_conformance.support import claim_wait_in_thread
+from alkstore_conformance.helpers.common import claim_wait_in_thread
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.processes import enqueuer_process
+from alkstore_conformance.helpers.profiles import Children
 
 GENEROUS_S = 60.0
 SETTLE_S = 0.2

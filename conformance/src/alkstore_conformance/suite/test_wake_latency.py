@@ -21,10 +21,10 @@ import time
 import pytest
 
 from alkstore import EngineSpec, EnqueueOpts, StopToken, Store
-from alkstore_conformance.profile_processes import writer_on_signals
-from alkstore_conformance.profile_support import Children, in_thread
-from alkstore_conformance.support import unique_name
-from alkstore_conformance.trials import Trial
+from alkstore_conformance.helpers.common import unique_name
+from alkstore_conformance.helpers.profile_processes import writer_on_signals
+from alkstore_conformance.helpers.profiles import Children, in_thread
+from alkstore_conformance.helpers.trials import Trial
 
 SAMPLES = 3
 PROMPT_S = 0.25

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from alkstore import RESERVED_PREFIX, Store
 from alkstore.constants import ERROR_NUL_STAND_IN, MAX_NAME_LENGTH
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.support import unique_name
+from alkstore_conformance.helpers.common import unique_name
+from alkstore_conformance.helpers.fixtures import StoreFactory
 
 MAX_TEXT_BYTES = 300_000
 BOUNDARY_BYTES = (0, 1, 255, 256, 4095, 4096, 4097, 7999, 8000, 8001, 65535, 65536, 65537)

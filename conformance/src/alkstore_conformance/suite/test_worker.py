@@ -33,11 +33,11 @@ import pytest
 from alkstore import EngineSpec, Job, JobState, QueueOpts, Store
 from alkstore.backoff import retry_delay_range
 from alkstore.worker import Fail, JobContext, Retry, Worker
-from alkstore_conformance.fixtures import StoreFactory
-from alkstore_conformance.profile_support import Children
-from alkstore_conformance.support import unique_name
-from alkstore_conformance.trials import Trial
-from alkstore_conformance.worker_support import RunningWorker, enqueuer_on_commands, eventually
+from alkstore_conformance.helpers.common import unique_name
+from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.profiles import Children
+from alkstore_conformance.helpers.trials import Trial
+from alkstore_conformance.helpers.workers import RunningWorker, enqueuer_on_commands, eventually
 
 VISIBILITY_S = 2
 """Short, so a lapse is quick; 2 not 1, so a claim always lives at least a second."""

@@ -18,8 +18,8 @@ import pytest
 
 from alkstore import EngineSpec, Job, JobState, QueueOpts, Store
 from alkstore.worker import Worker
-from alkstore_conformance.support import unique_name
-from alkstore_conformance.worker_support import (
+from alkstore_conformance.helpers.common import unique_name
+from alkstore_conformance.helpers.workers import (
     ChildHistory,
     RunningWorker,
     WorkerChild,

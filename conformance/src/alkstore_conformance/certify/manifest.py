@@ -36,7 +36,7 @@ PROFILES: frozenset[str] = frozenset({*ALWAYS_APPLICABLE, *(f.name for f in fiel
 _ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
 _SECTION = re.compile(r"§[0-9]+")
 _MANIFEST_FILE = "manifest.toml"
-_PACKAGE = "alkstore_conformance"
+_PACKAGE = "alkstore_conformance.certify"
 
 
 class ManifestError(ValueError):

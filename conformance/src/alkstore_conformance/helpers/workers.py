@@ -49,7 +49,7 @@ REPORT_PREFIX = "alkstore-kit-worker: "
 _CHILD_ENTRY = (
     "import json, sys; "
     "sys.path[:] = json.loads(sys.stdin.buffer.readline()); "
-    "from alkstore_conformance.worker_support import worker_child_main; "
+    "from alkstore_conformance.helpers.workers import worker_child_main; "
     "worker_child_main()"
 )
 """The child's program: the parent's ``sys.path`` first (so an engine given as

@@ -16,9 +16,9 @@ of sections between ``<!-- sections -->`` and ``<!-- end sections -->``, is
 generated from the document and the manifest (``--write``). ``--check`` fails
 when a generated part is stale or the document and the manifest disagree::
 
-    python -m alkstore_conformance.contract_doc --check docs/contract.md
-    python -m alkstore_conformance.contract_doc --write docs/contract.md
-    python -m alkstore_conformance.contract_doc --list docs/contract.md
+    python -m alkstore_conformance.certify.contract_doc --check docs/contract.md
+    python -m alkstore_conformance.certify.contract_doc --write docs/contract.md
+    python -m alkstore_conformance.certify.contract_doc --list docs/contract.md
 """
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ def check(text: str, manifest: Manifest) -> list[str]:
     if render(text, manifest) != text:
         problems.append(
             "the generated parts are stale; run"
-            " `python -m alkstore_conformance.contract_doc --write <document>`"
+            " `python -m alkstore_conformance.certify.contract_doc --write <document>`"
         )
     return problems
 
@@ -440,7 +440,7 @@ def outline(text: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m alkstore_conformance.contract_doc",
+        prog="python -m alkstore_conformance.certify.contract_doc",
         description="Cross-check the contract document against the property manifest.",
     )
     action = parser.add_mutually_exclusive_group(required=True)

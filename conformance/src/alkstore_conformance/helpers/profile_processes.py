@@ -19,8 +19,8 @@ from alkstore import EngineSpec, Store, load_engine
 from alkstore.constants import MAX_BATCH
 from alkstore.testing import FakeClock
 
+from ..hooks import open_with_driver_wrapper
 from .faults import CrashPoint, StatementCounter
-from .hooks import open_with_driver_wrapper
 from .processes import Report, child_process, open_in_child
 
 

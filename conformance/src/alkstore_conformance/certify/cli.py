@@ -18,8 +18,8 @@ from pathlib import Path
 
 from alkstore import ENGINE_GROUP
 
-from . import SUITE_PACKAGE, __version__
-from .via_aio import VIA_SYNC, VIAS
+from .. import SUITE_PACKAGE, __version__
+from ..helpers.via_aio import VIA_SYNC, VIAS
 
 
 @dataclass(frozen=True)

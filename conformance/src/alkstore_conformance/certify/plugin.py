@@ -20,7 +20,10 @@ import pytest
 
 from alkstore import CONTRACT_VERSION, ENGINE_GROUP, Capabilities, load_engine
 
-from . import SUITE_PACKAGE, __version__, fixtures
+from .. import SUITE_PACKAGE, __version__
+from ..helpers import fixtures
+from ..helpers.trials import TRIAL_FIXTURE, trial_ids
+from ..helpers.via_aio import VIA_AIO, VIA_SYNC, VIAS, not_applicable_via_aio, reaches_aio
 from .crosscheck import declaration_problems
 from .examples import ExampleCounter
 from .manifest import PROFILES, Manifest, ManifestError, load_manifest
@@ -28,11 +31,9 @@ from .modes import ModeError, register_hypothesis_profiles, resolve_mode
 from .reporting import Reporter
 from .results import PROPERTY_KEY, SEED_KEY
 from .state import KIT_STATE, KitState, kit_state, not_applicable_reason
-from .trials import TRIAL_FIXTURE, trial_ids
-from .via_aio import VIA_AIO, VIA_SYNC, VIAS, not_applicable_via_aio, reaches_aio
 
 _WORKER_SEED_KEY = "alkstore_hypothesis_seed"
-_SUITE_DIR = Path(__file__).parent / "suite"
+_SUITE_DIR = Path(__file__).parents[1] / "suite"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -9,10 +9,10 @@ import pytest
 
 from alkstore import EngineProvider
 
+from ..helpers.via_aio import VIA_SYNC
 from .manifest import ALWAYS_APPLICABLE, PROFILES, Manifest
 from .modes import RunMode
 from .results import ResultBook
-from .via_aio import VIA_SYNC
 
 
 @dataclass

@@ -21,7 +21,7 @@ import pytest
 
 from alkstore import CONTRACT_VERSION
 
-from . import __version__
+from .. import __version__
 from .distribution import engine_distribution, entry_point_value
 from .modes import profile_settings
 from .results import (

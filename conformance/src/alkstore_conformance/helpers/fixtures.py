@@ -15,9 +15,9 @@ import pytest
 from alkstore import Clock, EngineProvider, EngineSpec, Store
 from alkstore.testing import FakeClock
 
-from .hooks import NATIVE_CONNECTION_HOOK, describe_backend, native_connection_factory
-from .results import BACKEND_KEY, TRIAL_KEY
-from .state import KitState, kit_state, not_applicable_reason
+from ..certify.results import BACKEND_KEY, TRIAL_KEY
+from ..certify.state import KitState, kit_state, not_applicable_reason
+from ..hooks import NATIVE_CONNECTION_HOOK, describe_backend, native_connection_factory
 from .trials import Trial, trial_seed
 from .via_aio import VIA_AIO, AioStore, LoopThread, as_store, attachable_via_aio
 

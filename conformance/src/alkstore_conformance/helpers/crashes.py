@@ -18,10 +18,10 @@ import pytest
 
 from alkstore import EngineProvider, EngineSpec, Store
 
+from ..hooks import DRIVER_WRAPPER_HOOK, has_driver_wrapper
 from .faults import CrashPoint
-from .hooks import DRIVER_WRAPPER_HOOK, has_driver_wrapper
 from .profile_processes import crashing_process
-from .profile_support import Children
+from .profiles import Children
 
 TIME_LIMIT_S = 60.0
 

@@ -1,0 +1,119 @@
+"""The ops profile of the model (contract §11): stats, job pages, redrive, purge
+and pause (the error history is ``ModelJob.record_error``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from alkstore import Job, JobState, QueueStats
+
+from .state import ModelState
+from .values import ModelDisagreement, ModelJob
+
+
+class OpsModel(ModelState):
+    """What an operator reads and does to a queue."""
+
+    def stats(self, queue: str) -> QueueStats:
+        now = self.now
+        live = [j for j in self._live.values() if j.queue == queue]
+        ready = [j.run_at for j in live if j.state is JobState.PENDING and j.run_at <= now]
+        processing = [j for j in live if j.state is JobState.PROCESSING]
+        lapsed = sum(1 for j in processing if j.lapsed(now))
+        return QueueStats(
+            queue=queue,
+            ready=len(ready),
+            scheduled=sum(1 for j in live if j.state is JobState.PENDING) - len(ready),
+            processing=len(processing) - lapsed,
+            lapsed=lapsed,
+            dead=sum(1 for j in self._dead.values() if j.queue == queue),
+            oldest_ready_age_s=now - min(ready) if ready else None,
+            paused=queue in self._paused,
+        )
+
+    def store_stats(self) -> list[QueueStats]:
+        """Every queue with a live row, a dead row or a pause, by name."""
+        rows = (*self._live.values(), *self._dead.values())
+        names = {job.queue for job in rows} | self._paused
+        return [self.stats(name) for name in sorted(names)]
+
+    def jobs(self, queue: str, state: JobState | None, after_id: int, limit: int) -> list[Job]:
+        rows = sorted((*self._live.values(), *self._dead.values()), key=lambda job: job.id)
+        return [
+            job.as_job()
+            for job in rows
+            if job.queue == queue and job.id > after_id and state in (None, job.state)
+        ][:limit]
+
+    def _to_redrive(self, queue: str, ids: Sequence[int] | None, limit: int) -> list[ModelJob]:
+        dead = [job for job in self._dead.values() if job.queue == queue]
+        if ids is None:
+            return sorted(dead, key=lambda job: (job.died_at, job.id))[:limit]
+        named = {job.id: job for job in dead}
+        return [named[job_id] for job_id in dict.fromkeys(ids) if job_id in named]
+
+    def redrive(
+        self, queue: str, ids: Sequence[int] | None, limit: int, new_ids: Sequence[int]
+    ) -> None:
+        """Record a redrive the engine reported as ``new_ids`` (one per dead row it took,
+        in order): each dead row goes, a new pending job with its payload and stamps
+        comes, due now, its expiry as far from now as it was from its creation."""
+        self._check_settled()
+        chosen = self._to_redrive(queue, ids, limit)
+        if len(new_ids) != len(chosen):
+            raise ModelDisagreement(
+                f"redrive of {ids!r} (limit {limit}) must redrive dead jobs "
+                f"{[job.id for job in chosen]}, the engine returned {len(new_ids)} new ids"
+            )
+        self._check_new_ids(new_ids)
+        now = self.now
+        reborn = []
+        for old, new_id in zip(chosen, new_ids, strict=True):
+            del self._dead[old.id]
+            lifetime = None if old.expires_at is None else old.expires_at - old.created_at
+            reborn.append(
+                replace(
+                    old,
+                    id=new_id,
+                    state=JobState.PENDING,
+                    attempts=0,
+                    created_at=now,
+                    run_at=now,
+                    claimed_at=None,
+                    expires_at=None if lifetime is None else now + lifetime,
+                    worker_id=None,
+                    last_error=None,
+                    died_at=None,
+                    deadline=None,
+                    errors=(),
+                    redriven_from=old.id,
+                )
+            )
+        self._commit_jobs(reborn)
+
+    def purge_dead(self, queue: str, ids: Sequence[int] | None, older_than_s: int | None) -> int:
+        self._check_settled()
+        now = self.now
+        doomed = [
+            job
+            for job in self._dead.values()
+            if job.queue == queue
+            and (ids is None or job.id in ids)
+            and (older_than_s is None or (job.died_at or now) < now - older_than_s)
+        ]
+        for job in doomed:
+            del self._dead[job.id]
+        return len(doomed)
+
+    def set_paused(self, queue: str, paused: bool) -> bool:
+        """Pause or resume; whether that changed anything."""
+        changed = (queue in self._paused) != paused
+        if paused:
+            self._paused.add(queue)
+        else:
+            self._paused.discard(queue)
+        return changed
+
+    def paused(self, queue: str) -> bool:
+        return queue in self._paused

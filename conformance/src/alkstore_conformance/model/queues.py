@@ -1,0 +1,238 @@
+"""The queue core of the model (contract §2): enqueue, claim, the handle's
+ack / heartbeat / fail / retry, ack_batch, cancel and the sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from alkstore import EnqueueOpts, JobState, QueueOpts, SweepResult
+from alkstore.backoff import retry_delay_range
+
+from .state import ModelState
+from .values import (
+    ERROR_EXHAUSTED,
+    ERROR_EXPIRED,
+    Claim,
+    ModelDisagreement,
+    ModelJob,
+    whole_seconds,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryOutcome:
+    """What ``retry`` must have done: refused, buried, or rescheduled within bounds."""
+
+    accepted: bool
+    dead: bool = False
+    run_at_bounds: tuple[int, int] | None = None
+
+
+class QueuesModel(ModelState):
+    """Producing, claiming and finishing jobs."""
+
+    def enqueue_many(
+        self,
+        queue: str,
+        payloads: Sequence[Any],
+        queue_opts: QueueOpts,
+        opts: EnqueueOpts | None,
+        ids: Sequence[int],
+    ) -> None:
+        """Record an enqueue the engine reported as ``ids`` (one per payload, in order)."""
+        if len(ids) != len(payloads):
+            raise ModelDisagreement(
+                f"{len(payloads)} payloads enqueued but {len(ids)} ids returned"
+            )
+        self._check_new_ids(ids)
+        resolved = opts or EnqueueOpts()
+        self._commit_jobs(
+            self._new_job(i, queue, p, queue_opts, resolved)
+            for i, p in zip(ids, payloads, strict=True)
+        )
+
+    def enqueue(
+        self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts | None, job_id: int
+    ) -> None:
+        self.enqueue_many(queue, [payload], queue_opts, opts, [job_id])
+
+    # -- claiming ----------------------------------------------------------------
+    def _bury(self, job: ModelJob, error: str, now: int) -> None:
+        # Dead rows keep worker_id and claimed_at: they say who held the job last.
+        del self._live[job.id]
+        job.state = JobState.DEAD
+        job.last_error = error
+        job.died_at = now
+        job.deadline = None
+        self._dead[job.id] = job
+
+    def _bury_exhausted(self, queue: str, now: int) -> int:
+        doomed = [
+            j for j in self._live.values() if j.queue == queue and j.lapsed(now) and j.exhausted()
+        ]
+        for job in doomed:
+            self._bury(job, ERROR_EXHAUSTED, now)
+        return len(doomed)
+
+    def claim(self, queue: str, worker_id: str, limit: int = 1) -> list[Claim]:
+        """The claims a ``claim_batch(worker_id, limit)`` must hand out, in order."""
+        self._check_settled()
+        now = self.now
+        # A lapsed row whose budget is spent is never handed out again (§2).
+        self._bury_exhausted(queue, now)
+        if queue in self._paused:  # §11: nothing is handed out; the sweep above still ran
+            return []
+        ready = sorted(
+            (j for j in self._live.values() if j.queue == queue and j.claimable(now)),
+            key=ModelJob.claim_order,
+        )
+        claims = []
+        for job in ready[:limit]:
+            job.state = JobState.PROCESSING
+            job.attempts += 1
+            job.claimed_at = now
+            job.worker_id = worker_id
+            job.deadline = now + job.visibility_timeout_s
+            claims.append(Claim(job.id, job.attempts, job.as_job()))
+        return claims
+
+    # -- handle ops ----------------------------------------------------------------
+    def _valid(self, claim: Claim, now: int) -> ModelJob | None:
+        """The row, if ``claim`` is still live: processing under this very attempt and
+        before its deadline (decision 010 §2)."""
+        job = self._live.get(claim.job_id)
+        if (
+            job is None
+            or job.state is not JobState.PROCESSING
+            or job.attempts != claim.attempt
+            or job.deadline is None
+            or job.deadline <= now
+        ):
+            return None
+        return job
+
+    def ack(self, claim: Claim) -> bool:
+        self._check_settled()
+        job = self._valid(claim, self.now)
+        if job is None:
+            return False
+        del self._live[job.id]
+        return True
+
+    def heartbeat(self, claim: Claim, extend: int | float | timedelta) -> bool:
+        """Absolute renewal: the deadline becomes ``now + extend``, never additive."""
+        self._check_settled()
+        now = self.now
+        job = self._valid(claim, now)
+        if job is None:
+            return False
+        job.deadline = now + whole_seconds(extend)
+        return True
+
+    def fail(self, claim: Claim, error: str) -> bool:
+        self._check_settled()
+        now = self.now
+        job = self._valid(claim, now)
+        if job is None:
+            return False
+        self._record_error(job, now, error)
+        self._bury(job, error, now)
+        return True
+
+    def retry(
+        self, claim: Claim, error: str, delay: int | float | timedelta | None = None
+    ) -> RetryOutcome:
+        """Apply a retry; when it reschedules, the engine's ``run_at`` must be passed to
+        ``settle_retry`` before the model is used again (the jitter is the engine's)."""
+        self._check_settled()
+        now = self.now
+        job = self._valid(claim, now)
+        if job is None:
+            return RetryOutcome(accepted=False)
+        self._record_error(job, now, error)
+        if job.exhausted():
+            self._bury(job, ERROR_EXHAUSTED, now)
+            return RetryOutcome(accepted=True, dead=True)
+        if delay is not None:
+            low = high = whole_seconds(delay)
+        else:
+            low, high = retry_delay_range(job.backoff_base_s, job.attempts)
+        job.state = JobState.PENDING
+        job.worker_id = None
+        job.claimed_at = None
+        job.deadline = None
+        job.run_at = now + low
+        bounds = (now + low, now + high)
+        if low != high:
+            self._unsettled[job.id] = bounds
+        return RetryOutcome(accepted=True, run_at_bounds=bounds)
+
+    def _record_error(self, job: ModelJob, now: int, error: str) -> None:
+        if self.ops:
+            job.record_error(now, error)
+
+    def settle_retry(self, job_id: int, run_at: int) -> None:
+        """Adopt the engine's jittered ``run_at`` once it is checked against the curve."""
+        bounds = self._unsettled.pop(job_id, None)
+        if bounds is None:
+            return
+        low, high = bounds
+        if not low <= run_at <= high:
+            raise ModelDisagreement(
+                f"job {job_id} was retried to run_at={run_at}, outside the backoff range "
+                f"[{low}, {high}]"
+            )
+        self._live[job_id].run_at = run_at
+
+    # -- queue-level ops ---------------------------------------------------------------
+    def ack_batch(self, queue: str, job_ids: Sequence[int], worker_id: str) -> int:
+        """Acks the distinct ids of ``queue`` processing under ``worker_id``, unexpired."""
+        self._check_settled()
+        now = self.now
+        acked = 0
+        for job_id in dict.fromkeys(job_ids):
+            job = self._live.get(job_id)
+            if (
+                job is not None
+                and job.queue == queue
+                and job.state is JobState.PROCESSING
+                and job.worker_id == worker_id
+                and job.deadline is not None
+                and job.deadline > now
+            ):
+                del self._live[job_id]
+                acked += 1
+        return acked
+
+    def cancel(self, queue: str, job_id: int) -> bool:
+        """Deletes a pending or processing row of ``queue`` whoever holds it; dead stays."""
+        self._check_settled()
+        job = self._live.get(job_id)
+        if job is None or job.queue != queue:
+            return False
+        del self._live[job_id]
+        return True
+
+    def sweep_expired(self, queue: str) -> SweepResult:
+        """Expired rows first (so an expired exhausted row records ``"expired"``), then
+        lapsed exhausted rows, then dead rows past their stamped retention."""
+        self._check_settled()
+        now = self.now
+        expired = [j for j in self._live.values() if j.queue == queue and j.expired(now)]
+        for job in expired:
+            self._bury(job, ERROR_EXPIRED, now)
+        exhausted = self._bury_exhausted(queue, now)
+        purged = [
+            j
+            for j in self._dead.values()
+            if j.queue == queue
+            and j.dead_letter_retention_s is not None
+            and j.died_at is not None
+            and j.died_at + j.dead_letter_retention_s < now
+        ]
+        for job in purged:
+            del self._dead[job.id]
+        return SweepResult(expired=len(expired), exhausted=exhausted, purged=len(purged))

@@ -1,0 +1,145 @@
+"""The scheduler in the model (contract §5): schedules, ticks under the
+leadership lock, catch-up, and adopting the jobs a tick fired."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from alkstore import (
+    CATCH_UP_CAP,
+    DEFAULT_QUEUE_OPTS,
+    SCHEDULER_LEASE_S,
+    SCHEDULER_LOCK,
+    Job,
+    Schedule,
+    ScheduleOpts,
+    TickResult,
+)
+
+from .locks import LocksModel
+from .values import ModelDisagreement, ModelSchedule, job_differences, json_round_trip
+
+SPEC_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_EVERY = re.compile(r"@every ([0-9]+)([smhd])")
+
+
+def spec_interval(spec: str) -> int:
+    """The interval in seconds of a spec in the v1 grammar, ``@every <n><unit>`` (§5)."""
+    match = _EVERY.fullmatch(spec)
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"not a v1 schedule spec: {spec!r}")
+    return int(match.group(1)) * SPEC_UNIT_SECONDS[match.group(2)]
+
+
+class SchedulerModel(LocksModel):
+    """Schedules and ticks; a tick's leadership is a lock (``LocksModel``)."""
+
+    def schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None
+    ) -> Schedule:
+        """Upsert by name. A new schedule, or one whose spec (the string) changed, next
+        fires one interval from now; re-registering the same spec keeps its boundary."""
+        interval = spec_interval(spec)
+        stored = self._schedules.get(name)
+        if stored is not None and stored.spec == spec:
+            next_fire_at = stored.next_fire_at
+        else:
+            next_fire_at = self.now + interval
+        row = ModelSchedule(
+            name=name,
+            spec=spec,
+            queue=queue,
+            payload=json_round_trip(payload),
+            opts=opts or ScheduleOpts(),
+            interval_s=interval,
+            next_fire_at=next_fire_at,
+        )
+        self._schedules[name] = row
+        return row.as_schedule()
+
+    def unschedule(self, name: str) -> bool:
+        return self._schedules.pop(name, None) is not None
+
+    def get_schedule(self, name: str) -> Schedule | None:
+        row = self._schedules.get(name)
+        return None if row is None else row.as_schedule()
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, by name (the contract names no order: compare sorted)."""
+        return [self._schedules[name].as_schedule() for name in sorted(self._schedules)]
+
+    def tick_schedules(self, worker_id: str) -> TickResult:
+        """One tick as ``worker_id``: it takes (or renews) the leadership lock, and fires
+        nothing while another owner's lock is live. Each due boundary fires one job; at
+        most ``CATCH_UP_CAP`` per schedule, the rest are skipped to the first boundary
+        strictly after now. The fired jobs' ids are the engine's: the jobs it created
+        must be passed to ``adopt_fired`` before the model is used again."""
+        self._check_settled()
+        if not self.lock_acquire(SCHEDULER_LOCK, worker_id, SCHEDULER_LEASE_S):
+            return TickResult(fired=0, skipped=0)
+        now = self.now
+        fired = skipped = 0
+        for row in self._schedules.values():
+            boundary = row.next_fire_at
+            fires = 0
+            while boundary <= now and fires < CATCH_UP_CAP:
+                # A fire enqueues "now", whichever boundary it stands for.
+                self._unadopted.append(
+                    self._new_job(0, row.queue, row.payload, DEFAULT_QUEUE_OPTS, row.fire_opts())
+                )
+                fires += 1
+                boundary += row.interval_s
+            if boundary <= now:
+                missed = (now - boundary) // row.interval_s + 1
+                boundary += missed * row.interval_s
+                skipped += missed
+            fired += fires
+            row.next_fire_at = boundary
+        return TickResult(fired=fired, skipped=skipped)
+
+    def adopt_fired(self, jobs: Sequence[Job]) -> None:
+        """Take the jobs the engine created since the last tick (in id order) as that
+        tick's fires: each must be one the model expects, with a new id, and every
+        expected fire must be among them. Fires of one schedule are indistinguishable,
+        and the contract orders neither the schedules of a tick nor their ids."""
+        self._check_new_ids([job.id for job in jobs])
+        expected = self._unadopted
+        self._unadopted = []
+        # Compared without ids: the engine's are unknown until matched.
+        owed = [replace(fire.as_job(), id=0) for fire in expected]
+        adopted = []
+        for job in jobs:
+            anonymous = replace(job, id=0)
+            match = next((i for i, fire in enumerate(owed) if fire == anonymous), None)
+            if match is None:
+                differences = "; ".join(job_differences(anonymous, owed[0])) if owed else ""
+                raise ModelDisagreement(
+                    f"job {job.id} appeared but is no fire the last tick owed ("
+                    + (
+                        f"{len(owed)} unmatched, the first differs in {differences})"
+                        if owed
+                        else "it owed none)"
+                    )
+                )
+            del owed[match]
+            fire = expected.pop(match)
+            fire.id = job.id
+            adopted.append(fire)
+        if expected:
+            raise ModelDisagreement(
+                f"the last tick owed {len(expected)} more fired jobs than the engine shows: "
+                + ", ".join(f"{fire.queue!r} payload {fire.payload!r}" for fire in expected[:5])
+            )
+        self._commit_jobs(adopted)
+
+    def describe_schedules(self) -> str:
+        """The model's schedules and scheduler lock (for failure messages)."""
+        lock = self._locks.get(SCHEDULER_LOCK)
+        held = "free" if lock is None else f"held by {lock.owner!r} until {lock.expires_at}"
+        rows = ", ".join(
+            f"{row.name} {row.spec} next {row.next_fire_at}" for row in self._schedules.values()
+        )
+        return f"now {self.now}, lock {held}; {rows or 'no schedules'}"

@@ -1,0 +1,56 @@
+"""The kit's public surface: the names an engine's author imports, and the entry points."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import alkstore_conformance
+from alkstore import Capabilities
+from alkstore_conformance.certify import cli, plugin
+
+
+def test_importing_the_package_loads_none_of_the_kit_machinery() -> None:
+    probe = (
+        "import sys, alkstore_conformance; "
+        "print(sorted(m for m in sys.modules if m.startswith('alkstore_conformance')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "['alkstore_conformance']"
+
+
+def test_the_package_exports_the_version_the_suite_and_the_report_schema() -> None:
+    assert sorted(alkstore_conformance.__all__) == ["SUITE_PACKAGE", "__version__", "report_schema"]
+    assert alkstore_conformance.SUITE_PACKAGE == "alkstore_conformance.suite"
+    schema = alkstore_conformance.report_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_the_driver_suite_builds_a_test_class_by_its_public_name() -> None:
+    from alkstore_conformance.driver_suite import driver_suite
+
+    assert isinstance(driver_suite(Capabilities(), "TestSeam"), type)
+
+
+def test_a_provider_without_hooks_satisfies_none_of_the_public_hook_protocols() -> None:
+    from alkstore_conformance.hooks import (
+        DescribeBackendProvider,
+        DriverWrapperProvider,
+        NativeConnectionFactoryProvider,
+    )
+
+    hooks = (NativeConnectionFactoryProvider, DescribeBackendProvider, DriverWrapperProvider)
+    assert not any(isinstance(object(), hook) for hook in hooks)
+
+
+def test_the_pytest_entry_point_loads_the_certify_plugin() -> None:
+    (entry,) = entry_points(group="pytest11", name="alkstore_conformance")
+    assert entry.load() is plugin
+
+
+def test_the_console_script_runs_the_certify_cli() -> None:
+    (entry,) = entry_points(group="console_scripts", name="alkstore-conformance")
+    assert entry.load() is cli.main
