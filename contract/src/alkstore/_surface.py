@@ -141,4 +141,3 @@ def documented_as(declared: Any, note: str) -> Callable[[F], F]:
         return function
 
     return decorate
-
