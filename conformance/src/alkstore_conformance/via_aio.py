@@ -268,7 +268,7 @@ class AioStore(AioStoreBase):
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
-        traceback: TracebackType | None,
+        tb: TracebackType | None,
     ) -> None:
         """Close the store."""
         self.close()

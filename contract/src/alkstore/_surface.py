@@ -141,3 +141,17 @@ def documented_as(declared: Any, note: str) -> Callable[[F], F]:
         return function
 
     return decorate
+
+
+def twin_drift(declared: Any, twin: Any) -> list[str]:
+    """How ``twin`` (an async or facade member) differs from the Protocol member it
+    mirrors: its parameters (names, kinds, defaults) and the errors its docstring
+    documents (``Raises:``). Either may be a function or a property; ``[]``: none."""
+    declared = declared.fget if isinstance(declared, property) else declared
+    twin = twin.fget if isinstance(twin, property) else twin
+    drift: list[str] = []
+    if parameters(twin) != parameters(declared):
+        drift.append(f"parameters {parameters(twin)} != {parameters(declared)}")
+    if sorted(raises(twin.__doc__)) != sorted(raises(declared.__doc__)):
+        drift.append(f"Raises {raises(twin.__doc__)} != {raises(declared.__doc__)}")
+    return drift

@@ -127,7 +127,7 @@ class AsyncStore(AsyncStoreBase):
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
-        traceback: TracebackType | None,
+        tb: TracebackType | None,
     ) -> None:
         """Close the store."""
         await self.close()
