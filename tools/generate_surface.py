@@ -25,7 +25,7 @@ import argparse
 import ast
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +85,6 @@ class Target:
     """Where the aio class's calls run: the store's ``Runner`` or a transaction's ``Lane``."""
     base: str | None = None
     """The Protocol this one extends (its mirror classes extend that one's)."""
-    extra: list[str] = field(default_factory=list)
 
 
 SURFACE: tuple[Target, ...] = (
@@ -537,10 +536,6 @@ def facade_body(target: Target, member: Member, how: How) -> list[str]:
     return statement("return " + head, args, "))")
 
 
-def aio_returns(member: Member, how: How) -> str:
-    return map_names(member.returns, AIO_NAMES)
-
-
 def facade_returns(member: Member) -> str:
     if member.returns == "JobHandle | None":
         return "AioJobHandle | None"
@@ -603,7 +598,7 @@ def render_class(target: Target, protocol: Protocol, side: str, by_name: dict[st
         if kind == "property":
             lines.append("    @property")
         if side == "aio":
-            returns = aio_returns(member, how)
+            returns = map_names(member.returns, AIO_NAMES)
             is_async = kind not in ("property", "factory")
             note = note_for(how)
             body = aio_body(target, member, how)
@@ -616,11 +611,10 @@ def render_class(target: Target, protocol: Protocol, side: str, by_name: dict[st
         lines.append("        " + with_note(member.docstring, note))
         lines += body
     if complete and not base:
-        label = target.aio if side == "aio" else target.facade
         lines += [
             "",
             "    def __repr__(self) -> str:",
-            f'        return f"<{label} {{self.{wrapped}!r}}>"',
+            f'        return f"<{{type(self).__name__}} {{self.{wrapped}!r}}>"',
         ]
     return "\n".join(lines)
 

@@ -196,7 +196,7 @@ class AioJobHandle:
         return self._loop.run(self.aio.fail(error))
 
     def __repr__(self) -> str:
-        return f"<AioJobHandle {self.aio!r}>"
+        return f"<{type(self).__name__} {self.aio!r}>"
 
 
 class AioQueueConsumer:
@@ -536,7 +536,7 @@ class AioQueueConsumer:
         return self._loop.run(self.aio.paused())
 
     def __repr__(self) -> str:
-        return f"<AioQueueConsumer {self.aio!r}>"
+        return f"<{type(self).__name__} {self.aio!r}>"
 
 
 class AioQueue(AioQueueConsumer):
@@ -639,7 +639,7 @@ class AioLock:
         return self._loop.run(self.aio.holder())
 
     def __repr__(self) -> str:
-        return f"<AioLock {self.aio!r}>"
+        return f"<{type(self).__name__} {self.aio!r}>"
 
 
 class AioStream:
@@ -749,7 +749,7 @@ class AioStream:
         return self._loop.run(self.aio.trim_to(offset))
 
     def __repr__(self) -> str:
-        return f"<AioStream {self.aio!r}>"
+        return f"<{type(self).__name__} {self.aio!r}>"
 
 
 class AioSubscriptionBase:

@@ -200,7 +200,7 @@ class AsyncJobHandle:
         return await self._runner.call(self.sync.fail, error)
 
     def __repr__(self) -> str:
-        return f"<AsyncJobHandle {self.sync!r}>"
+        return f"<{type(self).__name__} {self.sync!r}>"
 
 
 class AsyncAckAndClaim(NamedTuple):
@@ -570,7 +570,7 @@ class AsyncQueueConsumer:
         return await self._runner.call(self.sync.paused)
 
     def __repr__(self) -> str:
-        return f"<AsyncQueueConsumer {self.sync!r}>"
+        return f"<{type(self).__name__} {self.sync!r}>"
 
 
 class AsyncQueue(AsyncQueueConsumer):
@@ -673,7 +673,7 @@ class AsyncLock:
         return await self._runner.call(self.sync.holder)
 
     def __repr__(self) -> str:
-        return f"<AsyncLock {self.sync!r}>"
+        return f"<{type(self).__name__} {self.sync!r}>"
 
 
 class AsyncStreamBase:
