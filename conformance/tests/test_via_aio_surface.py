@@ -8,11 +8,10 @@ must be what the generator writes now.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,18 +22,8 @@ from alkstore_conformance import via_aio
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "tools/generate_surface.py"
-    spec = importlib.util.spec_from_file_location("generate_surface", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-GENERATOR = _generator()
+GENERATOR = SimpleNamespace(**runpy.run_path(str(ROOT / "tools/generate_surface.py")))
+"""The generator's table and functions (``tools/`` is a script folder, not a package)."""
 PROTOCOLS = GENERATOR.read_api(GENERATOR.API.read_text())
 PAIRS = [(t, name) for t in GENERATOR.SURFACE for name in t.members]
 IDS = [f"{t.protocol}.{name}" for t, name in PAIRS]

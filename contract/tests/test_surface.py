@@ -9,11 +9,10 @@ fails here, as does a generated module that regenerating would change.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
-import sys
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,18 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 API_SOURCE = ROOT / "contract/src/alkstore/api.py"
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "tools/generate_surface.py"
-    spec = importlib.util.spec_from_file_location("generate_surface", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-GENERATOR = _generator()
+GENERATOR = SimpleNamespace(**runpy.run_path(str(ROOT / "tools/generate_surface.py")))
+"""The generator's table and functions (``tools/`` is a script folder, not a package)."""
 SURFACE: tuple[Any, ...] = GENERATOR.SURFACE
 
 CORE = {
