@@ -7,6 +7,7 @@
     nox -s faults [-- --quick]                   fault runs on both engines (crash storm,
                                                  atomicity under SIGKILL, hostile input)
     nox -s docs                                  the docs site, warnings as errors
+    nox -s generate [-- --check]                 regenerate the async surface from api.py
     nox -s build                                 sdists + wheels into dist/, twine-checked
 
 Sessions that need PostgreSQL use ``ALKSTORE_PG_DSN`` when it is set, else a
@@ -186,6 +187,13 @@ def docs(session: nox.Session) -> None:
     session.install(*(arg for path in (CONTRACT, SQLITE, POSTGRES, KIT) for arg in ("-e", path)))
     quiet = {"NO_MKDOCS_2_WARNING": "1"}  # mkdocs-material's end-of-life banner
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=quiet)
+
+
+@nox.session(venv_backend="none")
+def generate(session: nox.Session) -> None:
+    """alkstore.aio's generated module and the kit's via-aio facade, from alkstore/api.py
+    (``-- --check``: fail if either is stale). The generator needs only the stdlib."""
+    session.run(sys.executable, "tools/generate_surface.py", *session.posargs)
 
 
 @nox.session

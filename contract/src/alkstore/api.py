@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
 from .clock import Clock
+from .constants import MAX_REDRIVE
 from .options import EnqueueOpts, QueueOpts, ScheduleOpts
 from .stop import StopToken
 from .timeconv import Duration
@@ -382,7 +383,7 @@ class QueueConsumer(Protocol):
             StoreClosed: the store was closed.
         """
 
-    def redrive(self, ids: Sequence[int] | None = None, *, limit: int = 10_000) -> list[int]:
+    def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
         """Turn dead jobs of this queue back into pending work, in one transaction.
 
         Each dead job named in ``ids`` (``None``: the oldest ``died_at`` first, up to
@@ -549,7 +550,6 @@ class Stream(Protocol):
         Raises:
             PayloadError: ``payload`` is not JSON-serializable (nothing written).
             StoreClosed: the store was closed.
-            NotImplementedError: the engine does not implement the streams profile.
         """
 
     def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
@@ -739,6 +739,7 @@ class Transaction(Protocol):
         Raises:
             InvalidName: ``stream`` is malformed.
             PayloadError: ``payload`` is not JSON-serializable.
+            ProfileUnavailable: the engine has no streams profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
 
@@ -748,6 +749,7 @@ class Transaction(Protocol):
         Raises:
             InvalidName: ``channel`` is malformed.
             PayloadError: ``payload`` is not JSON-serializable.
+            ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
 
@@ -881,7 +883,8 @@ class Store(Protocol):
             InvalidSpec: ``spec`` is not in the grammar (cron strings included).
             InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
             PayloadError: ``payload`` is not JSON-serializable.
-            NotImplementedError: the engine does not implement the scheduler profile.
+            ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
         """
 
     def unschedule(self, name: str) -> bool:
@@ -889,6 +892,8 @@ class Store(Protocol):
 
         Raises:
             InvalidName: ``name`` is malformed.
+            ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
         """
 
     def get_schedule(self, name: str) -> Schedule | None:
@@ -896,10 +901,17 @@ class Store(Protocol):
 
         Raises:
             InvalidName: ``name`` is malformed.
+            ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
         """
 
     def schedules(self) -> list[Schedule]:
-        """Every schedule, ordered by name."""
+        """Every schedule, ordered by name.
+
+        Raises:
+            ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
+        """
 
     def tick_schedules(self, worker_id: str) -> TickResult:
         """Fire every due boundary once, as ``worker_id``, under the leadership lock.
@@ -915,7 +927,8 @@ class Store(Protocol):
 
         Raises:
             InvalidName: ``worker_id`` is malformed.
-            NotImplementedError: the engine does not implement the scheduler profile.
+            ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
         """
 
     def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
@@ -932,6 +945,8 @@ class Store(Protocol):
             LeadershipLost: the lock lapsed or was taken; raised before ticking.
             InvalidOptions: ``stop`` is not a ``StopToken``.
             InvalidName: ``worker_id`` is malformed.
+            ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
         """
 
     def stream(self, name: str) -> Stream:
@@ -940,7 +955,8 @@ class Store(Protocol):
         Raises:
             InvalidName: ``name`` is malformed.
             ReservedName: ``name`` starts with the reserved prefix.
-            NotImplementedError: the engine does not implement the streams profile.
+            ProfileUnavailable: the engine has no streams profile.
+            StoreClosed: the store was closed.
         """
 
     def notify(self, channel: str, payload: Any) -> None:
@@ -949,7 +965,8 @@ class Store(Protocol):
         Raises:
             InvalidName: ``channel`` is malformed.
             PayloadError: ``payload`` is not JSON-serializable.
-            NotImplementedError: the engine does not implement the pubsub profile.
+            ProfileUnavailable: the engine has no pubsub profile.
+            StoreClosed: the store was closed.
         """
 
     def stats(self) -> list[QueueStats]:
@@ -966,7 +983,8 @@ class Store(Protocol):
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            NotImplementedError: the engine does not implement the pubsub profile.
+            ProfileUnavailable: the engine has no pubsub profile.
+            StoreClosed: the store was closed.
         """
 
     def close(self) -> None:

@@ -25,32 +25,36 @@ from typing import Any, TypeVar
 
 import pytest
 
-from alkstore import AckAndClaim, Clock, EngineProvider, JobHandle, Store
+from alkstore import EngineProvider, Store, api
+from alkstore._surface import documented_as
 from alkstore.aio import (
-    AsyncJobHandle,
-    AsyncLock,
-    AsyncOutbox,
-    AsyncQueue,
-    AsyncQueueConsumer,
     AsyncStore,
-    AsyncStream,
     AsyncSubscription,
     AsyncTransaction,
     TransactionBlock,
 )
+from alkstore.clock import Clock
 from alkstore.engine import AsyncNativeProvider
-from alkstore.options import EnqueueOpts, QueueOpts, ScheduleOpts
+from alkstore.options import EnqueueOpts
 from alkstore.stop import StopToken
 from alkstore.timeconv import Duration
-from alkstore.values import (
-    Job,
-    JobState,
-    LockInfo,
-    QueueStats,
-    Schedule,
-    StreamEvent,
-    SweepResult,
-    TickResult,
+
+from .via_aio_generated import (
+    AioJobHandle,
+    AioQueue,
+    AioQueueConsumer,
+    AioStoreBase,
+    AioSubscriptionBase,
+    AioTransactionBase,
+)
+from .via_aio_generated import (
+    AioLock as AioLock,
+)
+from .via_aio_generated import (
+    AioOutbox as AioOutbox,
+)
+from .via_aio_generated import (
+    AioStream as AioStream,
 )
 
 T = TypeVar("T")
@@ -119,221 +123,19 @@ async def open_async(
     return AsyncStore(store)
 
 
-class AioJobHandle:
-    """``alkstore.JobHandle`` over an ``AsyncJobHandle``."""
-
-    def __init__(self, loop: LoopThread, handle: AsyncJobHandle) -> None:
-        self._loop = loop
-        self.aio = handle
-
-    @property
-    def job(self) -> Job:
-        return self.aio.job
-
-    @property
-    def id(self) -> int:
-        return self.aio.id
-
-    @property
-    def payload(self) -> Any:
-        return self.aio.payload
-
-    @property
-    def attempts(self) -> int:
-        return self.aio.attempts
-
-    def ack(self) -> bool:
-        return self._loop.run(self.aio.ack())
-
-    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
-        done = self._loop.run(self.aio.ack_and_claim(worker_id, limit))
-        claimed: list[JobHandle] = [AioJobHandle(self._loop, h) for h in done.claimed]
-        return AckAndClaim(done.acked, claimed)
-
-    def heartbeat(self, extend: Duration) -> bool:
-        return self._loop.run(self.aio.heartbeat(extend))
-
-    def release(self) -> bool:
-        return self._loop.run(self.aio.release())
-
-    def retry(self, error: str, delay: Duration | None = None) -> bool:
-        return self._loop.run(self.aio.retry(error, delay))
-
-    def fail(self, error: str) -> bool:
-        return self._loop.run(self.aio.fail(error))
-
-    def __repr__(self) -> str:
-        return f"<AioJobHandle {self.aio!r}>"
-
-
-class AioQueueConsumer:
-    """``alkstore.QueueConsumer`` over an ``AsyncQueueConsumer``."""
-
-    def __init__(self, loop: LoopThread, queue: AsyncQueueConsumer) -> None:
-        self._loop = loop
-        self.aio = queue
-
-    @property
-    def name(self) -> str:
-        return self.aio.name
-
-    def _handle(self, handle: AsyncJobHandle | None) -> AioJobHandle | None:
-        return None if handle is None else AioJobHandle(self._loop, handle)
-
-    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
-        return self._loop.run(self.aio.enqueue(payload, opts))
-
-    def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
-        return self._loop.run(self.aio.enqueue_many(payloads, opts))
-
-    def claim(self, worker_id: str) -> AioJobHandle | None:
-        return self._handle(self._loop.run(self.aio.claim(worker_id)))
-
-    def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]:
-        handles = self._loop.run(self.aio.claim_batch(worker_id, limit))
-        return [AioJobHandle(self._loop, handle) for handle in handles]
-
-    def claim_wait(
-        self, worker_id: str, timeout: Duration | None = None, stop: StopToken | None = None
-    ) -> AioJobHandle | None:
-        return self._handle(self._loop.run(self.aio.claim_wait(worker_id, timeout, stop)))
-
-    def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
-        return self._loop.run(self.aio.ack_batch(job_ids, worker_id))
-
-    def cancel(self, job_id: int) -> bool:
-        return self._loop.run(self.aio.cancel(job_id))
-
-    def get_job(self, job_id: int) -> Job | None:
-        return self._loop.run(self.aio.get_job(job_id))
-
-    def sweep_expired(self) -> SweepResult:
-        return self._loop.run(self.aio.sweep_expired())
-
-    def stats(self) -> QueueStats:
-        return self._loop.run(self.aio.stats())
-
-    def jobs(
-        self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
-    ) -> list[Job]:
-        return self._loop.run(self.aio.jobs(state, after_id=after_id, limit=limit))
-
-    def redrive(self, ids: Sequence[int] | None = None, *, limit: int = 10_000) -> list[int]:
-        return self._loop.run(self.aio.redrive(ids, limit=limit))
-
-    def purge_dead(
-        self, ids: Sequence[int] | None = None, *, older_than_s: Duration | None = None
-    ) -> int:
-        return self._loop.run(self.aio.purge_dead(ids, older_than_s=older_than_s))
-
-    def pause(self) -> bool:
-        return self._loop.run(self.aio.pause())
-
-    def resume(self) -> bool:
-        return self._loop.run(self.aio.resume())
-
-    def paused(self) -> bool:
-        return self._loop.run(self.aio.paused())
-
-    def __repr__(self) -> str:
-        return f"<Aio {self.aio!r}>"
-
-
-class AioQueue(AioQueueConsumer):
-    """``alkstore.Queue`` over an ``AsyncQueue``."""
-
-    aio: AsyncQueue
-
-    def __init__(self, loop: LoopThread, queue: AsyncQueue) -> None:
-        super().__init__(loop, queue)
-        self.aio = queue
-
-    @property
-    def opts(self) -> QueueOpts:
-        return self.aio.opts
-
-
-class AioOutbox(AioQueueConsumer):
-    """``alkstore.Outbox`` over an ``AsyncOutbox``."""
-
-    aio: AsyncOutbox
-
-    def __init__(self, loop: LoopThread, outbox: AsyncOutbox) -> None:
-        super().__init__(loop, outbox)
-        self.aio = outbox
-
-
-class AioLock:
-    """``alkstore.Lock`` over an ``AsyncLock``."""
-
-    def __init__(self, loop: LoopThread, lock: AsyncLock) -> None:
-        self._loop = loop
-        self.aio = lock
-
-    @property
-    def name(self) -> str:
-        return self.aio.name
-
-    def acquire(self, owner: str, ttl: Duration) -> bool:
-        return self._loop.run(self.aio.acquire(owner, ttl))
-
-    def renew(self, owner: str, ttl: Duration) -> bool:
-        return self._loop.run(self.aio.renew(owner, ttl))
-
-    def release(self, owner: str) -> bool:
-        return self._loop.run(self.aio.release(owner))
-
-    def holder(self) -> LockInfo | None:
-        return self._loop.run(self.aio.holder())
-
-
-class AioStream:
-    """``alkstore.Stream`` over an ``AsyncStream``."""
-
-    def __init__(self, loop: LoopThread, stream: AsyncStream) -> None:
-        self._loop = loop
-        self.aio = stream
-
-    @property
-    def name(self) -> str:
-        return self.aio.name
-
-    def append(self, payload: Any) -> int:
-        return self._loop.run(self.aio.append(payload))
-
-    def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
-        return self._loop.run(self.aio.read(after, limit))
-
-    def commit(self, consumer: str, offset: int) -> None:
-        self._loop.run(self.aio.commit(consumer, offset))
-
-    def offset(self, consumer: str) -> int:
-        return self._loop.run(self.aio.offset(consumer))
-
-    def wait(
-        self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
-    ) -> bool:
-        return self._loop.run(self.aio.wait(after, timeout, stop))
-
-    def trim_to(self, offset: int) -> int:
-        return self._loop.run(self.aio.trim_to(offset))
-
-
-class AioSubscription:
+class AioSubscription(AioSubscriptionBase):
     """``alkstore.Subscription`` over an ``AsyncSubscription``."""
 
     def __init__(self, loop: LoopThread, subscription: AsyncSubscription) -> None:
         self._loop = loop
         self.aio = subscription
 
-    @property
-    def channel(self) -> str:
-        return self.aio.channel
-
+    @documented_as(api.Subscription.get, "Via aio: a ``timedelta`` reaches it as seconds.")
     def get(self, timeout: Duration | None = None) -> Any:
         seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
         return self._loop.run(self.aio.get(seconds))
 
+    @documented_as(api.Subscription.__iter__, "Via aio: each message one awaited ``get``.")
     def __iter__(self) -> Iterator[Any]:
         while True:
             message = self.get()
@@ -342,12 +144,11 @@ class AioSubscription:
             if message is not None:
                 yield message
 
-    def close(self) -> None:
-        self._loop.run(self.aio.close())
-
     def __enter__(self) -> AioSubscription:
+        """Use the subscription in a ``with`` block; it closes on exit."""
         return self
 
+    @documented_as(api.Subscription.__exit__, "Via aio: an awaited ``close``.")
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -375,37 +176,26 @@ class FetchedRows:
         return iter(self.fetchall())
 
 
-class AioTransaction:
+class AioTransaction(AioTransactionBase):
     """``alkstore.Transaction`` over an ``AsyncTransaction``."""
 
     def __init__(self, loop: LoopThread, transaction: AsyncTransaction) -> None:
         self._loop = loop
         self.aio = transaction
 
-    @property
-    def connection(self) -> Any:
-        return self.aio.connection
-
+    @documented_as(
+        api.Transaction.execute,
+        "Via aio: the rows, fetched on the transaction's thread, read like a cursor.",
+    )
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> FetchedRows:
         return FetchedRows(self._loop.run(self.aio.execute(sql, params)))
 
+    @documented_as(api.Transaction.enqueue, "Via aio: an ``AioQueue`` reaches it as its twin.")
     def enqueue(
         self, queue: str | AioQueue | Any, payload: Any, opts: EnqueueOpts | None = None
     ) -> int:
         target = queue.aio if isinstance(queue, AioQueue) else queue
         return self._loop.run(self.aio.enqueue(target, payload, opts))
-
-    def outbox_enqueue(self, outbox: str, payload: Any) -> int:
-        return self._loop.run(self.aio.outbox_enqueue(outbox, payload))
-
-    def get_job_tx(self, queue: str, job_id: int) -> Job | None:
-        return self._loop.run(self.aio.get_job_tx(queue, job_id))
-
-    def stream_append(self, stream: str, payload: Any) -> int:
-        return self._loop.run(self.aio.stream_append(stream, payload))
-
-    def notify(self, channel: str, payload: Any) -> None:
-        self._loop.run(self.aio.notify(channel, payload))
 
 
 class AioTransactionBlock:
@@ -428,7 +218,7 @@ class AioTransactionBlock:
         return self._loop.run(self._block.__aexit__(exc_type, exc, traceback))
 
 
-class AioStore:
+class AioStore(AioStoreBase):
     """``alkstore.Store`` over an ``AsyncStore``: each call one awaited coroutine on ``loop``."""
 
     def __init__(self, loop: LoopThread, store: AsyncStore) -> None:
@@ -439,24 +229,10 @@ class AioStore:
     def open(
         cls, loop: LoopThread, provider: EngineProvider, url: str, clock: Clock | None, **opts: Any
     ) -> AioStore:
+        """``provider``'s store at ``url``, opened on ``loop`` (``open_async``)."""
         return cls(loop, loop.run(open_async(provider, url, clock=clock, **opts)))
 
-    @property
-    def clock(self) -> Clock:
-        return self.aio.clock
-
-    def queue(self, name: str, opts: QueueOpts | None = None) -> AioQueue:
-        return AioQueue(self._loop, self.aio.queue(name, opts))
-
-    def outbox(self, name: str) -> AioOutbox:
-        return AioOutbox(self._loop, self.aio.outbox(name))
-
-    def lock(self, name: str) -> AioLock:
-        return AioLock(self._loop, self.aio.lock(name))
-
-    def stream(self, name: str) -> AioStream:
-        return AioStream(self._loop, self.aio.stream(name))
-
+    @documented_as(api.Store.claim_wait_any, "Via aio: the handles reach it as their twins.")
     def claim_wait_any(
         self,
         queues: Sequence[Any],
@@ -472,57 +248,29 @@ class AioStore:
         handle = self._loop.run(self.aio.claim_wait_any(given, worker_id, timeout, stop))
         return None if handle is None else AioJobHandle(self._loop, handle)
 
+    @documented_as(api.Store.transaction, "Via aio: ``async with aio_store.transaction()``.")
     def transaction(self) -> AioTransactionBlock:
         return AioTransactionBlock(self._loop, self.aio.transaction())
 
+    @documented_as(api.Store.attach, "Via aio: ``async with aio_store.attach(connection)``.")
     def attach(self, connection: Any) -> AioTransactionBlock:
         return AioTransactionBlock(self._loop, self.aio.attach(connection))
 
-    def schedule(
-        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
-    ) -> Schedule:
-        return self._loop.run(self.aio.schedule(name, spec, queue, payload, opts))
-
-    def unschedule(self, name: str) -> bool:
-        return self._loop.run(self.aio.unschedule(name))
-
-    def get_schedule(self, name: str) -> Schedule | None:
-        return self._loop.run(self.aio.get_schedule(name))
-
-    def schedules(self) -> list[Schedule]:
-        return self._loop.run(self.aio.schedules())
-
-    def tick_schedules(self, worker_id: str) -> TickResult:
-        return self._loop.run(self.aio.tick_schedules(worker_id))
-
-    def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
-        self._loop.run(self.aio.run_schedules(stop, worker_id))
-
-    def notify(self, channel: str, payload: Any) -> None:
-        self._loop.run(self.aio.notify(channel, payload))
-
+    @documented_as(api.Store.subscribe, "Via aio: an awaited ``subscribe``.")
     def subscribe(self, channel: str) -> AioSubscription:
         return AioSubscription(self._loop, self._loop.run(self.aio.subscribe(channel)))
 
-    def stats(self) -> list[QueueStats]:
-        return self._loop.run(self.aio.stats())
-
-    def close(self) -> None:
-        self._loop.run(self.aio.close())
-
-    @property
-    def closed(self) -> bool:
-        return self.aio.closed
-
     def __enter__(self) -> AioStore:
+        """Use the store in a ``with`` block; it closes on exit."""
         return self
 
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
-        traceback: TracebackType | None,
+        tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         self.close()
 
     def __repr__(self) -> str:

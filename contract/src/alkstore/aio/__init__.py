@@ -16,14 +16,15 @@ from typing import Any
 from ..clock import Clock, check_clock
 from ..engine import AsyncNativeProvider, load_engine, url_scheme
 from ..errors import InvalidOptions
-from .profiles import AsyncLock, AsyncStream, AsyncSubscription
-from .queues import (
+from ._generated import (
     AsyncAckAndClaim,
     AsyncJobHandle,
+    AsyncLock,
     AsyncOutbox,
     AsyncQueue,
     AsyncQueueConsumer,
 )
+from .profiles import AsyncStream, AsyncSubscription
 from .store import AsyncStore
 from .transaction import AsyncTransaction, TransactionBlock
 

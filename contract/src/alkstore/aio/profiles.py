@@ -1,4 +1,7 @@
-"""Async locks, streams and subscriptions (contract §6, §7, §13)."""
+"""Async streams and subscriptions (contract §7, §13): the members written by hand.
+
+Every other member is generated from ``alkstore.api`` (``aio/_generated.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,12 @@ import collections
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..api import Lock, Stream, Subscription
+from .. import api
+from .._surface import documented_as
+from ..api import Stream, Subscription
 from ..stop import StopToken
-from ..timeconv import Duration
-from ..values import LockInfo, StreamEvent
+from ..values import StreamEvent
+from ._generated import AsyncStreamBase, AsyncSubscriptionBase
 from .runner import Runner
 
 SUBSCRIPTION_SLICE_S = 1.0
@@ -17,69 +22,13 @@ SUBSCRIPTION_SLICE_S = 1.0
 thread within this (a message it took meanwhile is kept for the next ``get``)."""
 
 
-class AsyncLock:
-    """``store.lock(name)`` of an ``AsyncStore``."""
-
-    def __init__(self, runner: Runner, lock: Lock) -> None:
-        self._runner = runner
-        self.sync = lock
-
-    @property
-    def name(self) -> str:
-        """As ``Lock.name``."""
-        return self.sync.name
-
-    async def acquire(self, owner: str, ttl: Duration) -> bool:
-        """``Lock.acquire``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.acquire, owner, ttl)
-
-    async def renew(self, owner: str, ttl: Duration) -> bool:
-        """``Lock.renew``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.renew, owner, ttl)
-
-    async def release(self, owner: str) -> bool:
-        """``Lock.release``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.release, owner)
-
-    async def holder(self) -> LockInfo | None:
-        """``Lock.holder``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.holder)
-
-
-class AsyncStream:
+class AsyncStream(AsyncStreamBase):
     """``store.stream(name)`` of an ``AsyncStore``."""
 
     def __init__(self, runner: Runner, stream: Stream) -> None:
         self._runner = runner
         self.sync = stream
-
-    @property
-    def name(self) -> str:
-        """As ``Stream.name``."""
-        return self.sync.name
-
-    async def append(self, payload: Any) -> int:
-        """``Stream.append``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.append, payload)
-
-    async def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
-        """``Stream.read``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.read, after, limit)
-
-    async def commit(self, consumer: str, offset: int) -> None:
-        """``Stream.commit``, awaited (run off the loop)."""
-        await self._runner.call(self.sync.commit, consumer, offset)
-
-    async def offset(self, consumer: str) -> int:
-        """``Stream.offset``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.offset, consumer)
-
-    async def wait(
-        self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
-    ) -> bool:
-        """Cancelling the awaiting task ends the wait (no waiter left registered)."""
-        token = stop if stop is not None else StopToken()
-        return await self._runner.wait(self.sync.wait, after, timeout, token, stop=token)
+        """The sync stream every call goes to."""
 
     async def events(
         self, after: int = 0, *, limit: int = 100, stop: StopToken | None = None
@@ -94,26 +43,22 @@ class AsyncStream:
             if not batch and not await self.wait(after, stop=stop):
                 return
 
-    async def trim_to(self, offset: int) -> int:
-        """``Stream.trim_to``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.trim_to, offset)
 
-
-class AsyncSubscription:
+class AsyncSubscription(AsyncSubscriptionBase):
     """``store.subscribe(channel)`` of an ``AsyncStore``: ``async for message in sub``."""
 
     def __init__(self, runner: Runner, subscription: Subscription) -> None:
         self._runner = runner
         self.sync = subscription
+        """The sync subscription every call goes to."""
         self._kept: collections.deque[Any] = collections.deque()
 
-    @property
-    def channel(self) -> str:
-        """As ``Subscription.channel``."""
-        return self.sync.channel
-
+    @documented_as(
+        api.Subscription.get,
+        "Async: the wait runs on a waiting thread, a slice at a time; a message taken "
+        "for a cancelled ``get`` is kept for the next one, never dropped.",
+    )
     async def get(self, timeout: float | None = None) -> Any:
-        """The next message's payload; ``None`` on timeout or once closed."""
         if self._kept:
             return self._kept.popleft()
         remaining = timeout
@@ -141,6 +86,7 @@ class AsyncSubscription:
         """As ``Subscription.closed``."""
         return bool(getattr(self.sync, "closed", False))
 
+    @documented_as(api.Subscription.__iter__, "Async: ``async for message in subscription``.")
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._messages()
 
@@ -152,12 +98,10 @@ class AsyncSubscription:
             if message is not None:
                 yield message
 
-    async def close(self) -> None:
-        """``Subscription.close``, awaited (run off the loop)."""
-        await self._runner.call(self.sync.close)
-
     async def __aenter__(self) -> AsyncSubscription:
+        """Use the subscription in an ``async with`` block; it closes on exit."""
         return self
 
+    @documented_as(api.Subscription.__exit__, "Async: the end of an ``async with`` block.")
     async def __aexit__(self, *exc: object) -> None:
         await self.close()

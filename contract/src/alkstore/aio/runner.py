@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..api import JobHandle
+from ..api import AckAndClaim, JobHandle
 from ..stop import StopToken
 
 T = TypeVar("T")
@@ -147,6 +147,22 @@ def _once(fn: Callable[..., T], *args: Any) -> Future[T]:
 
     threading.Thread(target=run, name="alkstore-aio-closed", daemon=True).start()
     return future
+
+
+# What a claiming call's result holds, for ``Runner.claim(..., handles=...)``.
+def one(handle: JobHandle | None) -> list[JobHandle]:
+    """The handle of a call that claims at most one job (``claim``, ``claim_wait``)."""
+    return [] if handle is None else [handle]
+
+
+def many(handles: list[JobHandle]) -> list[JobHandle]:
+    """The handles of a call that claims a batch (``claim_batch``)."""
+    return handles
+
+
+def ack_and_claim(done: AckAndClaim) -> list[JobHandle]:
+    """The handles ``JobHandle.ack_and_claim`` claimed (its ack stands either way)."""
+    return done.claimed
 
 
 def _release_all(handles: list[JobHandle]) -> None:

@@ -6,22 +6,21 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .. import api
+from .._surface import documented_as
 from ..api import JobHandle, Store
-from ..clock import Clock
 from ..errors import InvalidOptions
-from ..options import QueueOpts, ScheduleOpts
 from ..stop import StopToken
 from ..timeconv import Duration
-from ..values import QueueStats, Schedule, TickResult
-from .profiles import AsyncLock, AsyncStream, AsyncSubscription
-from .queues import AsyncJobHandle, AsyncOutbox, AsyncQueue, AsyncQueueConsumer
-from .runner import Runner
+from ._generated import AsyncJobHandle, AsyncQueueConsumer, AsyncStoreBase
+from .profiles import AsyncStream, AsyncSubscription
+from .runner import Runner, one
 from .transaction import TransactionBlock
 
 T = TypeVar("T")
 
 
-class AsyncStore:
+class AsyncStore(AsyncStoreBase):
     """An opened store for asyncio code; never blocks the event loop.
 
     Get one with ``alkstore.aio.open(url)`` (``async with``), or wrap a sync
@@ -40,29 +39,18 @@ class AsyncStore:
         """The sync store every call goes to."""
         self._runner = Runner() if threads is None else Runner(threads)
 
-    @property
-    def clock(self) -> Clock:
-        """As ``Store.clock``."""
-        return self.sync.clock
-
-    # -- handles ------------------------------------------------------------------------
-    def queue(self, name: str, opts: QueueOpts | None = None) -> AsyncQueue:
-        """``Store.queue``, awaited (run off the loop)."""
-        return AsyncQueue(self._runner, self.sync.queue(name, opts))
-
-    def outbox(self, name: str) -> AsyncOutbox:
-        """``Store.outbox``, awaited (run off the loop)."""
-        return AsyncOutbox(self._runner, self.sync.outbox(name))
-
-    def lock(self, name: str) -> AsyncLock:
-        """``Store.lock``, awaited (run off the loop)."""
-        return AsyncLock(self._runner, self.sync.lock(name))
-
+    @documented_as(
+        api.Store.stream,
+        "Async: a plain method, not a coroutine: making a handle touches no storage.",
+    )
     def stream(self, name: str) -> AsyncStream:
-        """``Store.stream``, awaited (run off the loop)."""
         return AsyncStream(self._runner, self.sync.stream(name))
 
-    # -- waiting on several queues (§12) ------------------------------------------------
+    @documented_as(
+        api.Store.claim_wait_any,
+        "Async: ``queues`` are this store's async queue or outbox handles. Cancelling "
+        "the awaiting task ends the wait and gives back a job claimed meanwhile.",
+    )
     async def claim_wait_any(
         self,
         queues: Sequence[AsyncQueueConsumer],
@@ -70,7 +58,6 @@ class AsyncStore:
         timeout: Duration | None = None,
         stop: StopToken | None = None,
     ) -> AsyncJobHandle | None:
-        """Cancelling the awaiting task ends the wait and gives back a job claimed meanwhile."""
         if not isinstance(queues, (list, tuple)) or not all(
             isinstance(queue, AsyncQueueConsumer) for queue in queues
         ):
@@ -82,69 +69,37 @@ class AsyncStore:
             worker_id,
             timeout,
             token,
-            handles=lambda h: [] if h is None else [h],
+            handles=one,
             stop=token,
             waiting=True,
         )
         return None if handle is None else AsyncJobHandle(self._runner, handle)
 
     # -- transactions (§3) --------------------------------------------------------------
+    @documented_as(
+        api.Store.transaction,
+        "Async: ``async with store.transaction() as tx``; it rolls back on an exception, "
+        "a cancellation included.",
+    )
     def transaction(self) -> TransactionBlock:
-        """``async with store.transaction() as tx``: commits at the end of the block,
-        rolls back on an exception (including a cancellation)."""
         return TransactionBlock(_Deferred(self.sync.transaction))
 
+    @documented_as(
+        api.Store.attach,
+        "Async: ``async with store.attach(conn) as tx``. On an engine whose I/O runs on "
+        "the loop (``Capabilities.async_native``, e.g. Postgres) ``conn`` is the async "
+        "connection (psycopg's ``AsyncConnection``; SQLAlchemy's async connection "
+        "through ``(await conn.get_raw_connection()).driver_connection``).",
+    )
     def attach(self, connection: Any) -> TransactionBlock:
-        """``async with store.attach(conn) as tx``: join ``conn``'s open transaction.
-
-        On an engine whose I/O runs on the loop (``Capabilities.async_native``,
-        e.g. Postgres) ``conn`` is the async connection (psycopg's
-        ``AsyncConnection``; SQLAlchemy's async connection through
-        ``(await conn.get_raw_connection()).driver_connection``)."""
         return TransactionBlock(_Deferred(self.sync.attach, connection))
 
-    # -- scheduler (§5) -----------------------------------------------------------------
-    async def schedule(
-        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
-    ) -> Schedule:
-        """``Store.schedule``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.schedule, name, spec, queue, payload, opts)
-
-    async def unschedule(self, name: str) -> bool:
-        """``Store.unschedule``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.unschedule, name)
-
-    async def get_schedule(self, name: str) -> Schedule | None:
-        """``Store.get_schedule``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.get_schedule, name)
-
-    async def schedules(self) -> list[Schedule]:
-        """``Store.schedules``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.schedules)
-
-    async def tick_schedules(self, worker_id: str) -> TickResult:
-        """``Store.tick_schedules``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.tick_schedules, worker_id)
-
-    async def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
-        """Lead the scheduler until ``stop`` is set or the task is cancelled."""
-        await self._runner.wait(self.sync.run_schedules, stop, worker_id, stop=stop)
-
     # -- pub/sub (§7) ---------------------------------------------------------------------
-    async def notify(self, channel: str, payload: Any) -> None:
-        """``Store.notify``, awaited (run off the loop)."""
-        await self._runner.call(self.sync.notify, channel, payload)
-
+    @documented_as(api.Store.subscribe, "Async: awaited, run off the loop.")
     async def subscribe(self, channel: str) -> AsyncSubscription:
-        """``Store.subscribe``, awaited (run off the loop)."""
         return AsyncSubscription(
             self._runner, await self._runner.call(self.sync.subscribe, channel)
         )
-
-    # -- operations (§11) -----------------------------------------------------------------
-    async def stats(self) -> list[QueueStats]:
-        """``Store.stats``, awaited (run off the loop)."""
-        return await self._runner.call(self.sync.stats)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run any sync function (say, several store calls in a row) on the store's
@@ -157,28 +112,24 @@ class AsyncStore:
         an ``AsyncStore`` made over a store its caller keeps using)."""
         self._runner.close()
 
+    @documented_as(api.Store.close, "Async: the store's threads are released too.")
     async def close(self) -> None:
-        """Close the store (waking every waiting call) and its threads. Idempotent;
-        later calls raise ``StoreClosed``."""
         if self._runner.closed:
             return
         await self._runner.call(self.sync.close)
         self._runner.close()
 
-    @property
-    def closed(self) -> bool:
-        """As ``Store.closed``."""
-        return self.sync.closed
-
     async def __aenter__(self) -> AsyncStore:
+        """Use the store in an ``async with`` block; it closes on exit."""
         return self
 
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
-        traceback: TracebackType | None,
+        tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         await self.close()
 
     def __repr__(self) -> str:

@@ -7,14 +7,15 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
+from .. import api
+from .._surface import documented_as
 from ..api import Queue, Transaction
 from ..options import EnqueueOpts
-from ..values import Job
-from .queues import AsyncQueue
+from ._generated import AsyncQueue, AsyncTransactionBase
 from .runner import Lane
 
 
-class AsyncTransaction:
+class AsyncTransaction(AsyncTransactionBase):
     """The async face of ``alkstore.api.Transaction`` (contract §3, §13).
 
     Everything in it -- begin, each statement, commit or rollback -- runs in
@@ -24,49 +25,41 @@ class AsyncTransaction:
     def __init__(self, lane: Lane, transaction: Transaction) -> None:
         self._lane = lane
         self.sync = transaction
+        """The sync transaction every call goes to."""
 
     @property
+    @documented_as(
+        api.Transaction.connection,
+        "Async: on an engine whose I/O runs on the loop (``Capabilities.async_native``) "
+        "it is the async connection itself; elsewhere it belongs to the transaction's "
+        "thread: run SQL with ``await tx.execute(...)``.",
+    )
     def connection(self) -> Any:
-        """The engine's connection inside this transaction. On an engine whose
-        I/O runs on the loop (``Capabilities.async_native``) it is the async
-        connection itself; elsewhere it belongs to the transaction's thread:
-        run SQL with ``await tx.execute(...)``."""
         return self.sync.connection
 
+    @documented_as(
+        api.Transaction.execute,
+        "Async: returns the statement's rows (``[]`` when it has none) rather than a "
+        "cursor. On an ``async_native`` engine the connection is the engine's async "
+        "one, and the statement runs on the loop with it; elsewhere on the "
+        "transaction's thread.",
+    )
     async def execute(self, sql: str, params: Any = None) -> list[Any]:
-        """Run ``sql`` in this transaction; return its rows (``[]`` when it has none).
-
-        On an ``async_native`` engine the connection is the engine's async one,
-        and the statement runs on the loop with it; elsewhere on the
-        transaction's thread."""
         connection = await self._lane.call(lambda: self.sync.connection)  # checks it is live
         if inspect.iscoroutinefunction(getattr(connection, "execute", None)):
             cursor = await connection.execute(sql, params)
             return list(await cursor.fetchall()) if cursor.description else []
         return await self._lane.call(_execute_and_fetch, self.sync, sql, params)
 
+    @documented_as(
+        api.Transaction.enqueue,
+        "Async: awaited, on the transaction's thread; ``queue`` may be an ``AsyncQueue`` too.",
+    )
     async def enqueue(
         self, queue: str | Queue | AsyncQueue, payload: Any, opts: EnqueueOpts | None = None
     ) -> int:
-        """``Transaction.enqueue``, awaited (run off the loop)."""
         target = queue.sync if isinstance(queue, AsyncQueue) else queue
         return await self._lane.call(self.sync.enqueue, target, payload, opts)
-
-    async def outbox_enqueue(self, outbox: str, payload: Any) -> int:
-        """``Transaction.outbox_enqueue``, awaited (run off the loop)."""
-        return await self._lane.call(self.sync.outbox_enqueue, outbox, payload)
-
-    async def get_job_tx(self, queue: str, job_id: int) -> Job | None:
-        """``Transaction.get_job_tx``, awaited (run off the loop)."""
-        return await self._lane.call(self.sync.get_job_tx, queue, job_id)
-
-    async def stream_append(self, stream: str, payload: Any) -> int:
-        """``Transaction.stream_append``, awaited (run off the loop)."""
-        return await self._lane.call(self.sync.stream_append, stream, payload)
-
-    async def notify(self, channel: str, payload: Any) -> None:
-        """``Transaction.notify``, awaited (run off the loop)."""
-        await self._lane.call(self.sync.notify, channel, payload)
 
 
 def _execute_and_fetch(transaction: Transaction, sql: str, params: Any) -> list[Any]:

@@ -7,6 +7,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from .. import api
+from .._surface import implements
 from ..errors import StoreClosed
 from ..payload import decode_payload
 from ..timeconv import Duration
@@ -16,6 +18,7 @@ from .waiting import Deadline
 _CLOSED = object()
 
 
+@implements(api.Subscription)
 class CoreSubscription:
     """Messages arrive from the engine's listener; ``get`` blocks for the next one.
 
@@ -34,7 +37,6 @@ class CoreSubscription:
 
     @property
     def channel(self) -> str:
-        """The channel this subscription receives."""
         return self._channel
 
     def _deliver(self, payload: str) -> None:
@@ -44,7 +46,6 @@ class CoreSubscription:
                 self._ready.notify()
 
     def get(self, timeout: Duration | None = None) -> Any:
-        """The next message, or ``None`` on timeout or once closed."""
         deadline = Deadline(timeout)
         with self._ready:
             while not self._messages:
@@ -58,7 +59,6 @@ class CoreSubscription:
             return self._messages.popleft()
 
     def __iter__(self) -> Iterator[Any]:
-        """Yield each message's payload until the subscription or its store closes."""
         while True:
             message = self.get()
             if message is None and (self._closed or self._context.closed):
@@ -67,7 +67,6 @@ class CoreSubscription:
                 yield message
 
     def close(self) -> None:
-        """Stop receiving; unread messages are dropped. Idempotent."""
         with self._ready:
             if self._closed:
                 return
@@ -82,17 +81,11 @@ class CoreSubscription:
         return self._closed
 
     def __enter__(self) -> CoreSubscription:
-        """Use the subscription in a ``with`` block; it closes on exit.
-
-        Raises:
-            StoreClosed: the subscription is already closed.
-        """
         if self._closed:
             raise StoreClosed("this subscription is closed")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """Close the subscription."""
         self.close()
 
     def __repr__(self) -> str:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
+from .. import api
+from .._surface import implements
 from ..api import AckAndClaim, JobHandle
 from ..backoff import retry_delay
 from ..constants import MAX_REDRIVE
@@ -44,6 +46,7 @@ def _sort_in_claim_order(jobs: list[Job]) -> None:
     jobs.sort(key=_BY_PRIORITY, reverse=True)
 
 
+@implements(api.JobHandle)
 class CoreJobHandle:
     """One claim: ``(job.id, job.attempts)`` identifies it for every handle op.
 
@@ -61,22 +64,18 @@ class CoreJobHandle:
 
     @property
     def job(self) -> Job:
-        """The job as claimed (a frozen snapshot)."""
         return self._job
 
     @property
     def id(self) -> int:
-        """The job's id."""
         return self._job.id
 
     @property
     def payload(self) -> Any:
-        """The job's decoded payload."""
         return self._job.payload
 
     @property
     def attempts(self) -> int:
-        """This claim's attempt number (1 on the first claim)."""
         return self._job.attempts
 
     @property
@@ -90,25 +89,12 @@ class CoreJobHandle:
         return self._job.worker_id
 
     def ack(self) -> bool:
-        """Finish the job (delete it); ``False`` if this claim is no longer live.
-
-        Raises:
-            StoreClosed: the store was closed.
-        """
         ctx = self._queue._context
         now = ctx.now()
         job = self._job
         return ctx.write(lambda c: ctx.driver.ack(c, job.id, job.attempts, now))
 
     def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
-        """``ack`` then ``claim_batch(worker_id, limit)`` on this job's queue, in one
-        write (contract §12.7).
-
-        Raises:
-            InvalidName: ``worker_id`` is malformed (nothing acked).
-            InvalidOptions: ``limit`` is out of range (nothing acked).
-            StoreClosed: the store was closed.
-        """
         queue = self._queue
         validate_identifier(worker_id, "worker_id")
         check_limit(limit)
@@ -126,12 +112,6 @@ class CoreJobHandle:
         return AckAndClaim(acked, queue._handles(jobs))
 
     def heartbeat(self, extend: Duration) -> bool:
-        """Set the claim's deadline to ``now + extend``; ``False`` if no longer live.
-
-        Raises:
-            InvalidOptions: ``extend`` is not a duration of at least 1 s.
-            StoreClosed: the store was closed.
-        """
         seconds = duration_seconds(extend, "extend", minimum=1)
         ctx = self._queue._context
         now = ctx.now()
@@ -141,14 +121,6 @@ class CoreJobHandle:
         )
 
     def release(self) -> bool:
-        """Give the claim back unused: pending again at its ``run_at``, its attempt
-        refunded to the budget (``max_attempts + 1``), nothing added to its errors;
-        ``False`` if the claim is no longer live (contract §13: what a cancelled
-        async claim does).
-
-        Raises:
-            StoreClosed: the store was closed.
-        """
         ctx = self._queue._context
         now = ctx.now()
         job = self._job
@@ -159,15 +131,6 @@ class CoreJobHandle:
         return released
 
     def retry(self, error: str, delay: Duration | None = None) -> bool:
-        """Back to pending at ``now + delay`` (default: the backoff curve).
-
-        At its attempt budget the job goes dead (``"max attempts exceeded"``)
-        instead. ``False`` if this claim is no longer live (contract §2).
-
-        Raises:
-            InvalidOptions: ``error`` is not a ``str`` or ``delay`` is malformed.
-            StoreClosed: the store was closed.
-        """
         error = check_error(error)
         # Validate the delay first: a bad argument is refused even when the budget is spent.
         explicit = None if delay is None else duration_seconds(delay, "delay")
@@ -191,12 +154,6 @@ class CoreJobHandle:
         return ok
 
     def fail(self, error: str) -> bool:
-        """Dead-letter the job now with ``last_error = error``; ``False`` if no longer live.
-
-        Raises:
-            InvalidOptions: ``error`` is not a ``str``.
-            StoreClosed: the store was closed.
-        """
         error = check_error(error)
         return self._bury(error, error)
 
@@ -213,6 +170,7 @@ class CoreJobHandle:
         )
 
 
+@implements(api.Queue)
 class CoreQueue:
     """A queue is a name plus the opts its enqueues stamp; it touches no storage.
 
@@ -228,36 +186,20 @@ class CoreQueue:
 
     @property
     def name(self) -> str:
-        """The queue's name (for an outbox, its reserved backing queue's)."""
         return self._name
 
     @property
     def opts(self) -> QueueOpts:
-        """The options this handle stamps on each job it enqueues."""
         return self._opts
 
     # -- producing --------------------------------------------------------
     def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
-        """Add one job, stamped with this queue's opts and ``opts``; return its id.
-
-        Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
-            InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
-            StoreClosed: the store was closed.
-        """
         # enqueue_many of one payload, without the checks a one-item list passes anyway.
         self._context.check_open()
         resolved = enqueue_opts(opts)
         return self._insert([encode_payload(payload)], resolved)[0]
 
     def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
-        """Add one job per payload in one transaction; return the ids in order.
-
-        Raises:
-            PayloadError: a payload is not JSON-serializable (nothing written).
-            InvalidOptions: ``payloads`` is not a list or tuple, or ``opts`` is malformed.
-            StoreClosed: the store was closed.
-        """
         ctx = self._context
         ctx.check_open()
         if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
@@ -279,25 +221,10 @@ class CoreQueue:
 
     # -- consuming --------------------------------------------------------
     def claim(self, worker_id: str) -> JobHandle | None:
-        """Claim the next claimable job as ``worker_id``; ``None`` when there is none.
-
-        Order: priority descending, then ``run_at``, then id (contract §2).
-
-        Raises:
-            InvalidName: ``worker_id`` is malformed.
-            StoreClosed: the store was closed.
-        """
         handles = self.claim_batch(worker_id, 1)
         return handles[0] if handles else None
 
     def claim_batch(self, worker_id: str, limit: int) -> list[JobHandle]:
-        """Claim up to ``limit`` (1..10,000) jobs, in claim order.
-
-        Raises:
-            InvalidName: ``worker_id`` is malformed.
-            InvalidOptions: ``limit`` is out of range.
-            StoreClosed: the store was closed.
-        """
         return self._claim_batch(worker_id, limit, None)
 
     def _claim_batch(self, worker_id: str, limit: int, wait_s: float | None) -> list[JobHandle]:
@@ -330,16 +257,6 @@ class CoreQueue:
         timeout: Duration | None = None,
         stop: StopToken | None = None,
     ) -> JobHandle | None:
-        """Claim a job, waiting (wake-driven) until one is claimable.
-
-        Returns ``None`` on ``timeout`` or ``stop``; ``timeout=None`` waits until
-        ``stop`` is set (contract §2, wake).
-
-        Raises:
-            InvalidName: ``worker_id`` is malformed.
-            InvalidOptions: ``timeout`` or ``stop`` is malformed.
-            StoreClosed: the store was (or gets) closed.
-        """
         validate_identifier(worker_id, "worker_id")
         if stop is not None:
             check_type(stop, StopToken, "stop")
@@ -367,13 +284,6 @@ class CoreQueue:
         return ctx.read(lambda c: ctx.driver.next_wake_at(c, self._name, now), wait_s)
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
-        """Ack the jobs among ``job_ids`` that ``worker_id`` holds live; return how many.
-
-        Raises:
-            InvalidName: ``worker_id`` is malformed.
-            InvalidOptions: an id is not an int.
-            StoreClosed: the store was closed.
-        """
         validate_identifier(worker_id, "worker_id")
         ids = _storable_ids(job_ids)
         if not ids:
@@ -383,14 +293,6 @@ class CoreQueue:
         return ctx.write(lambda c: ctx.driver.ack_batch(c, self._name, ids, worker_id, now))
 
     def cancel(self, job_id: int) -> bool:
-        """Delete a pending or processing job of this queue; dead jobs stay.
-
-        Returns ``True`` if a row was deleted.
-
-        Raises:
-            InvalidOptions: ``job_id`` is not an int.
-            StoreClosed: the store was closed.
-        """
         check_job_id(job_id)
         ctx = self._context
         ctx.check_open()
@@ -399,14 +301,6 @@ class CoreQueue:
         return ctx.write(lambda c: ctx.driver.cancel(c, self._name, job_id))
 
     def get_job(self, job_id: int) -> Job | None:
-        """Id-global: finds the job whatever its queue (contract §2).
-
-        Returns the ``Job`` (pending, processing or dead), or ``None``.
-
-        Raises:
-            InvalidOptions: ``job_id`` is not an int.
-            StoreClosed: the store was closed.
-        """
         check_job_id(job_id)
         ctx = self._context
         ctx.check_open()
@@ -415,13 +309,6 @@ class CoreQueue:
         return ctx.read(lambda c: ctx.driver.get_job(c, job_id, None))
 
     def sweep_expired(self) -> SweepResult:
-        """Bury expired jobs, then lapsed exhausted ones, then purge old dead ones.
-
-        Each step is one atomic statement on this queue only (contract §2).
-
-        Raises:
-            StoreClosed: the store was closed.
-        """
         ctx = self._context
         now = ctx.now()
         driver = ctx.driver
@@ -435,13 +322,6 @@ class CoreQueue:
 
     # -- operations (contract §11, ops profile) -----------------------------------
     def stats(self) -> QueueStats:
-        """What this queue holds now: ready, scheduled, processing, lapsed, dead, the
-        oldest ready job's age, and whether it is paused.
-
-        Raises:
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
@@ -451,16 +331,6 @@ class CoreQueue:
     def jobs(
         self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
     ) -> list[Job]:
-        """A keyset page of this queue's jobs (live and dead, or one ``state``) with
-        ids greater than ``after_id``, in id order; pass the last id back as
-        ``after_id`` for the next page.
-
-        Raises:
-            InvalidOptions: ``state`` is not a job state, ``after_id`` is not an int
-                >= 0, or ``limit`` is not within 1..1000.
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         wanted = check_state(state)
         check_job_id(after_id)
         check_page_limit(limit)
@@ -472,17 +342,6 @@ class CoreQueue:
         return ctx.read(lambda c: driver.list_jobs(c, self._name, wanted, after_id, limit))
 
     def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
-        """Give dead jobs of this queue another life, in one transaction: each becomes a
-        new pending job (fresh id, same payload, priority and stamps, attempts 0, due
-        now; ``redriven_from`` names the dead one) and its dead row goes. ``ids=None``
-        takes the oldest dead first, up to ``limit``; ids that are not dead jobs of
-        this queue are skipped. Returns the new ids.
-
-        Raises:
-            InvalidOptions: an id is not an int, or ``limit`` is not within 1..10,000.
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         chosen = None if ids is None else _ids(ids)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_REDRIVE:
             raise InvalidOptions(f"limit must be an int within 1..{MAX_REDRIVE}, got {limit!r}")
@@ -499,14 +358,6 @@ class CoreQueue:
     def purge_dead(
         self, ids: Sequence[int] | None = None, *, older_than_s: Duration | None = None
     ) -> int:
-        """Delete this queue's dead jobs: those in ``ids``, or those dead for longer
-        than ``older_than_s``, or (neither given) all of them. Returns how many.
-
-        Raises:
-            InvalidOptions: an id is not an int, or ``older_than_s`` is malformed.
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         chosen = None if ids is None else _ids(ids)
         older = None if older_than_s is None else duration_seconds(older_than_s, "older_than_s")
         ctx = self._context
@@ -518,32 +369,12 @@ class CoreQueue:
         return ctx.write(lambda c: driver.purge_dead_jobs(c, self._name, chosen, died_before, now))
 
     def pause(self) -> bool:
-        """Stop handing out this queue's jobs, in every process, until ``resume``;
-        enqueue, sweeps and jobs already claimed carry on. ``True`` if it was running.
-
-        Raises:
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         return self._set_paused(True)
 
     def resume(self) -> bool:
-        """Hand out this queue's jobs again and wake its waiters. ``True`` if it was
-        paused.
-
-        Raises:
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         return self._set_paused(False)
 
     def paused(self) -> bool:
-        """Whether this queue is paused (by any process).
-
-        Raises:
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         ctx = self._context
         driver = ctx.ops()
         return ctx.read(lambda c: driver.is_paused(c, self._name))
@@ -561,6 +392,7 @@ class CoreQueue:
         return f"<Queue {self._name!r}>"
 
 
+@implements(api.Outbox)
 class CoreOutbox(CoreQueue):
     """The queue surface over the outbox's reserved backing queue (contract §4).
 

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .. import api
+from .._surface import implements
 from ..api import JobHandle, Outbox, Queue, Store
 from ..clock import Clock, SystemClock, check_clock
 from ..constants import MAX_WAIT_QUEUES
@@ -33,6 +35,7 @@ DEFAULT_REPOLL_S = 1.0
 """Safety-net re-poll of waiting calls when no wake arrives (engine option ``repoll_s``)."""
 
 
+@implements(api.Store)
 class CoreStore:
     """Thread-safe and shareable; every rule lives here, every statement in the driver.
 
@@ -84,7 +87,6 @@ class CoreStore:
 
     @property
     def clock(self) -> Clock:
-        """The clock every stored time comes from."""
         return self._context.clock
 
     @property
@@ -99,16 +101,6 @@ class CoreStore:
 
     # -- public surface ---------------------------------------------------
     def queue(self, name: str, opts: QueueOpts | None = None) -> CoreQueue:
-        """A handle on the queue ``name`` stamping ``opts`` (default ``DEFAULT_QUEUE_OPTS``).
-
-        Touches no storage (contract §2).
-
-        Raises:
-            InvalidName: ``name`` is malformed.
-            ReservedName: ``name`` starts with the reserved prefix.
-            InvalidOptions: ``opts`` is not a ``QueueOpts``.
-            StoreClosed: the store was closed.
-        """
         validate_name(name, "queue name")
         if opts is not None:
             check_type(opts, QueueOpts, "opts")
@@ -116,25 +108,11 @@ class CoreStore:
         return CoreQueue(self._context, name, opts if opts is not None else DEFAULT_QUEUE_OPTS)
 
     def outbox(self, name: str) -> CoreOutbox:
-        """A handle on the outbox ``name`` (contract §4).
-
-        Raises:
-            InvalidName: ``name`` is malformed.
-            ReservedName: ``name`` starts with the reserved prefix.
-            StoreClosed: the store was closed.
-        """
         backing = outbox_queue_name(name)
         self._context.check_open()
         return CoreOutbox(self._context, name, backing, OUTBOX_QUEUE_OPTS)
 
     def lock(self, name: str) -> CoreLock:
-        """A handle on the lock ``name`` (contract §6).
-
-        Raises:
-            InvalidName: ``name`` is malformed.
-            ReservedName: ``name`` starts with the reserved prefix.
-            StoreClosed: the store was closed.
-        """
         validate_name(name, "lock name")
         self._context.check_open()
         return CoreLock(self._context, name)
@@ -146,18 +124,6 @@ class CoreStore:
         timeout: Duration | None = None,
         stop: StopToken | None = None,
     ) -> JobHandle | None:
-        """Claim a job from any of ``queues``, waiting until one is claimable.
-
-        The queues are tried in the order given; a wake from any of them ends
-        the wait (contract §12). Returns ``None`` on ``timeout`` or ``stop``.
-
-        Raises:
-            InvalidOptions: ``queues`` is not a list or tuple of 1..MAX_WAIT_QUEUES
-                distinct queue or outbox handles of this store, or ``timeout``
-                or ``stop`` is malformed.
-            InvalidName: ``worker_id`` is malformed.
-            StoreClosed: the store was (or gets) closed.
-        """
         chosen = self._own_queues(queues)
         validate_identifier(worker_id, "worker_id")
         if stop is not None:
@@ -186,13 +152,6 @@ class CoreStore:
 
     # -- operations (contract §11, ops profile) -----------------------------------
     def stats(self) -> list[QueueStats]:
-        """Stats of every queue with a job (live or dead) or a pause, reserved ones
-        included, ordered by name.
-
-        Raises:
-            ProfileUnavailable: the engine has no ops profile.
-            StoreClosed: the store was closed.
-        """
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
@@ -202,81 +161,30 @@ class CoreStore:
     def schedule(
         self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
     ) -> Schedule:
-        """Create or update (by name) a schedule firing ``payload`` into ``queue``.
-
-        ``spec`` is ``"@every <n><s|m|h|d>"``; a new or changed spec first fires
-        at ``now + interval`` (contract §5).
-
-        Raises:
-            InvalidName: ``name`` or ``queue`` is malformed.
-            ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
-            InvalidSpec: ``spec`` is not in the grammar.
-            InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
-            PayloadError: ``payload`` is not JSON-serializable.
-        """
         return self._scheduler_front.schedule(name, spec, queue, payload, opts)
 
     def unschedule(self, name: str) -> bool:
-        """Delete the schedule ``name``; ``True`` if it existed.
-
-        Raises:
-            InvalidName: ``name`` is malformed.
-        """
         return self._scheduler_front.unschedule(name)
 
     def get_schedule(self, name: str) -> Schedule | None:
-        """The schedule ``name``, or ``None``.
-
-        Raises:
-            InvalidName: ``name`` is malformed.
-        """
         return self._scheduler_front.get_schedule(name)
 
     def schedules(self) -> list[Schedule]:
-        """Every schedule, ordered by name."""
         return self._scheduler_front.schedules()
 
     def tick_schedules(self, worker_id: str) -> TickResult:
-        """Fire every due boundary once (at most 64 per schedule) as the leader.
-
-        Fires nothing while another worker holds the live leadership lock
-        (contract §5).
-
-        Raises:
-            InvalidName: ``worker_id`` is malformed.
-        """
         return self._scheduler_front.tick(worker_id)
 
     def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
-        """Lead the scheduler (wait for the lock, then renew, tick, sleep) until ``stop``.
-
-        Raises:
-            LeadershipLost: the lock lapsed or was taken; raised before ticking.
-            InvalidOptions: ``stop`` is not a ``StopToken``.
-            InvalidName: ``worker_id`` is malformed.
-        """
         self._scheduler_front.run(stop, worker_id)
 
     # -- streams and pub/sub (contract §7) --------------------------------
     def stream(self, name: str) -> CoreStream:
-        """A handle on the stream ``name`` (contract §7).
-
-        Raises:
-            InvalidName: ``name`` is malformed.
-            ReservedName: ``name`` starts with the reserved prefix.
-            ProfileUnavailable: the engine does not implement the streams profile.
-        """
         validate_name(name, "stream name")
         self._context.streams()
         return CoreStream(self._context, name)
 
     def notify(self, channel: str, payload: Any) -> None:
-        """Publish ``payload`` to every subscription of ``channel`` open now (contract §7).
-
-        Raises:
-            InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
-        """
         validate_name(channel, "channel")
         text = encode_payload(payload)
         ctx = self._context
@@ -285,25 +193,12 @@ class CoreStore:
         ctx.write(lambda c: driver.publish(c, channel, text, now))
 
     def subscribe(self, channel: str) -> CoreSubscription:
-        """Receive messages published on ``channel`` from now on (contract §7).
-
-        Raises:
-            InvalidName: ``channel`` is malformed.
-        """
         validate_name(channel, "channel")
         self._context.pubsub()
         return CoreSubscription(self._context, channel)
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
-        """``with store.transaction() as tx:`` an engine transaction (contract §3).
-
-        Commits when the block ends, rolls back on an exception; waiters wake
-        only after the commit.
-
-        Raises:
-            StoreClosed: the store was closed.
-        """
         self._context.check_open()
         with self._context.driver.transaction() as handle:
             tx = CoreTransaction(self._context, handle)
@@ -317,15 +212,6 @@ class CoreStore:
 
     @contextmanager
     def attach(self, connection: Any) -> Iterator[CoreTransaction]:
-        """Join the caller's open transaction; other waiters learn of it on the
-        caller's commit through the engine's cross-process wake.
-
-        The store never commits or rolls back ``connection`` (contract §3).
-
-        Raises:
-            InvalidOptions: the engine cannot use ``connection``.
-            StoreClosed: the store was closed.
-        """
         self._context.check_open()
         with self._context.driver.attach(connection) as handle:
             tx = CoreTransaction(self._context, handle)
@@ -335,7 +221,6 @@ class CoreStore:
                 tx._finish()
 
     def close(self) -> None:
-        """Release connections and wake waiters; later calls raise ``StoreClosed``."""
         if not self._context.mark_closed():
             return
         self._context.hub.close()
@@ -343,11 +228,9 @@ class CoreStore:
 
     @property
     def closed(self) -> bool:
-        """Whether ``close()`` has been called."""
         return self._context.closed
 
     def __enter__(self) -> CoreStore:
-        """Use the store in a ``with`` block; it closes on exit."""
         return self
 
     def __exit__(
@@ -356,7 +239,6 @@ class CoreStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Close the store."""
         self.close()
 
     def __repr__(self) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import api
+from .._surface import implements
 from ..driver import stream_topic
 from ..errors import EngineUnavailable
 from ..names import validate_identifier
@@ -17,6 +19,7 @@ from .context import StoreContext
 from .waiting import Deadline, wait_budget
 
 
+@implements(api.Stream)
 class CoreStream:
     """An append-only log with durable consumer offsets; from ``store.stream(name)``.
 
@@ -30,16 +33,9 @@ class CoreStream:
 
     @property
     def name(self) -> str:
-        """The stream's name."""
         return self._name
 
     def append(self, payload: Any) -> int:
-        """Append one event; return its offset (strictly increasing, from 1).
-
-        Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
-            StoreClosed: the store was closed.
-        """
         text = encode_payload(payload)
         ctx = self._context
         now = ctx.now()
@@ -50,12 +46,6 @@ class CoreStream:
         return offset
 
     def read(self, after: int = 0, limit: int = 100) -> list[StreamEvent]:
-        """Up to ``limit`` (1..10,000) events with offsets greater than ``after``, in order.
-
-        Raises:
-            InvalidOptions: ``after`` or ``limit`` is out of range.
-            StoreClosed: the store was closed.
-        """
         check_offset(after, "after")
         check_limit(limit)
         ctx = self._context
@@ -63,13 +53,6 @@ class CoreStream:
         return ctx.read(lambda c: driver.stream_read(c, self._name, after, limit))
 
     def commit(self, consumer: str, offset: int) -> None:
-        """Record durably that ``consumer`` has processed events up to ``offset``.
-
-        Raises:
-            InvalidName: ``consumer`` is malformed.
-            InvalidOptions: ``offset`` is not a non-negative int.
-            StoreClosed: the store was closed.
-        """
         validate_identifier(consumer, "consumer")
         check_offset(offset, "offset")
         ctx = self._context
@@ -77,24 +60,12 @@ class CoreStream:
         ctx.write(lambda c: driver.stream_commit(c, self._name, consumer, offset))
 
     def offset(self, consumer: str) -> int:
-        """The offset ``consumer`` last committed, 0 when none.
-
-        Raises:
-            InvalidName: ``consumer`` is malformed.
-            StoreClosed: the store was closed.
-        """
         validate_identifier(consumer, "consumer")
         ctx = self._context
         driver = ctx.streams()
         return ctx.read(lambda c: driver.stream_offset(c, self._name, consumer))
 
     def trim_to(self, offset: int) -> int:
-        """Delete the events with offsets smaller than ``offset``; return how many.
-
-        Raises:
-            InvalidOptions: ``offset`` is not a non-negative int.
-            StoreClosed: the store was closed.
-        """
         check_offset(offset, "offset")
         ctx = self._context
         driver = ctx.streams()
@@ -103,14 +74,6 @@ class CoreStream:
     def wait(
         self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
     ) -> bool:
-        """``True`` as soon as an event with an offset greater than ``after`` exists.
-
-        ``False`` on ``timeout`` or ``stop``; wake-driven like ``claim_wait``.
-
-        Raises:
-            InvalidOptions: ``after``, ``timeout`` or ``stop`` is malformed.
-            StoreClosed: the store was (or gets) closed.
-        """
         check_offset(after, "after")
         if stop is not None:
             check_type(stop, StopToken, "stop")

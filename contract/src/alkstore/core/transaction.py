@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import api
+from .._surface import implements
 from ..api import Queue
 from ..driver import queue_topic, stream_topic
 from ..errors import StoreClosed
@@ -23,6 +25,7 @@ from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
 
 
+@implements(api.Transaction)
 class CoreTransaction:
     """Engine statements run on the transaction's connection; wakes wait for commit.
 
@@ -41,37 +44,14 @@ class CoreTransaction:
 
     @property
     def connection(self) -> Any:
-        """The engine's DB-API connection carrying this transaction.
-
-        Raises:
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         self._check_live()
         return self._context.driver.native_connection(self._handle)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
-        """``connection.execute(sql, params)``: a business write in this transaction.
-
-        Raises:
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         connection = self.connection
         return connection.execute(sql, params) if params is not None else connection.execute(sql)
 
     def enqueue(self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None) -> int:
-        """Enqueue into ``queue`` if this transaction commits; return the job id.
-
-        A ``Queue`` handle stamps its own ``QueueOpts`` (contract §11); a bare name
-        stamps ``DEFAULT_QUEUE_OPTS``. Reserved names (an outbox's backing queue)
-        are refused (contract §3).
-
-        Raises:
-            InvalidName: ``queue`` is malformed.
-            ReservedName: ``queue`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
-            InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         if isinstance(queue, str) or not hasattr(queue, "opts"):
             name, queue_opts = validate_name(queue, "queue name"), DEFAULT_QUEUE_OPTS
         else:  # a Queue handle (any implementation): its name and the opts it stamps
@@ -80,25 +60,10 @@ class CoreTransaction:
         return self._insert(name, payload, queue_opts, enqueue_opts(opts))
 
     def outbox_enqueue(self, outbox: str, payload: Any) -> int:
-        """Enqueue into the outbox ``outbox`` if this transaction commits (contract §4).
-
-        Raises:
-            InvalidName: ``outbox`` is malformed.
-            ReservedName: ``outbox`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         backing = outbox_queue_name(outbox)
         return self._insert(backing, payload, OUTBOX_QUEUE_OPTS, enqueue_opts(None))
 
     def stream_append(self, stream: str, payload: Any) -> int:
-        """Append to ``stream`` if this transaction commits; return the offset.
-
-        Raises:
-            InvalidName: ``stream`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         validate_name(stream, "stream name")
         text = encode_payload(payload)
         self._check_live()
@@ -108,13 +73,6 @@ class CoreTransaction:
         return offset
 
     def notify(self, channel: str, payload: Any) -> None:
-        """Delivered to subscribers only if the transaction commits.
-
-        Raises:
-            InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         validate_name(channel, "channel")
         text = encode_payload(payload)
         self._check_live()
@@ -122,15 +80,6 @@ class CoreTransaction:
         ctx.pubsub().publish(self._handle, channel, text, ctx.now())
 
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
-        """Queue-filtered read inside the transaction (contract §2).
-
-        Returns the ``Job`` if a row with ``job_id`` belongs to ``queue``, else ``None``.
-
-        Raises:
-            InvalidName: ``queue`` is malformed.
-            InvalidOptions: ``job_id`` is not an int.
-            StoreClosed: the transaction has finished or the store was closed.
-        """
         validate_name(queue, "queue name")
         check_job_id(job_id)
         self._check_live()
