@@ -26,7 +26,9 @@ def _stored(driver: SeamDriver, name: str = "s") -> ScheduleRecord | None:
 
 
 def _advance(driver: SeamDriver, name: str, expected: int, new_fire_at: int) -> bool:
-    return driver.write(lambda c: driver.schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at)))
+    return driver.write(
+        lambda c: driver.schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at))
+    )
 
 
 class SchedulerStatements(SeamTests):

@@ -23,8 +23,8 @@ from alkstore.driver import (
     ScheduleRecord,
     StreamDriver,
 )
-from alkstore.values import Job
 from alkstore.params import Claim, GetJob
+from alkstore.values import Job
 
 T0 = 1_700_000_000
 """The suite's "now" unless a test moves it."""
