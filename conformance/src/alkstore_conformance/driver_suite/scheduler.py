@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from alkstore.driver import ScheduleRecord
 from alkstore.params import ScheduleAdvance
+from alkstore.rows import ScheduleRecord
 
 from .base import SeamTests
 from .support import T0, SeamDriver, claim, insert, schedule_record, stamps

@@ -20,10 +20,10 @@ from alkstore.driver import (
     OpsDriver,
     PubSubDriver,
     SchedulerDriver,
-    ScheduleRecord,
     StreamDriver,
 )
 from alkstore.params import Claim, GetJob
+from alkstore.rows import ScheduleRecord
 from alkstore.values import Job
 
 T0 = 1_700_000_000

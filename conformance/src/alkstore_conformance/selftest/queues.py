@@ -18,9 +18,10 @@ from typing import Any
 
 from alkstore import BACKOFF_CAP_S
 from alkstore.core import CoreStore
-from alkstore.driver import ERROR_EXPIRED, JOB_COLUMNS, Driver, job_from_row
+from alkstore.driver import ERROR_EXPIRED, Driver
 from alkstore.options import JobStamps
 from alkstore.params import Claim, ClaimRef, Heartbeat, Reschedule, Sweep
+from alkstore.rows import JOB_COLUMNS, job_from_row
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import JOBS
