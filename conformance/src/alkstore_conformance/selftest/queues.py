@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -236,4 +237,4 @@ class UncappedBackoffDriver(SqliteDriver):
             uncapped = int(row[0]) * 2 ** min(attempt - 1, _MAX_EXPONENT)
             if uncapped > BACKOFF_CAP_S:
                 run_at = now + (run_at - now) * uncapped // BACKOFF_CAP_S
-        return super().reschedule(c, params)
+        return super().reschedule(c, replace(params, run_at=run_at))
