@@ -459,15 +459,29 @@ LIST_DEAD_JOBS = _DEAD_PAGE
 # dead id it replaces; one DELETE then removes those dead rows. The dead rows
 # are picked either by the ids in :ids (a JSON array, repeats removed, each
 # looked up by key) or as the oldest :limit off the dead age index.
+# A redriven job keeps its dead row's stamps but for the three that count from
+# its enqueue: it is enqueued now, its lifetime (if any) starting over.
+_RESTAMPED = {
+    "created_at": ":now",
+    "run_at": ":now",
+    "expires_at": ":now + (d.expires_at - d.created_at)",
+}
+_REDRIVE_COLUMNS = ", ".join([*JOB_STAMP_FIELDS, "state", "payload", "attempts", "redriven_from"])
+_REDRIVE_VALUES = ", ".join(
+    [
+        *(_RESTAMPED.get(f, f"d.{f}") for f in JOB_STAMP_FIELDS),
+        "'pending'",
+        "d.payload",
+        "0",
+        "d.id",
+    ]
+)
+
+
 def _redrive(chosen: str) -> str:
     return f"""
-INSERT INTO {JOBS} (
-    queue, state, payload, priority, attempts, max_attempts, created_at, run_at,
-    expires_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s,
-    redriven_from)
-SELECT d.queue, 'pending', d.payload, d.priority, 0, d.max_attempts, :now, :now,
-       :now + (d.expires_at - d.created_at), d.visibility_timeout_s, d.backoff_base_s,
-       d.dead_letter_retention_s, d.id
+INSERT INTO {JOBS} ({_REDRIVE_COLUMNS})
+SELECT {_REDRIVE_VALUES}
   FROM ({chosen}) AS chosen
   JOIN {DEAD} AS d ON d.id = chosen.id
  WHERE d.queue = :queue
