@@ -6,7 +6,7 @@ from dataclasses import FrozenInstanceError, fields
 
 import pytest
 
-from alkstore.params import PARAMS, ClaimRef, Reschedule, bind_by_name
+from alkstore.params import PARAMS, Claim, ClaimRef, GetJob, Reschedule, bind_by_name
 
 
 def test_every_params_value_is_frozen_and_slotted() -> None:
@@ -56,3 +56,10 @@ def test_a_placeholder_that_is_no_field_is_refused_by_name() -> None:
 def test_extra_values_need_a_numbered_marker() -> None:
     with pytest.raises(ValueError, match="numbered"):
         bind_by_name("SET e = :entry", Reschedule, extra=("entry",))
+
+
+def test_a_params_value_is_built_by_position_or_keyword_alike() -> None:
+    assert Claim("q", "w", 1, 2) == Claim(queue="q", worker_id="w", now=1, limit=2)
+    assert GetJob(7) == GetJob(job_id=7, queue=None)
+    with pytest.raises(TypeError):
+        Claim("q", "w", 1)  # type: ignore[call-arg]
