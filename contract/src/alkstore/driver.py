@@ -52,7 +52,7 @@ from .params import (
 )
 
 # The rows module is the home of these; they stay importable from here, where
-# engines written for alkstore 0.3 import them.
+# engines written for alkstore 0.1 import them.
 from .rows import CLAIMED_COLUMNS as CLAIMED_COLUMNS
 from .rows import JOB_COLUMNS as JOB_COLUMNS
 from .rows import ScheduleRecord as ScheduleRecord

@@ -23,7 +23,7 @@ from .values import JobState
 
 SEAM = 2
 """The driver seam these values make: 2 (statement methods take ``(c, params)``).
-Seam 1 (alkstore up to 0.3) took each value as a positional argument."""
+Seam 1 (alkstore 0.1) took each value as a positional argument."""
 
 # -- queues -------------------------------------------------------------------------
 
