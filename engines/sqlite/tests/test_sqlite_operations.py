@@ -14,6 +14,7 @@ from sqlite_helpers import StoreFactory, sqlite_driver, wait_for_one
 
 from alkstore import QueueOpts, Store
 from alkstore.constants import MAX_ERROR_HISTORY, MAX_ERROR_LENGTH
+from alkstore.params import Redrive
 from alkstore.testing import FakeClock
 from alkstore.values import JobState
 
@@ -79,7 +80,7 @@ def test_a_redrive_that_rolls_back_leaves_the_dead_row_and_no_new_job(store: Sto
     made: list[int] = []
 
     def redrive_then_crash(c: sqlite3.Connection) -> None:
-        made.extend(driver.redrive(c, "q", None, 10, 0))
+        made.extend(driver.redrive(c, Redrive("q", None, 10, 0)))
         raise RuntimeError("crash before commit")
 
     with pytest.raises(RuntimeError):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from alkstore.params import Publish
+
 from .base import SeamTests
 from .support import T0, SeamDriver, watching
 
@@ -13,7 +15,7 @@ class Boom(Exception):
 
 
 def _publish(driver: SeamDriver, channel: str, payload: str) -> None:
-    driver.write(lambda c: driver.publish(c, channel, payload, T0))
+    driver.write(lambda c: driver.publish(c, Publish(channel, payload, T0)))
 
 
 class PubSubStatements(SeamTests):
@@ -57,7 +59,7 @@ class PubSubInTransactions(SeamTests):
     ) -> None:
         sink = watching(other)
         with driver.transaction() as c:
-            driver.publish(c, "c", '"held"', T0)
+            driver.publish(c, Publish("c", '"held"', T0))
             seen_before_commit = list(sink.messages)
         assert seen_before_commit == []
         assert sink.wait_for(lambda s: len(s.messages) >= 1)
@@ -69,7 +71,7 @@ class PubSubInTransactions(SeamTests):
 
         def publish_then_fail() -> None:
             with driver.transaction() as c:
-                driver.publish(c, "c", '"rolled back"', T0)
+                driver.publish(c, Publish("c", '"rolled back"', T0))
                 raise Boom
 
         with pytest.raises(Boom):
@@ -85,6 +87,6 @@ class PubSubInTransactions(SeamTests):
         sink = watching(other)
         with driver.transaction() as c:
             for _ in range(3):
-                driver.publish(c, "c", '"same"', T0)
+                driver.publish(c, Publish("c", '"same"', T0))
         assert sink.wait_for(lambda s: len(s.messages) >= 3)
         assert sink.messages == [("c", '"same"')] * 3

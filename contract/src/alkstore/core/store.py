@@ -12,11 +12,12 @@ from .._surface import implements
 from ..api import JobHandle, Outbox, Queue, Store
 from ..clock import Clock, SystemClock, check_clock
 from ..constants import MAX_WAIT_QUEUES
-from ..driver import Driver
+from ..driver import Driver, check_seam
 from ..engine import Capabilities
-from ..errors import InvalidOptions
+from ..errors import EngineMisconfigured, InvalidOptions
 from ..names import outbox_queue_name, validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
+from ..params import Publish, QueueStatsAt
 from ..payload import encode_payload
 from ..stop import StopToken
 from ..timeconv import Duration
@@ -75,6 +76,11 @@ class CoreStore:
         check_clock(clock)
         if capabilities is not None:
             check_type(capabilities, Capabilities, "capabilities")
+        try:
+            check_seam(driver)
+        except EngineMisconfigured:
+            driver.close()
+            raise
         self._context = StoreContext(
             driver,
             clock if clock is not None else SystemClock(),
@@ -155,7 +161,7 @@ class CoreStore:
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
-        return ctx.read(lambda c: driver.queue_stats(c, None, now))
+        return ctx.read(lambda c: driver.queue_stats(c, QueueStatsAt(None, now)))
 
     # -- scheduler (contract §5) ---------------------------------------
     def schedule(
@@ -190,7 +196,7 @@ class CoreStore:
         ctx = self._context
         driver = ctx.pubsub()
         now = ctx.now()
-        ctx.write(lambda c: driver.publish(c, channel, text, now))
+        ctx.write(lambda c: driver.publish(c, Publish(channel, text, now)))
 
     def subscribe(self, channel: str) -> CoreSubscription:
         validate_name(channel, "channel")
