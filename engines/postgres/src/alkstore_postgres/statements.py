@@ -5,45 +5,34 @@ renders them once per store with the schema quoted by
 ``psycopg.sql.Identifier`` (never interpolated raw), into bytes that psycopg
 executes -- and, after a few runs, prepares -- as is. Values are always
 ``%(name)s`` parameters. Time is always the ``now`` parameter from the store's
-clock; no statement reads the server's own ``now()``.
+clock; no statement reads the server's own ``now()``. Job and schedule column
+lists are never written out here: ``columns`` derives them from the contract's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final
 
 from psycopg import sql
 
 from alkstore.constants import MAX_ERROR_HISTORY
+from alkstore.driver import ScheduleRecord
 
-# -- shared column lists -------------------------------------------------------
+from .columns import (
+    CLAIMED_JOB,
+    DEAD_JOB,
+    LIVE_JOB,
+    MOVED,
+    STAMP_COLUMNS,
+    STAMP_PARAMETERS,
+    column,
+    column_list,
+    parameters,
+    restamped,
+)
 
-
-def _history(errors: str) -> str:
-    """The ``errors`` array (one JSON ``[attempt, at, error]`` text per entry) as the
-    JSON array text ``job_from_row`` reads; NULL when the job has no history."""
-    return f"'[' || array_to_string({errors}, ',') || ']'"
-
-
-_LIVE_JOB = f"""
-    id, queue, state, payload, priority, attempts, max_attempts, created_at, run_at,
-    claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
-    dead_letter_retention_s, NULL::text AS last_error, NULL::bigint AS died_at,
-    {_history("errors")} AS errors, redriven_from"""
-"""A live row in ``alkstore.driver.JOB_COLUMNS`` order."""
-
-_DEAD_JOB = f"""
-    id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, created_at, run_at,
-    claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
-    dead_letter_retention_s, last_error, died_at, {_history("errors")} AS errors, redriven_from"""
-"""A dead row in ``alkstore.driver.JOB_COLUMNS`` order."""
-
-_MOVED = """
-    id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at,
-    expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s,
-    redriven_from"""
-"""What a live row keeps when it moves to the dead table (same id), its history aside."""
+# -- shared fragments ------------------------------------------------------------
 
 _APPENDED_ERROR = f"""
     (coalesce(errors, ARRAY[]::text[]) || %(entry)s::text)
@@ -61,10 +50,11 @@ def _move_to_dead(predicate: str, errors: str = "errors") -> str:
 WITH moved AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE {predicate}
-    RETURNING {_MOVED}, errors
+    RETURNING {MOVED}, errors
 )
-INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
-SELECT {_MOVED}, {errors}, %(last_error)s, %(now)s
+INSERT INTO {{schema}}.alkstore_dead_jobs (
+        {MOVED}, errors, last_error, died_at)
+SELECT {MOVED}, {errors}, %(last_error)s, %(now)s
 FROM moved
 """
 
@@ -77,17 +67,11 @@ evaluates it once per statement (one primary-key probe), before any row is locke
 
 # -- queues ----------------------------------------------------------------------
 
-INSERT_JOB: Final = """
+INSERT_JOB: Final = f"""
 WITH inserted AS (
-    INSERT INTO {schema}.alkstore_jobs (
-        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
-        visibility_timeout_s, backoff_base_s, dead_letter_retention_s
-    )
-    VALUES (
-        %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s, %(created_at)s, %(run_at)s,
-        %(expires_at)s::bigint, %(visibility_timeout_s)s, %(backoff_base_s)s,
-        %(dead_letter_retention_s)s::bigint
-    )
+    INSERT INTO {{schema}}.alkstore_jobs (
+        payload, {STAMP_COLUMNS})
+    VALUES (%(payload)s, {STAMP_PARAMETERS})
     RETURNING id
 ), woken AS (
     SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
@@ -100,15 +84,11 @@ SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
 The NOTIFY rides along so a lone enqueue costs one round trip; PostgreSQL
 delivers it only when the transaction commits."""
 
-INSERT_JOBS: Final = """
+INSERT_JOBS: Final = f"""
 WITH inserted AS (
-    INSERT INTO {schema}.alkstore_jobs (
-        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
-        visibility_timeout_s, backoff_base_s, dead_letter_retention_s
-    )
-    SELECT %(queue)s, job.payload, %(priority)s, %(max_attempts)s, %(created_at)s,
-           %(run_at)s, %(expires_at)s::bigint, %(visibility_timeout_s)s, %(backoff_base_s)s,
-           %(dead_letter_retention_s)s::bigint
+    INSERT INTO {{schema}}.alkstore_jobs (
+        payload, {STAMP_COLUMNS})
+    SELECT job.payload, {STAMP_PARAMETERS}
     FROM unnest(%(payloads)b::text[]) WITH ORDINALITY AS job (payload, position)
     ORDER BY job.position
     RETURNING id
@@ -132,11 +112,8 @@ _CLAIM_SET = """SET state = 'processing',
     deadline = %(now)s + job.visibility_timeout_s"""
 """What every claim sets on the rows it claims (``job``)."""
 
-_CLAIM_RETURNING = f"""RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
-          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
-          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
-          job.redriven_from"""
-"""``alkstore.driver.CLAIMED_COLUMNS``, of the claimed rows (``job``)."""
+_CLAIM_RETURNING = f"RETURNING {CLAIMED_JOB}"
+"""``alkstore.driver.CLAIMED_COLUMNS`` of the claimed rows, as updated."""
 
 
 def _claim(pick: str) -> str:
@@ -150,10 +127,11 @@ WITH exhausted AS (
 ), buried AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {_MOVED}, errors
+    RETURNING {MOVED}, errors
 ), dead AS (
-    INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
-    SELECT {_MOVED}, errors, %(last_error)s, %(now)s
+    INSERT INTO {{schema}}.alkstore_dead_jobs (
+        {MOVED}, errors, last_error, died_at)
+    SELECT {MOVED}, errors, %(last_error)s, %(now)s
     FROM buried
 ), ready AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
@@ -334,11 +312,11 @@ DELETE FROM {schema}.alkstore_jobs WHERE id = %(id)s AND queue = %(queue)s
 """
 
 GET_JOB: Final = f"""
-SELECT {_LIVE_JOB}
+SELECT {LIVE_JOB}
 FROM {{schema}}.alkstore_jobs
 WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 UNION ALL
-SELECT {_DEAD_JOB}
+SELECT {DEAD_JOB}
 FROM {{schema}}.alkstore_dead_jobs
 WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """
@@ -422,11 +400,11 @@ found by loose index scans (one probe per queue), not by reading every row."""
 
 LIST_JOBS: Final = f"""
 SELECT * FROM (
-    (SELECT {_LIVE_JOB} FROM {{schema}}.alkstore_jobs
+    (SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
      WHERE queue = %(queue)s AND id > %(after_id)s
      ORDER BY id LIMIT %(limit)s)
     UNION ALL
-    (SELECT {_DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+    (SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
      WHERE queue = %(queue)s AND id > %(after_id)s
      ORDER BY id LIMIT %(limit)s)
 ) AS page
@@ -438,7 +416,7 @@ each table past ``after_id``, merged. Walks each table's primary key from
 ``after_id``; no index on the hot jobs table is kept for this rare read."""
 
 LIST_LIVE_JOBS: Final = f"""
-SELECT {_LIVE_JOB} FROM {{schema}}.alkstore_jobs
+SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
 WHERE queue = %(queue)s AND state = %(state)s AND id > %(after_id)s
 ORDER BY id
 LIMIT %(limit)s
@@ -446,12 +424,24 @@ LIMIT %(limit)s
 """A keyset page of the pending or the processing rows."""
 
 LIST_DEAD_JOBS: Final = f"""
-SELECT {_DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
 WHERE queue = %(queue)s AND id > %(after_id)s
 ORDER BY id
 LIMIT %(limit)s
 """
 """A keyset page of the dead rows."""
+
+
+_REDRIVEN_STAMPS = restamped(
+    "removed",
+    {
+        "created_at": "%(now)s",
+        "run_at": "%(now)s",
+        "expires_at": "%(now)s + (removed.expires_at - removed.created_at)",
+    },
+)
+"""A redriven job's stamps: its dead row's, but a new life starts now (an expiry
+keeps its length)."""
 
 
 def _redrive(chosen: str) -> str:
@@ -465,17 +455,11 @@ def _redrive(chosen: str) -> str:
 WITH {chosen}, removed AS (
     DELETE FROM {{schema}}.alkstore_dead_jobs
     WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING id, queue, payload, priority, max_attempts, created_at, expires_at,
-              visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+    RETURNING id, payload, {STAMP_COLUMNS}
 ), inserted AS (
     INSERT INTO {{schema}}.alkstore_jobs (
-        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
-        visibility_timeout_s, backoff_base_s, dead_letter_retention_s, redriven_from
-    )
-    SELECT removed.queue, removed.payload, removed.priority, removed.max_attempts,
-           %(now)s, %(now)s, %(now)s + (removed.expires_at - removed.created_at),
-           removed.visibility_timeout_s, removed.backoff_base_s,
-           removed.dead_letter_retention_s, removed.id
+        payload, {STAMP_COLUMNS}, redriven_from)
+    SELECT removed.payload, {_REDRIVEN_STAMPS}, removed.id
     FROM removed JOIN chosen ON chosen.id = removed.id
     ORDER BY chosen.position
     RETURNING id
@@ -581,24 +565,22 @@ WHERE name = %(name)s AND expires_at > %(now)s
 
 # -- scheduler ---------------------------------------------------------------------
 
-_SCHEDULE = """
-    name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at"""
+_SCHEDULE = column_list(ScheduleRecord)
 """In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
 
-SCHEDULE_UPSERT: Final = f"""
-INSERT INTO {{schema}}.alkstore_schedules AS stored ({_SCHEDULE})
-VALUES (
-    %(name)s, %(spec)s, %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s::integer,
-    %(expires_s)s::bigint, %(interval_s)s, %(next_fire_at)s
+_SCHEDULE_REPLACED = ",\n    ".join(
+    f"{column(field.name)} = excluded.{column(field.name)}"
+    for field in fields(ScheduleRecord)
+    if field.name not in ("name", "next_fire_at")
 )
+"""What re-registering a schedule replaces: all but its name and its boundary."""
+
+SCHEDULE_UPSERT: Final = f"""
+INSERT INTO {{schema}}.alkstore_schedules AS stored (
+        {_SCHEDULE})
+VALUES ({parameters(ScheduleRecord)})
 ON CONFLICT (name) DO UPDATE
-SET spec = excluded.spec,
-    queue = excluded.queue,
-    payload = excluded.payload,
-    priority = excluded.priority,
-    max_attempts = excluded.max_attempts,
-    expires_s = excluded.expires_s,
-    interval_s = excluded.interval_s,
+SET {_SCHEDULE_REPLACED},
     next_fire_at = CASE WHEN stored.spec = excluded.spec
                         THEN stored.next_fire_at
                         ELSE excluded.next_fire_at END
