@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from ..api import JobHandle, Outbox, Queue, Store
 from ..clock import Clock, SystemClock, check_clock
 from ..constants import MAX_WAIT_QUEUES
-from ..driver import Driver
+from ..driver import Driver, check_seam
 from ..engine import Capabilities
-from ..errors import InvalidOptions
+from ..errors import EngineMisconfigured, InvalidOptions
 from ..names import outbox_queue_name, validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
 from ..payload import encode_payload
@@ -72,6 +72,11 @@ class CoreStore:
         check_clock(clock)
         if capabilities is not None:
             check_type(capabilities, Capabilities, "capabilities")
+        try:
+            check_seam(driver)
+        except EngineMisconfigured:
+            driver.close()
+            raise
         self._context = StoreContext(
             driver,
             clock if clock is not None else SystemClock(),

@@ -1,0 +1,331 @@
+"""What the core hands a driver's statement: one frozen value per statement.
+
+Every ``Driver`` method (and every optional profile's) that takes more than one
+value besides the transaction handle ``c`` takes ``(c, params)``, ``params``
+one of these, named after its statement (``insert_jobs`` takes ``JobStamps``
+and the payloads). A value has each argument by name, so an engine passes them
+to its SQL by name (``bind_by_name``), and a statement that gains an argument
+gains a field, not a position in every engine's signature.
+
+Every timestamp is whole UTC epoch seconds from the store's clock, every value
+already resolved and validated by the core: a driver never checks them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any
+
+from .values import JobState
+
+SEAM = 2
+"""The driver seam these values make: 2 (statement methods take ``(c, params)``).
+Seam 1 (alkstore up to 0.3) took each value as a positional argument."""
+
+# -- queues -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """``claim``: up to ``limit`` claimable jobs of ``queue`` for ``worker_id``."""
+
+    queue: str
+    worker_id: str
+    now: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """``bury_exhausted``, ``bury_expired``, ``purge_dead``: one sweep step of ``queue``."""
+
+    queue: str
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRef:
+    """``ack``, ``release_claim``: the claim ``(job_id, attempt)``, valid at ``now``."""
+
+    job_id: int
+    attempt: int
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class AckBatch:
+    """``ack_batch``: the jobs ``job_ids`` of ``queue`` claimed by ``worker_id``."""
+
+    queue: str
+    job_ids: Sequence[int]
+    worker_id: str
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """``heartbeat``: the claim's new ``deadline``."""
+
+    job_id: int
+    attempt: int
+    now: int
+    deadline: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reschedule:
+    """``reschedule``: the claim back to pending at ``run_at``, its failure ``error``."""
+
+    job_id: int
+    attempt: int
+    now: int
+    run_at: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bury:
+    """``bury``: the claim's job dead with ``last_error``; ``error`` for its history."""
+
+    job_id: int
+    attempt: int
+    now: int
+    last_error: str
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """``cancel``: the live job ``job_id`` of ``queue``."""
+
+    queue: str
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetJob:
+    """``get_job``: the job ``job_id`` (of ``queue`` when given)."""
+
+    job_id: int
+    queue: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NextWake:
+    """``next_wake_at``: the earliest instant after ``now`` a job of ``queue`` is due."""
+
+    queue: str
+    now: int
+
+
+# -- locks --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LockLease:
+    """``lock_acquire``, ``lock_renew``: the lock ``name`` for ``owner`` until ``expires_at``."""
+
+    name: str
+    owner: str
+    now: int
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockRelease:
+    """``lock_release``: the lock ``name`` given back by ``owner``."""
+
+    name: str
+    owner: str
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockHolder:
+    """``lock_holder``: who holds the lock ``name`` at ``now``."""
+
+    name: str
+    now: int
+
+
+# -- scheduler, streams, pub/sub ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleAdvance:
+    """``schedule_advance``: move ``name``'s ``next_fire_at`` from ``expected`` to
+    ``new_fire_at``."""
+
+    name: str
+    expected: int
+    new_fire_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamAppend:
+    """``stream_append``: ``payloads`` (JSON text) onto ``stream``."""
+
+    stream: str
+    payloads: Sequence[str]
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRead:
+    """``stream_read``: up to ``limit`` events of ``stream`` with offsets after ``after``."""
+
+    stream: str
+    after: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCommit:
+    """``stream_commit``: ``consumer``'s offset of ``stream`` set to ``offset``."""
+
+    stream: str
+    consumer: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOffset:
+    """``stream_offset``: ``consumer``'s committed offset of ``stream``."""
+
+    stream: str
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTrim:
+    """``stream_trim``: the events of ``stream`` before the offset ``before``."""
+
+    stream: str
+    before: int
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """``publish``: ``payload`` (JSON text) on ``channel``."""
+
+    channel: str
+    payload: str
+    now: int
+
+
+# -- operations (the ops profile) -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatsAt:
+    """``queue_stats``: the stats of ``queues`` (every queue when ``None``) at ``now``."""
+
+    queues: Sequence[str] | None
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListJobs:
+    """``list_jobs``: a keyset page of ``queue``'s jobs (only ``state`` when given)."""
+
+    queue: str
+    state: JobState | None
+    after_id: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Redrive:
+    """``redrive``: dead jobs of ``queue`` (``ids``, or the oldest ``limit``) made new."""
+
+    queue: str
+    ids: Sequence[int] | None
+    limit: int
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeDeadJobs:
+    """``purge_dead_jobs``: dead jobs of ``queue`` (``ids``, died before ``died_before``)."""
+
+    queue: str
+    ids: Sequence[int] | None
+    died_before: int | None
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetPaused:
+    """``set_paused``: pause (``paused``) or resume ``queue``."""
+
+    queue: str
+    paused: bool
+
+
+PARAMS: tuple[type, ...] = (
+    Claim,
+    Sweep,
+    ClaimRef,
+    AckBatch,
+    Heartbeat,
+    Reschedule,
+    Bury,
+    Cancel,
+    GetJob,
+    NextWake,
+    LockLease,
+    LockRelease,
+    LockHolder,
+    ScheduleAdvance,
+    StreamAppend,
+    StreamRead,
+    StreamCommit,
+    StreamOffset,
+    StreamTrim,
+    Publish,
+    QueueStatsAt,
+    ListJobs,
+    Redrive,
+    PurgeDeadJobs,
+    SetPaused,
+)
+"""Every statement's params class."""
+
+
+def param_fields(cls: type) -> tuple[str, ...]:
+    """The field names of a params class, in order."""
+    return tuple(f.name for f in fields(cls))
+
+
+# ``:name`` not preceded by a colon or a word character (so ``x::text`` is no name).
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def bind_by_name(
+    sql: str, cls: type, marker: str = "?"
+) -> tuple[str, Callable[[Any], tuple[Any, ...]]]:
+    """``sql`` written with ``:field`` placeholders naming ``cls``'s fields, as the
+    same statement with ``marker`` placeholders, and a function from a ``cls``
+    value to its parameters in that order. Done once per statement, at import: the
+    SQL reads by name, and a call costs one ``attrgetter`` (no mapping built per
+    call). ``ValueError`` names a placeholder that is not a field of ``cls``."""
+    names = _NAMED.findall(sql)
+    unknown = sorted(set(names) - set(param_fields(cls)))
+    if unknown:
+        raise ValueError(
+            f"{cls.__name__} has no fields {unknown} (its fields: {param_fields(cls)})"
+        )
+    positional = _NAMED.sub(lambda _: marker, sql)
+    if not names:
+        return positional, _no_values
+    getter = attrgetter(*names)
+    if len(names) == 1:
+        return positional, lambda params: (getter(params),)
+    return positional, getter
+
+
+def _no_values(params: Any) -> tuple[Any, ...]:
+    return ()
