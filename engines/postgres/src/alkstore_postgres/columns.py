@@ -1,12 +1,13 @@
 """The job tables' column lists, each derived once from the contract's.
 
-The contract names a job row's columns (``alkstore.driver.JOB_COLUMNS``, a claim's
+The contract names a job row's columns (``alkstore.rows.JOB_COLUMNS``, a claim's
 ``CLAIMED_COLUMNS``) and an insert's stamps (``alkstore.options.JOB_STAMP_FIELDS``).
 Here each of the engine's two job tables says only where it differs from them --
 a column it computes instead of storing as the contract reads it -- and every
-other column is selected, moved and inserted by its own name. So a new job column
-is its migration plus whatever SQL truly treats it differently, never another
-hand-kept list.
+other column is selected, moved and inserted by its own name; the rows are decoded
+by decoders made for the very columns selected. So a new job column is its
+migration plus whatever SQL truly treats it differently, never another hand-kept
+list.
 
 Names come from the contract, not from a caller, but are still checked (plain
 lower-case identifiers, so the quoted name is the very column the hand-written
@@ -24,8 +25,15 @@ from typing import Final
 
 from psycopg import sql
 
-from alkstore.driver import CLAIMED_COLUMNS, JOB_COLUMNS
 from alkstore.options import JOB_STAMP_FIELDS, JobStamps
+from alkstore.rows import (
+    CLAIMED_COLUMNS,
+    JOB_COLUMNS,
+    ClaimedDecoder,
+    JobDecoder,
+    claimed_decoder,
+    job_decoder,
+)
 
 _PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -83,16 +91,28 @@ DEAD_COMPUTED: Final[Mapping[str, str]] = {
 }
 """How ``alkstore_dead_jobs`` gives the contract columns it does not store as they are read."""
 
-LIVE_JOB: Final = select_list(JOB_COLUMNS, LIVE_COMPUTED)
-"""A live row, in ``JOB_COLUMNS`` order."""
+JOB_SELECTED: Final = JOB_COLUMNS
+"""The columns a statement reading jobs selects, live and dead alike."""
 
-DEAD_JOB: Final = select_list(JOB_COLUMNS, DEAD_COMPUTED)
-"""A dead row, in ``JOB_COLUMNS`` order."""
+CLAIM_RETURNED: Final = CLAIMED_COLUMNS
+"""The columns a claim returns: what it did not set itself."""
+
+LIVE_JOB: Final = select_list(JOB_SELECTED, LIVE_COMPUTED)
+"""A live row, in ``JOB_SELECTED`` order."""
+
+DEAD_JOB: Final = select_list(JOB_SELECTED, DEAD_COMPUTED)
+"""A dead row, in ``JOB_SELECTED`` order."""
 
 CLAIMED_JOB: Final = select_list(
-    CLAIMED_COLUMNS, {name: how for name, how in LIVE_COMPUTED.items() if name in CLAIMED_COLUMNS}
+    CLAIM_RETURNED, {name: how for name, how in LIVE_COMPUTED.items() if name in CLAIM_RETURNED}
 )
-"""A claimed (live) row, in ``CLAIMED_COLUMNS`` order."""
+"""A claimed (live) row, in ``CLAIM_RETURNED`` order."""
+
+job_from_row: Final[JobDecoder] = job_decoder(JOB_SELECTED)
+"""A ``LIVE_JOB`` or ``DEAD_JOB`` row as a ``Job``."""
+
+claimed_jobs: Final[ClaimedDecoder] = claimed_decoder(CLAIM_RETURNED)
+"""The ``Job`` of each ``CLAIMED_JOB`` row of a claim."""
 
 MOVED: Final = listed(
     column(name) for name in JOB_COLUMNS if name not in LIVE_COMPUTED and name not in DEAD_COMPUTED

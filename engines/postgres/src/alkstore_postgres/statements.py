@@ -17,7 +17,7 @@ from typing import Final
 from psycopg import sql
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import ScheduleRecord
+from alkstore.rows import ScheduleRecord
 
 from .columns import (
     CLAIMED_JOB,
@@ -37,7 +37,7 @@ from .columns import (
 _APPENDED_ERROR = f"""
     (coalesce(errors, ARRAY[]::text[]) || %(entry)s::text)
         [greatest(1, cardinality(errors) + 2 - {MAX_ERROR_HISTORY}):]"""
-"""``errors`` with the entry ``%(entry)s`` (``alkstore.driver.error_entry``) appended,
+"""``errors`` with the entry ``%(entry)s`` (``alkstore.rows.error_entry``) appended,
 the latest ``MAX_ERROR_HISTORY`` kept: a slice of the array, the entries themselves
 are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)"""
 
@@ -74,7 +74,7 @@ WITH inserted AS (
     VALUES (%(payload)s, {STAMP_PARAMETERS})
     RETURNING id
 ), woken AS (
-    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
 )
 SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
 """
@@ -93,7 +93,7 @@ WITH inserted AS (
     ORDER BY job.position
     RETURNING id
 ), woken AS (
-    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
 )
 SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
 ORDER BY id
@@ -113,7 +113,7 @@ _CLAIM_SET = """SET state = 'processing',
 """What every claim sets on the rows it claims (``job``)."""
 
 _CLAIM_RETURNING = f"RETURNING {CLAIMED_JOB}"
-"""``alkstore.driver.CLAIMED_COLUMNS`` of the claimed rows, as updated."""
+"""``alkstore.rows.CLAIMED_COLUMNS`` of the claimed rows, as updated."""
 
 
 def _claim(pick: str) -> str:
@@ -187,7 +187,7 @@ the whole table once the backlog is a few thousand rows, and by primary key
 prepares and PostgreSQL keeps as its generic plan, scans the whole table for
 every claim once it has grown. A paused queue
 (``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
-exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
+exhausted rows still move). It returns ``alkstore.rows.CLAIMED_COLUMNS``: what the
 claim did not set itself. Prepared, with its plan made again as the table grows: see
 ``CLAIM_ONE``."""
 
@@ -241,7 +241,7 @@ BURY_EXPIRED: Final = _move_to_dead("queue = %(queue)s AND expires_at <= %(now)s
 """Every live row is pending or processing, so this covers both states."""
 
 BURY_CLAIM: Final = _move_to_dead(
-    "id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s",
+    "id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s",
     errors=f"CASE WHEN %(entry)s::text IS NULL THEN errors ELSE {_APPENDED_ERROR} END",
 )
 """``fail`` (and a retry past the budget): the caller's error, when there is one,
@@ -256,12 +256,12 @@ WHERE queue = %(queue)s
 
 ACK: Final = """
 DELETE FROM {schema}.alkstore_jobs
-WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
 ACK_BATCH: Final = """
 DELETE FROM {schema}.alkstore_jobs
-WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
+WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
   AND worker_id = %(worker_id)s AND deadline > %(now)s
 """
 """Looks rows up by primary key. A generic plan made while the table was nearly
@@ -275,7 +275,7 @@ for each batch."""
 
 HEARTBEAT: Final = """
 UPDATE {schema}.alkstore_jobs SET deadline = %(deadline)s
-WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
 RESCHEDULE: Final = f"""
@@ -283,10 +283,10 @@ WITH rescheduled AS (
     UPDATE {{schema}}.alkstore_jobs
     SET state = 'pending', run_at = %(run_at)s, worker_id = NULL, claimed_at = NULL,
         deadline = NULL, errors = {_APPENDED_ERROR}
-    WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
-SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM rescheduled
+SELECT queue, pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM rescheduled
 """
 """Back to pending, and (the core's announce of the queue, folded into the same
 round trip) wake the queue's waiters in every process: the job may be due now,
@@ -298,27 +298,27 @@ WITH released AS (
     UPDATE {schema}.alkstore_jobs
     SET state = 'pending', max_attempts = max_attempts + 1, worker_id = NULL,
         claimed_at = NULL, deadline = NULL
-    WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
-SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM released
+SELECT queue, pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM released
 """
 """A claim given back unused: pending at its own run_at, its attempt refunded to the
 budget (attempts keeps counting claims, so no later claim reuses this one's identity),
 and the queue's waiters in every process woken in the same round trip."""
 
 CANCEL: Final = """
-DELETE FROM {schema}.alkstore_jobs WHERE id = %(id)s AND queue = %(queue)s
+DELETE FROM {schema}.alkstore_jobs WHERE id = %(job_id)s AND queue = %(queue)s
 """
 
 GET_JOB: Final = f"""
 SELECT {LIVE_JOB}
 FROM {{schema}}.alkstore_jobs
-WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 UNION ALL
 SELECT {DEAD_JOB}
 FROM {{schema}}.alkstore_dead_jobs
-WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """
 """Live and dead rows share the id sequence, so at most one row matches."""
 
@@ -464,7 +464,7 @@ WITH {chosen}, removed AS (
     ORDER BY chosen.position
     RETURNING id
 ), woken AS (
-    SELECT pg_notify(%(channel)s, %(topic)s::text)
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
     WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM inserted)
 )
 SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
@@ -522,7 +522,7 @@ RESUME: Final = """
 WITH resumed AS (
     DELETE FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s RETURNING queue
 )
-SELECT pg_notify(%(channel)s, %(topic)s) FROM resumed
+SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM resumed
 """
 """Resume and, in the same statement, NOTIFY the queue so claim_wait in every process
 tries again; a row only if the queue was paused."""
@@ -534,7 +534,7 @@ SELECT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue
 # -- wakes -------------------------------------------------------------------------
 
 NOTIFY: Final = """
-SELECT pg_notify(%(channel)s, topic) FROM unnest(%(topics)s::text[]) AS topic
+SELECT pg_notify(%(wake_channel)s, topic) FROM unnest(%(topics)s::text[]) AS topic
 """
 
 # -- locks -------------------------------------------------------------------------
@@ -566,7 +566,7 @@ WHERE name = %(name)s AND expires_at > %(now)s
 # -- scheduler ---------------------------------------------------------------------
 
 _SCHEDULE = column_list(ScheduleRecord)
-"""In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
+"""In the field order of ``alkstore.rows.ScheduleRecord``, which is built from a row."""
 
 _SCHEDULE_REPLACED = ",\n    ".join(
     f"{column(field.name)} = excluded.{column(field.name)}"
@@ -633,7 +633,7 @@ waits and numbers after it: offsets become visible in order (no reader can pass
 an offset that commits later), and a rolled-back append gives its offsets back."""
 
 _WAKE_STREAM = """
-    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL"""
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL"""
 
 STREAM_APPEND: Final = f"""
 WITH allocated AS ({_ALLOCATE_OFFSETS}
@@ -688,7 +688,7 @@ DELETE FROM {schema}.alkstore_stream_events WHERE stream = %(stream)s AND event_
 # -- pub/sub -----------------------------------------------------------------------
 
 PUBLISH: Final = """
-SELECT pg_notify(%(channel)s, %(message)s)
+SELECT pg_notify(%(message_channel)s, %(message)s)
 """
 """A message small enough for NOTIFY (``alkstore_postgres.messages``), sent on commit."""
 
@@ -706,11 +706,11 @@ publisher's transaction, however long the caller keeps it open."""
 PUBLISH_STORED: Final = f"""
 WITH stored AS (
     INSERT INTO {{schema}}.alkstore_messages (channel, payload, created_at)
-    VALUES (%(pubsub_channel)s, %(payload)s, %(now)s)
+    VALUES (%(channel)s, %(payload)s, %(now)s)
     RETURNING id
 ), pruned AS ({_PRUNE_MESSAGES_UP_TO.format(newest="(SELECT id FROM stored)")}
 )
-SELECT pg_notify(%(channel)s, %(reference_prefix)s || id) FROM stored
+SELECT pg_notify(%(message_channel)s, %(reference_prefix)s || id) FROM stored
 """
 """A message too large for NOTIFY: store it, NOTIFY its id, and prune the stored
 messages beyond the newest ``keep``, in one statement."""
