@@ -305,24 +305,38 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 def bind_by_name(
-    sql: str, cls: type, marker: str = "?"
+    sql: str, cls: type, marker: str = "?", *, extra: Sequence[str] = ()
 ) -> tuple[str, Callable[[Any], tuple[Any, ...]]]:
-    """``sql`` written with ``:field`` placeholders naming ``cls``'s fields, as the
-    same statement with ``marker`` placeholders, and a function from a ``cls``
-    value to its parameters in that order. Done once per statement, at import: the
-    SQL reads by name, and a call costs one ``attrgetter`` (no mapping built per
-    call). ``ValueError`` names a placeholder that is not a field of ``cls``."""
+    """``sql`` written with ``:name`` placeholders naming ``cls``'s fields, as the same
+    statement with positional placeholders, and a function from a ``cls`` value to
+    its parameters in their order. Done once per statement, at import: the SQL
+    reads by name, and a call costs one ``attrgetter`` (no mapping built per call).
+
+    ``marker`` is the driver's placeholder: ``"?"`` or ``"%s"`` stand for one value
+    each, in the order the names occur; a numbered one such as ``"?{}"`` (SQLite's
+    ``?NNN``) numbers each name once, the fields first, then ``extra``: names the
+    caller computes and appends to the fields' values, in ``extra`` order (a
+    numbered marker is needed for them). ``ValueError`` names a placeholder that is
+    neither a field of ``cls`` nor in ``extra``."""
     names = _NAMED.findall(sql)
-    unknown = sorted(set(names) - set(param_fields(cls)))
+    known = param_fields(cls)
+    unknown = sorted(set(names) - set(known) - set(extra))
     if unknown:
-        raise ValueError(
-            f"{cls.__name__} has no fields {unknown} (its fields: {param_fields(cls)})"
-        )
-    positional = _NAMED.sub(lambda _: marker, sql)
-    if not names:
+        raise ValueError(f"{cls.__name__} has no fields {unknown} (its fields: {known})")
+    numbered = "{}" in marker
+    if extra and not numbered:
+        raise ValueError("extra values need a numbered marker such as '?{}'")
+    if numbered:
+        used = list(dict.fromkeys(n for n in names if n not in extra))
+        order = {name: i for i, name in enumerate([*used, *extra], start=1)}
+        positional = _NAMED.sub(lambda m: marker.format(order[m.group(1)]), sql)
+    else:
+        used = names
+        positional = _NAMED.sub(lambda _: marker, sql)
+    if not used:
         return positional, _no_values
-    getter = attrgetter(*names)
-    if len(names) == 1:
+    getter = attrgetter(*used)
+    if len(used) == 1:
         return positional, lambda params: (getter(params),)
     return positional, getter
 

@@ -16,6 +16,7 @@ from alkstore import QueueOpts, Store
 from alkstore.constants import MAX_ERROR_HISTORY, MAX_ERROR_LENGTH
 from alkstore.testing import FakeClock
 from alkstore.values import JobState
+from alkstore.params import Redrive
 
 
 def _stored_errors(db_path: Path, table: str, job_id: int) -> list[list[object]]:
@@ -79,7 +80,7 @@ def test_a_redrive_that_rolls_back_leaves_the_dead_row_and_no_new_job(store: Sto
     made: list[int] = []
 
     def redrive_then_crash(c: sqlite3.Connection) -> None:
-        made.extend(driver.redrive(c, "q", None, 10, 0))
+        made.extend(driver.redrive(c, Redrive("q", None, 10, 0)))
         raise RuntimeError("crash before commit")
 
     with pytest.raises(RuntimeError):

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 from alkstore.values import LockInfo
+from alkstore.params import LockHolder, LockLease, LockRelease
 
 from .base import SeamTests
 from .support import T0, SeamDriver
 
 
 def _acquire(driver: SeamDriver, owner: str, now: int, expires_at: int) -> bool:
-    return driver.write(lambda c: driver.lock_acquire(c, "l", owner, now, expires_at))
+    return driver.write(lambda c: driver.lock_acquire(c, LockLease("l", owner, now, expires_at)))
 
 
 def _renew(driver: SeamDriver, owner: str, now: int, expires_at: int) -> bool:
-    return driver.write(lambda c: driver.lock_renew(c, "l", owner, now, expires_at))
+    return driver.write(lambda c: driver.lock_renew(c, LockLease("l", owner, now, expires_at)))
 
 
 def _release(driver: SeamDriver, owner: str, now: int) -> bool:
-    return driver.write(lambda c: driver.lock_release(c, "l", owner, now))
+    return driver.write(lambda c: driver.lock_release(c, LockRelease("l", owner, now)))
 
 
 def _holder(driver: SeamDriver, now: int) -> LockInfo | None:
-    return driver.read(lambda c: driver.lock_holder(c, "l", now))
+    return driver.read(lambda c: driver.lock_holder(c, LockHolder("l", now)))
 
 
 class LockStatements(SeamTests):
@@ -48,7 +49,7 @@ class LockStatements(SeamTests):
 
     def test_lock_acquire_of_one_name_leaves_other_names_free(self, driver: SeamDriver) -> None:
         _acquire(driver, "a", T0, T0 + 10)
-        assert driver.write(lambda c: driver.lock_acquire(c, "m", "b", T0, T0 + 10))
+        assert driver.write(lambda c: driver.lock_acquire(c, LockLease("m", "b", T0, T0 + 10)))
 
     def test_lock_renew_extends_a_live_lock_of_its_owner(self, driver: SeamDriver) -> None:
         _acquire(driver, "a", T0, T0 + 10)

@@ -8,6 +8,7 @@ from typing import Any
 from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import queue_topic
 from alkstore.values import Job, JobError, JobState, QueueStats
+from alkstore.params import Bury, ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, Reschedule, SetPaused
 
 from .base import SeamTests
 from .support import (
@@ -29,13 +30,13 @@ def bury_one(driver: SeamDriver, now: int = T0, queue: str = "q", **fields: Any)
     job_id = enqueue_one(driver, queue=queue, run_at=min(now, T0), **fields)
     job = claim_one(driver, now, queue=queue)
     assert job.id == job_id
-    assert driver.write(lambda c: driver.bury(c, job.id, job.attempts, now, "dead", "dead"))
+    assert driver.write(lambda c: driver.bury(c, Bury(job.id, job.attempts, now, "dead", "dead")))
     return job_id
 
 
 def _retry(driver: SeamDriver, job_id: int, attempt: int, now: int, error: str) -> bool:
     """Reschedule the claim ``(job_id, attempt)`` to be due at ``T0`` again."""
-    return driver.write(lambda c: driver.reschedule(c, job_id, attempt, now, T0, error))
+    return driver.write(lambda c: driver.reschedule(c, Reschedule(job_id, attempt, now, T0, error)))
 
 
 def origins(driver: SeamDriver, new_ids: list[int]) -> list[int | None]:
@@ -45,23 +46,23 @@ def origins(driver: SeamDriver, new_ids: list[int]) -> list[int | None]:
 
 
 def stats(driver: SeamDriver, queues: list[str] | None, now: int = T0) -> list[QueueStats]:
-    return driver.read(lambda c: driver.queue_stats(c, queues, now))
+    return driver.read(lambda c: driver.queue_stats(c, QueueStatsAt(queues, now)))
 
 
 def page(
     driver: SeamDriver, state: JobState | None = None, after: int = 0, limit: int = 100
 ) -> list[Job]:
-    return driver.read(lambda c: driver.list_jobs(c, "q", state, after, limit))
+    return driver.read(lambda c: driver.list_jobs(c, ListJobs("q", state, after, limit)))
 
 
 def redrive(
     driver: SeamDriver, ids_: list[int] | None, limit: int = 100, now: int = T0 + 100
 ) -> list[int]:
-    return driver.write(lambda c: driver.redrive(c, "q", ids_, limit, now))
+    return driver.write(lambda c: driver.redrive(c, Redrive("q", ids_, limit, now)))
 
 
 def purge(driver: SeamDriver, ids_: list[int] | None, died_before: int | None) -> int:
-    return driver.write(lambda c: driver.purge_dead_jobs(c, "q", ids_, died_before, T0 + 100))
+    return driver.write(lambda c: driver.purge_dead_jobs(c, PurgeDeadJobs("q", ids_, died_before, T0 + 100)))
 
 
 class OperationStatements(SeamTests):
@@ -92,7 +93,7 @@ class OperationStatements(SeamTests):
     ) -> None:
         enqueue_one(driver, queue="c-live")
         bury_one(driver, queue="b-dead")
-        assert driver.write(lambda c: driver.set_paused(c, "a-paused", True))
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("a-paused", True)))
         listed = stats(driver, None)
         assert [s.queue for s in listed] == ["a-paused", "b-dead", "c-live"]
         assert [(s.ready, s.dead, s.paused) for s in listed] == [
@@ -215,7 +216,7 @@ class OperationStatements(SeamTests):
     # -- set_paused, is_paused -------------------------------------------------------------
     def test_set_paused_says_whether_it_changed_anything(self, driver: SeamDriver) -> None:
         def set_paused(paused: bool) -> bool:
-            return driver.write(lambda c: driver.set_paused(c, "q", paused))
+            return driver.write(lambda c: driver.set_paused(c, SetPaused("q", paused)))
 
         assert [set_paused(p) for p in (False, True, True, False, False)] == [
             False,
@@ -230,12 +231,12 @@ class OperationStatements(SeamTests):
     ) -> None:
         job_id = enqueue_one(driver)
         enqueue_one(driver, queue="running")
-        assert driver.write(lambda c: driver.set_paused(c, "q", True))
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", True)))
         assert other.read(lambda c: other.is_paused(c, "q")) is True
         assert other.read(lambda c: other.is_paused(c, "running")) is False
         assert claim(other) == []
         assert len(claim(other, queue="running")) == 1
-        assert driver.write(lambda c: driver.set_paused(c, "q", False))
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", False)))
         assert ids(claim(other)) == [job_id]
 
     def test_a_claim_of_a_paused_queue_still_moves_its_lapsed_exhausted_rows_to_dead(
@@ -243,7 +244,7 @@ class OperationStatements(SeamTests):
     ) -> None:
         job_id = enqueue_one(driver, max_attempts=1)
         claim_one(driver, T0)
-        assert driver.write(lambda c: driver.set_paused(c, "q", True))
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", True)))
         now = T0 + VISIBILITY_S
         assert claim(driver, now) == []
         job = get_job(driver, job_id)
@@ -253,10 +254,10 @@ class OperationStatements(SeamTests):
     def test_a_resume_announces_the_queue_on_commit(
         self, driver: SeamDriver, other: SeamDriver
     ) -> None:
-        assert driver.write(lambda c: driver.set_paused(c, "q", True))
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", True)))
         sink = watching(other)
         sink.clear()
-        assert driver.write(lambda c: driver.set_paused(c, "q", False))
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", False)))
         assert sink.wait_for(lambda s: s.woken_for(queue_topic("q")))
 
     # -- the error history of reschedule and bury ------------------------------------------
@@ -265,9 +266,9 @@ class OperationStatements(SeamTests):
     ) -> None:
         job_id = enqueue_one(driver)
         first = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.reschedule(c, job_id, first.attempts, T0, T0, "e1"))
+        assert driver.write(lambda c: driver.reschedule(c, Reschedule(job_id, first.attempts, T0, T0, "e1")))
         second = claim_one(driver, T0 + 1)
-        assert driver.write(lambda c: driver.bury(c, job_id, second.attempts, T0 + 1, "last", "e2"))
+        assert driver.write(lambda c: driver.bury(c, Bury(job_id, second.attempts, T0 + 1, "last", "e2")))
         dead = get_job(driver, job_id)
         assert dead is not None
         assert dead.errors == (JobError(1, T0, "e1"), JobError(2, T0 + 1, "e2"))
@@ -276,7 +277,7 @@ class OperationStatements(SeamTests):
     def test_bury_without_an_error_appends_nothing(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver)
         job = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.bury(c, job_id, job.attempts, T0, "expired", None))
+        assert driver.write(lambda c: driver.bury(c, Bury(job_id, job.attempts, T0, "expired", None)))
         dead = get_job(driver, job_id)
         assert dead is not None
         assert dead.errors == ()

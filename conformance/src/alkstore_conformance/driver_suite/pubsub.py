@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from alkstore.params import Publish
 import pytest
 
 from .base import SeamTests
@@ -13,7 +14,7 @@ class Boom(Exception):
 
 
 def _publish(driver: SeamDriver, channel: str, payload: str) -> None:
-    driver.write(lambda c: driver.publish(c, channel, payload, T0))
+    driver.write(lambda c: driver.publish(c, Publish(channel, payload, T0)))
 
 
 class PubSubStatements(SeamTests):
@@ -57,7 +58,7 @@ class PubSubInTransactions(SeamTests):
     ) -> None:
         sink = watching(other)
         with driver.transaction() as c:
-            driver.publish(c, "c", '"held"', T0)
+            driver.publish(c, Publish("c", '"held"', T0))
             seen_before_commit = list(sink.messages)
         assert seen_before_commit == []
         assert sink.wait_for(lambda s: len(s.messages) >= 1)
@@ -69,7 +70,7 @@ class PubSubInTransactions(SeamTests):
 
         def publish_then_fail() -> None:
             with driver.transaction() as c:
-                driver.publish(c, "c", '"rolled back"', T0)
+                driver.publish(c, Publish("c", '"rolled back"', T0))
                 raise Boom
 
         with pytest.raises(Boom):
@@ -85,6 +86,6 @@ class PubSubInTransactions(SeamTests):
         sink = watching(other)
         with driver.transaction() as c:
             for _ in range(3):
-                driver.publish(c, "c", '"same"', T0)
+                driver.publish(c, Publish("c", '"same"', T0))
         assert sink.wait_for(lambda s: len(s.messages) >= 3)
         assert sink.messages == [("c", '"same"')] * 3

@@ -6,6 +6,7 @@ import pytest
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
 from alkstore.values import JobState
+from alkstore.params import AckBatch, Bury, Cancel, ClaimRef, Heartbeat, NextWake, Reschedule, Sweep
 
 from .base import SeamTests
 from .support import (
@@ -69,7 +70,7 @@ class QueueStatements(SeamTests):
 
     def test_insert_jobs_never_reuses_the_id_of_a_deleted_row(self, driver: SeamDriver) -> None:
         first = enqueue_one(driver)
-        assert driver.write(lambda c: driver.cancel(c, "q", first))
+        assert driver.write(lambda c: driver.cancel(c, Cancel("q", first)))
         assert enqueue_one(driver) > first
 
     # -- claim -----------------------------------------------------------------------------
@@ -166,7 +167,7 @@ class QueueStatements(SeamTests):
         job_id = enqueue_one(driver, max_attempts=1)
         claim_one(driver, T0)
         now = T0 + VISIBILITY_S
-        assert driver.write(lambda c: driver.bury_exhausted(c, "q", now)) == 1
+        assert driver.write(lambda c: driver.bury_exhausted(c, Sweep("q", now))) == 1
         job = get_job(driver, job_id)
         assert job is not None
         assert (job.state, job.last_error, job.died_at) == (JobState.DEAD, ERROR_EXHAUSTED, now)
@@ -180,7 +181,7 @@ class QueueStatements(SeamTests):
         claim(driver, T0)
         claim(driver, T0, queue="other")
         now = T0 + VISIBILITY_S
-        assert driver.write(lambda c: driver.bury_exhausted(c, "q", now)) == 0
+        assert driver.write(lambda c: driver.bury_exhausted(c, Sweep("q", now))) == 0
         jobs = [get_job(driver, job_id) for job_id in (live, retryable)]
         states = [job.state if job else None for job in jobs]
         assert states == [JobState.PROCESSING, JobState.PROCESSING]
@@ -191,7 +192,7 @@ class QueueStatements(SeamTests):
         claimed = enqueue_one(driver, expires_at=T0 + 5)
         claim_one(driver, T0)
         pending = enqueue_one(driver, expires_at=T0 + 5)
-        assert driver.write(lambda c: driver.bury_expired(c, "q", T0 + 5)) == 2
+        assert driver.write(lambda c: driver.bury_expired(c, Sweep("q", T0 + 5))) == 2
         for job_id in (claimed, pending):
             job = get_job(driver, job_id)
             assert job is not None
@@ -207,35 +208,35 @@ class QueueStatements(SeamTests):
         enqueue_one(driver, expires_at=T0 + 6)
         enqueue_one(driver)
         enqueue_one(driver, queue="other", expires_at=T0)
-        assert driver.write(lambda c: driver.bury_expired(c, "q", T0 + 5)) == 0
+        assert driver.write(lambda c: driver.bury_expired(c, Sweep("q", T0 + 5))) == 0
 
     def test_purge_dead_deletes_dead_rows_once_their_retention_has_passed(
         self, driver: SeamDriver
     ) -> None:
         job_id = enqueue_one(driver, expires_at=T0, dead_letter_retention_s=10)
-        driver.write(lambda c: driver.bury_expired(c, "q", T0))
-        assert driver.write(lambda c: driver.purge_dead(c, "q", T0 + 10)) == 0
-        assert driver.write(lambda c: driver.purge_dead(c, "q", T0 + 11)) == 1
+        driver.write(lambda c: driver.bury_expired(c, Sweep("q", T0)))
+        assert driver.write(lambda c: driver.purge_dead(c, Sweep("q", T0 + 10))) == 0
+        assert driver.write(lambda c: driver.purge_dead(c, Sweep("q", T0 + 11))) == 1
         assert get_job(driver, job_id) is None
 
     def test_purge_dead_keeps_dead_rows_without_a_retention(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver, expires_at=T0, dead_letter_retention_s=None)
-        driver.write(lambda c: driver.bury_expired(c, "q", T0))
-        assert driver.write(lambda c: driver.purge_dead(c, "q", T0 + 10**6)) == 0
+        driver.write(lambda c: driver.bury_expired(c, Sweep("q", T0)))
+        assert driver.write(lambda c: driver.purge_dead(c, Sweep("q", T0 + 10**6))) == 0
         assert get_job(driver, job_id) is not None
 
     # -- handle operations' own effects -------------------------------------------------------
     def test_ack_deletes_the_row(self, driver: SeamDriver) -> None:
         enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.ack(c, job.id, job.attempts, T0 + 1))
+        assert driver.write(lambda c: driver.ack(c, ClaimRef(job.id, job.attempts, T0 + 1)))
         assert get_job(driver, job.id) is None
 
     def test_heartbeat_moves_the_deadline(self, driver: SeamDriver) -> None:
         enqueue_one(driver)
         job = claim_one(driver)
         later = T0 + VISIBILITY_S + 50
-        assert driver.write(lambda c: driver.heartbeat(c, job.id, job.attempts, T0 + 1, later))
+        assert driver.write(lambda c: driver.heartbeat(c, Heartbeat(job.id, job.attempts, T0 + 1, later)))
         assert claim(driver, later - 1) == []
         assert ids(claim(driver, later)) == [job.id]
 
@@ -245,7 +246,7 @@ class QueueStatements(SeamTests):
         enqueue_one(driver)
         job = claim_one(driver)
         assert driver.write(
-            lambda c: driver.reschedule(c, job.id, job.attempts, T0 + 1, T0 + 60, "e")
+            lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0 + 1, T0 + 60, "e"))
         )
         after = get_job(driver, job.id)
         assert after is not None
@@ -257,7 +258,7 @@ class QueueStatements(SeamTests):
     ) -> None:
         before = enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.release_claim(c, job.id, job.attempts, T0 + 1))
+        assert driver.write(lambda c: driver.release_claim(c, ClaimRef(job.id, job.attempts, T0 + 1)))
         after = get_job(driver, job.id)
         assert after is not None
         assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0, 1)
@@ -271,7 +272,7 @@ class QueueStatements(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.bury(c, job.id, job.attempts, T0 + 3, "boom", "boom"))
+        assert driver.write(lambda c: driver.bury(c, Bury(job.id, job.attempts, T0 + 3, "boom", "boom")))
         dead = get_job(driver, job.id)
         assert dead is not None
         assert (dead.state, dead.last_error, dead.died_at) == (JobState.DEAD, "boom", T0 + 3)
@@ -289,7 +290,7 @@ class QueueStatements(SeamTests):
         elsewhere = enqueue_one(driver, queue="other")
         claim(driver, queue="other", worker="w1")
         every = [*mine, theirs, pending, elsewhere]
-        assert driver.write(lambda c: driver.ack_batch(c, "q", every, "w1", T0 + 1)) == 2
+        assert driver.write(lambda c: driver.ack_batch(c, AckBatch("q", every, "w1", T0 + 1))) == 2
         assert [get_job(driver, i) is None for i in every] == [True, True, False, False, False]
 
     @pytest.mark.parametrize("count", [3, 100, 300])
@@ -299,14 +300,14 @@ class QueueStatements(SeamTests):
         held = enqueue(driver, *["1"] * count)
         assert len(claim(driver, limit=count, worker="w1")) == count
         ids = [*held, held[0], held[-1], *held[:2]]  # repeats, at both ends
-        assert driver.write(lambda c: driver.ack_batch(c, "q", ids, "w1", T0 + 1)) == count
+        assert driver.write(lambda c: driver.ack_batch(c, AckBatch("q", ids, "w1", T0 + 1))) == count
         assert [get_job(driver, i) for i in (held[0], held[-1])] == [None, None]
 
     def test_ack_batch_skips_lapsed_claims(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver)
         claim(driver, worker="w1")
         now = T0 + VISIBILITY_S
-        assert driver.write(lambda c: driver.ack_batch(c, "q", [job_id], "w1", now)) == 0
+        assert driver.write(lambda c: driver.ack_batch(c, AckBatch("q", [job_id], "w1", now))) == 0
         assert get_job(driver, job_id) is not None
 
     # -- cancel ------------------------------------------------------------------------------
@@ -314,28 +315,28 @@ class QueueStatements(SeamTests):
         claimed = enqueue_one(driver)
         claim_one(driver)
         pending = enqueue_one(driver)
-        cancelled = driver.write(lambda c: [driver.cancel(c, "q", i) for i in (claimed, pending)])
+        cancelled = driver.write(lambda c: [driver.cancel(c, Cancel("q", i)) for i in (claimed, pending)])
         assert cancelled == [True, True]
         assert [get_job(driver, i) for i in (claimed, pending)] == [None, None]
 
     def test_cancel_leaves_dead_rows(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver, expires_at=T0)
-        driver.write(lambda c: driver.bury_expired(c, "q", T0))
-        assert not driver.write(lambda c: driver.cancel(c, "q", job_id))
+        driver.write(lambda c: driver.bury_expired(c, Sweep("q", T0)))
+        assert not driver.write(lambda c: driver.cancel(c, Cancel("q", job_id)))
         dead = get_job(driver, job_id)
         assert dead is not None
         assert dead.state == JobState.DEAD
 
     def test_cancel_leaves_rows_of_other_queues(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver, queue="other")
-        assert not driver.write(lambda c: driver.cancel(c, "q", job_id))
+        assert not driver.write(lambda c: driver.cancel(c, Cancel("q", job_id)))
         assert get_job(driver, job_id) is not None
 
     # -- get_job -----------------------------------------------------------------------------
     def test_get_job_finds_live_and_dead_rows(self, driver: SeamDriver) -> None:
         live = enqueue_one(driver)
         dead = enqueue_one(driver, expires_at=T0)
-        driver.write(lambda c: driver.bury_expired(c, "q", T0))
+        driver.write(lambda c: driver.bury_expired(c, Sweep("q", T0)))
         found = [get_job(driver, job_id) for job_id in (live, dead)]
         assert [job.state if job else None for job in found] == [JobState.PENDING, JobState.DEAD]
 
@@ -355,16 +356,16 @@ class QueueStatements(SeamTests):
         enqueue_one(driver)
         claim_one(driver, T0)  # deadline T0 + VISIBILITY_S
         enqueue_one(driver, run_at=T0 + VISIBILITY_S + 5)
-        assert driver.read(lambda c: driver.next_wake_at(c, "q", T0)) == T0 + VISIBILITY_S
+        assert driver.read(lambda c: driver.next_wake_at(c, NextWake("q", T0))) == T0 + VISIBILITY_S
         enqueue_one(driver, run_at=T0 + 7)
-        assert driver.read(lambda c: driver.next_wake_at(c, "q", T0)) == T0 + 7
+        assert driver.read(lambda c: driver.next_wake_at(c, NextWake("q", T0))) == T0 + 7
 
     def test_next_wake_at_is_none_when_nothing_of_the_queue_becomes_due_later(
         self, driver: SeamDriver
     ) -> None:
         enqueue_one(driver, run_at=T0)
         enqueue_one(driver, queue="other", run_at=T0 + 5)
-        assert driver.read(lambda c: driver.next_wake_at(c, "q", T0)) is None
+        assert driver.read(lambda c: driver.next_wake_at(c, NextWake("q", T0))) is None
 
 
 HANDLE_OPS = ("ack", "heartbeat", "reschedule", "release_claim", "bury")
@@ -375,14 +376,14 @@ def _handle_op(driver: SeamDriver, op: str, job_id: int, attempt: int, now: int)
 
     def run(c: object) -> bool:
         if op == "ack":
-            return driver.ack(c, job_id, attempt, now)
+            return driver.ack(c, ClaimRef(job_id, attempt, now))
         if op == "heartbeat":
-            return driver.heartbeat(c, job_id, attempt, now, now + 1000)
+            return driver.heartbeat(c, Heartbeat(job_id, attempt, now, now + 1000))
         if op == "reschedule":
-            return driver.reschedule(c, job_id, attempt, now, now + 1000, "retried")
+            return driver.reschedule(c, Reschedule(job_id, attempt, now, now + 1000, "retried"))
         if op == "release_claim":
-            return driver.release_claim(c, job_id, attempt, now)
-        return driver.bury(c, job_id, attempt, now, "buried", "buried")
+            return driver.release_claim(c, ClaimRef(job_id, attempt, now))
+        return driver.bury(c, Bury(job_id, attempt, now, "buried", "buried"))
 
     return driver.write(run)
 
@@ -422,7 +423,7 @@ class ValidClaimRule(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 500, "e"))
+        assert driver.write(lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0, T0 + 500, "e")))
         before = get_job(driver, job.id)
         assert _handle_op(driver, op, job.id, job.attempts, T0 + 1) is False
         assert get_job(driver, job.id) == before

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from alkstore.driver import ScheduleRecord
+from alkstore.params import ScheduleAdvance
 
 from .base import SeamTests
 from .support import T0, SeamDriver, claim, insert, schedule_record, stamps
@@ -25,7 +26,7 @@ def _stored(driver: SeamDriver, name: str = "s") -> ScheduleRecord | None:
 
 
 def _advance(driver: SeamDriver, name: str, expected: int, new_fire_at: int) -> bool:
-    return driver.write(lambda c: driver.schedule_advance(c, name, expected, new_fire_at))
+    return driver.write(lambda c: driver.schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at)))
 
 
 class SchedulerStatements(SeamTests):
@@ -113,7 +114,7 @@ class SchedulerStatements(SeamTests):
         _upsert(driver, schedule_record(next_fire_at=T0 + 10))
 
         def fire_then_fail(c: Any) -> None:
-            assert driver.schedule_advance(c, "s", T0 + 10, T0 + 20)
+            assert driver.schedule_advance(c, ScheduleAdvance("s", T0 + 10, T0 + 20))
             insert(driver, c, stamps(created_at=T0 + 10, run_at=T0 + 10), ['{"v": 1}'])
             raise Boom
 

@@ -5,25 +5,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from alkstore.driver import stream_topic
+from alkstore.params import StreamAppend, StreamCommit, StreamOffset, StreamRead, StreamTrim
 
 from .base import SeamTests
 from .support import T0, SeamDriver, watching
 
 
 def _append(driver: SeamDriver, stream: str, *payloads: str, now: int = T0) -> list[int]:
-    return driver.write(lambda c: driver.stream_append(c, stream, payloads, now))
+    return driver.write(lambda c: driver.stream_append(c, StreamAppend(stream, payloads, now)))
 
 
 def _offsets(driver: SeamDriver, stream: str = "s", after: int = 0) -> list[int]:
-    return [e.offset for e in driver.read(lambda c: driver.stream_read(c, stream, after, 1000))]
+    return [e.offset for e in driver.read(lambda c: driver.stream_read(c, StreamRead(stream, after, 1000)))]
 
 
 def _offset(driver: SeamDriver, stream: str, consumer: str) -> int:
-    return driver.read(lambda c: driver.stream_offset(c, stream, consumer))
+    return driver.read(lambda c: driver.stream_offset(c, StreamOffset(stream, consumer)))
 
 
 def _commit(driver: SeamDriver, stream: str, consumer: str, offset: int) -> None:
-    driver.write(lambda c: driver.stream_commit(c, stream, consumer, offset))
+    driver.write(lambda c: driver.stream_commit(c, StreamCommit(stream, consumer, offset)))
 
 
 def _numbered(count: int) -> Sequence[str]:
@@ -38,7 +39,7 @@ class StreamStatements(SeamTests):
     ) -> None:
         assert _append(driver, "s", '"a"', '"b"') == [1, 2]
         assert _append(driver, "s", '"c"', now=T0 + 7) == [3]
-        events = driver.read(lambda c: driver.stream_read(c, "s", 0, 10))
+        events = driver.read(lambda c: driver.stream_read(c, StreamRead("s", 0, 10)))
         assert [(e.offset, e.payload, e.created_at) for e in events] == [
             (1, "a", T0),
             (2, "b", T0),
@@ -53,7 +54,7 @@ class StreamStatements(SeamTests):
         self, driver: SeamDriver
     ) -> None:
         _append(driver, "s", *_numbered(3))
-        assert driver.write(lambda c: driver.stream_trim(c, "s", 10)) == 3
+        assert driver.write(lambda c: driver.stream_trim(c, StreamTrim("s", 10))) == 3
         assert _append(driver, "s", '"next"') == [4]
 
     def test_stream_offsets_continue_on_another_driver_of_the_store(
@@ -66,7 +67,7 @@ class StreamStatements(SeamTests):
         self, driver: SeamDriver
     ) -> None:
         _append(driver, "s", *_numbered(5))
-        events = driver.read(lambda c: driver.stream_read(c, "s", 1, 2))
+        events = driver.read(lambda c: driver.stream_read(c, StreamRead("s", 1, 2)))
         assert [e.offset for e in events] == [2, 3]
 
     def test_stream_read_of_one_stream_leaves_out_the_others(self, driver: SeamDriver) -> None:
@@ -79,7 +80,7 @@ class StreamStatements(SeamTests):
     ) -> None:
         _append(driver, "s", *_numbered(5))
         _append(driver, "other", "1")
-        assert driver.write(lambda c: driver.stream_trim(c, "s", 3)) == 2
+        assert driver.write(lambda c: driver.stream_trim(c, StreamTrim("s", 3))) == 2
         assert _offsets(driver) == [3, 4, 5]
         assert _offsets(driver, "other") == [1]
 

@@ -24,6 +24,7 @@ from alkstore.driver import (
     StreamDriver,
 )
 from alkstore.values import Job
+from alkstore.params import Claim, GetJob
 
 T0 = 1_700_000_000
 """The suite's "now" unless a test moves it."""
@@ -105,7 +106,7 @@ def enqueue_one(driver: SeamDriver, payload: str = "1", **fields: Any) -> int:
 def claim(
     driver: SeamDriver, now: int = T0, limit: int = 100, queue: str = "q", worker: str = "w"
 ) -> list[Job]:
-    return driver.write(lambda c: driver.claim(c, queue, worker, now, limit))
+    return driver.write(lambda c: driver.claim(c, Claim(queue, worker, now, limit)))
 
 
 def claim_one(driver: SeamDriver, now: int = T0, queue: str = "q", worker: str = "w") -> Job:
@@ -115,7 +116,7 @@ def claim_one(driver: SeamDriver, now: int = T0, queue: str = "q", worker: str =
 
 
 def get_job(driver: SeamDriver, job_id: int, queue: str | None = None) -> Job | None:
-    return driver.read(lambda c: driver.get_job(c, job_id, queue))
+    return driver.read(lambda c: driver.get_job(c, GetJob(job_id, queue)))
 
 
 def ids(jobs: Sequence[Job]) -> list[int]:

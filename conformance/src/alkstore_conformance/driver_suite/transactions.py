@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from alkstore.driver import one_commit_hint, queue_topic
+from alkstore.params import Claim, GetJob
 
 from .base import SeamTests
 from .support import T0, SeamDriver, claim, enqueue_one, get_job, insert, stamps, watching
@@ -38,7 +39,7 @@ class WriteRules(SeamTests):
 
     def test_read_sees_what_was_committed(self, driver: SeamDriver, other: SeamDriver) -> None:
         job_id = enqueue_one(other)
-        job = driver.read(lambda c: driver.get_job(c, job_id, None))
+        job = driver.read(lambda c: driver.get_job(c, GetJob(job_id, None)))
         assert job is not None
         assert job.id == job_id
 
@@ -86,7 +87,7 @@ class TransactionRules(SeamTests):
     def test_a_transaction_sees_its_own_uncommitted_rows(self, driver: SeamDriver) -> None:
         with driver.transaction() as c:
             (job_id,) = insert(driver, c, stamps(), ["1"])
-            assert [job.id for job in driver.claim(c, "q", "w", T0, 10)] == [job_id]
+            assert [job.id for job in driver.claim(c, Claim("q", "w", T0, 10))] == [job_id]
 
     def test_a_rolled_back_transaction_announces_nothing(
         self, driver: SeamDriver, other: SeamDriver

@@ -8,6 +8,7 @@ same store plays the other process.
 from __future__ import annotations
 
 from alkstore.driver import queue_topic
+from alkstore.params import ClaimRef, Reschedule
 
 from .base import SeamTests
 from .support import T0, SeamDriver, claim_one, enqueue_one, watching
@@ -35,7 +36,7 @@ class QueueWakes(SeamTests):
         job = claim_one(driver, queue="mail")
         sink = watching(other)
         sink.clear()
-        assert driver.write(lambda c: driver.reschedule(c, job.id, job.attempts, T0, T0 + 5, "e"))
+        assert driver.write(lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0, T0 + 5, "e")))
         assert sink.wait_for(lambda s: s.woken_for(queue_topic("mail")))
 
     def test_release_claim_announces_its_queue_on_commit(
@@ -45,5 +46,5 @@ class QueueWakes(SeamTests):
         job = claim_one(driver, queue="mail")
         sink = watching(other)
         sink.clear()
-        assert driver.write(lambda c: driver.release_claim(c, job.id, job.attempts, T0))
+        assert driver.write(lambda c: driver.release_claim(c, ClaimRef(job.id, job.attempts, T0)))
         assert sink.wait_for(lambda s: s.woken_for(queue_topic("mail")))

@@ -23,6 +23,7 @@ from alkstore.options import JobStamps
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS, LOCKS
+from alkstore.params import AckBatch, Bury, ScheduleAdvance
 
 _COMMIT = "COMMIT"
 
@@ -59,7 +60,7 @@ class TruncatingErrorDriver(SqliteDriver):
         last_error: str,
         error: str | None,
     ) -> bool:
-        return super().bury(c, job_id, attempt, now, last_error[:ERROR_KEPT_CHARS], error)
+        return super().bury(c, Bury(job_id, attempt, now, last_error[:ERROR_KEPT_CHARS], error))
 
 
 class NulRestoringDriver(SqliteDriver):
@@ -77,7 +78,7 @@ class NulRestoringDriver(SqliteDriver):
         error: str | None,
     ) -> bool:
         restored = last_error.replace(ERROR_NUL_STAND_IN, "\x00")
-        return super().bury(c, job_id, attempt, now, restored, error)
+        return super().bury(c, Bury(job_id, attempt, now, restored, error))
 
 
 # -- class 2: a batch that is not one transaction --------------------------------------
@@ -115,7 +116,7 @@ class ChunkedAckBatchDriver(SqliteDriver):
         acked = 0
         for start in range(0, len(job_ids), ACK_CHUNK):
             chunk = job_ids[start : start + ACK_CHUNK]
-            acked += super().ack_batch(c, queue, chunk, worker_id, now)
+            acked += super().ack_batch(c, AckBatch(queue, chunk, worker_id, now))
             commit_so_far(c)
             time.sleep(CHUNK_GAP_S)
         return acked
@@ -177,7 +178,7 @@ class SplitFireDriver(SqliteDriver):
     def schedule_advance(
         self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
     ) -> bool:
-        moved = super().schedule_advance(c, name, expected, new_fire_at)
+        moved = super().schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at))
         commit_and_continue(c)
         return moved
 

@@ -20,6 +20,7 @@ from alkstore.values import Job, JobState, QueueStats
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS
+from alkstore.params import Bury, Claim, ListJobs, PurgeDeadJobs, QueueStatsAt, SetPaused
 
 from .blind_spots import GATE_WAIT_S, commit_and_continue, commit_so_far
 
@@ -35,7 +36,7 @@ class LapsedAsProcessingDriver(SqliteDriver):
     ) -> list[QueueStats]:
         return [
             replace(stats, processing=stats.processing + stats.lapsed, lapsed=0)
-            for stats in super().queue_stats(c, queues, now)
+            for stats in super().queue_stats(c, QueueStatsAt(queues, now))
         ]
 
 
@@ -179,7 +180,7 @@ class PauseInProcessDriver(SqliteDriver):
     ) -> list[Job]:
         if self.is_paused(c, queue):
             return []
-        return super().claim(c, queue, worker_id, now, limit)
+        return super().claim(c, Claim(queue, worker_id, now, limit))
 
 
 class BatchClaimIgnoresPauseDriver(SqliteDriver):
@@ -190,13 +191,13 @@ class BatchClaimIgnoresPauseDriver(SqliteDriver):
         self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
     ) -> list[Job]:
         if limit == 1 or not self.is_paused(c, queue):
-            return super().claim(c, queue, worker_id, now, limit)
+            return super().claim(c, Claim(queue, worker_id, now, limit))
         # The batch statement "without the check": lift the pause around it.
-        self.set_paused(c, queue, False)
+        self.set_paused(c, SetPaused(queue, False))
         try:
-            return super().claim(c, queue, worker_id, now, limit)
+            return super().claim(c, Claim(queue, worker_id, now, limit))
         finally:
-            self.set_paused(c, queue, True)
+            self.set_paused(c, SetPaused(queue, True))
 
 
 # -- a purge that forgets the queue -------------------------------------------------------
@@ -220,7 +221,7 @@ class PurgeIgnoresQueueDriver(SqliteDriver):
         now: int,
     ) -> int:
         if ids is None:
-            return super().purge_dead_jobs(c, queue, ids, died_before, now)
+            return super().purge_dead_jobs(c, PurgeDeadJobs(queue, ids, died_before, now))
         params = {"ids": json.dumps(list(ids)), "died_before": died_before}
         return c.execute(PURGE_DEAD_IDS_ANY_QUEUE, params).rowcount
 
@@ -243,7 +244,7 @@ class OffsetPagesDriver(SqliteDriver):
     def list_jobs(
         self, c: sqlite3.Connection, queue: str, state: JobState | None, after_id: int, limit: int
     ) -> list[Job]:
-        every = super().list_jobs(c, queue, state, 0, EVERY_ROW)
+        every = super().list_jobs(c, ListJobs(queue, state, 0, EVERY_ROW))
         with self._offsets_lock:
             offset = self._offsets.get((queue, state, after_id))
             if offset is None:  # a cursor this engine did not hand out
@@ -270,4 +271,4 @@ class BuryForgetsErrorDriver(SqliteDriver):
         last_error: str,
         error: str | None,
     ) -> bool:
-        return super().bury(c, job_id, attempt, now, last_error, None)
+        return super().bury(c, Bury(job_id, attempt, now, last_error, None))

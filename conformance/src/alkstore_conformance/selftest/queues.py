@@ -23,6 +23,7 @@ from alkstore.options import JobStamps
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import JOBS
+from alkstore.params import Reschedule
 
 _COLUMNS = ", ".join(JOB_COLUMNS)
 
@@ -231,4 +232,4 @@ class UncappedBackoffDriver(SqliteDriver):
             uncapped = int(row[0]) * 2 ** min(attempt - 1, _MAX_EXPONENT)
             if uncapped > BACKOFF_CAP_S:
                 run_at = now + (run_at - now) * uncapped // BACKOFF_CAP_S
-        return super().reschedule(c, job_id, attempt, now, run_at, error)
+        return super().reschedule(c, Reschedule(job_id, attempt, now, run_at, error))

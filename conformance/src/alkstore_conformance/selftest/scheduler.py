@@ -6,6 +6,7 @@ import sqlite3
 
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import SCHEDULES
+from alkstore.params import ScheduleAdvance
 
 # The bug: no "AND next_fire_at = :expected". A ticker that read a boundary another
 # ticker has already fired moves the schedule anyway and fires the boundary again.
@@ -30,4 +31,4 @@ class NeverSkipsDriver(SqliteDriver):
         record = self.schedule_get(c, name)
         if record is not None and new_fire_at - expected > record.interval_s:
             return False
-        return super().schedule_advance(c, name, expected, new_fire_at)
+        return super().schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..names import validate_identifier
+from ..params import LockHolder, LockLease, LockRelease
 from ..timeconv import Duration, duration_seconds
 from ..values import LockInfo
 from .context import StoreContext
@@ -36,7 +37,7 @@ class CoreLock:
         ctx = self._context
         now = ctx.now()
         return ctx.write(
-            lambda c: ctx.driver.lock_acquire(c, self._name, owner, now, now + seconds)
+            lambda c: ctx.driver.lock_acquire(c, LockLease(self._name, owner, now, now + seconds))
         )
 
     def renew(self, owner: str, ttl: Duration) -> bool:
@@ -51,7 +52,9 @@ class CoreLock:
         seconds = duration_seconds(ttl, "ttl", minimum=1)
         ctx = self._context
         now = ctx.now()
-        return ctx.write(lambda c: ctx.driver.lock_renew(c, self._name, owner, now, now + seconds))
+        return ctx.write(
+            lambda c: ctx.driver.lock_renew(c, LockLease(self._name, owner, now, now + seconds))
+        )
 
     def release(self, owner: str) -> bool:
         """Release ``owner``'s live lease; ``True`` if it held the lock.
@@ -63,13 +66,13 @@ class CoreLock:
         validate_identifier(owner, "owner")
         ctx = self._context
         now = ctx.now()
-        return ctx.write(lambda c: ctx.driver.lock_release(c, self._name, owner, now))
+        return ctx.write(lambda c: ctx.driver.lock_release(c, LockRelease(self._name, owner, now)))
 
     def holder(self) -> LockInfo | None:
         """The live holder, or ``None`` when free or lapsed."""
         ctx = self._context
         now = ctx.now()
-        return ctx.read(lambda c: ctx.driver.lock_holder(c, self._name, now))
+        return ctx.read(lambda c: ctx.driver.lock_holder(c, LockHolder(self._name, now)))
 
     def __repr__(self) -> str:
         return f"<Lock {self._name!r}>"

@@ -13,6 +13,23 @@ from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import InvalidOptions
 from ..names import validate_identifier
 from ..options import EnqueueOpts, QueueOpts, check_type, resolve_stamps
+from ..params import (
+    AckBatch,
+    Bury,
+    Cancel,
+    Claim,
+    ClaimRef,
+    GetJob,
+    Heartbeat,
+    ListJobs,
+    NextWake,
+    PurgeDeadJobs,
+    QueueStatsAt,
+    Redrive,
+    Reschedule,
+    SetPaused,
+    Sweep,
+)
 from ..payload import UndecodablePayload, encode_payload, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
@@ -98,7 +115,7 @@ class CoreJobHandle:
         ctx = self._queue._context
         now = ctx.now()
         job = self._job
-        return ctx.write(lambda c: ctx.driver.ack(c, job.id, job.attempts, now))
+        return ctx.write(lambda c: ctx.driver.ack(c, ClaimRef(job.id, job.attempts, now)))
 
     def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
         """``ack`` then ``claim_batch(worker_id, limit)`` on this job's queue, in one
@@ -119,7 +136,7 @@ class CoreJobHandle:
 
         def work(c: Any) -> tuple[bool, list[Job]]:
             ctx.prefer_one_commit(c)  # the ack and the claim change the same pages
-            acked = driver.ack(c, job.id, job.attempts, now)
+            acked = driver.ack(c, ClaimRef(job.id, job.attempts, now))
             return acked, queue._claim_rows(c, worker_id, now, limit)
 
         acked, jobs = ctx.write(work)
@@ -137,7 +154,7 @@ class CoreJobHandle:
         now = ctx.now()
         job = self._job
         return ctx.write(
-            lambda c: ctx.driver.heartbeat(c, job.id, job.attempts, now, now + seconds)
+            lambda c: ctx.driver.heartbeat(c, Heartbeat(job.id, job.attempts, now, now + seconds))
         )
 
     def release(self) -> bool:
@@ -153,7 +170,9 @@ class CoreJobHandle:
         now = ctx.now()
         job = self._job
         # The statement announces the queue to other processes; wake our own waiters.
-        released = ctx.write(lambda c: ctx.driver.release_claim(c, job.id, job.attempts, now))
+        released = ctx.write(
+            lambda c: ctx.driver.release_claim(c, ClaimRef(job.id, job.attempts, now))
+        )
         if released:
             ctx.hub.notify(queue_topic(job.queue))
         return released
@@ -184,7 +203,9 @@ class CoreJobHandle:
         # The reschedule announces the queue: waiters elsewhere re-plan, as do ours.
         entry = history_error(error)
         ok = ctx.write(
-            lambda c: driver.reschedule(c, job.id, job.attempts, now, now + seconds, entry)
+            lambda c: driver.reschedule(
+                c, Reschedule(job.id, job.attempts, now, now + seconds, entry)
+            )
         )
         if ok:
             ctx.hub.notify(queue_topic(job.queue))
@@ -205,7 +226,9 @@ class CoreJobHandle:
         now = ctx.now()
         job = self._job
         entry = history_error(error)
-        return ctx.write(lambda c: ctx.driver.bury(c, job.id, job.attempts, now, last_error, entry))
+        return ctx.write(
+            lambda c: ctx.driver.bury(c, Bury(job.id, job.attempts, now, last_error, entry))
+        )
 
     def __repr__(self) -> str:
         return (
@@ -313,7 +336,7 @@ class CoreQueue:
         driver = self._context.driver
         # The claim dead-letters lapsed rows whose budget is spent before it
         # claims: such a row is never handed out again.
-        jobs = driver.claim(c, self._name, worker_id, now, limit)
+        jobs = driver.claim(c, Claim(self._name, worker_id, now, limit))
         for job in jobs:
             if is_undecodable(job.payload):
                 return _set_aside_undecodable(driver, c, self._name, worker_id, now, limit, jobs)
@@ -364,7 +387,7 @@ class CoreQueue:
         """When a job of this queue next becomes claimable (``None``: unknown)."""
         ctx = self._context
         now = ctx.now()
-        return ctx.read(lambda c: ctx.driver.next_wake_at(c, self._name, now), wait_s)
+        return ctx.read(lambda c: ctx.driver.next_wake_at(c, NextWake(self._name, now)), wait_s)
 
     def ack_batch(self, job_ids: Sequence[int], worker_id: str) -> int:
         """Ack the jobs among ``job_ids`` that ``worker_id`` holds live; return how many.
@@ -380,7 +403,9 @@ class CoreQueue:
             return 0
         ctx = self._context
         now = ctx.now()
-        return ctx.write(lambda c: ctx.driver.ack_batch(c, self._name, ids, worker_id, now))
+        return ctx.write(
+            lambda c: ctx.driver.ack_batch(c, AckBatch(self._name, ids, worker_id, now))
+        )
 
     def cancel(self, job_id: int) -> bool:
         """Delete a pending or processing job of this queue; dead jobs stay.
@@ -396,7 +421,7 @@ class CoreQueue:
         ctx.check_open()
         if not storable_id(job_id):
             return False
-        return ctx.write(lambda c: ctx.driver.cancel(c, self._name, job_id))
+        return ctx.write(lambda c: ctx.driver.cancel(c, Cancel(self._name, job_id)))
 
     def get_job(self, job_id: int) -> Job | None:
         """Id-global: finds the job whatever its queue (contract §2).
@@ -412,7 +437,7 @@ class CoreQueue:
         ctx.check_open()
         if not storable_id(job_id):
             return None
-        return ctx.read(lambda c: ctx.driver.get_job(c, job_id, None))
+        return ctx.read(lambda c: ctx.driver.get_job(c, GetJob(job_id)))
 
     def sweep_expired(self) -> SweepResult:
         """Bury expired jobs, then lapsed exhausted ones, then purge old dead ones.
@@ -425,12 +450,12 @@ class CoreQueue:
         ctx = self._context
         now = ctx.now()
         driver = ctx.driver
-        name = self._name
+        sweep = Sweep(self._name, now)
         # Each step is its own atomic statement (contract §2); expiry first so a
         # row that is both expired and exhausted records "expired".
-        expired = ctx.write(lambda c: driver.bury_expired(c, name, now))
-        exhausted = ctx.write(lambda c: driver.bury_exhausted(c, name, now))
-        purged = ctx.write(lambda c: driver.purge_dead(c, name, now))
+        expired = ctx.write(lambda c: driver.bury_expired(c, sweep))
+        exhausted = ctx.write(lambda c: driver.bury_exhausted(c, sweep))
+        purged = ctx.write(lambda c: driver.purge_dead(c, sweep))
         return SweepResult(expired=expired, exhausted=exhausted, purged=purged)
 
     # -- operations (contract §11, ops profile) -----------------------------------
@@ -445,7 +470,7 @@ class CoreQueue:
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
-        (stats,) = ctx.read(lambda c: driver.queue_stats(c, [self._name], now))
+        (stats,) = ctx.read(lambda c: driver.queue_stats(c, QueueStatsAt([self._name], now)))
         return stats
 
     def jobs(
@@ -469,7 +494,9 @@ class CoreQueue:
         ctx.check_open()
         if after_id < 0 or not storable_id(after_id):
             raise InvalidOptions(f"after_id must be within 0..{MAX_JOB_ID}, got {after_id}")
-        return ctx.read(lambda c: driver.list_jobs(c, self._name, wanted, after_id, limit))
+        return ctx.read(
+            lambda c: driver.list_jobs(c, ListJobs(self._name, wanted, after_id, limit))
+        )
 
     def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
         """Give dead jobs of this queue another life, in one transaction: each becomes a
@@ -491,7 +518,7 @@ class CoreQueue:
         now = ctx.now()
         if chosen == []:
             return []
-        new_ids = ctx.write(lambda c: driver.redrive(c, self._name, chosen, limit, now))
+        new_ids = ctx.write(lambda c: driver.redrive(c, Redrive(self._name, chosen, limit, now)))
         if new_ids:
             ctx.hub.notify(self._topic)
         return new_ids
@@ -515,7 +542,9 @@ class CoreQueue:
         if chosen == []:
             return 0
         died_before = None if older is None else now - older
-        return ctx.write(lambda c: driver.purge_dead_jobs(c, self._name, chosen, died_before, now))
+        return ctx.write(
+            lambda c: driver.purge_dead_jobs(c, PurgeDeadJobs(self._name, chosen, died_before, now))
+        )
 
     def pause(self) -> bool:
         """Stop handing out this queue's jobs, in every process, until ``resume``;
@@ -552,7 +581,7 @@ class CoreQueue:
         ctx = self._context
         driver = ctx.ops()
         ctx.check_open()
-        changed = ctx.write(lambda c: driver.set_paused(c, self._name, paused))
+        changed = ctx.write(lambda c: driver.set_paused(c, SetPaused(self._name, paused)))
         if changed and not paused:
             ctx.hub.notify(self._topic)  # waiters here; the statement told other processes
         return changed
@@ -610,11 +639,11 @@ def _set_aside_undecodable(
             payload = job.payload
             if isinstance(payload, UndecodablePayload):
                 error = f"{ERROR_UNDECODABLE}: {payload.reason}"
-                driver.bury(c, job.id, job.attempts, now, error, error)
+                driver.bury(c, Bury(job.id, job.attempts, now, error, error))
             else:
                 claimed.append(job)
         if len(claimed) == limit or len(jobs) < wanted:
             break  # filled, or the queue had no more claimable rows
         wanted = limit - len(claimed)
-        jobs = driver.claim(c, queue, worker_id, now, wanted)
+        jobs = driver.claim(c, Claim(queue, worker_id, now, wanted))
     return claimed

@@ -19,6 +19,7 @@ from ..driver import SCHEDULES_TOPIC, ScheduleRecord, queue_topic
 from ..errors import AlkstoreError, LeadershipLost
 from ..names import validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_stamps
+from ..params import ScheduleAdvance
 from ..payload import encode_payload
 from ..spec import parse_spec
 from ..stop import StopToken
@@ -150,7 +151,7 @@ class CoreScheduler:
         fired = 0
 
         def fire(c: Any) -> bool:
-            if not driver.schedule_advance(c, record.name, at, at + interval):
+            if not driver.schedule_advance(c, ScheduleAdvance(record.name, at, at + interval)):
                 return False  # another ticker fired this boundary
             ctx.driver.insert_jobs(c, stamps, payloads)  # announces the queue on commit
             return True
@@ -171,7 +172,9 @@ class CoreScheduler:
         # Past the catch-up cap: skip forward to the first boundary after now.
         missed = (now - at) // interval + 1
         target = at + missed * interval
-        moved = ctx.write(lambda c: driver.schedule_advance(c, record.name, at, target))
+        moved = ctx.write(
+            lambda c: driver.schedule_advance(c, ScheduleAdvance(record.name, at, target))
+        )
         return fired, (missed if moved else 0), not moved
 
     # -- the leader loop -----------------------------------------------------

@@ -15,6 +15,7 @@ from ..engine import Capabilities
 from ..errors import EngineMisconfigured, InvalidOptions
 from ..names import outbox_queue_name, validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
+from ..params import Publish, QueueStatsAt
 from ..payload import encode_payload
 from ..stop import StopToken
 from ..timeconv import Duration
@@ -201,7 +202,7 @@ class CoreStore:
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
-        return ctx.read(lambda c: driver.queue_stats(c, None, now))
+        return ctx.read(lambda c: driver.queue_stats(c, QueueStatsAt(None, now)))
 
     # -- scheduler (contract §5) ---------------------------------------
     def schedule(
@@ -287,7 +288,7 @@ class CoreStore:
         ctx = self._context
         driver = ctx.pubsub()
         now = ctx.now()
-        ctx.write(lambda c: driver.publish(c, channel, text, now))
+        ctx.write(lambda c: driver.publish(c, Publish(channel, text, now)))
 
     def subscribe(self, channel: str) -> CoreSubscription:
         """Receive messages published on ``channel`` from now on (contract §7).

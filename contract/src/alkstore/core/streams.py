@@ -8,6 +8,7 @@ from ..driver import stream_topic
 from ..errors import EngineUnavailable
 from ..names import validate_identifier
 from ..options import check_type
+from ..params import StreamAppend, StreamCommit, StreamOffset, StreamRead, StreamTrim
 from ..payload import encode_payload
 from ..stop import StopToken
 from ..timeconv import Duration
@@ -45,7 +46,9 @@ class CoreStream:
         now = ctx.now()
         driver = ctx.streams()
         # The append announces the stream to other processes; this one is told here.
-        (offset,) = ctx.write(lambda c: driver.stream_append(c, self._name, [text], now))
+        (offset,) = ctx.write(
+            lambda c: driver.stream_append(c, StreamAppend(self._name, [text], now))
+        )
         ctx.hub.notify(self._topic)
         return offset
 
@@ -60,7 +63,7 @@ class CoreStream:
         check_limit(limit)
         ctx = self._context
         driver = ctx.streams()
-        return ctx.read(lambda c: driver.stream_read(c, self._name, after, limit))
+        return ctx.read(lambda c: driver.stream_read(c, StreamRead(self._name, after, limit)))
 
     def commit(self, consumer: str, offset: int) -> None:
         """Record durably that ``consumer`` has processed events up to ``offset``.
@@ -74,7 +77,7 @@ class CoreStream:
         check_offset(offset, "offset")
         ctx = self._context
         driver = ctx.streams()
-        ctx.write(lambda c: driver.stream_commit(c, self._name, consumer, offset))
+        ctx.write(lambda c: driver.stream_commit(c, StreamCommit(self._name, consumer, offset)))
 
     def offset(self, consumer: str) -> int:
         """The offset ``consumer`` last committed, 0 when none.
@@ -86,7 +89,7 @@ class CoreStream:
         validate_identifier(consumer, "consumer")
         ctx = self._context
         driver = ctx.streams()
-        return ctx.read(lambda c: driver.stream_offset(c, self._name, consumer))
+        return ctx.read(lambda c: driver.stream_offset(c, StreamOffset(self._name, consumer)))
 
     def trim_to(self, offset: int) -> int:
         """Delete the events with offsets smaller than ``offset``; return how many.
@@ -98,7 +101,7 @@ class CoreStream:
         check_offset(offset, "offset")
         ctx = self._context
         driver = ctx.streams()
-        return ctx.write(lambda c: driver.stream_trim(c, self._name, offset))
+        return ctx.write(lambda c: driver.stream_trim(c, StreamTrim(self._name, offset)))
 
     def wait(
         self, after: int, timeout: Duration | None = None, stop: StopToken | None = None
@@ -141,7 +144,9 @@ class CoreStream:
     def _has_event_after(self, after: int, wait_s: float | None) -> bool:
         ctx = self._context
         driver = ctx.streams()
-        return bool(ctx.read(lambda c: driver.stream_read(c, self._name, after, 1), wait_s))
+        return bool(
+            ctx.read(lambda c: driver.stream_read(c, StreamRead(self._name, after, 1)), wait_s)
+        )
 
     def __repr__(self) -> str:
         return f"<Stream {self._name!r}>"

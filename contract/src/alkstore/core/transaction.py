@@ -17,6 +17,7 @@ from ..options import (
     check_type,
     resolve_stamps,
 )
+from ..params import GetJob, Publish, StreamAppend
 from ..payload import encode_payload
 from ..values import Job
 from .checks import check_job_id, enqueue_opts, storable_id
@@ -103,7 +104,9 @@ class CoreTransaction:
         text = encode_payload(payload)
         self._check_live()
         ctx = self._context
-        (offset,) = ctx.streams().stream_append(self._handle, stream, [text], ctx.now())
+        (offset,) = ctx.streams().stream_append(
+            self._handle, StreamAppend(stream, [text], ctx.now())
+        )
         self._woken.add(stream_topic(stream))  # the append announced it to other processes
         return offset
 
@@ -119,7 +122,7 @@ class CoreTransaction:
         text = encode_payload(payload)
         self._check_live()
         ctx = self._context
-        ctx.pubsub().publish(self._handle, channel, text, ctx.now())
+        ctx.pubsub().publish(self._handle, Publish(channel, text, ctx.now()))
 
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         """Queue-filtered read inside the transaction (contract §2).
@@ -136,7 +139,7 @@ class CoreTransaction:
         self._check_live()
         if not storable_id(job_id):
             return None
-        return self._context.driver.get_job(self._handle, job_id, queue)
+        return self._context.driver.get_job(self._handle, GetJob(job_id, queue))
 
     def _insert(self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts) -> int:
         text = encode_payload(payload)

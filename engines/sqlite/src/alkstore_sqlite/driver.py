@@ -41,8 +41,24 @@ from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
 
 from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
-from alkstore.driver import WakeSink, claimed_jobs, error_entry, job_from_row
+from alkstore.driver import WakeSink
 from alkstore.options import JobStamps, stamp_values
+from alkstore.params import (
+    AckBatch,
+    Bury,
+    Cancel,
+    Claim,
+    ClaimRef,
+    GetJob,
+    Heartbeat,
+    LockHolder,
+    LockLease,
+    LockRelease,
+    NextWake,
+    Reschedule,
+    Sweep,
+)
+from alkstore.rows import claimed_jobs, error_entry, job_from_row
 from alkstore.values import Job, LockInfo
 
 from . import statements as sql
@@ -437,42 +453,39 @@ class SqliteDriver(ProfileStatements, OperationStatements):
         # transaction is the only writer: one batch's ids are consecutive, ending at last.
         return list(range(last - len(payloads) + 1, last + 1))
 
-    def claim(
-        self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
-    ) -> list[Job]:
-        params = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
+    def claim(self, c: sqlite3.Connection, params: Claim) -> list[Job]:
+        queue, worker_id, now, limit = params.queue, params.worker_id, params.now, params.limit
+        named = {"queue": queue, "worker_id": worker_id, "now": now, "limit": limit}
         one = limit == 1
         # Nearly always one statement: pending rows, while no claim of the queue has
         # lapsed (so none is exhausted either). Only when that claims nothing can
         # there be lapsed claims to dead-letter or to reclaim.
-        rows = c.execute(sql.CLAIM_READY_ONE if one else sql.CLAIM_READY, params).fetchall()
+        rows = c.execute(sql.CLAIM_READY_ONE if one else sql.CLAIM_READY, named).fetchall()
         if not rows:
-            if c.execute(sql.ANY_LAPSED, params).fetchone() is None:
+            if c.execute(sql.ANY_LAPSED, named).fetchone() is None:
                 return []
             # Exhausted ones go dead first: never handed out again.
-            c.execute(sql.BURY_EXHAUSTED, params)
-            rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, params).fetchall()
+            c.execute(sql.BURY_EXHAUSTED, named)
+            rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, named).fetchall()
         return claimed_jobs(rows, queue, worker_id, now)
 
-    def bury_exhausted(self, c: sqlite3.Connection, queue: str, now: int) -> int:
-        params = {"queue": queue, "now": now}
-        if c.execute(sql.ANY_EXHAUSTED, params).fetchone() is None:
+    def bury_exhausted(self, c: sqlite3.Connection, params: Sweep) -> int:
+        named = {"queue": params.queue, "now": params.now}
+        if c.execute(sql.ANY_EXHAUSTED, named).fetchone() is None:
             return 0
-        return c.execute(sql.BURY_EXHAUSTED, params).rowcount
+        return c.execute(sql.BURY_EXHAUSTED, named).rowcount
 
-    def bury_expired(self, c: sqlite3.Connection, queue: str, now: int) -> int:
-        return c.execute(sql.BURY_EXPIRED, {"queue": queue, "now": now}).rowcount
+    def bury_expired(self, c: sqlite3.Connection, params: Sweep) -> int:
+        return c.execute(sql.BURY_EXPIRED, {"queue": params.queue, "now": params.now}).rowcount
 
-    def purge_dead(self, c: sqlite3.Connection, queue: str, now: int) -> int:
-        return c.execute(sql.PURGE_DEAD, {"queue": queue, "now": now}).rowcount
+    def purge_dead(self, c: sqlite3.Connection, params: Sweep) -> int:
+        return c.execute(sql.PURGE_DEAD, {"queue": params.queue, "now": params.now}).rowcount
 
-    def ack(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now}
-        return c.execute(sql.ACK, params).rowcount == 1
+    def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        return c.execute(sql.ACK, sql.ACK_PARAMS(params)).rowcount == 1
 
-    def ack_batch(
-        self, c: sqlite3.Connection, queue: str, job_ids: Sequence[int], worker_id: str, now: int
-    ) -> int:
+    def ack_batch(self, c: sqlite3.Connection, params: AckBatch) -> int:
+        job_ids, tail = params.job_ids, (params.queue, params.worker_id, params.now)
         acked = 0
         most = sql.ACK_SIZES[-1]
         if len(job_ids) > most:
@@ -481,85 +494,54 @@ class SqliteDriver(ProfileStatements, OperationStatements):
             chunk = list(job_ids[start : start + most])
             size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
             chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
-            acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, queue, worker_id, now]).rowcount
+            acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, *tail]).rowcount
         return acked
 
-    def heartbeat(
-        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, deadline: int
-    ) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
-        return c.execute(sql.HEARTBEAT, params).rowcount == 1
+    def heartbeat(self, c: sqlite3.Connection, params: Heartbeat) -> bool:
+        return c.execute(sql.HEARTBEAT, sql.HEARTBEAT_PARAMS(params)).rowcount == 1
 
-    def release_claim(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now}
-        return c.execute(sql.RELEASE_CLAIM, params).rowcount == 1
+    def release_claim(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        return c.execute(sql.RELEASE_CLAIM, sql.RELEASE_CLAIM_PARAMS(params)).rowcount == 1
 
-    def reschedule(
-        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int, error: str
-    ) -> bool:
-        params = {
-            "id": job_id,
-            "attempt": attempt,
-            "now": now,
-            "run_at": run_at,
-            "entry": error_entry(attempt, now, error),
-        }
-        return c.execute(sql.RESCHEDULE, params).rowcount == 1
+    def reschedule(self, c: sqlite3.Connection, params: Reschedule) -> bool:
+        entry = error_entry(params.attempt, params.now, params.error)
+        return c.execute(sql.RESCHEDULE, (*sql.RESCHEDULE_PARAMS(params), entry)).rowcount == 1
 
-    def bury(
-        self,
-        c: sqlite3.Connection,
-        job_id: int,
-        attempt: int,
-        now: int,
-        last_error: str,
-        error: str | None,
-    ) -> bool:
-        params = {
-            "id": job_id,
-            "attempt": attempt,
-            "now": now,
-            "error": last_error,
-            "entry": None if error is None else error_entry(attempt, now, error),
-        }
-        return c.execute(sql.BURY, params).rowcount == 1
+    def bury(self, c: sqlite3.Connection, params: Bury) -> bool:
+        error = params.error
+        entry = None if error is None else error_entry(params.attempt, params.now, error)
+        return c.execute(sql.BURY, (*sql.BURY_PARAMS(params), entry)).rowcount == 1
 
-    def cancel(self, c: sqlite3.Connection, queue: str, job_id: int) -> bool:
-        return c.execute(sql.CANCEL, {"id": job_id, "queue": queue}).rowcount == 1
+    def cancel(self, c: sqlite3.Connection, params: Cancel) -> bool:
+        return c.execute(sql.CANCEL, {"id": params.job_id, "queue": params.queue}).rowcount == 1
 
-    def get_job(self, c: sqlite3.Connection, job_id: int, queue: str | None) -> Job | None:
+    def get_job(self, c: sqlite3.Connection, params: GetJob) -> Job | None:
         cursor = c.cursor()
         cursor.row_factory = None  # an attached caller's connection may have its own
-        if queue is None:
-            row = cursor.execute(sql.GET_JOB, {"id": job_id}).fetchone()
+        if params.queue is None:
+            row = cursor.execute(sql.GET_JOB, {"id": params.job_id}).fetchone()
         else:
-            row = cursor.execute(sql.GET_JOB_IN_QUEUE, {"id": job_id, "queue": queue}).fetchone()
+            named = {"id": params.job_id, "queue": params.queue}
+            row = cursor.execute(sql.GET_JOB_IN_QUEUE, named).fetchone()
         return None if row is None else job_from_row(row)
 
-    def next_wake_at(self, c: sqlite3.Connection, queue: str, now: int) -> int | None:
-        row = c.execute(sql.NEXT_WAKE_AT, {"queue": queue, "now": now}).fetchone()
+    def next_wake_at(self, c: sqlite3.Connection, params: NextWake) -> int | None:
+        row = c.execute(sql.NEXT_WAKE_AT, {"queue": params.queue, "now": params.now}).fetchone()
         due = [instant for instant in row if instant is not None]  # next run_at, next deadline
         return int(min(due)) if due else None
 
     # -- locks ----------------------------------------------------------------------
-    def lock_acquire(
-        self, c: sqlite3.Connection, name: str, owner: str, now: int, expires_at: int
-    ) -> bool:
-        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
-        return c.execute(sql.LOCK_ACQUIRE, params).rowcount == 1
+    def lock_acquire(self, c: sqlite3.Connection, params: LockLease) -> bool:
+        return c.execute(sql.LOCK_ACQUIRE, sql.LOCK_ACQUIRE_PARAMS(params)).rowcount == 1
 
-    def lock_renew(
-        self, c: sqlite3.Connection, name: str, owner: str, now: int, expires_at: int
-    ) -> bool:
-        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
-        return c.execute(sql.LOCK_RENEW, params).rowcount == 1
+    def lock_renew(self, c: sqlite3.Connection, params: LockLease) -> bool:
+        return c.execute(sql.LOCK_RENEW, sql.LOCK_RENEW_PARAMS(params)).rowcount == 1
 
-    def lock_release(self, c: sqlite3.Connection, name: str, owner: str, now: int) -> bool:
-        params = {"name": name, "owner": owner, "now": now}
-        return c.execute(sql.LOCK_RELEASE, params).rowcount == 1
+    def lock_release(self, c: sqlite3.Connection, params: LockRelease) -> bool:
+        return c.execute(sql.LOCK_RELEASE, sql.LOCK_RELEASE_PARAMS(params)).rowcount == 1
 
-    def lock_holder(self, c: sqlite3.Connection, name: str, now: int) -> LockInfo | None:
-        row = c.execute(sql.LOCK_HOLDER, {"name": name, "now": now}).fetchone()
+    def lock_holder(self, c: sqlite3.Connection, params: LockHolder) -> LockInfo | None:
+        row = c.execute(sql.LOCK_HOLDER, {"name": params.name, "now": params.now}).fetchone()
         return None if row is None else LockInfo(owner=row[0], expires_at=row[1])
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from alkstore.driver import job_from_row
+from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetPaused
+from alkstore.rows import job_from_row
 from alkstore.values import Job, JobState, QueueStats
 
 from . import statements as sql
@@ -24,70 +24,64 @@ from .handle import begin_transaction
 class OperationStatements:
     """``OpsDriver`` for ``SqliteDriver``."""
 
-    def queue_stats(
-        self, c: sqlite3.Connection, queues: Sequence[str] | None, now: int
-    ) -> list[QueueStats]:
+    def queue_stats(self, c: sqlite3.Connection, params: QueueStatsAt) -> list[QueueStats]:
+        queues, now = params.queues, params.now
         if queues is None:
             rows = _cursor(c).execute(sql.QUEUE_STATS_ALL, {"now": now})
         else:
-            params = {"queues": json.dumps(list(queues)), "now": now}
-            rows = _cursor(c).execute(sql.QUEUE_STATS, params)
+            named = {"queues": json.dumps(list(queues)), "now": now}
+            rows = _cursor(c).execute(sql.QUEUE_STATS, named)
         return [_queue_stats(*row) for row in rows]
 
-    def list_jobs(
-        self, c: sqlite3.Connection, queue: str, state: JobState | None, after_id: int, limit: int
-    ) -> list[Job]:
-        params: dict[str, object] = {"queue": queue, "after": after_id, "limit": limit}
+    def list_jobs(self, c: sqlite3.Connection, params: ListJobs) -> list[Job]:
+        state = params.state
+        named: dict[str, object] = {
+            "queue": params.queue,
+            "after": params.after_id,
+            "limit": params.limit,
+        }
         if state is None:
             statement = sql.LIST_JOBS
         elif state is JobState.DEAD:
             statement = sql.LIST_DEAD_JOBS
         else:
             statement = sql.LIST_LIVE_JOBS
-            params["state"] = state.value
-        return [job_from_row(row) for row in _cursor(c).execute(statement, params)]
+            named["state"] = state.value
+        return [job_from_row(row) for row in _cursor(c).execute(statement, named)]
 
-    def redrive(
-        self, c: sqlite3.Connection, queue: str, ids: Sequence[int] | None, limit: int, now: int
-    ) -> list[int]:
-        params: dict[str, object] = {"queue": queue, "now": now}
-        if ids is None:
-            params["limit"] = limit
+    def redrive(self, c: sqlite3.Connection, params: Redrive) -> list[int]:
+        named: dict[str, object] = {"queue": params.queue, "now": params.now}
+        if params.ids is None:
+            named["limit"] = params.limit
             statement = sql.REDRIVE_OLDEST
         else:
-            ids = list(dict.fromkeys(ids))  # a repeated id is redriven once
-            params["ids"] = json.dumps(ids)
+            ids = list(dict.fromkeys(params.ids))  # a repeated id is redriven once
+            named["ids"] = json.dumps(ids)
             statement = sql.REDRIVE_IDS
         # The copies and the removal of their dead rows commit together.
         begin_transaction(c)
         # RETURNING's row order is SQLite's to choose: order by the dead rows instead.
-        replaced = dict(_cursor(c).execute(statement, params).fetchall())
+        replaced = dict(_cursor(c).execute(statement, named).fetchall())
         if not replaced:
             return []
         new_ids = sorted(replaced)  # numbered in insert order, i.e. the dead rows' order
         c.execute(sql.DELETE_DEAD_IDS, {"ids": json.dumps([replaced[n] for n in new_ids])})
         return new_ids
 
-    def purge_dead_jobs(
-        self,
-        c: sqlite3.Connection,
-        queue: str,
-        ids: Sequence[int] | None,
-        died_before: int | None,
-        now: int,
-    ) -> int:
+    def purge_dead_jobs(self, c: sqlite3.Connection, params: PurgeDeadJobs) -> int:
+        queue, ids, died_before = params.queue, params.ids, params.died_before
         if ids is not None:
-            params = {"queue": queue, "ids": json.dumps(list(ids)), "died_before": died_before}
-            return c.execute(sql.PURGE_DEAD_IDS, params).rowcount
+            named = {"queue": queue, "ids": json.dumps(list(ids)), "died_before": died_before}
+            return c.execute(sql.PURGE_DEAD_IDS, named).rowcount
         if died_before is not None:
             params_before = {"queue": queue, "died_before": died_before}
             return c.execute(sql.PURGE_DEAD_BEFORE, params_before).rowcount
         return c.execute(sql.PURGE_DEAD_ALL, {"queue": queue}).rowcount
 
-    def set_paused(self, c: sqlite3.Connection, queue: str, paused: bool) -> bool:
+    def set_paused(self, c: sqlite3.Connection, params: SetPaused) -> bool:
         # A resume's commit is its announcement: every process's watcher sees it.
-        statement = sql.PAUSE if paused else sql.RESUME
-        return c.execute(statement, {"queue": queue}).rowcount == 1
+        statement = sql.PAUSE if params.paused else sql.RESUME
+        return c.execute(statement, {"queue": params.queue}).rowcount == 1
 
     def is_paused(self, c: sqlite3.Connection, queue: str) -> bool:
         (paused,) = _cursor(c).execute(sql.IS_PAUSED, {"queue": queue}).fetchone()

@@ -14,12 +14,20 @@ is a prefix of the commit order, so it never holds offset n + 1 without n.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from dataclasses import asdict
 from itertools import starmap
 from typing import TYPE_CHECKING
 
-from alkstore.driver import ScheduleRecord, stream_event
+from alkstore.params import (
+    Publish,
+    ScheduleAdvance,
+    StreamAppend,
+    StreamCommit,
+    StreamOffset,
+    StreamRead,
+    StreamTrim,
+)
+from alkstore.rows import ScheduleRecord, stream_event
 from alkstore.values import StreamEvent
 
 from . import statements as sql
@@ -47,29 +55,25 @@ class ProfileStatements:
         rows = _cursor(c).execute(sql.SCHEDULES_DUE, {"now": now})
         return [ScheduleRecord(*row) for row in rows]
 
-    def schedule_advance(
-        self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
-    ) -> bool:
+    def schedule_advance(self, c: sqlite3.Connection, params: ScheduleAdvance) -> bool:
         # The fire's insert follows in this unit: both commit together, or neither.
         begin_transaction(c)
-        params = {"name": name, "expected": expected, "new_fire_at": new_fire_at}
-        return c.execute(sql.SCHEDULE_ADVANCE, params).rowcount == 1
+        return c.execute(sql.SCHEDULE_ADVANCE, sql.SCHEDULE_ADVANCE_PARAMS(params)).rowcount == 1
 
     def schedule_next_fire_at(self, c: sqlite3.Connection) -> int | None:
         (next_fire_at,) = _cursor(c).execute(sql.SCHEDULE_NEXT_FIRE_AT).fetchone()
         return None if next_fire_at is None else int(next_fire_at)
 
     # -- streams ----------------------------------------------------------------------
-    def stream_append(
-        self, c: sqlite3.Connection, stream: str, payloads: Sequence[str], now: int
-    ) -> list[int]:
+    def stream_append(self, c: sqlite3.Connection, params: StreamAppend) -> list[int]:
+        stream, payloads, now = params.stream, params.payloads, params.now
         count = len(payloads)
         if count == 0:
             return []
         # The offsets and their events commit together: no offset is skipped.
         begin_transaction(c)
-        params = {"stream": stream, "count": count}
-        (last,) = _cursor(c).execute(sql.STREAM_ALLOCATE, params).fetchone()
+        allocate = {"stream": stream, "count": count}
+        (last,) = _cursor(c).execute(sql.STREAM_ALLOCATE, allocate).fetchone()
         first = last - count + 1
         if count == 1:
             c.execute(sql.STREAM_INSERT, (stream, first, payloads[0], now))
@@ -78,28 +82,25 @@ class ProfileStatements:
             c.executemany(sql.STREAM_INSERT, rows)
         return list(range(first, last + 1))
 
-    def stream_read(
-        self, c: sqlite3.Connection, stream: str, after: int, limit: int
-    ) -> list[StreamEvent]:
-        params = {"stream": stream, "after": after, "limit": limit}
-        return list(starmap(stream_event, _cursor(c).execute(sql.STREAM_READ, params)))
+    def stream_read(self, c: sqlite3.Connection, params: StreamRead) -> list[StreamEvent]:
+        rows = _cursor(c).execute(sql.STREAM_READ, sql.STREAM_READ_PARAMS(params))
+        return list(starmap(stream_event, rows))
 
-    def stream_commit(self, c: sqlite3.Connection, stream: str, consumer: str, offset: int) -> None:
-        c.execute(sql.STREAM_COMMIT, {"stream": stream, "consumer": consumer, "offset": offset})
+    def stream_commit(self, c: sqlite3.Connection, params: StreamCommit) -> None:
+        c.execute(sql.STREAM_COMMIT, sql.STREAM_COMMIT_PARAMS(params))
 
-    def stream_offset(self, c: sqlite3.Connection, stream: str, consumer: str) -> int:
-        params = {"stream": stream, "consumer": consumer}
-        row = _cursor(c).execute(sql.STREAM_OFFSET, params).fetchone()
+    def stream_offset(self, c: sqlite3.Connection, params: StreamOffset) -> int:
+        row = _cursor(c).execute(sql.STREAM_OFFSET, sql.STREAM_OFFSET_PARAMS(params)).fetchone()
         return 0 if row is None else int(row[0])
 
-    def stream_trim(self, c: sqlite3.Connection, stream: str, before: int) -> int:
-        return c.execute(sql.STREAM_TRIM, {"stream": stream, "before": before}).rowcount
+    def stream_trim(self, c: sqlite3.Connection, params: StreamTrim) -> int:
+        return c.execute(sql.STREAM_TRIM, sql.STREAM_TRIM_PARAMS(params)).rowcount
 
     # -- pub/sub ------------------------------------------------------------------------
-    def publish(self, c: sqlite3.Connection, channel: str, payload: str, now: int) -> None:
+    def publish(self, c: sqlite3.Connection, params: Publish) -> None:
         """A row every process's watcher reads once it is committed (see ``watcher``);
         a rolled-back transaction leaves no row, so it delivers nothing."""
-        c.execute(sql.PUBLISH, {"channel": channel, "payload": payload, "now": now})
+        c.execute(sql.PUBLISH, sql.PUBLISH_PARAMS(params))
 
 
 def _cursor(c: sqlite3.Connection) -> sqlite3.Cursor:

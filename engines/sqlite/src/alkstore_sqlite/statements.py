@@ -1,7 +1,10 @@
 """Every SQL statement the driver runs, one named constant each.
 
 Values are always bound parameters (``:name``; positional ``?`` where rows are
-bound in bulk); identifiers are the fixed table and index names of ``schema``.
+bound in bulk). A statement a params value (``alkstore.params``) feeds whole is
+written with that value's field names and bound by number (``_bind``): its
+``*_PARAMS`` function gives the values in order. Identifiers are the fixed
+table and index names of ``schema``.
 "now" is always a parameter from the store's clock, never SQLite's own time.
 Python's sqlite3 caches prepared statements by their text, so these constants
 are compiled once per connection.
@@ -9,9 +12,28 @@ are compiled once per connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import CLAIMED_COLUMNS, ERROR_EXHAUSTED, ERROR_EXPIRED, JOB_COLUMNS
+from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
 from alkstore.options import JOB_STAMP_FIELDS
+from alkstore.params import (
+    Bury,
+    ClaimRef,
+    Heartbeat,
+    LockLease,
+    LockRelease,
+    Publish,
+    Reschedule,
+    ScheduleAdvance,
+    StreamCommit,
+    StreamOffset,
+    StreamRead,
+    StreamTrim,
+    bind_by_name,
+)
+from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
 
 from .migrations import (
     DEAD,
@@ -29,6 +51,15 @@ from .migrations import (
     STREAM_OFFSETS,
     STREAMS,
 )
+
+
+def _bind(
+    text: str, params: type, *, extra: Sequence[str] = ()
+) -> tuple[str, Callable[[Any], tuple[Any, ...]]]:
+    """A statement written with its params' field names (``:job_id``), bound by
+    number (``?1``): the SQL names each value, a call binds a tuple of them."""
+    return bind_by_name(text, params, "?{}", extra=extra)
+
 
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 BEGIN_READ = "BEGIN"
@@ -63,7 +94,7 @@ DATA_VERSION = "PRAGMA data_version"
 DATABASE_LIST = "PRAGMA database_list"
 
 _LIVE_COLUMNS = ", ".join(JOB_COLUMNS)
-# A claim returns only what it did not set itself (see alkstore.driver.claimed_jobs).
+# A claim returns only what it did not set itself (see alkstore.rows.claimed_jobs).
 _CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
 _DEAD_COLUMNS = ", ".join("'dead' AS state" if c == "state" else c for c in JOB_COLUMNS)
 
@@ -229,9 +260,9 @@ DELETE FROM {DEAD} INDEXED BY {PURGE_INDEX}
 """
 
 # Handle ops: valid only under the very claim (id, attempt) with its deadline ahead.
-_VALID_CLAIM = "id = :id AND state = 'processing' AND attempts = :attempt AND deadline > :now"
+_VALID_CLAIM = "id = :job_id AND state = 'processing' AND attempts = :attempt AND deadline > :now"
 
-ACK = f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}"
+ACK, ACK_PARAMS = _bind(f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}", ClaimRef)
 
 ACK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """An ack_batch runs one statement per ``ACK_SIZES[-1]`` ids, each list padded up to
@@ -250,7 +281,9 @@ DELETE FROM {JOBS} NOT INDEXED
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
 
-HEARTBEAT = f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}"
+HEARTBEAT, HEARTBEAT_PARAMS = _bind(
+    f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}", Heartbeat
+)
 
 # The error history: :entry (one ``[attempt, at, error]`` as JSON text, or NULL
 # when there is nothing to record) appended to the JSON array in ``errors``.
@@ -265,28 +298,41 @@ _APPEND_ERROR = f"""
            THEN json_insert(json_remove({_ERRORS}, '$[0]'), '$[#]', json(:entry))
            ELSE json_insert({_ERRORS}, '$[#]', json(:entry)) END"""
 
-RESCHEDULE = f"""
+RESCHEDULE, RESCHEDULE_PARAMS = _bind(
+    f"""
 UPDATE {JOBS}
    SET state = 'pending', run_at = :run_at, worker_id = NULL, claimed_at = NULL, deadline = NULL,
 {_APPEND_ERROR}
  WHERE {_VALID_CLAIM}
-"""
+""",
+    Reschedule,
+    extra=("entry",),
+)
+"""Its params' values, then ``:entry``."""
 
-RELEASE_CLAIM = f"""
+RELEASE_CLAIM, RELEASE_CLAIM_PARAMS = _bind(
+    f"""
 UPDATE {JOBS}
    SET state = 'pending', max_attempts = max_attempts + 1, worker_id = NULL, claimed_at = NULL,
        deadline = NULL
  WHERE {_VALID_CLAIM}
-"""
+""",
+    ClaimRef,
+)
 """A claim given back unused: pending at its own run_at, its attempt refunded to the
 budget (attempts keeps counting claims, so no later claim reuses this one's identity)."""
 
-BURY = f"""
+BURY, BURY_PARAMS = _bind(
+    f"""
 UPDATE {JOBS}
-   SET state = 'dead', last_error = :error, died_at = :now,
+   SET state = 'dead', last_error = :last_error, died_at = :now,
 {_APPEND_ERROR}
  WHERE {_VALID_CLAIM}
-"""
+""",
+    Bury,
+    extra=("entry",),
+)
+"""Its params' values, then ``:entry``."""
 
 CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue"
 
@@ -470,19 +516,28 @@ IS_PAUSED = f"SELECT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)"
 
 # -- locks ----------------------------------------------------------------------
 
-LOCK_ACQUIRE = f"""
+LOCK_ACQUIRE, LOCK_ACQUIRE_PARAMS = _bind(
+    f"""
 INSERT INTO {LOCKS} (name, owner, expires_at) VALUES (:name, :owner, :expires_at)
 ON CONFLICT (name) DO UPDATE
    SET owner = excluded.owner, expires_at = excluded.expires_at
  WHERE {LOCKS}.expires_at <= :now OR {LOCKS}.owner = excluded.owner
-"""
+""",
+    LockLease,
+)
 
-LOCK_RENEW = f"""
+LOCK_RENEW, LOCK_RENEW_PARAMS = _bind(
+    f"""
 UPDATE {LOCKS} SET expires_at = :expires_at
  WHERE name = :name AND owner = :owner AND expires_at > :now
-"""
+""",
+    LockLease,
+)
 
-LOCK_RELEASE = f"DELETE FROM {LOCKS} WHERE name = :name AND owner = :owner AND expires_at > :now"
+LOCK_RELEASE, LOCK_RELEASE_PARAMS = _bind(
+    f"DELETE FROM {LOCKS} WHERE name = :name AND owner = :owner AND expires_at > :now",
+    LockRelease,
+)
 
 LOCK_HOLDER = f"SELECT owner, expires_at FROM {LOCKS} WHERE name = :name AND expires_at > :now"
 
@@ -527,10 +582,13 @@ SELECT {SCHEDULE_COLUMNS} FROM {SCHEDULES}
 
 # The compare-and-set of a boundary fire: a ticker that read a stale boundary
 # updates nothing. The write lock is held from here to the commit of the fire.
-SCHEDULE_ADVANCE = f"""
+SCHEDULE_ADVANCE, SCHEDULE_ADVANCE_PARAMS = _bind(
+    f"""
 UPDATE {SCHEDULES} SET next_fire_at = :new_fire_at
  WHERE name = :name AND next_fire_at = :expected
-"""
+""",
+    ScheduleAdvance,
+)
 
 SCHEDULE_NEXT_FIRE_AT = f"SELECT min(next_fire_at) FROM {SCHEDULES}"
 
@@ -550,29 +608,43 @@ INSERT INTO {STREAM_EVENTS} (stream, offset, payload, created_at) VALUES (?, ?, 
 """
 """Positional: stream, offset, payload, created_at."""
 
-STREAM_READ = f"""
+STREAM_READ, STREAM_READ_PARAMS = _bind(
+    f"""
 SELECT offset, payload, created_at FROM {STREAM_EVENTS}
  WHERE stream = :stream AND offset > :after
  ORDER BY offset
  LIMIT :limit
-"""
+""",
+    StreamRead,
+)
 
-STREAM_COMMIT = f"""
+STREAM_COMMIT, STREAM_COMMIT_PARAMS = _bind(
+    f"""
 INSERT INTO {STREAM_OFFSETS} (stream, consumer, offset) VALUES (:stream, :consumer, :offset)
 ON CONFLICT (stream, consumer) DO UPDATE SET offset = excluded.offset
-"""
+""",
+    StreamCommit,
+)
 
-STREAM_OFFSET = f"""
+STREAM_OFFSET, STREAM_OFFSET_PARAMS = _bind(
+    f"""
 SELECT offset FROM {STREAM_OFFSETS} WHERE stream = :stream AND consumer = :consumer
-"""
+""",
+    StreamOffset,
+)
 
-STREAM_TRIM = f"DELETE FROM {STREAM_EVENTS} WHERE stream = :stream AND offset < :before"
+STREAM_TRIM, STREAM_TRIM_PARAMS = _bind(
+    f"DELETE FROM {STREAM_EVENTS} WHERE stream = :stream AND offset < :before", StreamTrim
+)
 
 # -- pub/sub ----------------------------------------------------------------------
 
-PUBLISH = f"""
+PUBLISH, PUBLISH_PARAMS = _bind(
+    f"""
 INSERT INTO {NOTIFICATIONS} (channel, payload, created_at) VALUES (:channel, :payload, :now)
-"""
+""",
+    Publish,
+)
 
 LATEST_NOTIFICATION = f"SELECT coalesce(max(id), 0) FROM {NOTIFICATIONS}"
 """Where a watcher that starts tracking begins: messages up to here are not for it."""

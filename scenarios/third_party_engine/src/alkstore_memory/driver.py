@@ -39,6 +39,7 @@ from alkstore.driver import (
 )
 from alkstore.options import JobStamps
 from alkstore.values import Job, JobState, LockInfo, QueueStats, StreamEvent
+from alkstore.params import Sweep
 
 from .database import Database, Tx
 from .tables import EventRow, JobRow, Tables
@@ -167,7 +168,7 @@ class MemoryDriver:
 
     def claim(self, c: Tx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
         # Lapsed rows at their budget go dead first (paused or not): never handed out.
-        self.bury_exhausted(c, queue, now)
+        self.bury_exhausted(c, Sweep(queue, now))
         if queue in c.tables.paused:
             return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
