@@ -45,6 +45,9 @@ def column(name: str) -> str:
     return sql.Identifier(name).as_string(None)
 
 
+_LINE: Final = 72
+
+
 def listed(items: Iterable[str]) -> str:
     """``items`` separated by commas, wrapped so the statement stays readable."""
     lines = [""]
@@ -53,9 +56,6 @@ def listed(items: Iterable[str]) -> str:
             lines.append("")
         lines[-1] += f"{item}, "
     return "\n        ".join(line.rstrip() for line in lines).removesuffix(",")
-
-
-_LINE: Final = 72
 
 
 def history(errors: str) -> str:
@@ -136,9 +136,11 @@ def parameters(record: type) -> str:
 
 def _typed_parameter(name: str, hint: object) -> str:
     parameter = f"%({name})s"
-    if not isinstance(hint, types.UnionType):
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
         return parameter
     (value_type,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
+    if value_type not in _SQL_TYPES:
+        raise TypeError(f"{name} may be NULL: say which SQL type a {value_type} is sent as")
     return f"{parameter}::{_SQL_TYPES[value_type]}"
 
 
