@@ -70,6 +70,7 @@ def test_no_module_of_the_suite_is_collected_on_its_own() -> None:
 
 MUTANT_MODULE = '''
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -82,9 +83,9 @@ from alkstore_memory.driver import MemoryDriver
 class AckIgnoresTheAttempt(MemoryDriver):
     """Acks whatever claim currently holds the row: a stale handle acks a reclaim."""
 
-    def ack(self, c, job_id, attempt, now):
-        row = c.tables.jobs.get(job_id)
-        return super().ack(c, job_id, attempt if row is None else row.attempts, now)
+    def ack(self, c, params):
+        row = c.tables.jobs.get(params.job_id)
+        return super().ack(c, params if row is None else replace(params, attempt=row.attempts))
 
 
 TestMutant = driver_suite(MemoryEngine.capabilities, "TestMutant")

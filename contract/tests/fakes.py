@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from alkstore.driver import WakeSink
 from alkstore.engine import Capabilities
 from alkstore.errors import EngineUnavailable
+from alkstore.params import PARAMS, param_fields
 from alkstore.values import LockInfo
 from alkstore_memory.database import Database, Tx, database, drop
 from alkstore_memory.driver import MemoryDriver
@@ -85,6 +86,14 @@ class _MessagesOnly:
 
 def _recorded(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
+
+
+def _values(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A statement's arguments as recorded: a params value as its fields, in order
+    (what the positional seam passed), so a test reads ``call.args`` either way."""
+    if len(args) == 1 and isinstance(args[0], PARAMS):
+        return tuple(getattr(args[0], field) for field in param_fields(type(args[0])))
+    return args
 
 
 class FakeDriver:
@@ -243,7 +252,7 @@ class FakeDriver:
             return statement
 
         def recorded(c: FakeTx, *args: Any) -> Any:
-            self._log(name, c.number, tuple(_recorded(a) for a in args))
+            self._log(name, c.number, tuple(_recorded(a) for a in _values(args)))
             if name == "next_wake_at":
                 self.looked_ahead.set()
             elif name == "stream_read":

@@ -14,9 +14,9 @@ from sqlite_helpers import StoreFactory, sqlite_driver, wait_for_one
 
 from alkstore import QueueOpts, Store
 from alkstore.constants import MAX_ERROR_HISTORY, MAX_ERROR_LENGTH
+from alkstore.params import Redrive
 from alkstore.testing import FakeClock
 from alkstore.values import JobState
-from alkstore.params import Redrive
 
 
 def _stored_errors(db_path: Path, table: str, job_id: int) -> list[list[object]]:

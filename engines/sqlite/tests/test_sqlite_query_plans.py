@@ -19,6 +19,16 @@ from sqlite_helpers import StoreFactory, instructions, query_plan, sorted_beside
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts, Store
+from alkstore.params import (
+    Bury,
+    ClaimRef,
+    Heartbeat,
+    Reschedule,
+    ScheduleAdvance,
+    StreamOffset,
+    StreamRead,
+    StreamTrim,
+)
 from alkstore.testing import FakeClock
 from alkstore_sqlite import database_url
 from alkstore_sqlite import statements as sql
@@ -53,14 +63,17 @@ CLAIMS = pytest.mark.parametrize(
     ids=["many", "one", "ready-many", "ready-one"],
 )
 QUEUE_NOW = {"queue": QUEUE, "now": NOW}
-HANDLE = {
-    "id": 1,
-    "attempt": 1,
-    "now": NOW,
-    "deadline": NOW,
-    "run_at": NOW,
-    "error": "e",
-    "entry": '[1, 1, "e"]',
+# The handle ops bind their params values by number (statements._bind).
+_ENTRY = '[1, 1, "e"]'
+HANDLE_OPS: dict[str, tuple[str, Any]] = {
+    "ack": (sql.ACK, sql.ACK_PARAMS(ClaimRef(1, 1, NOW))),
+    "heartbeat": (sql.HEARTBEAT, sql.HEARTBEAT_PARAMS(Heartbeat(1, 1, NOW, NOW))),
+    "reschedule": (
+        sql.RESCHEDULE,
+        (*sql.RESCHEDULE_PARAMS(Reschedule(1, 1, NOW, NOW, "e")), _ENTRY),
+    ),
+    "bury": (sql.BURY, (*sql.BURY_PARAMS(Bury(1, 1, NOW, "e", "e")), _ENTRY)),
+    "cancel": (sql.CANCEL, {"id": 1, "queue": QUEUE}),
 }
 
 
@@ -167,11 +180,10 @@ def test_purging_dead_rows_reads_only_rows_with_a_retention(deep: sqlite3.Connec
     ]
 
 
-@pytest.mark.parametrize(
-    "statement", [sql.ACK, sql.HEARTBEAT, sql.RESCHEDULE, sql.BURY, sql.CANCEL], ids=str.split
-)
-def test_handle_ops_touch_one_row_by_primary_key(deep: sqlite3.Connection, statement: str) -> None:
-    params: dict[str, Any] = {**HANDLE, "queue": QUEUE}
+@pytest.mark.parametrize(("statement", "params"), HANDLE_OPS.values(), ids=HANDLE_OPS.keys())
+def test_handle_ops_touch_one_row_by_primary_key(
+    deep: sqlite3.Connection, statement: str, params: Any
+) -> None:
     plan = query_plan(deep, statement, params)
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
@@ -498,7 +510,7 @@ def test_a_claim_on_a_deep_backlog_writes_one_page_of_the_table_and_one_of_the_i
 
 # -- the profiles: schedules, streams, pub/sub ----------------------------------------
 
-STREAM = {"stream": "s1", "after": 0, "limit": 10, "before": 5, "consumer": "c"}
+STREAM_READ = sql.STREAM_READ_PARAMS(StreamRead("s1", 0, 10))
 
 
 def _fill_profiles(store: Store, depth: int) -> None:
@@ -530,29 +542,44 @@ def test_the_next_fire_at_is_one_seek_of_the_due_index(profiles: sqlite3.Connect
     assert plan == [f"SEARCH {SCHEDULES} USING COVERING INDEX {DUE_INDEX}"]
 
 
+_SCHEDULE = "schedule-00007"
+
+
 @pytest.mark.parametrize(
-    "statement",
-    [sql.SCHEDULE_GET, sql.SCHEDULE_ADVANCE, sql.SCHEDULE_DELETE],
+    ("statement", "params"),
+    [
+        (sql.SCHEDULE_GET, {"name": _SCHEDULE}),
+        (
+            sql.SCHEDULE_ADVANCE,
+            sql.SCHEDULE_ADVANCE_PARAMS(ScheduleAdvance(_SCHEDULE, NOW, NOW + 1)),
+        ),
+        (sql.SCHEDULE_DELETE, {"name": _SCHEDULE}),
+    ],
     ids=["get", "advance", "delete"],
 )
-def test_a_schedule_row_is_found_by_its_name(profiles: sqlite3.Connection, statement: str) -> None:
-    params = {"name": "schedule-00007", "expected": NOW, "new_fire_at": NOW + 1}
+def test_a_schedule_row_is_found_by_its_name(
+    profiles: sqlite3.Connection, statement: str, params: Any
+) -> None:
     plan = _details(query_plan(profiles, statement, params))
     assert plan == [f"SEARCH {SCHEDULES} USING PRIMARY KEY (name=?)"]
 
 
 def test_a_stream_read_is_one_range_of_the_primary_key(profiles: sqlite3.Connection) -> None:
-    plan = _details(query_plan(profiles, sql.STREAM_READ, STREAM))
+    plan = _details(query_plan(profiles, sql.STREAM_READ, STREAM_READ))
     assert plan == [f"SEARCH {STREAM_EVENTS} USING PRIMARY KEY (stream=? AND offset>?)"]
 
 
 def test_trimming_a_stream_is_one_range_of_the_primary_key(profiles: sqlite3.Connection) -> None:
-    plan = _details(query_plan(profiles, sql.STREAM_TRIM, STREAM))
+    plan = _details(
+        query_plan(profiles, sql.STREAM_TRIM, sql.STREAM_TRIM_PARAMS(StreamTrim("s1", 5)))
+    )
     assert plan == [f"SEARCH {STREAM_EVENTS} USING PRIMARY KEY (stream=? AND offset<?)"]
 
 
 def test_a_consumer_offset_is_found_by_its_key(profiles: sqlite3.Connection) -> None:
-    plan = _details(query_plan(profiles, sql.STREAM_OFFSET, STREAM))
+    plan = _details(
+        query_plan(profiles, sql.STREAM_OFFSET, sql.STREAM_OFFSET_PARAMS(StreamOffset("s1", "c")))
+    )
     assert plan == [f"SEARCH {STREAM_OFFSETS} USING PRIMARY KEY (stream=? AND consumer=?)"]
 
 
@@ -564,7 +591,7 @@ def test_the_watcher_reads_new_notifications_by_id(profiles: sqlite3.Connection)
 @pytest.mark.parametrize(
     ("statement", "params"),
     [
-        (sql.STREAM_READ, {**STREAM, "after": 50}),
+        (sql.STREAM_READ, sql.STREAM_READ_PARAMS(StreamRead("s1", 50, 10))),
         (sql.SCHEDULE_NEXT_FIRE_AT, {}),
         (sql.NOTIFICATIONS_AFTER, {"after": 50, "limit": 10}),
         (sql.NOTIFICATIONS_OVERFLOW, {"keep": 10_000}),
@@ -572,7 +599,7 @@ def test_the_watcher_reads_new_notifications_by_id(profiles: sqlite3.Connection)
     ids=["stream_read", "schedule_next_fire_at", "notifications_after", "notifications_overflow"],
 )
 def test_profile_statement_cost_does_not_grow_with_the_rows(
-    tmp_path: Path, statement: str, params: dict[str, Any]
+    tmp_path: Path, statement: str, params: Any
 ) -> None:
     shallow, deep_cost = (
         _cost_on_a_file(

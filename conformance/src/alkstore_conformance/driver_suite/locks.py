@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from alkstore.values import LockInfo
 from alkstore.params import LockHolder, LockLease, LockRelease
+from alkstore.values import LockInfo
 
 from .base import SeamTests
 from .support import T0, SeamDriver

@@ -7,8 +7,16 @@ from typing import Any
 
 from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import queue_topic
+from alkstore.params import (
+    Bury,
+    ListJobs,
+    PurgeDeadJobs,
+    QueueStatsAt,
+    Redrive,
+    Reschedule,
+    SetPaused,
+)
 from alkstore.values import Job, JobError, JobState, QueueStats
-from alkstore.params import Bury, ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, Reschedule, SetPaused
 
 from .base import SeamTests
 from .support import (
@@ -62,7 +70,9 @@ def redrive(
 
 
 def purge(driver: SeamDriver, ids_: list[int] | None, died_before: int | None) -> int:
-    return driver.write(lambda c: driver.purge_dead_jobs(c, PurgeDeadJobs("q", ids_, died_before, T0 + 100)))
+    return driver.write(
+        lambda c: driver.purge_dead_jobs(c, PurgeDeadJobs("q", ids_, died_before, T0 + 100))
+    )
 
 
 class OperationStatements(SeamTests):
@@ -266,9 +276,13 @@ class OperationStatements(SeamTests):
     ) -> None:
         job_id = enqueue_one(driver)
         first = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.reschedule(c, Reschedule(job_id, first.attempts, T0, T0, "e1")))
+        assert driver.write(
+            lambda c: driver.reschedule(c, Reschedule(job_id, first.attempts, T0, T0, "e1"))
+        )
         second = claim_one(driver, T0 + 1)
-        assert driver.write(lambda c: driver.bury(c, Bury(job_id, second.attempts, T0 + 1, "last", "e2")))
+        assert driver.write(
+            lambda c: driver.bury(c, Bury(job_id, second.attempts, T0 + 1, "last", "e2"))
+        )
         dead = get_job(driver, job_id)
         assert dead is not None
         assert dead.errors == (JobError(1, T0, "e1"), JobError(2, T0 + 1, "e2"))
@@ -277,7 +291,9 @@ class OperationStatements(SeamTests):
     def test_bury_without_an_error_appends_nothing(self, driver: SeamDriver) -> None:
         job_id = enqueue_one(driver)
         job = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.bury(c, Bury(job_id, job.attempts, T0, "expired", None)))
+        assert driver.write(
+            lambda c: driver.bury(c, Bury(job_id, job.attempts, T0, "expired", None))
+        )
         dead = get_job(driver, job_id)
         assert dead is not None
         assert dead.errors == ()

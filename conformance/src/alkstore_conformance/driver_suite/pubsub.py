@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from alkstore.params import Publish
 import pytest
+
+from alkstore.params import Publish
 
 from .base import SeamTests
 from .support import T0, SeamDriver, watching

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
-from alkstore.values import JobState
 from alkstore.params import AckBatch, Bury, Cancel, ClaimRef, Heartbeat, NextWake, Reschedule, Sweep
+from alkstore.values import JobState
 
 from .base import SeamTests
 from .support import (
@@ -236,7 +236,9 @@ class QueueStatements(SeamTests):
         enqueue_one(driver)
         job = claim_one(driver)
         later = T0 + VISIBILITY_S + 50
-        assert driver.write(lambda c: driver.heartbeat(c, Heartbeat(job.id, job.attempts, T0 + 1, later)))
+        assert driver.write(
+            lambda c: driver.heartbeat(c, Heartbeat(job.id, job.attempts, T0 + 1, later))
+        )
         assert claim(driver, later - 1) == []
         assert ids(claim(driver, later)) == [job.id]
 
@@ -258,7 +260,9 @@ class QueueStatements(SeamTests):
     ) -> None:
         before = enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.release_claim(c, ClaimRef(job.id, job.attempts, T0 + 1)))
+        assert driver.write(
+            lambda c: driver.release_claim(c, ClaimRef(job.id, job.attempts, T0 + 1))
+        )
         after = get_job(driver, job.id)
         assert after is not None
         assert (after.state, after.run_at, after.attempts) == (JobState.PENDING, T0, 1)
@@ -272,7 +276,9 @@ class QueueStatements(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver)
-        assert driver.write(lambda c: driver.bury(c, Bury(job.id, job.attempts, T0 + 3, "boom", "boom")))
+        assert driver.write(
+            lambda c: driver.bury(c, Bury(job.id, job.attempts, T0 + 3, "boom", "boom"))
+        )
         dead = get_job(driver, job.id)
         assert dead is not None
         assert (dead.state, dead.last_error, dead.died_at) == (JobState.DEAD, "boom", T0 + 3)
@@ -300,7 +306,9 @@ class QueueStatements(SeamTests):
         held = enqueue(driver, *["1"] * count)
         assert len(claim(driver, limit=count, worker="w1")) == count
         ids = [*held, held[0], held[-1], *held[:2]]  # repeats, at both ends
-        assert driver.write(lambda c: driver.ack_batch(c, AckBatch("q", ids, "w1", T0 + 1))) == count
+        assert (
+            driver.write(lambda c: driver.ack_batch(c, AckBatch("q", ids, "w1", T0 + 1))) == count
+        )
         assert [get_job(driver, i) for i in (held[0], held[-1])] == [None, None]
 
     def test_ack_batch_skips_lapsed_claims(self, driver: SeamDriver) -> None:
@@ -315,7 +323,9 @@ class QueueStatements(SeamTests):
         claimed = enqueue_one(driver)
         claim_one(driver)
         pending = enqueue_one(driver)
-        cancelled = driver.write(lambda c: [driver.cancel(c, Cancel("q", i)) for i in (claimed, pending)])
+        cancelled = driver.write(
+            lambda c: [driver.cancel(c, Cancel("q", i)) for i in (claimed, pending)]
+        )
         assert cancelled == [True, True]
         assert [get_job(driver, i) for i in (claimed, pending)] == [None, None]
 
@@ -423,7 +433,9 @@ class ValidClaimRule(SeamTests):
     ) -> None:
         enqueue_one(driver)
         job = claim_one(driver, T0)
-        assert driver.write(lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0, T0 + 500, "e")))
+        assert driver.write(
+            lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0, T0 + 500, "e"))
+        )
         before = get_job(driver, job.id)
         assert _handle_op(driver, op, job.id, job.attempts, T0 + 1) is False
         assert get_job(driver, job.id) == before

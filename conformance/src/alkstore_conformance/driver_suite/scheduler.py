@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from alkstore.driver import ScheduleRecord
 from alkstore.params import ScheduleAdvance
+from alkstore.rows import ScheduleRecord
 
 from .base import SeamTests
 from .support import T0, SeamDriver, claim, insert, schedule_record, stamps
@@ -26,7 +26,9 @@ def _stored(driver: SeamDriver, name: str = "s") -> ScheduleRecord | None:
 
 
 def _advance(driver: SeamDriver, name: str, expected: int, new_fire_at: int) -> bool:
-    return driver.write(lambda c: driver.schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at)))
+    return driver.write(
+        lambda c: driver.schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at))
+    )
 
 
 class SchedulerStatements(SeamTests):

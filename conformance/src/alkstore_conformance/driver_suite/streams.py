@@ -16,7 +16,10 @@ def _append(driver: SeamDriver, stream: str, *payloads: str, now: int = T0) -> l
 
 
 def _offsets(driver: SeamDriver, stream: str = "s", after: int = 0) -> list[int]:
-    return [e.offset for e in driver.read(lambda c: driver.stream_read(c, StreamRead(stream, after, 1000)))]
+    return [
+        e.offset
+        for e in driver.read(lambda c: driver.stream_read(c, StreamRead(stream, after, 1000)))
+    ]
 
 
 def _offset(driver: SeamDriver, stream: str, consumer: str) -> int:

@@ -20,11 +20,11 @@ from alkstore.driver import (
     OpsDriver,
     PubSubDriver,
     SchedulerDriver,
-    ScheduleRecord,
     StreamDriver,
 )
-from alkstore.values import Job
 from alkstore.params import Claim, GetJob
+from alkstore.rows import ScheduleRecord
+from alkstore.values import Job
 
 T0 = 1_700_000_000
 """The suite's "now" unless a test moves it."""

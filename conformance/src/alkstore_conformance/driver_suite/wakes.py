@@ -36,7 +36,9 @@ class QueueWakes(SeamTests):
         job = claim_one(driver, queue="mail")
         sink = watching(other)
         sink.clear()
-        assert driver.write(lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0, T0 + 5, "e")))
+        assert driver.write(
+            lambda c: driver.reschedule(c, Reschedule(job.id, job.attempts, T0, T0 + 5, "e"))
+        )
         assert sink.wait_for(lambda s: s.woken_for(queue_topic("mail")))
 
     def test_release_claim_announces_its_queue_on_commit(

@@ -16,14 +16,15 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from alkstore.constants import ERROR_NUL_STAND_IN
-from alkstore.driver import JOB_COLUMNS
 from alkstore.options import JobStamps
+from alkstore.params import AckBatch, Bury, LockLease, NextWake, ScheduleAdvance
+from alkstore.rows import JOB_COLUMNS
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS, LOCKS
-from alkstore.params import AckBatch, Bury, ScheduleAdvance
 
 _COMMIT = "COMMIT"
 
@@ -51,16 +52,9 @@ class TruncatingErrorDriver(SqliteDriver):
     """Stores at most ``ERROR_KEPT_CHARS`` of a failure's error: a traceback-sized
     ``last_error`` comes back cut."""
 
-    def bury(
-        self,
-        c: sqlite3.Connection,
-        job_id: int,
-        attempt: int,
-        now: int,
-        last_error: str,
-        error: str | None,
-    ) -> bool:
-        return super().bury(c, Bury(job_id, attempt, now, last_error[:ERROR_KEPT_CHARS], error))
+    def bury(self, c: sqlite3.Connection, params: Bury) -> bool:
+        cut = params.last_error[:ERROR_KEPT_CHARS]
+        return super().bury(c, replace(params, last_error=cut))
 
 
 class NulRestoringDriver(SqliteDriver):
@@ -68,17 +62,9 @@ class NulRestoringDriver(SqliteDriver):
     SQLite's text, but the error no longer reads the same as on an engine whose
     text cannot hold NUL (PostgreSQL)."""
 
-    def bury(
-        self,
-        c: sqlite3.Connection,
-        job_id: int,
-        attempt: int,
-        now: int,
-        last_error: str,
-        error: str | None,
-    ) -> bool:
-        restored = last_error.replace(ERROR_NUL_STAND_IN, "\x00")
-        return super().bury(c, Bury(job_id, attempt, now, restored, error))
+    def bury(self, c: sqlite3.Connection, params: Bury) -> bool:
+        restored = params.last_error.replace(ERROR_NUL_STAND_IN, "\x00")
+        return super().bury(c, replace(params, last_error=restored))
 
 
 # -- class 2: a batch that is not one transaction --------------------------------------
@@ -110,9 +96,8 @@ class ChunkedAckBatchDriver(SqliteDriver):
     """Acks a long batch ``ACK_CHUNK`` ids at a time, each chunk committed on its own:
     a reader between two commits sees part of the batch acked."""
 
-    def ack_batch(
-        self, c: sqlite3.Connection, queue: str, job_ids: Sequence[int], worker_id: str, now: int
-    ) -> int:
+    def ack_batch(self, c: sqlite3.Connection, params: AckBatch) -> int:
+        queue, job_ids, worker_id, now = params.queue, params.job_ids, params.worker_id, params.now
         acked = 0
         for start in range(0, len(job_ids), ACK_CHUNK):
             chunk = job_ids[start : start + ACK_CHUNK]
@@ -129,7 +114,7 @@ class NoTimerDriver(SqliteDriver):
     """Never says when the next row comes due: waiters for a delayed job only
     find it on the core's re-poll safety net (a second late, on average half)."""
 
-    def next_wake_at(self, c: sqlite3.Connection, queue: str, now: int) -> int | None:
+    def next_wake_at(self, c: sqlite3.Connection, params: NextWake) -> int | None:
         return None
 
 
@@ -149,9 +134,8 @@ class ReadThenWriteLockDriver(SqliteDriver):
     """Checks that the lock is free in one transaction and takes it in the next:
     two contenders that both checked before either wrote both win."""
 
-    def lock_acquire(
-        self, c: sqlite3.Connection, name: str, owner: str, now: int, expires_at: int
-    ) -> bool:
+    def lock_acquire(self, c: sqlite3.Connection, params: LockLease) -> bool:
+        name, owner, now, expires_at = params.name, params.owner, params.now, params.expires_at
         row = c.execute(READ_LOCK, {"name": name}).fetchone()
         if row is not None and row[1] > now and row[0] != owner:
             return False
@@ -163,8 +147,8 @@ class ReadThenWriteLockDriver(SqliteDriver):
         finally:
             self._gate.acquire(time.monotonic() + GATE_WAIT_S)
         begin_transaction(c)
-        params = {"name": name, "owner": owner, "expires_at": expires_at}
-        c.execute(WRITE_LOCK, params)
+        named = {"name": name, "owner": owner, "expires_at": expires_at}
+        c.execute(WRITE_LOCK, named)
         return True
 
 
@@ -175,10 +159,8 @@ class SplitFireDriver(SqliteDriver):
     """Commits a schedule's advance on its own, before the fired job is inserted:
     a crash in between loses the boundary's job."""
 
-    def schedule_advance(
-        self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
-    ) -> bool:
-        moved = super().schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at))
+    def schedule_advance(self, c: sqlite3.Connection, params: ScheduleAdvance) -> bool:
+        moved = super().schedule_advance(c, params)
         commit_and_continue(c)
         return moved
 
@@ -196,17 +178,13 @@ class TwoStepBuryDriver(SqliteDriver):
     """Dead-letters a failed job in two separately committed statements (delete the
     live row, then insert the dead one): a crash in between loses the job."""
 
-    def bury(
-        self,
-        c: sqlite3.Connection,
-        job_id: int,
-        attempt: int,
-        now: int,
-        last_error: str,
-        error: str | None,
-    ) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now}
-        row = c.execute(READ_VALID_CLAIM, params).fetchone()
+    def bury(self, c: sqlite3.Connection, params: Bury) -> bool:
+        job_id = params.job_id
+        attempt = params.attempt
+        now = params.now
+        last_error = params.last_error
+        named = {"id": job_id, "attempt": attempt, "now": now}
+        row = c.execute(READ_VALID_CLAIM, named).fetchone()
         if row is None:
             return False
         c.execute(DELETE_JOB, {"id": job_id})

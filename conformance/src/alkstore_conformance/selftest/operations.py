@@ -16,11 +16,11 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from alkstore.driver import JobStamps
+from alkstore.params import Bury, Claim, ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetPaused
 from alkstore.values import Job, JobState, QueueStats
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS
-from alkstore.params import Bury, Claim, ListJobs, PurgeDeadJobs, QueueStatsAt, SetPaused
 
 from .blind_spots import GATE_WAIT_S, commit_and_continue, commit_so_far
 
@@ -31,12 +31,10 @@ class LapsedAsProcessingDriver(SqliteDriver):
     """Counts claimed rows by state alone: a claim past its deadline (which the next
     claim takes back) still shows as processing, and nothing ever shows as lapsed."""
 
-    def queue_stats(
-        self, c: sqlite3.Connection, queues: Sequence[str] | None, now: int
-    ) -> list[QueueStats]:
+    def queue_stats(self, c: sqlite3.Connection, params: QueueStatsAt) -> list[QueueStats]:
         return [
             replace(stats, processing=stats.processing + stats.lapsed, lapsed=0)
-            for stats in super().queue_stats(c, QueueStatsAt(queues, now))
+            for stats in super().queue_stats(c, params)
         ]
 
 
@@ -100,9 +98,8 @@ class RedriveKeepsDeadRowDriver(SqliteDriver):
     """Redrives by copying: the new job is made, the dead row is never deleted (a
     second redrive makes yet another job of it)."""
 
-    def redrive(
-        self, c: sqlite3.Connection, queue: str, ids: Sequence[int] | None, limit: int, now: int
-    ) -> list[int]:
+    def redrive(self, c: sqlite3.Connection, params: Redrive) -> list[int]:
+        queue, ids, limit, now = params.queue, params.ids, params.limit, params.now
         return [_new_life(self, c, queue, row, now) for row in _dead_rows(c, queue, ids, limit)]
 
 
@@ -110,9 +107,8 @@ class TwoStepRedriveDriver(SqliteDriver):
     """Commits the new jobs first and deletes the dead rows in a second transaction:
     a crash in between leaves both."""
 
-    def redrive(
-        self, c: sqlite3.Connection, queue: str, ids: Sequence[int] | None, limit: int, now: int
-    ) -> list[int]:
+    def redrive(self, c: sqlite3.Connection, params: Redrive) -> list[int]:
+        queue, ids, limit, now = params.queue, params.ids, params.limit, params.now
         rows = _dead_rows(c, queue, ids, limit)
         new_ids = [_new_life(self, c, queue, row, now) for row in rows]
         commit_and_continue(c)
@@ -130,9 +126,8 @@ class ReadThenWriteRedriveDriver(SqliteDriver):
     """Chooses the dead rows in one transaction and redrives them in the next, never
     checking they are still there: two operators both redrive each row."""
 
-    def redrive(
-        self, c: sqlite3.Connection, queue: str, ids: Sequence[int] | None, limit: int, now: int
-    ) -> list[int]:
+    def redrive(self, c: sqlite3.Connection, params: Redrive) -> list[int]:
+        queue, ids, limit, now = params.queue, params.ids, params.limit, params.now
         rows = _dead_rows(c, queue, ids, limit)
         # The read's transaction ends here; the redrive runs in a fresh one.
         commit_so_far(c)
@@ -162,7 +157,8 @@ class PauseInProcessDriver(SqliteDriver):
         self._paused: set[str] = set()
         self._paused_lock = threading.Lock()
 
-    def set_paused(self, c: sqlite3.Connection, queue: str, paused: bool) -> bool:
+    def set_paused(self, c: sqlite3.Connection, params: SetPaused) -> bool:
+        queue, paused = params.queue, params.paused
         with self._paused_lock:
             changed = (queue in self._paused) != paused
             if paused:
@@ -175,27 +171,25 @@ class PauseInProcessDriver(SqliteDriver):
         with self._paused_lock:
             return queue in self._paused
 
-    def claim(
-        self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
-    ) -> list[Job]:
+    def claim(self, c: sqlite3.Connection, params: Claim) -> list[Job]:
+        queue = params.queue
         if self.is_paused(c, queue):
             return []
-        return super().claim(c, Claim(queue, worker_id, now, limit))
+        return super().claim(c, params)
 
 
 class BatchClaimIgnoresPauseDriver(SqliteDriver):
     """Honours a pause in the one-job claim only: ``claim_batch``'s statement was
     written without the pause check, so a paused queue still hands out batches."""
 
-    def claim(
-        self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
-    ) -> list[Job]:
+    def claim(self, c: sqlite3.Connection, params: Claim) -> list[Job]:
+        queue, limit = params.queue, params.limit
         if limit == 1 or not self.is_paused(c, queue):
-            return super().claim(c, Claim(queue, worker_id, now, limit))
+            return super().claim(c, params)
         # The batch statement "without the check": lift the pause around it.
         self.set_paused(c, SetPaused(queue, False))
         try:
-            return super().claim(c, Claim(queue, worker_id, now, limit))
+            return super().claim(c, params)
         finally:
             self.set_paused(c, SetPaused(queue, True))
 
@@ -212,18 +206,12 @@ class PurgeIgnoresQueueDriver(SqliteDriver):
     """Purges named dead jobs by id alone: ids are global, so a dead job of another
     queue named by mistake is deleted too."""
 
-    def purge_dead_jobs(
-        self,
-        c: sqlite3.Connection,
-        queue: str,
-        ids: Sequence[int] | None,
-        died_before: int | None,
-        now: int,
-    ) -> int:
+    def purge_dead_jobs(self, c: sqlite3.Connection, params: PurgeDeadJobs) -> int:
+        ids, died_before = params.ids, params.died_before
         if ids is None:
-            return super().purge_dead_jobs(c, PurgeDeadJobs(queue, ids, died_before, now))
-        params = {"ids": json.dumps(list(ids)), "died_before": died_before}
-        return c.execute(PURGE_DEAD_IDS_ANY_QUEUE, params).rowcount
+            return super().purge_dead_jobs(c, params)
+        named = {"ids": json.dumps(list(ids)), "died_before": died_before}
+        return c.execute(PURGE_DEAD_IDS_ANY_QUEUE, named).rowcount
 
 
 # -- pages by offset -------------------------------------------------------------------------
@@ -241,9 +229,8 @@ class OffsetPagesDriver(SqliteDriver):
         self._offsets: dict[tuple[str, JobState | None, int], int] = {}
         self._offsets_lock = threading.Lock()
 
-    def list_jobs(
-        self, c: sqlite3.Connection, queue: str, state: JobState | None, after_id: int, limit: int
-    ) -> list[Job]:
+    def list_jobs(self, c: sqlite3.Connection, params: ListJobs) -> list[Job]:
+        queue, state, after_id, limit = params.queue, params.state, params.after_id, params.limit
         every = super().list_jobs(c, ListJobs(queue, state, 0, EVERY_ROW))
         with self._offsets_lock:
             offset = self._offsets.get((queue, state, after_id))
@@ -262,13 +249,9 @@ class BuryForgetsErrorDriver(SqliteDriver):
     """Appends to the error history on retry only: the failure that killed a job (its
     ``fail`` error, or the retry that found the budget spent) is never recorded."""
 
-    def bury(
-        self,
-        c: sqlite3.Connection,
-        job_id: int,
-        attempt: int,
-        now: int,
-        last_error: str,
-        error: str | None,
-    ) -> bool:
+    def bury(self, c: sqlite3.Connection, params: Bury) -> bool:
+        job_id = params.job_id
+        attempt = params.attempt
+        now = params.now
+        last_error = params.last_error
         return super().bury(c, Bury(job_id, attempt, now, last_error, None))

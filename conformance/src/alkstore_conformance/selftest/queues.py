@@ -18,12 +18,13 @@ from typing import Any
 
 from alkstore import BACKOFF_CAP_S
 from alkstore.core import CoreStore
-from alkstore.driver import ERROR_EXPIRED, JOB_COLUMNS, Driver, job_from_row
+from alkstore.driver import ERROR_EXPIRED, Driver
 from alkstore.options import JobStamps
+from alkstore.params import Claim, ClaimRef, Heartbeat, Reschedule, Sweep
+from alkstore.rows import JOB_COLUMNS, job_from_row
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import JOBS
-from alkstore.params import Reschedule
 
 _COLUMNS = ", ".join(JOB_COLUMNS)
 
@@ -62,9 +63,8 @@ class PrefetchingClaimDriver(SqliteDriver):
         super().__init__(*args, **kwargs)
         self._prefetched = threading.local()
 
-    def claim(
-        self, c: sqlite3.Connection, queue: str, worker_id: str, now: int, limit: int
-    ) -> list[Job]:
+    def claim(self, c: sqlite3.Connection, params: Claim) -> list[Job]:
+        queue, worker_id, now, limit = params.queue, params.worker_id, params.now, params.limit
         lists: dict[str, list[int]] = self._prefetched.__dict__.setdefault("by_queue", {})
         candidates = lists.get(queue) or [
             row[0]
@@ -75,8 +75,8 @@ class PrefetchingClaimDriver(SqliteDriver):
         taken, lists[queue] = candidates[:limit], candidates[limit:]
         if not taken:
             return []
-        params = {"ids": json.dumps(taken), "now": now, "worker_id": worker_id}
-        return [job_from_row(row) for row in c.execute(TAKE_BY_ID, params).fetchall()]
+        named = {"ids": json.dumps(taken), "now": now, "worker_id": worker_id}
+        return [job_from_row(row) for row in c.execute(TAKE_BY_ID, named).fetchall()]
 
 
 # -- an ack that ignores the claim identity ------------------------------------------
@@ -88,7 +88,8 @@ DELETE FROM {JOBS} WHERE id = :id AND state = 'processing' AND deadline > :now
 
 
 class AckIgnoresAttemptDriver(SqliteDriver):
-    def ack(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
+    def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        job_id, now = params.job_id, params.now
         return c.execute(ACK_ANY_CLAIM, {"id": job_id, "now": now}).rowcount == 1
 
 
@@ -103,9 +104,10 @@ SELECT 1 FROM {JOBS}
 class LostAckDriver(SqliteDriver):
     """Answers an ack of a valid claim with True, and deletes nothing."""
 
-    def ack(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now}
-        return c.execute(VALID_CLAIM, params).fetchone() is not None
+    def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        job_id, attempt, now = params.job_id, params.attempt, params.now
+        named = {"id": job_id, "attempt": attempt, "now": now}
+        return c.execute(VALID_CLAIM, named).fetchone() is not None
 
 
 # -- a sweep that misses processing rows ---------------------------------------------
@@ -119,9 +121,10 @@ UPDATE {JOBS}
 
 
 class SweepMissesProcessingDriver(SqliteDriver):
-    def bury_expired(self, c: sqlite3.Connection, queue: str, now: int) -> int:
-        params = {"queue": queue, "now": now, "error": ERROR_EXPIRED}
-        return c.execute(BURY_EXPIRED_PENDING, params).rowcount
+    def bury_expired(self, c: sqlite3.Connection, params: Sweep) -> int:
+        queue, now = params.queue, params.now
+        named = {"queue": queue, "now": now, "error": ERROR_EXPIRED}
+        return c.execute(BURY_EXPIRED_PENDING, named).rowcount
 
 
 # -- a late heartbeat that steals the job back ---------------------------------------
@@ -134,11 +137,10 @@ UPDATE {JOBS} SET deadline = :deadline
 
 
 class LateHeartbeatDriver(SqliteDriver):
-    def heartbeat(
-        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, deadline: int
-    ) -> bool:
-        params = {"id": job_id, "attempt": attempt, "deadline": deadline}
-        return c.execute(HEARTBEAT_EVEN_LAPSED, params).rowcount == 1
+    def heartbeat(self, c: sqlite3.Connection, params: Heartbeat) -> bool:
+        job_id, attempt, deadline = params.job_id, params.attempt, params.deadline
+        named = {"id": job_id, "attempt": attempt, "deadline": deadline}
+        return c.execute(HEARTBEAT_EVEN_LAPSED, named).rowcount == 1
 
 
 # -- ids reused -------------------------------------------------------------------------
@@ -224,12 +226,14 @@ class UncappedBackoffDriver(SqliteDriver):
     """Stretches every retry of a job whose curve passes 3600 s by the factor the
     cap removed: the delays are the curve without its cap."""
 
-    def reschedule(
-        self, c: sqlite3.Connection, job_id: int, attempt: int, now: int, run_at: int, error: str
-    ) -> bool:
+    def reschedule(self, c: sqlite3.Connection, params: Reschedule) -> bool:
+        job_id = params.job_id
+        attempt = params.attempt
+        now = params.now
+        run_at = params.run_at
         row = c.execute(STAMPED_BASE, {"id": job_id}).fetchone()
         if row is not None:
             uncapped = int(row[0]) * 2 ** min(attempt - 1, _MAX_EXPONENT)
             if uncapped > BACKOFF_CAP_S:
                 run_at = now + (run_at - now) * uncapped // BACKOFF_CAP_S
-        return super().reschedule(c, Reschedule(job_id, attempt, now, run_at, error))
+        return super().reschedule(c, params)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from alkstore.params import ClaimRef
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import JOBS
 
@@ -23,6 +24,7 @@ UPDATE {JOBS}
 class ReleaseCountsAttemptDriver(SqliteDriver):
     """Gives a released claim back pending, but with its attempt still counted."""
 
-    def release_claim(self, c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now}
-        return c.execute(RELEASE_KEEPING_ATTEMPT, params).rowcount == 1
+    def release_claim(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        job_id, attempt, now = params.job_id, params.attempt, params.now
+        named = {"id": job_id, "attempt": attempt, "now": now}
+        return c.execute(RELEASE_KEEPING_ATTEMPT, named).rowcount == 1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
+from alkstore.params import ScheduleAdvance
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import SCHEDULES
-from alkstore.params import ScheduleAdvance
 
 # The bug: no "AND next_fire_at = :expected". A ticker that read a boundary another
 # ticker has already fired moves the schedule anyway and fires the boundary again.
@@ -14,21 +14,19 @@ ADVANCE_WITHOUT_COMPARE = f"UPDATE {SCHEDULES} SET next_fire_at = :new_fire_at W
 
 
 class AdvanceWithoutCompareDriver(SqliteDriver):
-    def schedule_advance(
-        self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
-    ) -> bool:
-        params = {"name": name, "new_fire_at": new_fire_at}
-        return c.execute(ADVANCE_WITHOUT_COMPARE, params).rowcount == 1
+    def schedule_advance(self, c: sqlite3.Connection, params: ScheduleAdvance) -> bool:
+        name, new_fire_at = params.name, params.new_fire_at
+        named = {"name": name, "new_fire_at": new_fire_at}
+        return c.execute(ADVANCE_WITHOUT_COMPARE, named).rowcount == 1
 
 
 class NeverSkipsDriver(SqliteDriver):
     """Refuses the core's skip past the catch-up cap (a move of more than one
     interval): a schedule that missed N boundaries fires all N, 64 per tick."""
 
-    def schedule_advance(
-        self, c: sqlite3.Connection, name: str, expected: int, new_fire_at: int
-    ) -> bool:
+    def schedule_advance(self, c: sqlite3.Connection, params: ScheduleAdvance) -> bool:
+        name, expected, new_fire_at = params.name, params.expected, params.new_fire_at
         record = self.schedule_get(c, name)
         if record is not None and new_fire_at - expected > record.interval_s:
             return False
-        return super().schedule_advance(c, ScheduleAdvance(name, expected, new_fire_at))
+        return super().schedule_advance(c, params)

@@ -15,12 +15,13 @@ from typing import Any
 
 from ..clock import RealtimeClock
 from ..constants import CATCH_UP_CAP, SCHEDULER_LEASE_S, SCHEDULER_LOCK
-from ..driver import SCHEDULES_TOPIC, ScheduleRecord, queue_topic
+from ..driver import SCHEDULES_TOPIC, queue_topic
 from ..errors import AlkstoreError, LeadershipLost
 from ..names import validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_stamps
 from ..params import ScheduleAdvance
 from ..payload import encode_payload
+from ..rows import ScheduleRecord
 from ..spec import parse_spec
 from ..stop import StopToken
 from ..values import Schedule, TickResult

@@ -27,19 +27,37 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import (
-    ERROR_EXHAUSTED,
-    ERROR_EXPIRED,
-    ScheduleRecord,
-    WakeSink,
-    error_entry,
-    queue_topic,
-    stream_event,
-    stream_topic,
-)
+from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic, stream_topic
 from alkstore.options import JobStamps
+from alkstore.params import (
+    AckBatch,
+    Bury,
+    Cancel,
+    Claim,
+    ClaimRef,
+    GetJob,
+    Heartbeat,
+    ListJobs,
+    LockHolder,
+    LockLease,
+    LockRelease,
+    NextWake,
+    Publish,
+    PurgeDeadJobs,
+    QueueStatsAt,
+    Redrive,
+    Reschedule,
+    ScheduleAdvance,
+    SetPaused,
+    StreamAppend,
+    StreamCommit,
+    StreamOffset,
+    StreamRead,
+    StreamTrim,
+    Sweep,
+)
+from alkstore.rows import ScheduleRecord, error_entry, stream_event
 from alkstore.values import Job, JobState, LockInfo, QueueStats, StreamEvent
-from alkstore.params import Sweep
 
 from .database import Database, Tx
 from .tables import EventRow, JobRow, Tables
@@ -166,7 +184,8 @@ class MemoryDriver:
         c.topics.add(queue_topic(stamps.queue))
         return ids
 
-    def claim(self, c: Tx, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+    def claim(self, c: Tx, params: Claim) -> list[Job]:
+        queue, worker_id, now, limit = params.queue, params.worker_id, params.now, params.limit
         # Lapsed rows at their budget go dead first (paused or not): never handed out.
         self.bury_exhausted(c, Sweep(queue, now))
         if queue in c.tables.paused:
@@ -186,16 +205,20 @@ class MemoryDriver:
             claimed.append(row.to_job())
         return claimed
 
-    def bury_exhausted(self, c: Tx, queue: str, now: int) -> int:
+    def bury_exhausted(self, c: Tx, params: Sweep) -> int:
+        queue, now = params.queue, params.now
+
         def exhausted(row: JobRow) -> bool:
             return _lapsed(row, now) and row.attempts >= row.max_attempts
 
         return _bury_where(c, queue, now, ERROR_EXHAUSTED, exhausted)
 
-    def bury_expired(self, c: Tx, queue: str, now: int) -> int:
+    def bury_expired(self, c: Tx, params: Sweep) -> int:
+        queue, now = params.queue, params.now
         return _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
 
-    def purge_dead(self, c: Tx, queue: str, now: int) -> int:
+    def purge_dead(self, c: Tx, params: Sweep) -> int:
+        queue, now = params.queue, params.now
         doomed = [
             r.id
             for r in c.tables.dead.values()
@@ -208,13 +231,15 @@ class MemoryDriver:
             del c.tables.dead[job_id]
         return len(doomed)
 
-    def ack(self, c: Tx, job_id: int, attempt: int, now: int) -> bool:
+    def ack(self, c: Tx, params: ClaimRef) -> bool:
+        job_id, attempt, now = params.job_id, params.attempt, params.now
         if not _valid_claim(c.tables.jobs.get(job_id), attempt, now):
             return False
         del c.tables.jobs[job_id]
         return True
 
-    def ack_batch(self, c: Tx, queue: str, job_ids: Sequence[int], worker_id: str, now: int) -> int:
+    def ack_batch(self, c: Tx, params: AckBatch) -> int:
+        queue, job_ids, worker_id, now = params.queue, params.job_ids, params.worker_id, params.now
         acked = 0
         for job_id in set(job_ids):  # a repeated id is still one row
             row = c.tables.jobs.get(job_id)
@@ -230,14 +255,16 @@ class MemoryDriver:
                 acked += 1
         return acked
 
-    def heartbeat(self, c: Tx, job_id: int, attempt: int, now: int, deadline: int) -> bool:
+    def heartbeat(self, c: Tx, params: Heartbeat) -> bool:
+        job_id, attempt, now, deadline = params.job_id, params.attempt, params.now, params.deadline
         row = c.tables.jobs.get(job_id)
         if not _valid_claim(row, attempt, now):
             return False
         c.tables.jobs[job_id] = replace(row, deadline=deadline)
         return True
 
-    def release_claim(self, c: Tx, job_id: int, attempt: int, now: int) -> bool:
+    def release_claim(self, c: Tx, params: ClaimRef) -> bool:
+        job_id, attempt, now = params.job_id, params.attempt, params.now
         row = c.tables.jobs.get(job_id)
         if not _valid_claim(row, attempt, now):
             return False
@@ -252,9 +279,12 @@ class MemoryDriver:
         c.topics.add(queue_topic(row.queue))
         return True
 
-    def reschedule(
-        self, c: Tx, job_id: int, attempt: int, now: int, run_at: int, error: str
-    ) -> bool:
+    def reschedule(self, c: Tx, params: Reschedule) -> bool:
+        job_id = params.job_id
+        attempt = params.attempt
+        now = params.now
+        run_at = params.run_at
+        error = params.error
         row = c.tables.jobs.get(job_id)
         if not _valid_claim(row, attempt, now):
             return False
@@ -270,9 +300,12 @@ class MemoryDriver:
         c.topics.add(queue_topic(row.queue))
         return True
 
-    def bury(
-        self, c: Tx, job_id: int, attempt: int, now: int, last_error: str, error: str | None
-    ) -> bool:
+    def bury(self, c: Tx, params: Bury) -> bool:
+        job_id = params.job_id
+        attempt = params.attempt
+        now = params.now
+        last_error = params.last_error
+        error = params.error
         row = c.tables.jobs.get(job_id)
         if not _valid_claim(row, attempt, now):
             return False
@@ -281,20 +314,23 @@ class MemoryDriver:
         _to_dead(c.tables, row, last_error, now)
         return True
 
-    def cancel(self, c: Tx, queue: str, job_id: int) -> bool:
+    def cancel(self, c: Tx, params: Cancel) -> bool:
+        queue, job_id = params.queue, params.job_id
         row = c.tables.jobs.get(job_id)  # the live table only: dead rows are untouched
         if row is None or row.queue != queue:
             return False
         del c.tables.jobs[job_id]
         return True
 
-    def get_job(self, c: Tx, job_id: int, queue: str | None) -> Job | None:
+    def get_job(self, c: Tx, params: GetJob) -> Job | None:
+        job_id, queue = params.job_id, params.queue
         row = c.tables.jobs.get(job_id) or c.tables.dead.get(job_id)
         if row is None or (queue is not None and row.queue != queue):
             return None
         return row.to_job()
 
-    def next_wake_at(self, c: Tx, queue: str, now: int) -> int | None:
+    def next_wake_at(self, c: Tx, params: NextWake) -> int | None:
+        queue, now = params.queue, params.now
         instants = [
             r.run_at if r.state == PENDING else r.deadline
             for r in c.tables.jobs.values()
@@ -304,7 +340,8 @@ class MemoryDriver:
         return min(future, default=None)
 
     # -- operations (the ops profile) --------------------------------------------------
-    def queue_stats(self, c: Tx, queues: Sequence[str] | None, now: int) -> list[QueueStats]:
+    def queue_stats(self, c: Tx, params: QueueStatsAt) -> list[QueueStats]:
+        queues, now = params.queues, params.now
         tables = c.tables
         if queues is None:
             names = {r.queue for r in tables.jobs.values()} | {
@@ -313,9 +350,8 @@ class MemoryDriver:
             queues = sorted(names | tables.paused)
         return [_stats(tables, queue, now) for queue in sorted(set(queues))]
 
-    def list_jobs(
-        self, c: Tx, queue: str, state: JobState | None, after_id: int, limit: int
-    ) -> list[Job]:
+    def list_jobs(self, c: Tx, params: ListJobs) -> list[Job]:
+        queue, state, after_id, limit = params.queue, params.state, params.after_id, params.limit
         rows = itertools.chain(c.tables.jobs.values(), c.tables.dead.values())
         page = heapq.nsmallest(
             limit,
@@ -328,9 +364,8 @@ class MemoryDriver:
         )
         return [row.to_job() for row in page]
 
-    def redrive(
-        self, c: Tx, queue: str, ids: Sequence[int] | None, limit: int, now: int
-    ) -> list[int]:
+    def redrive(self, c: Tx, params: Redrive) -> list[int]:
+        queue, ids, limit, now = params.queue, params.ids, params.limit, params.now
         dead = c.tables.dead
         if ids is None:
             chosen = heapq.nsmallest(
@@ -354,9 +389,8 @@ class MemoryDriver:
             c.topics.add(queue_topic(queue))
         return new_ids
 
-    def purge_dead_jobs(
-        self, c: Tx, queue: str, ids: Sequence[int] | None, died_before: int | None, now: int
-    ) -> int:
+    def purge_dead_jobs(self, c: Tx, params: PurgeDeadJobs) -> int:
+        queue, ids, died_before = params.queue, params.ids, params.died_before
         named = None if ids is None else set(ids)
         doomed = [
             row.id
@@ -369,7 +403,8 @@ class MemoryDriver:
             del c.tables.dead[job_id]
         return len(doomed)
 
-    def set_paused(self, c: Tx, queue: str, paused: bool) -> bool:
+    def set_paused(self, c: Tx, params: SetPaused) -> bool:
+        queue, paused = params.queue, params.paused
         if (queue in c.tables.paused) == paused:
             return False
         if paused:
@@ -383,28 +418,32 @@ class MemoryDriver:
         return queue in c.tables.paused
 
     # -- locks ------------------------------------------------------------------------
-    def lock_acquire(self, c: Tx, name: str, owner: str, now: int, expires_at: int) -> bool:
+    def lock_acquire(self, c: Tx, params: LockLease) -> bool:
+        name, owner, now, expires_at = params.name, params.owner, params.now, params.expires_at
         held = _live_lock(c.tables, name, now)
         if held is not None and held.owner != owner:
             return False
         c.tables.locks[name] = LockInfo(owner=owner, expires_at=expires_at)
         return True
 
-    def lock_renew(self, c: Tx, name: str, owner: str, now: int, expires_at: int) -> bool:
+    def lock_renew(self, c: Tx, params: LockLease) -> bool:
+        name, owner, now, expires_at = params.name, params.owner, params.now, params.expires_at
         held = _live_lock(c.tables, name, now)
         if held is None or held.owner != owner:
             return False
         c.tables.locks[name] = LockInfo(owner=owner, expires_at=expires_at)
         return True
 
-    def lock_release(self, c: Tx, name: str, owner: str, now: int) -> bool:
+    def lock_release(self, c: Tx, params: LockRelease) -> bool:
+        name, owner, now = params.name, params.owner, params.now
         held = _live_lock(c.tables, name, now)
         if held is None or held.owner != owner:
             return False
         del c.tables.locks[name]
         return True
 
-    def lock_holder(self, c: Tx, name: str, now: int) -> LockInfo | None:
+    def lock_holder(self, c: Tx, params: LockHolder) -> LockInfo | None:
+        name, now = params.name, params.now
         return _live_lock(c.tables, name, now)
 
     # -- scheduler profile ------------------------------------------------------------
@@ -427,7 +466,8 @@ class MemoryDriver:
         due = (s for s in c.tables.schedules.values() if s.next_fire_at <= now)
         return sorted(due, key=lambda s: (s.next_fire_at, s.name))
 
-    def schedule_advance(self, c: Tx, name: str, expected: int, new_fire_at: int) -> bool:
+    def schedule_advance(self, c: Tx, params: ScheduleAdvance) -> bool:
+        name, expected, new_fire_at = params.name, params.expected, params.new_fire_at
         # The write lock is held for the whole transaction, so this check-then-set is
         # the compare-and-set a SQL engine gets from "UPDATE ... WHERE next_fire_at = ?".
         stored = c.tables.schedules.get(name)
@@ -440,7 +480,8 @@ class MemoryDriver:
         return min((s.next_fire_at for s in c.tables.schedules.values()), default=None)
 
     # -- streams profile --------------------------------------------------------------
-    def stream_append(self, c: Tx, stream: str, payloads: Sequence[str], now: int) -> list[int]:
+    def stream_append(self, c: Tx, params: StreamAppend) -> list[int]:
+        stream, payloads, now = params.stream, params.payloads, params.now
         # Offsets come from a per-stream sequence, not from the events left after a
         # trim, so they are never reused.
         added = tuple(EventRow(self._db.next_offset(stream), p, now) for p in payloads)
@@ -448,19 +489,23 @@ class MemoryDriver:
         c.topics.add(stream_topic(stream))
         return [event.offset for event in added]
 
-    def stream_read(self, c: Tx, stream: str, after: int, limit: int) -> list[StreamEvent]:
+    def stream_read(self, c: Tx, params: StreamRead) -> list[StreamEvent]:
+        stream, after, limit = params.stream, params.after, params.limit
         events = c.tables.streams.get(stream, ())
         start = bisect.bisect_right(events, after, key=lambda e: e.offset)
         page = events[start : start + limit]
         return [stream_event(e.offset, e.payload, e.created_at) for e in page]
 
-    def stream_commit(self, c: Tx, stream: str, consumer: str, offset: int) -> None:
+    def stream_commit(self, c: Tx, params: StreamCommit) -> None:
+        stream, consumer, offset = params.stream, params.consumer, params.offset
         c.tables.offsets[(stream, consumer)] = offset
 
-    def stream_offset(self, c: Tx, stream: str, consumer: str) -> int:
+    def stream_offset(self, c: Tx, params: StreamOffset) -> int:
+        stream, consumer = params.stream, params.consumer
         return c.tables.offsets.get((stream, consumer), 0)
 
-    def stream_trim(self, c: Tx, stream: str, before: int) -> int:
+    def stream_trim(self, c: Tx, params: StreamTrim) -> int:
+        stream, before = params.stream, params.before
         events = c.tables.streams.get(stream, ())
         cut = bisect.bisect_left(events, before, key=lambda e: e.offset)
         if cut:
@@ -468,7 +513,8 @@ class MemoryDriver:
         return cut
 
     # -- pub/sub profile --------------------------------------------------------------
-    def publish(self, c: Tx, channel: str, payload: str, now: int) -> None:
+    def publish(self, c: Tx, params: Publish) -> None:
+        channel, payload = params.channel, params.payload
         c.messages.append((channel, payload))  # delivered by the database after commit
 
 

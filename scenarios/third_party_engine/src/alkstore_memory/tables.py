@@ -14,9 +14,10 @@ consumer offsets.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from alkstore.driver import JOB_COLUMNS, ScheduleRecord, job_from_row
-from alkstore.options import JobStamps
+from alkstore.options import JOB_STAMP_FIELDS, JobStamps
+from alkstore.rows import JOB_COLUMNS, ScheduleRecord, job_from_row
 from alkstore.values import Job, JobState, LockInfo
 
 
@@ -51,22 +52,16 @@ class JobRow:
 
     @classmethod
     def pending(cls, job_id: int, stamps: JobStamps, payload: str) -> JobRow:
+        # Every stamp by name: a new stamp is a new field here, and nothing else.
+        stamped: dict[str, Any] = {name: getattr(stamps, name) for name in JOB_STAMP_FIELDS}
         return cls(
             id=job_id,
-            queue=stamps.queue,
             state=JobState.PENDING,
             payload=payload,
-            priority=stamps.priority,
             attempts=0,
-            max_attempts=stamps.max_attempts,
-            created_at=stamps.created_at,
-            run_at=stamps.run_at,
             claimed_at=None,
-            expires_at=stamps.expires_at,
             worker_id=None,
-            visibility_timeout_s=stamps.visibility_timeout_s,
-            backoff_base_s=stamps.backoff_base_s,
-            dead_letter_retention_s=stamps.dead_letter_retention_s,
+            **stamped,
         )
 
     def to_job(self) -> Job:

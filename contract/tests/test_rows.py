@@ -1,0 +1,128 @@
+"""The job row's columns and decoders (``alkstore.rows``): by name, never by count."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import pytest
+
+from alkstore.rows import (
+    CLAIMED_COLUMNS,
+    JOB_COLUMNS,
+    OPS_JOB_COLUMNS,
+    V1_JOB_COLUMNS,
+    claimed_decoder,
+    claimed_jobs,
+    job_decoder,
+    job_from_row,
+)
+from alkstore.values import Job, JobError, JobState
+
+STORED: dict[str, Any] = {
+    "id": 7,
+    "queue": "mail",
+    "state": "dead",
+    "payload": '{"to": "a"}',
+    "priority": 2,
+    "attempts": 3,
+    "max_attempts": 3,
+    "created_at": 100,
+    "run_at": 110,
+    "claimed_at": 120,
+    "expires_at": None,
+    "worker_id": "w1",
+    "visibility_timeout_s": 30,
+    "backoff_base_s": 5,
+    "dead_letter_retention_s": 3600,
+    "last_error": "boom",
+    "died_at": 130,
+    "errors": '[[3, 125, "boom"]]',
+    "redriven_from": 4,
+}
+"""One job's stored columns (payload and errors as JSON text)."""
+
+JOB = Job(
+    **{
+        **STORED,
+        "state": JobState.DEAD,
+        "payload": {"to": "a"},
+        "errors": (JobError(3, 125, "boom"),),
+    }
+)
+
+
+def _row(columns: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(STORED[column] for column in columns)
+
+
+def test_the_job_columns_are_the_job_fields_in_order() -> None:
+    assert tuple(f.name for f in fields(Job)) == JOB_COLUMNS
+
+
+def test_a_row_of_every_column_decodes_to_the_job() -> None:
+    assert job_from_row(_row(JOB_COLUMNS)) == JOB
+
+
+def test_a_decoder_reads_its_columns_in_any_order() -> None:
+    columns = tuple(reversed(JOB_COLUMNS))
+    assert job_decoder(columns)(_row(columns)) == JOB
+
+
+def test_a_contract_1_0_row_takes_the_ops_fields_defaults() -> None:
+    job = job_decoder(V1_JOB_COLUMNS)(_row(V1_JOB_COLUMNS))
+    assert (job.errors, job.redriven_from) == ((), None)
+    assert job.last_error == "boom"
+
+
+def test_the_1_0_row_is_every_column_but_the_ops_ones() -> None:
+    assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - set(OPS_JOB_COLUMNS)
+
+
+def test_a_decoder_refuses_a_row_of_another_width() -> None:
+    with pytest.raises(ValueError):
+        job_from_row(_row(V1_JOB_COLUMNS))
+
+
+def test_a_decoder_refuses_a_column_that_is_not_a_job_field() -> None:
+    with pytest.raises(ValueError, match="unique_key"):
+        job_decoder((*JOB_COLUMNS, "unique_key"))
+
+
+def test_a_decoder_refuses_to_leave_out_a_field_without_a_default() -> None:
+    with pytest.raises(ValueError, match="'queue'"):
+        job_decoder(tuple(c for c in JOB_COLUMNS if c != "queue"))
+
+
+def test_a_decoder_refuses_a_column_named_twice() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        job_decoder((*V1_JOB_COLUMNS, "id"))
+
+
+def test_an_empty_error_history_decodes_to_no_errors() -> None:
+    for stored in (None, "", "[]"):
+        row = {**STORED, "errors": stored}
+        assert job_from_row(tuple(row[c] for c in JOB_COLUMNS)).errors == ()
+
+
+def test_a_claimed_row_takes_what_the_claim_set_from_the_claim() -> None:
+    (job,) = claimed_jobs([_row(CLAIMED_COLUMNS)], "mail", "w2", 200)
+    assert (job.queue, job.state, job.worker_id, job.claimed_at) == (
+        "mail",
+        JobState.PROCESSING,
+        "w2",
+        200,
+    )
+    assert (job.last_error, job.died_at) == (None, None)
+    assert job.errors == JOB.errors
+
+
+def test_a_claimed_decoder_refuses_a_column_the_claim_sets() -> None:
+    with pytest.raises(ValueError, match="worker_id"):
+        claimed_decoder((*CLAIMED_COLUMNS, "worker_id"))
+
+
+def test_a_claimed_decoder_of_fewer_columns_takes_the_defaults() -> None:
+    columns = tuple(c for c in CLAIMED_COLUMNS if c not in OPS_JOB_COLUMNS)
+    (job,) = claimed_decoder(columns)([_row(columns)], "mail", "w2", 200)
+    assert (job.errors, job.redriven_from) == ((), None)
