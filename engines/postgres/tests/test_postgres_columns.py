@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from alkstore.driver import CLAIMED_COLUMNS, JOB_COLUMNS
 from alkstore.options import JOB_STAMP_FIELDS
+from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
 from alkstore_postgres import columns
 
 
