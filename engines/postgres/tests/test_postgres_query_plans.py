@@ -140,8 +140,8 @@ def test_pruning_stored_messages_reads_only_the_primary_key(
 ) -> None:
     params = {
         "keep": 10_000,
-        "channel": "x",
-        "pubsub_channel": "c",
+        "message_channel": "x",
+        "channel": "c",
         "payload": "1",
         "now": NOW,
         "reference_prefix": "#",
@@ -233,7 +233,7 @@ def test_the_claims_dead_lettering_reads_the_deadline_index(
 def test_redriving_the_oldest_reads_the_dead_index_and_deletes_by_primary_key(
     queues_filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
-    params = {"queue": "q7", "limit": 10, "now": NOW, "channel": "c", "topic": "t"}
+    params = {"queue": "q7", "limit": 10, "now": NOW, "wake_channel": "c", "topic": "t"}
     plan = _plan(admin, queues_filled.redrive_oldest, params)
     assert "alkstore_dead_jobs_died" in plan
     assert "Index Scan using alkstore_dead_jobs_pkey" in plan
@@ -243,7 +243,7 @@ def test_redriving_the_oldest_reads_the_dead_index_and_deletes_by_primary_key(
 def test_redriving_named_jobs_finds_them_by_primary_key(
     queues_filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:
-    params = {"queue": "q7", "ids": [5, 9], "now": NOW, "channel": "c", "topic": "t"}
+    params = {"queue": "q7", "ids": [5, 9], "now": NOW, "wake_channel": "c", "topic": "t"}
     plan = _plan(admin, queues_filled.redrive_named, params)
     assert "alkstore_dead_jobs_pkey" in plan
     assert _reads_no_table_of_jobs(plan)
@@ -367,7 +367,7 @@ def grown_after_plans_were_kept(
 
 
 BATCH_CLAIM = {**CLAIM_PARAMS, "queue": "q", "limit": 3}
-ACK_BATCH = {"ids": [1, 2, 3], "queue": "q", "worker_id": "w", "now": NOW}
+ACK_BATCH = {"job_ids": [1, 2, 3], "queue": "q", "worker_id": "w", "now": NOW}
 
 
 def test_a_batch_claims_plan_made_on_a_nearly_empty_table_is_made_again_once_old(

@@ -17,7 +17,9 @@ from pg_helpers import (
 from psycopg import pq
 
 from alkstore import Store
-from alkstore.driver import JobStamps, ScheduleRecord
+from alkstore.options import JobStamps
+from alkstore.params import ScheduleAdvance
+from alkstore.rows import ScheduleRecord
 from alkstore.testing import FakeClock
 from alkstore_postgres import PostgresDriver
 from alkstore_postgres.handle import PgHandle
@@ -56,6 +58,9 @@ FIRED = JobStamps(
 )
 """The stamps of the job a fire of ``_record()`` at ``START + 10`` inserts."""
 
+ADVANCE = ScheduleAdvance(name="s", expected=START + 10, new_fire_at=START + 20)
+"""The fire of ``_record()``'s boundary at ``START + 10``."""
+
 
 def _driver(store: Store) -> PostgresDriver:
     driver = getattr(store, "driver", None)
@@ -91,10 +96,8 @@ def test_a_second_advance_waits_for_the_row_lock_then_finds_the_boundary_moved(
     driver = _driver(store)
     driver.write(lambda c: driver.schedule_upsert(c, _record(next_fire_at=START + 10)))
     with driver.transaction() as first:
-        assert driver.schedule_advance(first, "s", START + 10, START + 20)
-        second = BackgroundCall(
-            lambda: driver.write(lambda c: driver.schedule_advance(c, "s", START + 10, START + 20))
-        )
+        assert driver.schedule_advance(first, ADVANCE)
+        second = BackgroundCall(lambda: driver.write(lambda c: driver.schedule_advance(c, ADVANCE)))
         assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_schedules"))
         assert not second.done
     assert second.result() is False
@@ -110,7 +113,7 @@ def test_a_fire_is_invisible_until_its_advance_and_job_commit_together(
     seen_mid_fire: list[tuple[Any, ...]] = []
 
     def fire(c: PgHandle) -> None:
-        assert driver.schedule_advance(c, "s", START + 10, START + 20)
+        assert driver.schedule_advance(c, ADVANCE)
         driver.insert_jobs(c, FIRED, ['{"v": 1}'])
         # From outside, before the unit returns: neither the advance nor the job.
         row = admin.execute(
@@ -130,7 +133,7 @@ def test_a_write_unit_leaves_its_connection_idle_in_autocommit(open_store: Store
     store = open_store(pool_max_size=1)  # the unit's connection is the next unit's
     driver = _driver(store)
     driver.write(lambda c: driver.schedule_upsert(c, _record(next_fire_at=START + 10)))
-    driver.write(lambda c: driver.schedule_advance(c, "s", START + 10, START + 20))
+    driver.write(lambda c: driver.schedule_advance(c, ADVANCE))
 
     def state(c: PgHandle) -> tuple[bool, pq.TransactionStatus]:
         return c.conn.autocommit, c.conn.info.transaction_status

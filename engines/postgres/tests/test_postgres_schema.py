@@ -220,7 +220,7 @@ def test_ack_batch_looks_rows_up_by_primary_key_however_many_are_in_flight(
     handles = queue.claim_batch("w", 2500)
 
     statements = Statements.for_schema(schema)
-    params = {"ids": [h.id for h in handles[:100]], "queue": "q", "worker_id": "w", "now": NOW}
+    params = {"job_ids": [h.id for h in handles[:100]], "queue": "q", "worker_id": "w", "now": NOW}
     plan = _explain(admin, statements.ack_batch, params)
 
     assert "alkstore_jobs_pkey" in plan

@@ -49,20 +49,30 @@ from typing import Any, Final, TypeVar
 import psycopg
 from psycopg import pq
 
-from alkstore.driver import (
-    ERROR_EXHAUSTED,
-    ERROR_EXPIRED,
-    WakeSink,
-    claimed_jobs,
-    error_entry,
-    job_from_row,
-    queue_topic,
-)
+from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic
 from alkstore.errors import InvalidOptions
 from alkstore.options import JobStamps
+from alkstore.params import (
+    AckBatch,
+    Bury,
+    Cancel,
+    Claim,
+    ClaimRef,
+    GetJob,
+    Heartbeat,
+    LockHolder,
+    LockLease,
+    LockRelease,
+    NextWake,
+    Reschedule,
+    Sweep,
+)
+from alkstore.rows import error_entry
 from alkstore.values import Job, LockInfo
 
+from .binding import by_name
 from .clock import ServerClock
+from .columns import claimed_jobs, job_from_row
 from .connections import Pool, StorePool
 from .errors import contract_error
 from .handle import PgHandle, SqlConnection, execute, rowcount
@@ -258,7 +268,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         if not fresh:
             return
         payloads = list(dict.fromkeys(notify_payload(t) for t in fresh))
-        execute(c, self._sql.notify, {"channel": self.channel, "topics": payloads})
+        execute(c, self._sql.notify, {"wake_channel": self.channel, "topics": payloads})
         c.announced.update(fresh)
 
     def close(self) -> None:
@@ -270,151 +280,106 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         """One statement: the rows, and the NOTIFY of their queue (unless this unit
         already announced it), so a lone enqueue is one round trip."""
         topic = queue_topic(stamps.queue)
-        params: dict[str, Any] = {
-            "queue": stamps.queue,
-            "priority": stamps.priority,
-            "max_attempts": stamps.max_attempts,
-            "created_at": stamps.created_at,
-            "run_at": stamps.run_at,
-            "expires_at": stamps.expires_at,
-            "visibility_timeout_s": stamps.visibility_timeout_s,
-            "backoff_base_s": stamps.backoff_base_s,
-            "dead_letter_retention_s": stamps.dead_letter_retention_s,
-            "channel": self.channel,
-            "topic": None if topic in c.announced else notify_payload(topic),
-        }
+        wake = None if topic in c.announced else notify_payload(topic)
         if len(payloads) == 1:
             # A lone enqueue, the hottest path: plain VALUES, no array to build.
-            params["payload"] = payloads[0]
+            params = by_name(stamps, payload=payloads[0], wake_channel=self.channel, topic=wake)
             rows = execute(c, self._sql.insert_job, params).fetchall()
         else:
-            params["payloads"] = list(payloads)
+            params = by_name(stamps, payloads=list(payloads), wake_channel=self.channel, topic=wake)
             rows = execute(c, self._sql.insert_jobs, params).fetchall()
         c.announced.add(topic)
         return [row[0] for row in rows]
 
-    def claim(self, c: PgHandle, queue: str, worker_id: str, now: int, limit: int) -> list[Job]:
+    def claim(self, c: PgHandle, params: Claim) -> list[Job]:
         """Nearly always one statement: pending rows, while no claim of the queue has
         lapsed (so none is exhausted either). When that claims nothing, one statement
         that moves the queue's exhausted lapsed rows to dead and claims pending and
         lapsed rows alike."""
-        params = {
-            "queue": queue,
-            "worker_id": worker_id,
-            "now": now,
-            "limit": limit,
-            "last_error": ERROR_EXHAUSTED,
-        }
+        bound = by_name(params, last_error=ERROR_EXHAUSTED)
         # One row: a prepared statement whose plan holds at any table size. More:
         # prepared plans made again as the table grows (see plans.py).
         sql = self._sql
-        if limit == 1:
+        if params.limit == 1:
             ready, either = sql.claim_ready_one, sql.claim_one
         else:
             ready, either = sql.claim_ready, sql.claim
             self._plan_ages.keep_fresh(c)
-        rows = execute(c, ready, params, binary=True).fetchall()
+        rows = execute(c, ready, bound, binary=True).fetchall()
         if not rows:
-            rows = execute(c, either, params, binary=True).fetchall()
-        return claimed_jobs(rows, queue, worker_id, now)
+            rows = execute(c, either, bound, binary=True).fetchall()
+        return claimed_jobs(rows, params.queue, params.worker_id, params.now)
 
-    def bury_exhausted(self, c: PgHandle, queue: str, now: int) -> int:
-        params = {"queue": queue, "now": now, "last_error": ERROR_EXHAUSTED}
-        return rowcount(c, self._sql.bury_exhausted, params)
+    def bury_exhausted(self, c: PgHandle, params: Sweep) -> int:
+        return rowcount(c, self._sql.bury_exhausted, by_name(params, last_error=ERROR_EXHAUSTED))
 
-    def bury_expired(self, c: PgHandle, queue: str, now: int) -> int:
-        params = {"queue": queue, "now": now, "last_error": ERROR_EXPIRED}
-        return rowcount(c, self._sql.bury_expired, params)
+    def bury_expired(self, c: PgHandle, params: Sweep) -> int:
+        return rowcount(c, self._sql.bury_expired, by_name(params, last_error=ERROR_EXPIRED))
 
-    def purge_dead(self, c: PgHandle, queue: str, now: int) -> int:
-        return rowcount(c, self._sql.purge_dead, {"queue": queue, "now": now})
+    def purge_dead(self, c: PgHandle, params: Sweep) -> int:
+        return rowcount(c, self._sql.purge_dead, by_name(params))
 
-    def ack(self, c: PgHandle, job_id: int, attempt: int, now: int) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now}
-        return rowcount(c, self._sql.ack, params) == 1
+    def ack(self, c: PgHandle, params: ClaimRef) -> bool:
+        return rowcount(c, self._sql.ack, by_name(params)) == 1
 
-    def ack_batch(
-        self, c: PgHandle, queue: str, job_ids: Sequence[int], worker_id: str, now: int
-    ) -> int:
-        ids = sorted(set(job_ids))  # the core drops ids outside int64
+    def ack_batch(self, c: PgHandle, params: AckBatch) -> int:
+        ids = sorted(set(params.job_ids))  # the core drops ids outside int64
         if not ids:
             return 0
-        params = {"ids": ids, "queue": queue, "worker_id": worker_id, "now": now}
         self._plan_ages.keep_fresh(c)  # see ACK_BATCH
-        return execute(c, self._sql.ack_batch, params).rowcount
+        return execute(c, self._sql.ack_batch, by_name(params, job_ids=ids)).rowcount
 
-    def heartbeat(self, c: PgHandle, job_id: int, attempt: int, now: int, deadline: int) -> bool:
-        params = {"id": job_id, "attempt": attempt, "now": now, "deadline": deadline}
-        return rowcount(c, self._sql.heartbeat, params) == 1
+    def heartbeat(self, c: PgHandle, params: Heartbeat) -> bool:
+        return rowcount(c, self._sql.heartbeat, by_name(params)) == 1
 
-    def release_claim(self, c: PgHandle, job_id: int, attempt: int, now: int) -> bool:
-        params = {
-            "id": job_id,
-            "attempt": attempt,
-            "now": now,
-            "channel": self.channel,
-            "topic_prefix": queue_topic(""),
-        }
-        row = execute(c, self._sql.release_claim, params).fetchone()
+    def release_claim(self, c: PgHandle, params: ClaimRef) -> bool:
+        bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
+        return self._announced_back(c, execute(c, self._sql.release_claim, bound).fetchone())
+
+    def reschedule(self, c: PgHandle, params: Reschedule) -> bool:
+        bound = by_name(
+            params,
+            entry=error_entry(params.attempt, params.now, params.error),
+            wake_channel=self.channel,
+            topic_prefix=queue_topic(""),
+        )
+        return self._announced_back(c, execute(c, self._sql.reschedule, bound).fetchone())
+
+    @staticmethod
+    def _announced_back(c: PgHandle, row: Any) -> bool:
+        """Whether a statement that NOTIFYs its job's queue found the job (``row``: the
+        queue's name); the unit then has announced that queue."""
         if row is None:
             return False
-        c.announced.add(queue_topic(row[0]))  # the statement announced the queue
+        c.announced.add(queue_topic(row[0]))
         return True
 
-    def reschedule(
-        self, c: PgHandle, job_id: int, attempt: int, now: int, run_at: int, error: str
-    ) -> bool:
-        params = {
-            "id": job_id,
-            "attempt": attempt,
-            "now": now,
-            "run_at": run_at,
-            "entry": error_entry(attempt, now, error),
-            "channel": self.channel,
-            "topic_prefix": queue_topic(""),
-        }
-        row = execute(c, self._sql.reschedule, params).fetchone()
-        if row is None:
-            return False
-        c.announced.add(queue_topic(row[0]))  # the statement announced the queue
-        return True
+    def bury(self, c: PgHandle, params: Bury) -> bool:
+        error = params.error
+        entry = None if error is None else error_entry(params.attempt, params.now, error)
+        return rowcount(c, self._sql.bury_claim, by_name(params, entry=entry)) == 1
 
-    def bury(
-        self, c: PgHandle, job_id: int, attempt: int, now: int, last_error: str, error: str | None
-    ) -> bool:
-        params = {
-            "id": job_id,
-            "attempt": attempt,
-            "now": now,
-            "last_error": last_error,
-            "entry": None if error is None else error_entry(attempt, now, error),
-        }
-        return rowcount(c, self._sql.bury_claim, params) == 1
+    def cancel(self, c: PgHandle, params: Cancel) -> bool:
+        return rowcount(c, self._sql.cancel, by_name(params)) == 1
 
-    def cancel(self, c: PgHandle, queue: str, job_id: int) -> bool:
-        return rowcount(c, self._sql.cancel, {"id": job_id, "queue": queue}) == 1
-
-    def get_job(self, c: PgHandle, job_id: int, queue: str | None) -> Job | None:
-        row = execute(c, self._sql.get_job, {"id": job_id, "queue": queue}).fetchone()
+    def get_job(self, c: PgHandle, params: GetJob) -> Job | None:
+        row = execute(c, self._sql.get_job, by_name(params)).fetchone()
         return None if row is None else job_from_row(row)
 
-    def next_wake_at(self, c: PgHandle, queue: str, now: int) -> int | None:
-        row = execute(c, self._sql.next_wake_at, {"queue": queue, "now": now}).fetchone()
+    def next_wake_at(self, c: PgHandle, params: NextWake) -> int | None:
+        row = execute(c, self._sql.next_wake_at, by_name(params)).fetchone()
         return None if row is None else row[0]
 
     # -- locks -------------------------------------------------------------------------
-    def lock_acquire(self, c: PgHandle, name: str, owner: str, now: int, expires_at: int) -> bool:
-        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
-        return execute(c, self._sql.lock_acquire, params).fetchone() is not None
+    def lock_acquire(self, c: PgHandle, params: LockLease) -> bool:
+        return execute(c, self._sql.lock_acquire, by_name(params)).fetchone() is not None
 
-    def lock_renew(self, c: PgHandle, name: str, owner: str, now: int, expires_at: int) -> bool:
-        params = {"name": name, "owner": owner, "now": now, "expires_at": expires_at}
-        return rowcount(c, self._sql.lock_renew, params) == 1
+    def lock_renew(self, c: PgHandle, params: LockLease) -> bool:
+        return rowcount(c, self._sql.lock_renew, by_name(params)) == 1
 
-    def lock_release(self, c: PgHandle, name: str, owner: str, now: int) -> bool:
-        params = {"name": name, "owner": owner, "now": now}
-        return rowcount(c, self._sql.lock_release, params) == 1
+    def lock_release(self, c: PgHandle, params: LockRelease) -> bool:
+        return rowcount(c, self._sql.lock_release, by_name(params)) == 1
 
-    def lock_holder(self, c: PgHandle, name: str, now: int) -> LockInfo | None:
-        row = execute(c, self._sql.lock_holder, {"name": name, "now": now}).fetchone()
+    def lock_holder(self, c: PgHandle, params: LockHolder) -> LockInfo | None:
+        row = execute(c, self._sql.lock_holder, by_name(params)).fetchone()
         return None if row is None else LockInfo(owner=row[0], expires_at=row[1])

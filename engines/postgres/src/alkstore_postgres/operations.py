@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from alkstore.driver import job_from_row, queue_topic
+from alkstore.driver import queue_topic
+from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetPaused
 from alkstore.values import Job, JobState, QueueStats
 
+from .binding import by_name
+from .columns import job_from_row
 from .handle import PgHandle, execute, rowcount
 from .listener import notify_payload
 from .statements import Statements
@@ -32,70 +35,53 @@ class OpsStatements:
     channel: str
     """The store's wake channel."""
 
-    def queue_stats(self, c: PgHandle, queues: Sequence[str] | None, now: int) -> list[QueueStats]:
-        if queues is None:
-            rows = execute(c, self._sql.queue_stats_all, {"now": now})
+    def queue_stats(self, c: PgHandle, params: QueueStatsAt) -> list[QueueStats]:
+        if params.queues is None:
+            rows = execute(c, self._sql.queue_stats_all, by_name(params))
         else:
-            rows = execute(c, self._sql.queue_stats, {"queues": list(queues), "now": now})
-        return [_queue_stats(row, now) for row in rows]
+            rows = execute(c, self._sql.queue_stats, by_name(params, queues=list(params.queues)))
+        return [_queue_stats(row, params.now) for row in rows]
 
-    def list_jobs(
-        self, c: PgHandle, queue: str, state: JobState | None, after_id: int, limit: int
-    ) -> list[Job]:
-        params: dict[str, Any] = {"queue": queue, "after_id": after_id, "limit": limit}
+    def list_jobs(self, c: PgHandle, params: ListJobs) -> list[Job]:
+        state = params.state
         if state is None:
             query = self._sql.list_jobs
         elif state is JobState.DEAD:
             query = self._sql.list_dead_jobs
         else:
             query = self._sql.list_live_jobs
-            params["state"] = state.value
-        return [job_from_row(row) for row in execute(c, query, params)]
+        bound = by_name(params, state=None if state is None else state.value)
+        return [job_from_row(row) for row in execute(c, query, bound)]
 
-    def redrive(
-        self, c: PgHandle, queue: str, ids: Sequence[int] | None, limit: int, now: int
-    ) -> list[int]:
-        topic = queue_topic(queue)
-        params: dict[str, Any] = {
-            "queue": queue,
-            "now": now,
-            "channel": self.channel,
-            "topic": None if topic in c.announced else notify_payload(topic),
-        }
-        if ids is None:
-            params["limit"] = limit
+    def redrive(self, c: PgHandle, params: Redrive) -> list[int]:
+        topic = queue_topic(params.queue)
+        wake = None if topic in c.announced else notify_payload(topic)
+        if params.ids is None:
             query = self._sql.redrive_oldest
+            bound = by_name(params, wake_channel=self.channel, topic=wake)
         else:
-            params["ids"] = list(dict.fromkeys(ids))  # a repeated id is redriven once
             query = self._sql.redrive_named
-        new_ids = [row[0] for row in execute(c, query, params)]
+            ids = list(dict.fromkeys(params.ids))  # a repeated id is redriven once
+            bound = by_name(params, ids=ids, wake_channel=self.channel, topic=wake)
+        new_ids = [row[0] for row in execute(c, query, bound)]
         if new_ids:
             c.announced.add(topic)
         return new_ids
 
-    def purge_dead_jobs(
-        self,
-        c: PgHandle,
-        queue: str,
-        ids: Sequence[int] | None,
-        died_before: int | None,
-        now: int,
-    ) -> int:
-        params: dict[str, Any] = {
-            "queue": queue,
-            "died_before": _ANY_TIME if died_before is None else died_before,
-        }
-        if ids is None:
-            return rowcount(c, self._sql.purge_dead_before, params)
-        params["ids"] = sorted(set(ids))
-        return rowcount(c, self._sql.purge_dead_named, params)
+    def purge_dead_jobs(self, c: PgHandle, params: PurgeDeadJobs) -> int:
+        died_before = _ANY_TIME if params.died_before is None else params.died_before
+        if params.ids is None:
+            bound = by_name(params, died_before=died_before)
+            return rowcount(c, self._sql.purge_dead_before, bound)
+        bound = by_name(params, ids=sorted(set(params.ids)), died_before=died_before)
+        return rowcount(c, self._sql.purge_dead_named, bound)
 
-    def set_paused(self, c: PgHandle, queue: str, paused: bool) -> bool:
-        if paused:
-            return rowcount(c, self._sql.pause, {"queue": queue}) == 1
-        topic = queue_topic(queue)
-        params = {"queue": queue, "channel": self.channel, "topic": notify_payload(topic)}
-        resumed = execute(c, self._sql.resume, params).fetchone() is not None
+    def set_paused(self, c: PgHandle, params: SetPaused) -> bool:
+        if params.paused:
+            return rowcount(c, self._sql.pause, by_name(params)) == 1
+        topic = queue_topic(params.queue)
+        bound = by_name(params, wake_channel=self.channel, topic=notify_payload(topic))
+        resumed = execute(c, self._sql.resume, bound).fetchone() is not None
         if resumed:
             c.announced.add(topic)  # the statement announced the queue
         return resumed

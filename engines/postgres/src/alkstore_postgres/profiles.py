@@ -14,13 +14,22 @@ them in. Two need more than a statement's own atomicity:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from alkstore.driver import ScheduleRecord, stream_event, stream_topic
+from alkstore.driver import stream_topic
+from alkstore.params import (
+    Publish,
+    ScheduleAdvance,
+    StreamAppend,
+    StreamCommit,
+    StreamOffset,
+    StreamRead,
+    StreamTrim,
+)
+from alkstore.rows import ScheduleRecord, stream_event
 from alkstore.values import StreamEvent
 
+from .binding import by_name
 from .handle import PgHandle, begin_transaction, execute, rowcount
 from .listener import notify_payload
 from .messages import REFERENCE_PREFIX, inline_message
@@ -41,7 +50,7 @@ class ProfileStatements:
 
     # -- scheduler ------------------------------------------------------------------
     def schedule_upsert(self, c: PgHandle, record: ScheduleRecord) -> None:
-        execute(c, self._sql.schedule_upsert, asdict(record))
+        execute(c, self._sql.schedule_upsert, by_name(record))
 
     def schedule_delete(self, c: PgHandle, name: str) -> bool:
         return rowcount(c, self._sql.schedule_delete, {"name": name}) == 1
@@ -57,73 +66,68 @@ class ProfileStatements:
         rows = execute(c, self._sql.schedules_due, {"now": now})
         return [ScheduleRecord(*row) for row in rows]
 
-    def schedule_advance(self, c: PgHandle, name: str, expected: int, new_fire_at: int) -> bool:
+    def schedule_advance(self, c: PgHandle, params: ScheduleAdvance) -> bool:
         # The fire's insert follows in this unit: both commit together, or neither.
         begin_transaction(c)
-        params = {"name": name, "expected": expected, "new_fire_at": new_fire_at}
-        return rowcount(c, self._sql.schedule_advance, params) == 1
+        return rowcount(c, self._sql.schedule_advance, by_name(params)) == 1
 
     def schedule_next_fire_at(self, c: PgHandle) -> int | None:
         row = execute(c, self._sql.schedule_next_fire_at).fetchone()
         return None if row is None else row[0]
 
     # -- streams ----------------------------------------------------------------------
-    def stream_append(
-        self, c: PgHandle, stream: str, payloads: Sequence[str], now: int
-    ) -> list[int]:
+    def stream_append(self, c: PgHandle, params: StreamAppend) -> list[int]:
+        payloads = params.payloads
         if not payloads:
             return []
-        topic = stream_topic(stream)
-        params: dict[str, Any] = {
-            "stream": stream,
-            "count": len(payloads),
-            "now": now,
-            "channel": self.channel,
-            "topic": None if topic in c.announced else notify_payload(topic),
-        }
+        topic = stream_topic(params.stream)
+        wake = None if topic in c.announced else notify_payload(topic)
         if len(payloads) == 1:
-            params["payload"] = payloads[0]
-            rows = execute(c, self._sql.stream_append, params).fetchall()
+            bound = by_name(
+                params, payload=payloads[0], count=1, wake_channel=self.channel, topic=wake
+            )
+            rows = execute(c, self._sql.stream_append, bound).fetchall()
         else:
-            params["payloads"] = list(payloads)
-            rows = execute(c, self._sql.stream_append_many, params).fetchall()
+            bound = by_name(
+                params,
+                payloads=list(payloads),
+                count=len(payloads),
+                wake_channel=self.channel,
+                topic=wake,
+            )
+            rows = execute(c, self._sql.stream_append_many, bound).fetchall()
         c.announced.add(topic)
         return [row[0] for row in rows]
 
-    def stream_read(self, c: PgHandle, stream: str, after: int, limit: int) -> list[StreamEvent]:
-        params = {"stream": stream, "after": after, "limit": limit}
-        return [stream_event(*row) for row in execute(c, self._sql.stream_read, params)]
+    def stream_read(self, c: PgHandle, params: StreamRead) -> list[StreamEvent]:
+        return [stream_event(*row) for row in execute(c, self._sql.stream_read, by_name(params))]
 
-    def stream_commit(self, c: PgHandle, stream: str, consumer: str, offset: int) -> None:
-        params = {"stream": stream, "consumer": consumer, "offset": offset}
-        execute(c, self._sql.stream_commit, params)
+    def stream_commit(self, c: PgHandle, params: StreamCommit) -> None:
+        execute(c, self._sql.stream_commit, by_name(params))
 
-    def stream_offset(self, c: PgHandle, stream: str, consumer: str) -> int:
-        params = {"stream": stream, "consumer": consumer}
-        row = execute(c, self._sql.stream_offset, params).fetchone()
+    def stream_offset(self, c: PgHandle, params: StreamOffset) -> int:
+        row = execute(c, self._sql.stream_offset, by_name(params)).fetchone()
         return 0 if row is None else int(row[0])
 
-    def stream_trim(self, c: PgHandle, stream: str, before: int) -> int:
-        params = {"stream": stream, "before": before}
-        return rowcount(c, self._sql.stream_trim, params)
+    def stream_trim(self, c: PgHandle, params: StreamTrim) -> int:
+        return rowcount(c, self._sql.stream_trim, by_name(params))
 
     # -- pub/sub ----------------------------------------------------------------------
-    def publish(self, c: PgHandle, channel: str, payload: str, now: int) -> None:
+    def publish(self, c: PgHandle, params: Publish) -> None:
         """NOTIFY the message (delivered on commit only); one too large for NOTIFY is
         stored and referenced, in the same statement."""
-        message = inline_message(channel, payload)
+        message = inline_message(params.channel, params.payload)
         if message is not None:
-            execute(c, self._sql.publish, {"channel": self.message_channel, "message": message})
+            bound = {"message_channel": self.message_channel, "message": message}
+            execute(c, self._sql.publish, bound)
             return
-        params = {
-            "channel": self.message_channel,
-            "pubsub_channel": channel,
-            "payload": payload,
-            "now": now,
-            "keep": self.messages_keep,
-            "reference_prefix": REFERENCE_PREFIX,
-        }
-        execute(c, self._sql.publish_stored, params)
+        bound = by_name(
+            params,
+            message_channel=self.message_channel,
+            keep=self.messages_keep,
+            reference_prefix=REFERENCE_PREFIX,
+        )
+        execute(c, self._sql.publish_stored, bound)
 
 
 if TYPE_CHECKING:

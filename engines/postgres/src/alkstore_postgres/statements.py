@@ -5,50 +5,39 @@ renders them once per store with the schema quoted by
 ``psycopg.sql.Identifier`` (never interpolated raw), into bytes that psycopg
 executes -- and, after a few runs, prepares -- as is. Values are always
 ``%(name)s`` parameters. Time is always the ``now`` parameter from the store's
-clock; no statement reads the server's own ``now()``.
+clock; no statement reads the server's own ``now()``. Job and schedule column
+lists are never written out here: ``columns`` derives them from the contract's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final
 
 from psycopg import sql
 
 from alkstore.constants import MAX_ERROR_HISTORY
+from alkstore.rows import ScheduleRecord
 
-# -- shared column lists -------------------------------------------------------
+from .columns import (
+    CLAIMED_JOB,
+    DEAD_JOB,
+    LIVE_JOB,
+    MOVED,
+    STAMP_COLUMNS,
+    STAMP_PARAMETERS,
+    column,
+    column_list,
+    parameters,
+    restamped,
+)
 
-
-def _history(errors: str) -> str:
-    """The ``errors`` array (one JSON ``[attempt, at, error]`` text per entry) as the
-    JSON array text ``job_from_row`` reads; NULL when the job has no history."""
-    return f"'[' || array_to_string({errors}, ',') || ']'"
-
-
-_LIVE_JOB = f"""
-    id, queue, state, payload, priority, attempts, max_attempts, created_at, run_at,
-    claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
-    dead_letter_retention_s, NULL::text AS last_error, NULL::bigint AS died_at,
-    {_history("errors")} AS errors, redriven_from"""
-"""A live row in ``alkstore.driver.JOB_COLUMNS`` order."""
-
-_DEAD_JOB = f"""
-    id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, created_at, run_at,
-    claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
-    dead_letter_retention_s, last_error, died_at, {_history("errors")} AS errors, redriven_from"""
-"""A dead row in ``alkstore.driver.JOB_COLUMNS`` order."""
-
-_MOVED = """
-    id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at,
-    expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s,
-    redriven_from"""
-"""What a live row keeps when it moves to the dead table (same id), its history aside."""
+# -- shared fragments ------------------------------------------------------------
 
 _APPENDED_ERROR = f"""
     (coalesce(errors, ARRAY[]::text[]) || %(entry)s::text)
         [greatest(1, cardinality(errors) + 2 - {MAX_ERROR_HISTORY}):]"""
-"""``errors`` with the entry ``%(entry)s`` (``alkstore.driver.error_entry``) appended,
+"""``errors`` with the entry ``%(entry)s`` (``alkstore.rows.error_entry``) appended,
 the latest ``MAX_ERROR_HISTORY`` kept: a slice of the array, the entries themselves
 are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)"""
 
@@ -61,10 +50,11 @@ def _move_to_dead(predicate: str, errors: str = "errors") -> str:
 WITH moved AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE {predicate}
-    RETURNING {_MOVED}, errors
+    RETURNING {MOVED}, errors
 )
-INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
-SELECT {_MOVED}, {errors}, %(last_error)s, %(now)s
+INSERT INTO {{schema}}.alkstore_dead_jobs (
+        {MOVED}, errors, last_error, died_at)
+SELECT {MOVED}, {errors}, %(last_error)s, %(now)s
 FROM moved
 """
 
@@ -77,20 +67,14 @@ evaluates it once per statement (one primary-key probe), before any row is locke
 
 # -- queues ----------------------------------------------------------------------
 
-INSERT_JOB: Final = """
+INSERT_JOB: Final = f"""
 WITH inserted AS (
-    INSERT INTO {schema}.alkstore_jobs (
-        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
-        visibility_timeout_s, backoff_base_s, dead_letter_retention_s
-    )
-    VALUES (
-        %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s, %(created_at)s, %(run_at)s,
-        %(expires_at)s::bigint, %(visibility_timeout_s)s, %(backoff_base_s)s,
-        %(dead_letter_retention_s)s::bigint
-    )
+    INSERT INTO {{schema}}.alkstore_jobs (
+        payload, {STAMP_COLUMNS})
+    VALUES (%(payload)s, {STAMP_PARAMETERS})
     RETURNING id
 ), woken AS (
-    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
 )
 SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
 """
@@ -100,20 +84,16 @@ SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
 The NOTIFY rides along so a lone enqueue costs one round trip; PostgreSQL
 delivers it only when the transaction commits."""
 
-INSERT_JOBS: Final = """
+INSERT_JOBS: Final = f"""
 WITH inserted AS (
-    INSERT INTO {schema}.alkstore_jobs (
-        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
-        visibility_timeout_s, backoff_base_s, dead_letter_retention_s
-    )
-    SELECT %(queue)s, job.payload, %(priority)s, %(max_attempts)s, %(created_at)s,
-           %(run_at)s, %(expires_at)s::bigint, %(visibility_timeout_s)s, %(backoff_base_s)s,
-           %(dead_letter_retention_s)s::bigint
+    INSERT INTO {{schema}}.alkstore_jobs (
+        payload, {STAMP_COLUMNS})
+    SELECT job.payload, {STAMP_PARAMETERS}
     FROM unnest(%(payloads)b::text[]) WITH ORDINALITY AS job (payload, position)
     ORDER BY job.position
     RETURNING id
 ), woken AS (
-    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL
 )
 SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
 ORDER BY id
@@ -132,11 +112,8 @@ _CLAIM_SET = """SET state = 'processing',
     deadline = %(now)s + job.visibility_timeout_s"""
 """What every claim sets on the rows it claims (``job``)."""
 
-_CLAIM_RETURNING = f"""RETURNING job.id, job.payload, job.priority, job.attempts, job.max_attempts,
-          job.created_at, job.run_at, job.expires_at, job.visibility_timeout_s,
-          job.backoff_base_s, job.dead_letter_retention_s, {_history("job.errors")},
-          job.redriven_from"""
-"""``alkstore.driver.CLAIMED_COLUMNS``, of the claimed rows (``job``)."""
+_CLAIM_RETURNING = f"RETURNING {CLAIMED_JOB}"
+"""``alkstore.rows.CLAIMED_COLUMNS`` of the claimed rows, as updated."""
 
 
 def _claim(pick: str) -> str:
@@ -150,10 +127,11 @@ WITH exhausted AS (
 ), buried AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {_MOVED}, errors
+    RETURNING {MOVED}, errors
 ), dead AS (
-    INSERT INTO {{schema}}.alkstore_dead_jobs ({_MOVED}, errors, last_error, died_at)
-    SELECT {_MOVED}, errors, %(last_error)s, %(now)s
+    INSERT INTO {{schema}}.alkstore_dead_jobs (
+        {MOVED}, errors, last_error, died_at)
+    SELECT {MOVED}, errors, %(last_error)s, %(now)s
     FROM buried
 ), ready AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
@@ -209,7 +187,7 @@ the whole table once the backlog is a few thousand rows, and by primary key
 prepares and PostgreSQL keeps as its generic plan, scans the whole table for
 every claim once it has grown. A paused queue
 (``alkstore_paused_queues``) yields nothing and locks nothing to claim (its
-exhausted rows still move). It returns ``alkstore.driver.CLAIMED_COLUMNS``: what the
+exhausted rows still move). It returns ``alkstore.rows.CLAIMED_COLUMNS``: what the
 claim did not set itself. Prepared, with its plan made again as the table grows: see
 ``CLAIM_ONE``."""
 
@@ -263,7 +241,7 @@ BURY_EXPIRED: Final = _move_to_dead("queue = %(queue)s AND expires_at <= %(now)s
 """Every live row is pending or processing, so this covers both states."""
 
 BURY_CLAIM: Final = _move_to_dead(
-    "id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s",
+    "id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s",
     errors=f"CASE WHEN %(entry)s::text IS NULL THEN errors ELSE {_APPENDED_ERROR} END",
 )
 """``fail`` (and a retry past the budget): the caller's error, when there is one,
@@ -278,12 +256,12 @@ WHERE queue = %(queue)s
 
 ACK: Final = """
 DELETE FROM {schema}.alkstore_jobs
-WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
 ACK_BATCH: Final = """
 DELETE FROM {schema}.alkstore_jobs
-WHERE id = ANY(%(ids)b::bigint[]) AND queue = %(queue)s
+WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
   AND worker_id = %(worker_id)s AND deadline > %(now)s
 """
 """Looks rows up by primary key. A generic plan made while the table was nearly
@@ -297,7 +275,7 @@ for each batch."""
 
 HEARTBEAT: Final = """
 UPDATE {schema}.alkstore_jobs SET deadline = %(deadline)s
-WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
 """
 
 RESCHEDULE: Final = f"""
@@ -305,10 +283,10 @@ WITH rescheduled AS (
     UPDATE {{schema}}.alkstore_jobs
     SET state = 'pending', run_at = %(run_at)s, worker_id = NULL, claimed_at = NULL,
         deadline = NULL, errors = {_APPENDED_ERROR}
-    WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
-SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM rescheduled
+SELECT queue, pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM rescheduled
 """
 """Back to pending, and (the core's announce of the queue, folded into the same
 round trip) wake the queue's waiters in every process: the job may be due now,
@@ -320,27 +298,27 @@ WITH released AS (
     UPDATE {schema}.alkstore_jobs
     SET state = 'pending', max_attempts = max_attempts + 1, worker_id = NULL,
         claimed_at = NULL, deadline = NULL
-    WHERE id = %(id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
     RETURNING queue
 )
-SELECT queue, pg_notify(%(channel)s, %(topic_prefix)s || queue) FROM released
+SELECT queue, pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM released
 """
 """A claim given back unused: pending at its own run_at, its attempt refunded to the
 budget (attempts keeps counting claims, so no later claim reuses this one's identity),
 and the queue's waiters in every process woken in the same round trip."""
 
 CANCEL: Final = """
-DELETE FROM {schema}.alkstore_jobs WHERE id = %(id)s AND queue = %(queue)s
+DELETE FROM {schema}.alkstore_jobs WHERE id = %(job_id)s AND queue = %(queue)s
 """
 
 GET_JOB: Final = f"""
-SELECT {_LIVE_JOB}
+SELECT {LIVE_JOB}
 FROM {{schema}}.alkstore_jobs
-WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 UNION ALL
-SELECT {_DEAD_JOB}
+SELECT {DEAD_JOB}
 FROM {{schema}}.alkstore_dead_jobs
-WHERE id = %(id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """
 """Live and dead rows share the id sequence, so at most one row matches."""
 
@@ -422,11 +400,11 @@ found by loose index scans (one probe per queue), not by reading every row."""
 
 LIST_JOBS: Final = f"""
 SELECT * FROM (
-    (SELECT {_LIVE_JOB} FROM {{schema}}.alkstore_jobs
+    (SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
      WHERE queue = %(queue)s AND id > %(after_id)s
      ORDER BY id LIMIT %(limit)s)
     UNION ALL
-    (SELECT {_DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+    (SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
      WHERE queue = %(queue)s AND id > %(after_id)s
      ORDER BY id LIMIT %(limit)s)
 ) AS page
@@ -438,7 +416,7 @@ each table past ``after_id``, merged. Walks each table's primary key from
 ``after_id``; no index on the hot jobs table is kept for this rare read."""
 
 LIST_LIVE_JOBS: Final = f"""
-SELECT {_LIVE_JOB} FROM {{schema}}.alkstore_jobs
+SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
 WHERE queue = %(queue)s AND state = %(state)s AND id > %(after_id)s
 ORDER BY id
 LIMIT %(limit)s
@@ -446,12 +424,24 @@ LIMIT %(limit)s
 """A keyset page of the pending or the processing rows."""
 
 LIST_DEAD_JOBS: Final = f"""
-SELECT {_DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
 WHERE queue = %(queue)s AND id > %(after_id)s
 ORDER BY id
 LIMIT %(limit)s
 """
 """A keyset page of the dead rows."""
+
+
+_REDRIVEN_STAMPS = restamped(
+    "removed",
+    {
+        "created_at": "%(now)s",
+        "run_at": "%(now)s",
+        "expires_at": "%(now)s + (removed.expires_at - removed.created_at)",
+    },
+)
+"""A redriven job's stamps: its dead row's, but a new life starts now (an expiry
+keeps its length)."""
 
 
 def _redrive(chosen: str) -> str:
@@ -465,22 +455,16 @@ def _redrive(chosen: str) -> str:
 WITH {chosen}, removed AS (
     DELETE FROM {{schema}}.alkstore_dead_jobs
     WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING id, queue, payload, priority, max_attempts, created_at, expires_at,
-              visibility_timeout_s, backoff_base_s, dead_letter_retention_s
+    RETURNING id, payload, {STAMP_COLUMNS}
 ), inserted AS (
     INSERT INTO {{schema}}.alkstore_jobs (
-        queue, payload, priority, max_attempts, created_at, run_at, expires_at,
-        visibility_timeout_s, backoff_base_s, dead_letter_retention_s, redriven_from
-    )
-    SELECT removed.queue, removed.payload, removed.priority, removed.max_attempts,
-           %(now)s, %(now)s, %(now)s + (removed.expires_at - removed.created_at),
-           removed.visibility_timeout_s, removed.backoff_base_s,
-           removed.dead_letter_retention_s, removed.id
+        payload, {STAMP_COLUMNS}, redriven_from)
+    SELECT removed.payload, {_REDRIVEN_STAMPS}, removed.id
     FROM removed JOIN chosen ON chosen.id = removed.id
     ORDER BY chosen.position
     RETURNING id
 ), woken AS (
-    SELECT pg_notify(%(channel)s, %(topic)s::text)
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
     WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM inserted)
 )
 SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
@@ -538,7 +522,7 @@ RESUME: Final = """
 WITH resumed AS (
     DELETE FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s RETURNING queue
 )
-SELECT pg_notify(%(channel)s, %(topic)s) FROM resumed
+SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM resumed
 """
 """Resume and, in the same statement, NOTIFY the queue so claim_wait in every process
 tries again; a row only if the queue was paused."""
@@ -550,7 +534,7 @@ SELECT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue
 # -- wakes -------------------------------------------------------------------------
 
 NOTIFY: Final = """
-SELECT pg_notify(%(channel)s, topic) FROM unnest(%(topics)s::text[]) AS topic
+SELECT pg_notify(%(wake_channel)s, topic) FROM unnest(%(topics)s::text[]) AS topic
 """
 
 # -- locks -------------------------------------------------------------------------
@@ -581,24 +565,22 @@ WHERE name = %(name)s AND expires_at > %(now)s
 
 # -- scheduler ---------------------------------------------------------------------
 
-_SCHEDULE = """
-    name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at"""
-"""In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
+_SCHEDULE = column_list(ScheduleRecord)
+"""In the field order of ``alkstore.rows.ScheduleRecord``, which is built from a row."""
+
+_SCHEDULE_REPLACED = ",\n    ".join(
+    f"{column(field.name)} = excluded.{column(field.name)}"
+    for field in fields(ScheduleRecord)
+    if field.name not in ("name", "next_fire_at")
+)
+"""What re-registering a schedule replaces: all but its name and its boundary."""
 
 SCHEDULE_UPSERT: Final = f"""
-INSERT INTO {{schema}}.alkstore_schedules AS stored ({_SCHEDULE})
-VALUES (
-    %(name)s, %(spec)s, %(queue)s, %(payload)s, %(priority)s, %(max_attempts)s::integer,
-    %(expires_s)s::bigint, %(interval_s)s, %(next_fire_at)s
-)
+INSERT INTO {{schema}}.alkstore_schedules AS stored (
+        {_SCHEDULE})
+VALUES ({parameters(ScheduleRecord)})
 ON CONFLICT (name) DO UPDATE
-SET spec = excluded.spec,
-    queue = excluded.queue,
-    payload = excluded.payload,
-    priority = excluded.priority,
-    max_attempts = excluded.max_attempts,
-    expires_s = excluded.expires_s,
-    interval_s = excluded.interval_s,
+SET {_SCHEDULE_REPLACED},
     next_fire_at = CASE WHEN stored.spec = excluded.spec
                         THEN stored.next_fire_at
                         ELSE excluded.next_fire_at END
@@ -651,7 +633,7 @@ waits and numbers after it: offsets become visible in order (no reader can pass
 an offset that commits later), and a rolled-back append gives its offsets back."""
 
 _WAKE_STREAM = """
-    SELECT pg_notify(%(channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL"""
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text) WHERE %(topic)s::text IS NOT NULL"""
 
 STREAM_APPEND: Final = f"""
 WITH allocated AS ({_ALLOCATE_OFFSETS}
@@ -706,7 +688,7 @@ DELETE FROM {schema}.alkstore_stream_events WHERE stream = %(stream)s AND event_
 # -- pub/sub -----------------------------------------------------------------------
 
 PUBLISH: Final = """
-SELECT pg_notify(%(channel)s, %(message)s)
+SELECT pg_notify(%(message_channel)s, %(message)s)
 """
 """A message small enough for NOTIFY (``alkstore_postgres.messages``), sent on commit."""
 
@@ -724,11 +706,11 @@ publisher's transaction, however long the caller keeps it open."""
 PUBLISH_STORED: Final = f"""
 WITH stored AS (
     INSERT INTO {{schema}}.alkstore_messages (channel, payload, created_at)
-    VALUES (%(pubsub_channel)s, %(payload)s, %(now)s)
+    VALUES (%(channel)s, %(payload)s, %(now)s)
     RETURNING id
 ), pruned AS ({_PRUNE_MESSAGES_UP_TO.format(newest="(SELECT id FROM stored)")}
 )
-SELECT pg_notify(%(channel)s, %(reference_prefix)s || id) FROM stored
+SELECT pg_notify(%(message_channel)s, %(reference_prefix)s || id) FROM stored
 """
 """A message too large for NOTIFY: store it, NOTIFY its id, and prune the stored
 messages beyond the newest ``keep``, in one statement."""
