@@ -37,7 +37,7 @@ raises, or answers something that is not a JSON object, is recorded as
 For an engine built on the shared core this is one line:
 ``CoreStore(wrap(driver), clock=clock, ...)``. The kit wraps the driver in a
 proxy that counts statement calls inside a child process and SIGKILLs that
-process right after statement N (``alkstore_conformance.faults``), for every
+process right after statement N (``alkstore_conformance.helpers.faults``), for every
 N of an operation, then checks the store shows all of the operation's
 transaction or none of it. Without the hook those properties are reported
 not_applicable.

@@ -112,7 +112,8 @@ class EngineProvider(Protocol):
         Raises:
             InvalidOptions: the URL or an option is malformed.
             EngineUnavailable: the database cannot be reached.
-            EngineMisconfigured: the database refused this configuration.
+            EngineMisconfigured: the database refused this configuration, or the
+                engine's driver is written against an older driver seam.
         """
         ...
 

@@ -1,4 +1,4 @@
-"""Crash every statement of an operation in turn (``alkstore_conformance.faults``).
+"""Crash every statement of an operation in turn (``alkstore_conformance.helpers.faults``).
 
 ``crash_at_every_statement`` runs an operation in a child process once to
 count its statements, then once more per statement, each time killed right

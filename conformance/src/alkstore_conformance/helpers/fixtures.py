@@ -123,7 +123,7 @@ def clocked_store(open_store: StoreFactory, clock: FakeClock) -> Store:
 
 @pytest.fixture
 def trial(request: pytest.FixtureRequest) -> Trial:
-    """This run of a repeated concurrency test (``alkstore_conformance.trials``):
+    """This run of a repeated concurrency test (``alkstore_conformance.helpers.trials``):
     ``trial.number`` of ``trial.of``, and ``trial.seed`` / ``trial.random()`` to vary it."""
     state = _state(request)
     number = int(getattr(request, "param", 1))

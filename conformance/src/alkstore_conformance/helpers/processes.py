@@ -5,7 +5,7 @@ Every child process has one shape: a module-level function decorated with
 ``(kind, value)`` on it (``("ready", None)``), and returns its final report;
 ``child_process`` puts that report on ``results``, or ``("error", "Type:
 message")`` if the body raised, so a failure is reported rather than lost. The
-parent side is ``profile_support.Children``. Children reopen the test's store
+parent side is ``helpers.profiles.Children``. Children reopen the test's store
 from its picklable ``EngineSpec`` with ``open_in_child``; every loop and wait is
 bounded in count and in time.
 """

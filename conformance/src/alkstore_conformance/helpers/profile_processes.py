@@ -198,7 +198,7 @@ def notifier_process(
     return ("notified", None)
 
 
-# -- crash points (alkstore_conformance.faults) ------------------------------------------
+# -- crash points (alkstore_conformance.helpers.faults) ----------------------------------
 
 
 @child_process
