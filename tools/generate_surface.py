@@ -101,6 +101,7 @@ SURFACE: tuple[Target, ...] = (
             "ack_and_claim": claim("ack_and_claim"),
             "heartbeat": CALL,
             "release": CALL,
+            "snooze": CALL,
             "retry": CALL,
             "fail": CALL,
         },

@@ -39,6 +39,7 @@ STORED: dict[str, Any] = {
     "died_at": 130,
     "errors": '[[3, 125, "boom"]]',
     "redriven_from": 4,
+    "snoozes": 2,
 }
 """One job's stored columns (payload and errors as JSON text)."""
 
@@ -69,14 +70,14 @@ def test_a_decoder_reads_its_columns_in_any_order() -> None:
     assert job_decoder(columns)(_row(columns)) == JOB
 
 
-def test_a_contract_1_0_row_takes_the_ops_fields_defaults() -> None:
+def test_a_contract_1_0_row_takes_the_ops_and_snooze_fields_defaults() -> None:
     job = job_decoder(V1_JOB_COLUMNS)(_row(V1_JOB_COLUMNS))
-    assert (job.errors, job.redriven_from) == ((), None)
+    assert (job.errors, job.redriven_from, job.snoozes) == ((), None, 0)
     assert job.last_error == "boom"
 
 
-def test_the_1_0_row_is_every_column_but_the_ops_ones() -> None:
-    assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - set(OPS_JOB_COLUMNS)
+def test_the_1_0_row_is_every_column_but_the_ops_and_snooze_ones() -> None:
+    assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - set(OPS_JOB_COLUMNS) - {"snoozes"}
 
 
 def test_a_decoder_refuses_a_row_of_another_width() -> None:

@@ -137,6 +137,32 @@ class JobHandle(Protocol):
             StoreClosed: the store was closed.
         """
 
+    def snooze(self, delay: Duration) -> bool:
+        """Put the job back to wait ``delay`` without spending an attempt (contract
+        §14, the snooze profile).
+
+        The job is pending again at ``now + delay``, its stamps and error history
+        as they were, and ``job.snoozes`` grows by one; as with ``release``,
+        ``attempts`` (which counts claims) keeps this claim and ``max_attempts``
+        grows by one, so the claim costs nothing of the budget. A job already
+        snoozed ``MAX_SNOOZES`` times goes dead instead, with ``last_error =
+        "max snoozes exceeded"``: nothing else would stop a job that snoozes
+        without end. This handle, like any stale one, then matches no later claim.
+
+        Args:
+            delay: how long to wait before the job is claimable again (``0`` = now).
+
+        Returns:
+            ``True`` if the job was snoozed (or dead-lettered at the bound);
+            ``False`` if this claim is no longer live, in which case nothing changed.
+
+        Raises:
+            InvalidOptions: ``delay`` is not a non-negative duration (checked
+                before anything is written, even at the bound).
+            ProfileUnavailable: the engine lacks the snooze profile.
+            StoreClosed: the store was closed.
+        """
+
     def retry(self, error: str, delay: Duration | None = None) -> bool:
         """Give the job back to the queue to run again later.
 

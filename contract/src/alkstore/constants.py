@@ -61,5 +61,10 @@ MAX_BATCH: Final = 10_000
 MAX_WAIT_QUEUES: Final = 100
 """Most queues one ``Store.claim_wait_any`` waits on (contract §12)."""
 
+MAX_SNOOZES: Final = 100
+"""A job snoozes at most this many times (contract 1.2, the snooze profile): the
+snooze after that dead-letters it with ``"max snoozes exceeded"``, since a snooze
+spends no attempt and nothing else would ever stop it."""
+
 SCHEDULER_LEASE_S: Final = 30
 """TTL of the scheduler leadership lock; the leader renews it at least every third of it."""

@@ -43,6 +43,7 @@ from .params import (
     Reschedule,
     ScheduleAdvance,
     SetPaused,
+    Snooze,
     StreamAppend,
     StreamCommit,
     StreamOffset,
@@ -72,6 +73,8 @@ ERROR_EXPIRED = "expired"
 ERROR_UNDECODABLE = "payload cannot be decoded"
 """``last_error`` prefix of a job dead-lettered by a claim because its stored payload
 cannot be decoded (``alkstore.payload.UndecodablePayload``)."""
+ERROR_SNOOZES = "max snoozes exceeded"
+"""``last_error`` of a job whose snooze found it at ``MAX_SNOOZES`` (snooze profile)."""
 
 
 def check_seam(driver: object) -> None:
@@ -460,3 +463,19 @@ class OpsDriver(Protocol[C_contra]):
         ...
 
     def is_paused(self, c: C_contra, queue: str) -> bool: ...
+
+
+class SnoozeDriver(Protocol[C_contra]):
+    """Contract 1.2's snooze profile (``Capabilities.snooze``).
+
+    Engines with it keep ``snoozes`` on job rows (``alkstore.rows.SNOOZE_JOB_COLUMNS``,
+    ``0`` on insert and on redrive) and carry it to the dead table with the row."""
+
+    def snooze(self, c: C_contra, params: Snooze) -> bool:
+        """If the claim is valid: back to pending at ``params.run_at`` with
+        ``snoozes + 1`` and ``max_attempts + 1`` (as ``release_claim``: the claim
+        costs no attempt of the budget, ``attempts`` is left as it is, so the
+        snoozed handle matches nothing); ``worker_id``, ``claimed_at`` and the
+        deadline cleared, nothing added to ``errors``. Announces the job's queue
+        topic on commit (waiters elsewhere move their timers)."""
+        ...

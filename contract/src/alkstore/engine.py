@@ -41,6 +41,8 @@ class Capabilities:
         pubsub: ``notify``/``subscribe`` of contract §7.
         ops: contract 1.1's operations (§11): stats, job pages, redrive, purge,
             pause/resume and the error history.
+        snooze: contract 1.2's ``JobHandle.snooze`` (``SnoozeDriver``) and the
+            ``snoozes`` count on every job.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -57,6 +59,8 @@ class Capabilities:
     pubsub: bool = False
     ops: bool = False
     """Contract 1.1 operations: stats, job listing, redrive, purge, pause, error history."""
+    snooze: bool = False
+    """Contract 1.2's snooze: a claim put back to wait without spending an attempt."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

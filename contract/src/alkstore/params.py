@@ -87,6 +87,16 @@ class Reschedule:
 
 
 @dataclass(frozen=True, slots=True)
+class Snooze:
+    """``snooze`` (snooze profile): the claim back to pending at ``run_at``, unspent."""
+
+    job_id: int
+    attempt: int
+    now: int
+    run_at: int
+
+
+@dataclass(frozen=True, slots=True)
 class Bury:
     """``bury``: the claim's job dead with ``last_error``; ``error`` for its history."""
 
@@ -291,6 +301,7 @@ PARAMS: tuple[type, ...] = (
     Redrive,
     PurgeDeadJobs,
     SetPaused,
+    Snooze,
 )
 """Every statement's params class."""
 

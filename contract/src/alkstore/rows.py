@@ -6,7 +6,7 @@ An engine decodes its rows with a decoder made once for the columns it selects
 (``job_decoder(columns)``), so a row is read by its column names, never by how
 many columns it has; a column the engine does not select takes ``Job``'s
 default (an engine without the ops profile leaves out ``errors`` and
-``redriven_from``).
+``redriven_from``, one without the snooze profile ``snoozes``).
 """
 
 from __future__ import annotations
@@ -33,9 +33,14 @@ error]`` arrays, oldest first (``NULL`` or ``'[]'`` for none)."""
 OPS_JOB_COLUMNS: tuple[str, ...] = ("errors", "redriven_from")
 """The columns only an engine with the ops profile (contract 1.1) keeps."""
 
-V1_JOB_COLUMNS: tuple[str, ...] = tuple(c for c in JOB_COLUMNS if c not in OPS_JOB_COLUMNS)
-"""Contract 1.0's job row: an engine without the ops profile may select only these
-(and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
+SNOOZE_JOB_COLUMNS: tuple[str, ...] = ("snoozes",)
+"""The columns only an engine with the snooze profile (contract 1.2) keeps."""
+
+V1_JOB_COLUMNS: tuple[str, ...] = tuple(
+    c for c in JOB_COLUMNS if c not in OPS_JOB_COLUMNS and c not in SNOOZE_JOB_COLUMNS
+)
+"""Contract 1.0's job row: an engine without the ops and snooze profiles may select
+only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
 
 SET_BY_CLAIM: tuple[str, ...] = ("queue", "state", "claimed_at", "worker_id")
 """What a claim sets itself, so ``claimed_jobs`` takes it from the claim, not the row."""

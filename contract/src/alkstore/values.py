@@ -60,6 +60,8 @@ class Job:
             ``()`` on an engine without the ops profile.
         redriven_from: the id of the dead job this one was redriven from
             (``Queue.redrive``), else ``None``.
+        snoozes: how many times it was snoozed (``JobHandle.snooze``, contract 1.2's
+            snooze profile); ``0`` on an engine without the profile and after a redrive.
     """
 
     id: int
@@ -81,6 +83,7 @@ class Job:
     died_at: int | None
     errors: tuple[JobError, ...] = ()
     redriven_from: int | None = None
+    snoozes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

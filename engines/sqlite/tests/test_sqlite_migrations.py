@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 4
+    assert _version(db_path) == LATEST_VERSION == 5
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,9 +273,9 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 4
-    assert _columns(db_path, "__alkstore_jobs")[-2:] == ["errors", "redriven_from"]
-    assert _columns(db_path, "__alkstore_dead")[-2:] == ["errors", "redriven_from"]
+    assert _version(db_path) == LATEST_VERSION == 5
+    assert _columns(db_path, "__alkstore_jobs")[-3:] == ["errors", "redriven_from", "snoozes"]
+    assert _columns(db_path, "__alkstore_dead")[-3:] == ["errors", "redriven_from", "snoozes"]
 
 
 def test_an_upgraded_version_2_file_takes_every_operation(db_path: Path, url: str) -> None:
@@ -354,7 +354,7 @@ def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
     names = _tables(db_path)
     assert "__alkstore_jobs_live" in names
     assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
-    assert _version(db_path) == LATEST_VERSION == 4
+    assert _version(db_path) == LATEST_VERSION == 5
 
 
 def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
@@ -397,3 +397,59 @@ def test_every_way_a_job_becomes_pending_leaves_its_deadline_empty(
         conn.close()
     assert (pending, with_deadline) == (5, 0)
     assert len(queue.claim_batch("w", 10)) == 5  # and every one of them is claimable
+
+
+# -- version 4 (the previous release) to version 5: the snooze count ------------------
+
+# A version-4 file at clock 1400: 1 pending, 2 claimed by 'w' (deadline 2000), 3 dead.
+V4_JOBS = """
+INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts,
+    created_at, run_at, claimed_at, deadline, worker_id, visibility_timeout_s, backoff_base_s)
+VALUES ('q', 'pending', '1', 0, 0, 3, 1000, 1000, NULL, NULL, NULL, 300, 5),
+       ('q', 'processing', '2', 0, 1, 3, 1000, 1000, 1100, 2000, 'w', 300, 5)
+"""
+V4_DEAD = """
+INSERT INTO __alkstore_dead (id, queue, payload, priority, attempts, max_attempts,
+    created_at, run_at, visibility_timeout_s, backoff_base_s, last_error, died_at)
+VALUES (3, 'q', '3', 0, 1, 1, 1000, 1000, 300, 5, 'broken', 1200)
+"""
+
+
+def _make_v4_file(db_path: Path) -> None:
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        for statements in MIGRATIONS[:4]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', 4)")
+        conn.execute(V4_JOBS)
+        conn.execute(V4_DEAD)
+    finally:
+        conn.close()
+
+
+def test_a_version_4_file_is_upgraded_in_place_with_every_job_snoozed_zero_times(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        jobs = store.queue("q").jobs()
+        assert [(job.id, job.snoozes) for job in jobs] == [(1, 0), (2, 0), (3, 0)]
+    assert _version(db_path) == LATEST_VERSION == 5
+
+
+def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        (handle,) = queue.claim_batch("w2", 1)  # job 1: 2's claim has not lapsed
+        assert handle.snooze(0)
+        (again,) = queue.claim_batch("w2", 1)
+        assert again.id == 1
+        assert again.fail("broken")
+        dead = queue.get_job(1)
+        assert dead is not None
+        assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)

@@ -34,6 +34,7 @@ from .operations import OperationStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
 from .queue_statements import QueueStatements, ValidClaimRule
 from .scheduler import SchedulerStatements
+from .snooze import SnoozeStatements
 from .streams import StreamStatements
 from .support import (
     DriverFactory,
@@ -58,6 +59,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     PubSubStatements,
     PubSubInTransactions,
     OperationStatements,
+    SnoozeStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

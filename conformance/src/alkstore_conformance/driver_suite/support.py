@@ -20,6 +20,7 @@ from alkstore.driver import (
     OpsDriver,
     PubSubDriver,
     SchedulerDriver,
+    SnoozeDriver,
     StreamDriver,
 )
 from alkstore.params import Claim, GetJob
@@ -40,6 +41,7 @@ class SeamDriver(
     StreamDriver[Any],
     PubSubDriver[Any],
     OpsDriver[Any],
+    SnoozeDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

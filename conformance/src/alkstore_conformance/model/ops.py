@@ -88,6 +88,7 @@ class OpsModel(ModelState):
                     deadline=None,
                     errors=(),
                     redriven_from=old.id,
+                    snoozes=0,
                 )
             )
         self._commit_jobs(reborn)

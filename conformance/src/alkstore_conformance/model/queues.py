@@ -1,5 +1,5 @@
 """The queue core of the model (contract §2): enqueue, claim, the handle's
-ack / heartbeat / fail / retry, ack_batch, cancel and the sweep."""
+ack / heartbeat / fail / retry / snooze (§14), ack_batch, cancel and the sweep."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from typing import Any
 
 from alkstore import EnqueueOpts, JobState, QueueOpts, SweepResult
 from alkstore.backoff import retry_delay_range
+from alkstore.constants import MAX_SNOOZES
 
 from .state import ModelState
 from .values import (
     ERROR_EXHAUSTED,
     ERROR_EXPIRED,
+    ERROR_SNOOZES,
     Claim,
     ModelDisagreement,
     ModelJob,
@@ -169,6 +171,27 @@ class QueuesModel(ModelState):
         if low != high:
             self._unsettled[job.id] = bounds
         return RetryOutcome(accepted=True, run_at_bounds=bounds)
+
+    def snooze(self, claim: Claim, delay: int | float | timedelta) -> bool:
+        """§14: pending at ``now + delay``, one more snooze, the attempt refunded to the
+        budget (``max_attempts + 1``, as a release), errors untouched; at ``MAX_SNOOZES``
+        snoozes the job goes dead instead."""
+        self._check_settled()
+        now = self.now
+        job = self._valid(claim, now)
+        if job is None:
+            return False
+        if job.snoozes >= MAX_SNOOZES:
+            self._bury(job, ERROR_SNOOZES, now)
+            return True
+        job.state = JobState.PENDING
+        job.run_at = now + whole_seconds(delay)
+        job.snoozes += 1
+        job.max_attempts += 1
+        job.worker_id = None
+        job.claimed_at = None
+        job.deadline = None
+        return True
 
     def _record_error(self, job: ModelJob, now: int, error: str) -> None:
         if self.ops:

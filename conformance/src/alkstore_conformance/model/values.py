@@ -19,6 +19,9 @@ ERROR_EXHAUSTED = "max attempts exceeded"
 ERROR_EXPIRED = "expired"
 """``last_error`` of a job swept past its ``expires_at`` (decision 010 §4)."""
 
+ERROR_SNOOZES = "max snoozes exceeded"
+"""``last_error`` of a job whose snooze found it at ``MAX_SNOOZES`` (contract §14)."""
+
 
 class ModelDisagreement(AssertionError):
     """The engine did something the contract does not allow."""
@@ -64,6 +67,7 @@ class ModelJob:
     """Claim deadline of a processing row; the ``Job`` value does not carry it."""
     errors: tuple[JobError, ...] = ()
     redriven_from: int | None = None
+    snoozes: int = 0
 
     def as_job(self) -> Job:
         return Job(
@@ -86,6 +90,7 @@ class ModelJob:
             died_at=self.died_at,
             errors=self.errors,
             redriven_from=self.redriven_from,
+            snoozes=self.snoozes,
         )
 
     def record_error(self, now: int, error: str) -> None:

@@ -172,6 +172,7 @@ opt_draws = st.none() | st.builds(
 clock_steps = boundaries | st.integers(0, 400) | st.just(0.5)
 durations = boundaries | st.integers(1, 200) | st.sampled_from(ODD_DURATIONS)
 retry_delays = st.none() | boundaries | st.integers(0, 90) | st.just(1.5)
+snooze_delays = boundaries | st.integers(0, 90) | st.just(1.5)
 errors = st.sampled_from(["boom", "bad input", ""])
 tick_waits = st.sampled_from((0, 5, 29, 30, 60, 320, 325)) | st.integers(0, 400)
 """Clock moves before a tick: none (a second tick of one boundary), one interval, just
@@ -447,6 +448,18 @@ class QueueModelMachine(RuleBasedStateMachine):
             job = self.consumers[held.claim.job.queue].get_job(held.claim.job_id)
             assert job is not None, f"retried job {held.claim.job_id} vanished"
             self.model.settle_retry(job.id, job.run_at)
+
+    @precondition(lambda self: self.capabilities.snooze)
+    @rule(held=held, delay=snooze_delays)
+    def snooze(self, held: HeldClaim, delay: int | float) -> None:
+        if self._refused_as_closed(held, lambda h: h.snooze(delay)):
+            return
+        before = self.model.describe(held.claim.job_id)
+        agree(
+            f"{held}.snooze({delay!r}) [{before}]",
+            held.handle.snooze(delay),
+            self.model.snooze(held.claim, delay),
+        )
 
     @rule(held=held, error=errors)
     def fail(self, held: HeldClaim, error: str) -> None:

@@ -19,6 +19,7 @@ from ..driver import (
     OpsDriver,
     PubSubDriver,
     SchedulerDriver,
+    SnoozeDriver,
     StreamDriver,
     one_commit_hint,
 )
@@ -120,6 +121,10 @@ class StoreContext:
 
     def ops(self) -> OpsDriver[Any]:
         driver: OpsDriver[Any] = self._profile("ops")
+        return driver
+
+    def snooze(self) -> SnoozeDriver[Any]:
+        driver: SnoozeDriver[Any] = self._profile("snooze")
         return driver
 
     def _profile(self, profile: str) -> Any:

@@ -10,8 +10,8 @@ from .. import api
 from .._surface import implements
 from ..api import AckAndClaim, JobHandle
 from ..backoff import retry_delay
-from ..constants import MAX_REDRIVE
-from ..driver import ERROR_EXHAUSTED, ERROR_UNDECODABLE, Driver, queue_topic
+from ..constants import MAX_REDRIVE, MAX_SNOOZES
+from ..driver import ERROR_EXHAUSTED, ERROR_SNOOZES, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import InvalidOptions
 from ..names import validate_identifier
 from ..options import EnqueueOpts, QueueOpts, check_type, resolve_stamps
@@ -30,6 +30,7 @@ from ..params import (
     Redrive,
     Reschedule,
     SetPaused,
+    Snooze,
     Sweep,
 )
 from ..payload import UndecodablePayload, encode_payload, is_undecodable
@@ -149,6 +150,22 @@ class CoreJobHandle:
             ctx.hub.notify(queue_topic(job.queue))
         return released
 
+    def snooze(self, delay: Duration) -> bool:
+        seconds = duration_seconds(delay, "delay")
+        ctx = self._queue._context
+        driver = ctx.snooze()
+        job = self._job
+        if job.snoozes >= MAX_SNOOZES:
+            return self._bury(ERROR_SNOOZES, None)
+        now = ctx.now()
+        # The statement announces the queue to other processes; wake our own waiters.
+        snoozed = ctx.write(
+            lambda c: driver.snooze(c, Snooze(job.id, job.attempts, now, now + seconds))
+        )
+        if snoozed:
+            ctx.hub.notify(queue_topic(job.queue))
+        return snoozed
+
     def retry(self, error: str, delay: Duration | None = None) -> bool:
         error = check_error(error)
         # Validate the delay first: a bad argument is refused even when the budget is spent.
@@ -178,11 +195,11 @@ class CoreJobHandle:
         error = check_error(error)
         return self._bury(error, error)
 
-    def _bury(self, last_error: str, error: str) -> bool:
+    def _bury(self, last_error: str, error: str | None) -> bool:
         ctx = self._queue._context
         now = ctx.now()
         job = self._job
-        entry = history_error(error)
+        entry = None if error is None else history_error(error)
         return ctx.write(
             lambda c: ctx.driver.bury(c, Bury(job.id, job.attempts, now, last_error, entry))
         )

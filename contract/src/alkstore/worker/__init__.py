@@ -1,7 +1,7 @@
 """The worker runtime (contract §12): handlers for the jobs of several queues.
 
 ```python
-from alkstore.worker import Worker, Retry, Fail
+from alkstore.worker import Worker, Retry, Snooze, Fail
 
 worker = Worker(store, name="web-1")
 
@@ -17,7 +17,7 @@ Pure contract surface: it runs on any certified engine.
 from __future__ import annotations
 
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE
-from .outcomes import Fail, Retry
+from .outcomes import Fail, Retry, Snooze
 from .runs import JobContext
 from .runtime import DEFAULT_SHUTDOWN_GRACE_S, Worker
 from .tasks import MAX_CONCURRENCY, Task
@@ -31,6 +31,7 @@ __all__ = [
     "Fail",
     "JobContext",
     "Retry",
+    "Snooze",
     "Task",
     "Worker",
 ]

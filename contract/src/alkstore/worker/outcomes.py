@@ -1,7 +1,7 @@
 """A handler's outcome (contract §12.3): what it raises to choose one, and the value
 the worker settles.
 
-Returning acks the job; ``Retry`` and ``Fail`` say something else on purpose;
+Returning acks the job; ``Retry``, ``Snooze`` and ``Fail`` say something else on purpose;
 any other exception retries the job with the traceback as the error.
 ``outcome_of`` turns any of these into one ``Outcome`` value, the same for a
 sync and an async handler, and ``settle`` applies that value whichever
@@ -34,6 +34,23 @@ class Retry(Exception):
         self.delay_s = None if delay is None else duration_seconds(delay, "delay")
         self.error = error
         super().__init__(error)
+
+
+class Snooze(Exception):
+    """Put the job back to wait ``delay`` without spending an attempt (contract §14).
+
+    As ``JobHandle.snooze``: its stamps and errors are kept, ``job.snoozes`` grows
+    by one, and a job already snoozed ``MAX_SNOOZES`` times goes dead instead
+    (``"max snoozes exceeded"``). Needs an engine with the snooze profile.
+
+    Raises:
+        InvalidOptions: ``delay`` is not a non-negative duration.
+    """
+
+    def __init__(self, delay: Duration) -> None:
+        # Checked here, where the handler raised it, not later on the worker's thread.
+        self.delay_s = duration_seconds(delay, "delay")
+        super().__init__(f"snooze {self.delay_s}s")
 
 
 class Fail(Exception):
@@ -80,6 +97,17 @@ class RetryLater:
 
 
 @dataclass(frozen=True, slots=True)
+class Snoozed:
+    """Put the job back to wait ``delay_s`` seconds, no attempt spent."""
+
+    delay_s: int
+
+    @property
+    def why(self) -> str:
+        return f" delay={self.delay_s}s"
+
+
+@dataclass(frozen=True, slots=True)
 class Failed:
     """Dead-letter the job now with ``last_error = error``."""
 
@@ -110,9 +138,9 @@ class Abandoned:
         return ""
 
 
-Outcome = Ack | RetryLater | Failed | Released | Abandoned
-"""What settling a run writes; a new outcome (a snooze, a result) is a new variant
-here and one case in ``settle.write``."""
+Outcome = Ack | RetryLater | Snoozed | Failed | Released | Abandoned
+"""What settling a run writes; a new outcome (a result) is a new variant here and
+one case in ``settle.write``."""
 
 ACK = Ack()
 RELEASED = Released()
@@ -125,6 +153,8 @@ def outcome_of(raised: BaseException | None) -> Outcome:
         return ACK
     if isinstance(raised, Retry):
         return RetryLater(raised.error, raised.delay_s)
+    if isinstance(raised, Snooze):
+        return Snoozed(raised.delay_s)
     if isinstance(raised, Fail):
         return Failed(raised.error)
     trace = "".join(traceback.format_exception(raised))

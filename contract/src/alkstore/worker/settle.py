@@ -15,10 +15,11 @@ import threading
 from collections.abc import Mapping
 
 from ..api import JobHandle, Queue
+from ..constants import MAX_SNOOZES
 from ..errors import AlkstoreError
 from .heartbeats import Heartbeats
 from .outcome_log import OutcomeLog
-from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, RetryLater
+from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, RetryLater, Snoozed
 from .runs import JobRun, RunState
 from .slots import Slots
 
@@ -41,6 +42,8 @@ def write(
                 name, written = "ack", handle.ack()
             case RetryLater(error, delay_s):
                 name, written = "retry", handle.retry(error, delay_s)
+            case Snoozed(delay_s):
+                name, written = "snooze", handle.snooze(delay_s)
             case Failed(error):
                 name, written = "fail", handle.fail(error)
             case Released():
@@ -55,6 +58,8 @@ def write(
         return f"{name} refused (claim lost)", None
     if name == "retry" and handle.job.attempts >= handle.job.max_attempts:
         return "dead (max attempts exceeded)", None
+    if name == "snooze" and handle.job.snoozes >= MAX_SNOOZES:
+        return "dead (max snoozes exceeded)", None
     return name, None
 
 
@@ -119,7 +124,7 @@ class Settler:
 
     def _log(self, run: JobRun, outcome: Outcome, said: str) -> None:
         asked_for = not (isinstance(outcome, RetryLater) and outcome.raised is not None)
-        expected = said == "ack" or (said == "retry" and asked_for)
+        expected = said in ("ack", "snooze") or (said == "retry" and asked_for)
         job = run.handle.job
         self._outcomes.note(
             logging.INFO if expected else logging.WARNING,

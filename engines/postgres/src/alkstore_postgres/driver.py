@@ -65,6 +65,7 @@ from alkstore.params import (
     LockRelease,
     NextWake,
     Reschedule,
+    Snooze,
     Sweep,
 )
 from alkstore.rows import error_entry
@@ -335,6 +336,10 @@ class PostgresDriver(ProfileStatements, OpsStatements):
     def release_claim(self, c: PgHandle, params: ClaimRef) -> bool:
         bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
         return self._announced_back(c, execute(c, self._sql.release_claim, bound).fetchone())
+
+    def snooze(self, c: PgHandle, params: Snooze) -> bool:
+        bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
+        return self._announced_back(c, execute(c, self._sql.snooze, bound).fetchone())
 
     def reschedule(self, c: PgHandle, params: Reschedule) -> bool:
         bound = by_name(

@@ -209,10 +209,29 @@ V3_OPERATIONS = Migration(
     ),
 )
 
+V4_SNOOZES = Migration(
+    4,
+    "snooze: how many times each job was snoozed",
+    (
+        # A constant default is catalog-only since PostgreSQL 11: no table rewrite.
+        # Every row written before, and every insert that leaves it out (enqueue,
+        # redrive), counts 0; a move to dead copies it with the row (columns.MOVED).
+        """
+        ALTER TABLE {schema}.alkstore_jobs
+            ADD COLUMN snoozes integer NOT NULL DEFAULT 0
+        """,
+        """
+        ALTER TABLE {schema}.alkstore_dead_jobs
+            ADD COLUMN snoozes integer NOT NULL DEFAULT 0
+        """,
+    ),
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
     V3_OPERATIONS,
+    V4_SNOOZES,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

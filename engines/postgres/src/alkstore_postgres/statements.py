@@ -307,6 +307,20 @@ SELECT queue, pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM releas
 budget (attempts keeps counting claims, so no later claim reuses this one's identity),
 and the queue's waiters in every process woken in the same round trip."""
 
+SNOOZE: Final = """
+WITH snoozed AS (
+    UPDATE {schema}.alkstore_jobs
+    SET state = 'pending', run_at = %(run_at)s, snoozes = snoozes + 1,
+        max_attempts = max_attempts + 1, worker_id = NULL, claimed_at = NULL, deadline = NULL
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+    RETURNING queue
+)
+SELECT queue, pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM snoozed
+"""
+"""A claim put back to wait until run_at, counted, its attempt refunded as a release's
+is, and the queue's waiters in every process told in the same round trip (their
+timers may have to move)."""
+
 CANCEL: Final = """
 DELETE FROM {schema}.alkstore_jobs WHERE id = %(job_id)s AND queue = %(queue)s
 """
@@ -751,6 +765,7 @@ class Statements:
     heartbeat: bytes
     reschedule: bytes
     release_claim: bytes
+    snooze: bytes
     cancel: bytes
     get_job: bytes
     next_wake_at: bytes
@@ -807,6 +822,7 @@ class Statements:
             heartbeat=render(HEARTBEAT, schema),
             reschedule=render(RESCHEDULE, schema),
             release_claim=render(RELEASE_CLAIM, schema),
+            snooze=render(SNOOZE, schema),
             cancel=render(CANCEL, schema),
             get_job=render(GET_JOB, schema),
             next_wake_at=render(NEXT_WAKE_AT, schema),

@@ -56,6 +56,7 @@ from alkstore.params import (
     LockRelease,
     NextWake,
     Reschedule,
+    Snooze,
     Sweep,
 )
 from alkstore.rows import claimed_jobs, error_entry, job_from_row
@@ -502,6 +503,9 @@ class SqliteDriver(ProfileStatements, OperationStatements):
 
     def release_claim(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
         return c.execute(sql.RELEASE_CLAIM, sql.RELEASE_CLAIM_PARAMS(params)).rowcount == 1
+
+    def snooze(self, c: sqlite3.Connection, params: Snooze) -> bool:
+        return c.execute(sql.SNOOZE, sql.SNOOZE_PARAMS(params)).rowcount == 1
 
     def reschedule(self, c: sqlite3.Connection, params: Reschedule) -> bool:
         entry = error_entry(params.attempt, params.now, params.error)

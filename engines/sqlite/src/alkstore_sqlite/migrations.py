@@ -13,7 +13,7 @@ consumer offsets) and the pub/sub notifications table; version 3 adds contract
 1.1's operations profile: the error history and redrive origin of every job,
 paused queues, and the dead table's indexes by queue; version 4 puts pending
 and claimed rows in one index, so a claim and an ack each change one index
-page instead of two.
+page instead of two; version 5 adds contract 1.2's snooze count of every job.
 """
 
 from __future__ import annotations
@@ -290,7 +290,33 @@ _V4 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+_V5 = (
+    # How many times each job was snoozed (the snooze profile): 0 on every row
+    # written before, and on every row inserted without it (enqueue, redrive).
+    f"ALTER TABLE {JOBS} ADD COLUMN snoozes INTEGER NOT NULL DEFAULT 0",
+    f"ALTER TABLE {DEAD} ADD COLUMN snoozes INTEGER NOT NULL DEFAULT 0",
+    # The move to dead carries the count: replace version 3's trigger.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from, NEW.snoozes
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -27,6 +27,7 @@ from alkstore.params import (
     Publish,
     Reschedule,
     ScheduleAdvance,
+    Snooze,
     StreamCommit,
     StreamOffset,
     StreamRead,
@@ -321,6 +322,17 @@ UPDATE {JOBS}
 )
 """A claim given back unused: pending at its own run_at, its attempt refunded to the
 budget (attempts keeps counting claims, so no later claim reuses this one's identity)."""
+
+SNOOZE, SNOOZE_PARAMS = _bind(
+    f"""
+UPDATE {JOBS}
+   SET state = 'pending', run_at = :run_at, snoozes = snoozes + 1,
+       max_attempts = max_attempts + 1, worker_id = NULL, claimed_at = NULL, deadline = NULL
+ WHERE {_VALID_CLAIM}
+""",
+    Snooze,
+)
+"""A claim put back to wait until run_at, counted, its attempt refunded as a release's is."""
 
 BURY, BURY_PARAMS = _bind(
     f"""

@@ -66,6 +66,7 @@ class MemoryEngine:
         streams=True,
         pubsub=True,
         ops=True,
+        snooze=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

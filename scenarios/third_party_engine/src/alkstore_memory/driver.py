@@ -49,6 +49,7 @@ from alkstore.params import (
     Reschedule,
     ScheduleAdvance,
     SetPaused,
+    Snooze,
     StreamAppend,
     StreamCommit,
     StreamOffset,
@@ -271,6 +272,23 @@ class MemoryDriver:
         c.tables.jobs[job_id] = replace(
             row,
             state=PENDING,
+            max_attempts=row.max_attempts + 1,
+            worker_id=None,
+            claimed_at=None,
+            deadline=None,
+        )
+        c.topics.add(queue_topic(row.queue))
+        return True
+
+    def snooze(self, c: Tx, params: Snooze) -> bool:
+        row = c.tables.jobs.get(params.job_id)
+        if not _valid_claim(row, params.attempt, params.now):
+            return False
+        c.tables.jobs[params.job_id] = replace(
+            row,
+            state=PENDING,
+            run_at=params.run_at,
+            snoozes=row.snoozes + 1,
             max_attempts=row.max_attempts + 1,
             worker_id=None,
             claimed_at=None,
@@ -543,6 +561,7 @@ def _redriven(dead: JobRow, new_id: int, now: int) -> JobRow:
         deadline=None,
         errors=None,
         redriven_from=dead.id,
+        snoozes=0,
     )
 
 

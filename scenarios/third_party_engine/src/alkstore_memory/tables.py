@@ -49,6 +49,7 @@ class JobRow:
     deadline: int | None = None
     errors: str | None = None  # the history as JSON text, as a SQL engine stores it
     redriven_from: int | None = None
+    snoozes: int = 0
 
     @classmethod
     def pending(cls, job_id: int, stamps: JobStamps, payload: str) -> JobRow:
