@@ -51,6 +51,7 @@ from .queues import (
 )
 from .release import ReleaseCountsAttemptDriver
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
+from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
 from .waiting import FirstQueueOnlyStore, FirstTopicWaitStore
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
@@ -252,6 +253,21 @@ ACK_AND_CLAIM_AFTER_ACK_ONLY = MutantEngine(
     store=ClaimsOnlyAfterAnAckStore,
 )
 
+# -- snooze (contract 1.2 §14) ---------------------------------------------------------
+SNOOZE_COUNTS_ATTEMPT = MutantEngine(
+    "snooze-counts-attempt",
+    catches="SNOOZE-ATTEMPT-UNSPENT",
+    bug="snooze puts the job back to wait but keeps its attempt counted, so a job that "
+    "waits often dies 'max attempts exceeded' without ever failing",
+    driver=SnoozeCountsAttemptDriver,
+)
+SNOOZE_UNCOUNTED = MutantEngine(
+    "snooze-uncounted",
+    catches="SNOOZE-BOUND",
+    bug="snooze never counts the snooze, so MAX_SNOOZES never stops a job that snoozes forever",
+    driver=SnoozeUncountedDriver,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -287,6 +303,9 @@ MUTANTS: dict[str, MutantEngine] = {
         RELEASE_COUNTS_ATTEMPT,
         NUL_RESTORED,
         ACK_AND_CLAIM_AFTER_ACK_ONLY,
+        # snooze
+        SNOOZE_COUNTS_ATTEMPT,
+        SNOOZE_UNCOUNTED,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""
