@@ -106,8 +106,36 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3]
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4]
     assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
+
+
+def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_zero_times(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as release_three:
+        release_three.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:3])
+        release_three.setattr(migrations, "LATEST_VERSION", 3)
+        assert migrate(pg_dsn, schema=schema) == 3
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 1, 1, 1, 30, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (job,) = queue.jobs()
+        assert (job.payload, job.snoozes) == ("kept", 0)
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.snooze(0)
+        again = queue.claim("w")
+        assert again is not None
+        assert again.job.snoozes == 1
+        assert again.fail("broken")
+        dead = queue.get_job(job.id)
+        assert dead is not None
+        assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4]
 
 
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(
