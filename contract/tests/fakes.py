@@ -272,3 +272,9 @@ class FakeOpsDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.1's operations profile too."""
 
     capabilities = Capabilities(ops=True)
+
+
+class FakeSnoozeDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.2's snooze profile too."""
+
+    capabilities = Capabilities(snooze=True)

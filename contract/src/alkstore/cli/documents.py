@@ -47,6 +47,7 @@ def job_entry(job: Job) -> dict[str, Any]:
         "priority": job.priority,
         "attempts": job.attempts,
         "max_attempts": job.max_attempts,
+        "snoozes": job.snoozes,
         "created_at": job.created_at,
         "run_at": job.run_at,
         "claimed_at": job.claimed_at,

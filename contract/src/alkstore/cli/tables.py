@@ -122,6 +122,7 @@ def job_view(job: Job) -> RenderableType:
         ("payload", payload_text(job.payload)),
         ("priority", str(job.priority)),
         ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("snoozes", str(job.snoozes)),
         ("created_at", instant(job.created_at)),
         ("run_at", instant(job.run_at)),
         ("claimed_at", instant(job.claimed_at)),
