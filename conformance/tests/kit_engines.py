@@ -66,6 +66,14 @@ class ReferenceWithoutOps(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, ops=False)
 
 
+class ReferenceWithoutSnooze(ReferenceWithoutLocks):
+    """The reference engine, claiming to be a contract 1.1 engine: no ``snooze`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, snooze=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

@@ -121,6 +121,27 @@ def test_an_engine_without_ops_has_every_ops_property_not_applicable(run_in: Run
     assert "ops" in report["engine"]["not_applicable_profiles"]
 
 
+def test_a_1_1_engine_has_every_snooze_property_not_applicable(run_in: RunIn) -> None:
+    snooze = [prop.id for prop in load_manifest().values() if prop.profile == "snooze"]
+    assert snooze
+    selection = [arg for property_id in snooze for arg in ("--alkstore-property", property_id)]
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:ReferenceWithoutSnooze",
+        *selection,
+        "--alkstore-report",
+        "report.json",
+        "-q",
+    )
+    assert result.returncode == 0, output(result)
+    report = run_in.report()
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert statuses == dict.fromkeys(snooze, "not_applicable")
+    assert "snooze" in report["engine"]["not_applicable_profiles"]
+
+
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
     result = run_in.pytest(
         "--pyargs",
