@@ -200,7 +200,9 @@ class QueueConsumer(Protocol):
             The new job's id: unique for the store's lifetime, never reused.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
@@ -220,7 +222,9 @@ class QueueConsumer(Protocol):
             The new ids, in the order of ``payloads``.
 
         Raises:
-            PayloadError: a payload is not JSON-serializable (nothing written).
+            PayloadError: a payload is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``payloads`` is not a sequence, or ``opts`` is not an
                 ``EnqueueOpts``.
             StoreClosed: the store was closed.
@@ -548,7 +552,9 @@ class Stream(Protocol):
         """Append one event and return its offset.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             StoreClosed: the store was closed.
         """
 
@@ -703,7 +709,9 @@ class Transaction(Protocol):
         Raises:
             InvalidName: ``queue`` is malformed.
             ReservedName: ``queue`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -717,7 +725,9 @@ class Transaction(Protocol):
         Raises:
             InvalidName: ``outbox`` is malformed.
             ReservedName: ``outbox`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             StoreClosed: the transaction has finished or the store was closed.
         """
 
@@ -738,7 +748,9 @@ class Transaction(Protocol):
 
         Raises:
             InvalidName: ``stream`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no streams profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -748,7 +760,9 @@ class Transaction(Protocol):
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -882,7 +896,9 @@ class Store(Protocol):
             ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
             InvalidSpec: ``spec`` is not in the grammar (cron strings included).
             InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no scheduler profile.
             StoreClosed: the store was closed.
         """
@@ -964,7 +980,9 @@ class Store(Protocol):
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the store was closed.
         """

@@ -38,6 +38,7 @@ from .operations import (
     RedriveKeepsDeadRowDriver,
     TwoStepRedriveDriver,
 )
+from .payloads import EnqueueManyOneByOneStore
 from .queues import (
     AckIgnoresAttemptDriver,
     EscapingEnqueueDriver,
@@ -252,6 +253,15 @@ ACK_AND_CLAIM_AFTER_ACK_ONLY = MutantEngine(
     store=ClaimsOnlyAfterAnAckStore,
 )
 
+# -- payload size bound (contract 1.2) ---------------------------------------------
+ENQUEUE_MANY_PAST_OVERSIZE = MutantEngine(
+    "enqueue-many-past-oversize",
+    catches="PAYLOAD-SIZE-BOUND",
+    bug="enqueue_many enqueues one payload at a time: the jobs before an oversize "
+    "payload are written when it is refused",
+    store=EnqueueManyOneByOneStore,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -287,6 +297,8 @@ MUTANTS: dict[str, MutantEngine] = {
         RELEASE_COUNTS_ATTEMPT,
         NUL_RESTORED,
         ACK_AND_CLAIM_AFTER_ACK_ONLY,
+        # payload size bound (contract 1.2)
+        ENQUEUE_MANY_PAST_OVERSIZE,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""
