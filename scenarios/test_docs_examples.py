@@ -178,3 +178,21 @@ def test_guide_async_example_runs_on_sqlite(
     assert capsys.readouterr().out == "sending {'to': 'ada@example.com'}\n"
     with alkstore.open(url) as store:
         assert store.queue("emails").claim("checker") is None  # acked, nothing left
+
+
+def test_guide_fastapi_lifespan_example_enqueues_from_a_request(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    code = guide_block("async.md", "from collections.abc import AsyncIterator")
+    assert code.count(README_URL) == 1, "docs/guide/async.md no longer opens sqlite:///app.db"
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    namespace: dict[str, object] = {}
+    exec(compile(code.replace(README_URL, repr(url)), "docs/guide/async.md", "exec"), namespace)
+    with TestClient(namespace["app"]) as client:  # runs the lifespan: opens, then closes
+        response = client.post("/signups", params={"email": "ada@example.com"})
+    assert response.status_code == 200
+    job_id = response.json()["job"]
+    with alkstore.open(url) as store:
+        handle = store.queue("emails").claim("checker")
+        assert handle is not None
+        assert (handle.id, handle.payload) == (job_id, {"to": "ada@example.com"})
