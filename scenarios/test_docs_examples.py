@@ -196,3 +196,15 @@ def test_guide_fastapi_lifespan_example_enqueues_from_a_request(tmp_path: Path) 
         handle = store.queue("emails").claim("checker")
         assert handle is not None
         assert (handle.id, handle.payload) == (job_id, {"to": "ada@example.com"})
+
+
+def test_guide_transactional_enqueue_stamps_a_name_and_a_handle_as_it_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = guide_block(
+        "transactional-enqueue.md", "import alkstore\nfrom alkstore import QueueOpts"
+    )
+    assert code.count(README_URL) == 1
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), "transactional-enqueue.md", "exec"), {})
+    assert capsys.readouterr().out == "300 3\n900 10\n"
