@@ -38,7 +38,7 @@ from .operations import (
     RedriveKeepsDeadRowDriver,
     TwoStepRedriveDriver,
 )
-from .payloads import EnqueueManyOneByOneStore
+from .payloads import EnqueueManyOneByOneStore, IgnoresPayloadOptionStore
 from .queues import (
     AckIgnoresAttemptDriver,
     EscapingEnqueueDriver,
@@ -261,6 +261,13 @@ ENQUEUE_MANY_PAST_OVERSIZE = MutantEngine(
     "payload are written when it is refused",
     store=EnqueueManyOneByOneStore,
 )
+PAYLOAD_OPTION_IGNORED = MutantEngine(
+    "payload-option-ignored",
+    catches="PAYLOAD-SIZE-OPTION",
+    bug="max_payload_bytes is accepted and never applied: a store opened with a lower "
+    "bound takes payloads up to the contract's",
+    store=IgnoresPayloadOptionStore,
+)
 
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
@@ -299,6 +306,7 @@ MUTANTS: dict[str, MutantEngine] = {
         ACK_AND_CLAIM_AFTER_ACK_ONLY,
         # payload size bound (contract 1.2)
         ENQUEUE_MANY_PAST_OVERSIZE,
+        PAYLOAD_OPTION_IGNORED,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""
