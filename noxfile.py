@@ -62,6 +62,8 @@ def _install_all(session: nox.Session, *extra: str) -> None:
         "sqlalchemy",
         "greenlet",  # SQLAlchemy's asyncio extension needs it (the async SQLAlchemy scenario)
         "jsonschema",
+        "fastapi",  # the async guide's FastAPI lifespan example (scenarios/test_docs_examples.py)
+        "httpx",  # fastapi.testclient needs it
         *extra,
     )
 

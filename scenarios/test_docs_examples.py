@@ -178,3 +178,33 @@ def test_guide_async_example_runs_on_sqlite(
     assert capsys.readouterr().out == "sending {'to': 'ada@example.com'}\n"
     with alkstore.open(url) as store:
         assert store.queue("emails").claim("checker") is None  # acked, nothing left
+
+
+def test_guide_fastapi_lifespan_example_enqueues_from_a_request(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    code = guide_block("async.md", "from collections.abc import AsyncIterator")
+    assert code.count(README_URL) == 1, "docs/guide/async.md no longer opens sqlite:///app.db"
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    namespace: dict[str, object] = {}
+    exec(compile(code.replace(README_URL, repr(url)), "docs/guide/async.md", "exec"), namespace)
+    with TestClient(namespace["app"]) as client:  # runs the lifespan: opens, then closes
+        response = client.post("/signups", params={"email": "ada@example.com"})
+    assert response.status_code == 200
+    job_id = response.json()["job"]
+    with alkstore.open(url) as store:
+        handle = store.queue("emails").claim("checker")
+        assert handle is not None
+        assert (handle.id, handle.payload) == (job_id, {"to": "ada@example.com"})
+
+
+def test_guide_transactional_enqueue_stamps_a_name_and_a_handle_as_it_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = guide_block(
+        "transactional-enqueue.md", "import alkstore\nfrom alkstore import QueueOpts"
+    )
+    assert code.count(README_URL) == 1
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), "transactional-enqueue.md", "exec"), {})
+    assert capsys.readouterr().out == "300 3\n900 10\n"

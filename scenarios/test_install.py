@@ -4,11 +4,19 @@ The wheels of ``alkstore`` and ``alkstore-sqlite`` are built from the checkout,
 installed into a new venv from those files only (no index, no editable
 install, none of this machine's pip configuration), and the quickstart is run
 by that venv's interpreter from a directory outside the repository.
+
+The install lines of ``README.md`` and ``docs/install.md`` are then run as
+written, by ``sh``, in a new venv with the pip Python ships: the wheel line with
+the ``[cli]`` extra, and the git lines (a pip upgrade, then the packages from a
+``git+file://`` clone of this checkout). What is not ours (click, rich, pip,
+the build backend) comes from this machine's usual package index.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,6 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 APP_DISTRIBUTIONS = {"alkstore": ROOT / "contract", "alkstore_sqlite": ROOT / "engines/sqlite"}
 QUICKSTART = ROOT / "scenarios" / "quickstart.py"
+INSTALL_DOCS = (ROOT / "README.md", ROOT / "docs" / "install.md")
 STEP_TIMEOUT_S = 180
 
 
@@ -104,3 +113,98 @@ def test_quickstart_runs_from_the_installed_wheels(app_python: Path, tmp_path: P
     out = run(app_python, QUICKSTART, url, cwd=tmp_path)
 
     assert out.splitlines() == ["handled {'to': 'a@example.com'}", "handled {'order': 7}"]
+
+
+# -- the documented install lines, as written ----------------------------------------
+
+
+def documented_commands(page: Path) -> list[str]:
+    """The shell commands of ``page``'s ``sh`` blocks (continuations joined, comments cut)."""
+    text = page.read_text(encoding="utf-8")
+    commands: list[str] = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.DOTALL):
+        for command in block.replace("\\\n", " ").splitlines():
+            command = re.sub(r"\s+#.*$", "", command).strip()
+            if command:
+                commands.append(" ".join(command.split()))
+    return commands
+
+
+def documented(page: Path, *must_hold: str) -> list[str]:
+    found = [c for c in documented_commands(page) if all(part in c for part in must_hold)]
+    assert found, f"{page.name}: no install line holding {must_hold}"
+    return found
+
+
+def docs_env(venv: Path) -> dict[str, str]:
+    """This machine's environment (its package index included), the venv first on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def sh(command: str, venv: Path, cwd: Path) -> None:
+    done = subprocess.run(
+        ["sh", "-c", command],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=docs_env(venv),
+        timeout=STEP_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, f"{command!r} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def fresh_venv(parent: Path) -> Path:
+    venv = parent / "venv"
+    run(sys.executable, "-m", "venv", venv)  # with the pip this Python ships
+    return venv
+
+
+def assert_cli_installed(venv: Path) -> None:
+    out = run(venv / "bin" / "alkstore", "--help")
+    assert "Usage: alkstore" in out
+    run(venv / "bin" / "python", "-c", "import alkstore_sqlite")
+
+
+@pytest.mark.parametrize("page", INSTALL_DOCS, ids=lambda page: page.name)
+def test_the_documented_wheel_line_installs_the_cli(
+    page: Path, wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    (line,) = documented(page, "pip install", "[cli]", "alkstore_sqlite-")
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for wheel in wheels.values():
+        shutil.copy(wheel, dist)
+    venv = fresh_venv(tmp_path)
+    sh(line, venv, cwd=tmp_path)
+    assert_cli_installed(venv)
+
+
+@pytest.mark.parametrize("page", INSTALL_DOCS, ids=lambda page: page.name)
+def test_the_documented_postgres_lines_are_the_sqlite_lines_with_the_engine_swapped(
+    page: Path,
+) -> None:
+    commands = documented_commands(page)
+    postgres = [c for c in commands if "pip install" in c and "postgres" in c]
+    assert postgres
+    for command in postgres:
+        as_sqlite = command.replace("alkstore_postgres-", "alkstore_sqlite-").replace(
+            "alkstore-postgres @ git+<repo-url>#subdirectory=engines/postgres",
+            "alkstore-sqlite @ git+<repo-url>#subdirectory=engines/sqlite",
+        )
+        assert as_sqlite in commands
+
+
+@pytest.mark.parametrize("page", INSTALL_DOCS, ids=lambda page: page.name)
+def test_the_documented_git_lines_install_from_a_local_clone(page: Path, tmp_path: Path) -> None:
+    upgrade = documented(page, "pip install --upgrade pip")
+    (line,) = documented(page, "pip install", "[cli]", "git+<repo-url>", "engines/sqlite")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=60)
+    venv = fresh_venv(tmp_path)
+    for command in [*upgrade, line.replace("<repo-url>", f"file://{clone}")]:
+        sh(command, venv, cwd=tmp_path)
+    assert_cli_installed(venv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -247,6 +248,28 @@ def test_open_refuses_a_url_that_is_not_a_str_before_loading_an_engine() -> None
             await alkstore.aio.open(123)  # type: ignore[arg-type]
 
     run(body)
+
+
+def test_an_awaited_open_is_the_store_until_it_is_closed() -> None:
+    url = f"memory://aio-awaited-{uuid.uuid4().hex}"
+
+    async def test() -> int:
+        store = await alkstore.aio.open(url)  # as a FastAPI lifespan keeps it
+        try:
+            return await store.queue("q").enqueue({"n": 1})
+        finally:
+            await store.close()
+
+    assert run(test) == 1
+
+
+@pytest.mark.parametrize("name", ["attach", "queue", "transaction", "close"])
+def test_an_opening_kept_as_a_value_says_to_await_it_or_use_async_with(name: str) -> None:
+    opening = alkstore.aio.open("memory://never-opened")
+    with pytest.raises(AttributeError) as raised:
+        getattr(opening, name)
+    assert "async with alkstore.aio.open(...)" in str(raised.value)
+    assert "await alkstore.aio.open(...)" in str(raised.value)
 
 
 def test_close_is_idempotent_and_later_calls_raise_store_closed(store: CoreStore) -> None:

@@ -5,7 +5,7 @@ call through the public API; it passes when the call raises the expected type
 from the contract's taxonomy (``alkstore.errors``) AND nothing was written:
 the probe queue and stream stay empty, no schedule appeared, and a refused
 ``open`` created no database file or schema. A few rows are the boundary's
-other side (a 1 MB string, 64 levels of nesting, a 200-character name) and
+other side (1 MiB of JSON text, 64 levels of nesting, a 200-character name) and
 must be accepted and round-trip unchanged.
 
 The expectations are the contract's REQUIRED behaviour, not whatever the
@@ -34,7 +34,7 @@ from alkstore import (
     QueueOpts,
     ReservedName,
 )
-from alkstore.constants import MAX_NAME_LENGTH, MAX_PAYLOAD_DEPTH
+from alkstore.constants import MAX_NAME_LENGTH, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
 
 SCENARIO = "hostile input"
 PROBE = "fault_hostile"
@@ -120,6 +120,8 @@ HOSTILE_PAYLOADS: tuple[tuple[str, Callable[[], object]], ...] = (
     (f"{MAX_PAYLOAD_DEPTH + 1}-level nesting", lambda: _nested(MAX_PAYLOAD_DEPTH + 1)),
     ("tuple dict key", lambda: {(1, 2): "x"}),
     ("lone surrogate string", lambda: "bad \udc80"),
+    ("1 MiB + 1 byte of JSON text", lambda: "x" * (MAX_PAYLOAD_BYTES - 1)),
+    ("10,000 levels of nesting", lambda: _nested(10_000)),
 )
 
 
@@ -320,7 +322,12 @@ def _round_trip(queue_name: str, payload: Any) -> Callable[[Context], object]:
 
 
 def _accepted_rows() -> Iterator[Row]:
-    yield Row("queue.enqueue(payload)", "1 MB string", ACCEPTED, _round_trip(PROBE, "x" * 2**20))
+    yield Row(
+        "queue.enqueue(payload)",
+        "1 MiB of JSON text (the size bound)",
+        ACCEPTED,
+        _round_trip(PROBE, "x" * (MAX_PAYLOAD_BYTES - 2)),
+    )
     yield Row(
         "queue.enqueue(payload)",
         f"{MAX_PAYLOAD_DEPTH}-level nesting",

@@ -226,7 +226,9 @@ class QueueConsumer(Protocol):
             The new job's id: unique for the store's lifetime, never reused.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
@@ -246,7 +248,9 @@ class QueueConsumer(Protocol):
             The new ids, in the order of ``payloads``.
 
         Raises:
-            PayloadError: a payload is not JSON-serializable (nothing written).
+            PayloadError: a payload is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``payloads`` is not a sequence, or ``opts`` is not an
                 ``EnqueueOpts``.
             StoreClosed: the store was closed.
@@ -574,7 +578,9 @@ class Stream(Protocol):
         """Append one event and return its offset.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             StoreClosed: the store was closed.
         """
 
@@ -729,7 +735,9 @@ class Transaction(Protocol):
         Raises:
             InvalidName: ``queue`` is malformed.
             ReservedName: ``queue`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -743,7 +751,9 @@ class Transaction(Protocol):
         Raises:
             InvalidName: ``outbox`` is malformed.
             ReservedName: ``outbox`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             StoreClosed: the transaction has finished or the store was closed.
         """
 
@@ -764,7 +774,9 @@ class Transaction(Protocol):
 
         Raises:
             InvalidName: ``stream`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no streams profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -774,7 +786,9 @@ class Transaction(Protocol):
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -908,7 +922,9 @@ class Store(Protocol):
             ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
             InvalidSpec: ``spec`` is not in the grammar (cron strings included).
             InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no scheduler profile.
             StoreClosed: the store was closed.
         """
@@ -990,7 +1006,9 @@ class Store(Protocol):
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the store was closed.
         """

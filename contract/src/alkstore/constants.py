@@ -37,6 +37,15 @@ Deeper payloads are refused at enqueue: decoding one from a worker's already dee
 stack could exhaust Python's recursion limit, and a row that cannot be decoded
 must never reach a claimer."""
 
+MAX_PAYLOAD_BYTES: Final = 1_048_576
+"""Largest payload, in bytes of its JSON text encoded as UTF-8 (1 MiB); larger ones
+are refused at enqueue. A job carries the description of work, not its data (a
+file, a document: store it elsewhere and enqueue its key), and a claimer holds
+whole batches in memory: ``MAX_BATCH`` jobs at this bound are 10 GiB. The bound
+matches what peers' messages hold (SQS and Google Cloud Tasks: 1 MB, Kafka's
+default: 1 MB). A store may lower it (engine option ``max_payload_bytes``), never
+raise it: a later contract may raise the bound without breaking anyone."""
+
 MAX_ERROR_HISTORY: Final = 25
 """A job keeps the latest this many ``JobError``s (contract §11)."""
 

@@ -1,11 +1,14 @@
 """Payload encoding (contract §0): JSON text in storage, decoded values out.
 
-Two rules beyond "a round trip through json": a payload nests at most
-``MAX_PAYLOAD_DEPTH`` lists/objects deep (deeper ones are refused with
-``PayloadError`` before anything is written), and reading a stored payload never
-raises: text that cannot be decoded (written by something other than alkstore,
-or deeper than the limit) comes back as an ``UndecodablePayload`` value, which
-the claim path dead-letters instead of handing out.
+Three rules beyond "a round trip through json": a payload nests at most
+``MAX_PAYLOAD_DEPTH`` lists/objects deep and its JSON text is at most the store's
+``max_payload_bytes`` (at most ``MAX_PAYLOAD_BYTES``) in UTF-8 (larger or deeper
+ones are refused with ``PayloadError`` before anything is written; the core's
+front ends encode through ``StoreContext.encode``, which passes the store's
+bound), and reading a stored payload never raises: text that cannot be decoded
+(written by something other than alkstore, or deeper than the limit) comes back
+as an ``UndecodablePayload`` value, which the claim path dead-letters instead of
+handing out.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from .constants import MAX_PAYLOAD_DEPTH
-from .errors import PayloadError
+from .constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
+from .errors import InvalidOptions, PayloadError
 
 _encoder = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
@@ -81,21 +84,51 @@ def _may_be_too_deep(text: str) -> bool:
     return text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH
 
 
-def encode_payload(value: object) -> str:
-    """Serialize ``value`` or raise ``PayloadError`` before anything is written."""
+def check_max_payload_bytes(value: object) -> int:
+    """The engine option ``max_payload_bytes``: an int in [1, ``MAX_PAYLOAD_BYTES``].
+
+    Engines call it while parsing their options, before anything opens.
+
+    Raises:
+        InvalidOptions: ``value`` is not an int, or is out of that range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PAYLOAD_BYTES:
+        raise InvalidOptions(
+            f"max_payload_bytes must be an int in [1, {MAX_PAYLOAD_BYTES}] "
+            f"(the contract's MAX_PAYLOAD_BYTES: a store may lower it, not raise it), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def encode_payload(value: object, max_bytes: int = MAX_PAYLOAD_BYTES) -> str:
+    """Serialize ``value`` or raise ``PayloadError`` before anything is written.
+
+    ``max_bytes`` bounds the UTF-8 size of the JSON text (a store's own bound:
+    ``StoreContext.encode``)."""
     text = _encode(value)
     if _may_be_too_deep(text) and nesting_depth(text) > MAX_PAYLOAD_DEPTH:
-        raise PayloadError(
-            f"payload nests deeper than {MAX_PAYLOAD_DEPTH} levels of lists and objects"
-        )
-    if not text.isascii():
+        raise _too_deep()
+    if text.isascii():
+        size = len(text)
+    else:
         try:
-            text.encode("utf-8")
+            size = len(text.encode("utf-8"))
         except UnicodeEncodeError as exc:
             raise PayloadError(
                 "payload contains a lone surrogate and cannot be stored as UTF-8"
             ) from exc
+    if size > max_bytes:
+        raise PayloadError(
+            f"payload is {size} bytes of JSON text (UTF-8), over the bound of {max_bytes} bytes"
+        )
     return text
+
+
+def _too_deep() -> PayloadError:
+    return PayloadError(
+        f"payload nests deeper than {MAX_PAYLOAD_DEPTH} levels of lists and objects"
+    )
 
 
 def _encode(value: object) -> str:
@@ -106,8 +139,32 @@ def _encode(value: object) -> str:
             pass  # encode again below: the checking encoder raises the expected error
     try:
         return _encoder.encode(value)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except RecursionError as exc:
+        # The encoders recurse once per level: a value deep enough to exhaust the
+        # stack is refused as too deep, like one that merely exceeds the limit.
+        if nests_deeper_than(value, MAX_PAYLOAD_DEPTH):
+            raise _too_deep() from None
         raise PayloadError(f"payload is not JSON-serializable: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(f"payload is not JSON-serializable: {exc}") from exc
+
+
+def nests_deeper_than(value: object, limit: int) -> bool:
+    """Whether the lists/tuples and dicts of ``value`` nest more than ``limit`` deep,
+    found level by level without recursion (so at any depth, from any stack)."""
+    level = _containers([value])
+    for _ in range(limit):
+        children: list[object] = []
+        for item in level:
+            children.extend(item.values() if isinstance(item, dict) else item)
+        level = _containers(children)
+    return bool(level)
+
+
+def _containers(items: list[object]) -> list[dict[Any, Any] | list[Any] | tuple[Any, ...]]:
+    # One entry per object: a value that shares a child many times (``[x, x]``
+    # nested again and again) costs its distinct containers per level, not its paths.
+    return list({id(i): i for i in items if isinstance(i, (dict, list, tuple))}.values())
 
 
 def decode_payload(text: str | bytes) -> Any:

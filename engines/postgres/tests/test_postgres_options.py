@@ -8,7 +8,8 @@ import psycopg
 import pytest
 
 import alkstore
-from alkstore import InvalidOptions
+from alkstore import InvalidOptions, PayloadError
+from alkstore.constants import MAX_PAYLOAD_BYTES
 from alkstore_postgres import ENGINE, libpq_url, message_channel, parse_options, wake_channel
 from alkstore_postgres.options import PostgresOptions
 
@@ -73,6 +74,9 @@ def test_unknown_option_is_refused_naming_it() -> None:
         ({"reconnect_max_s": 0}, "reconnect_max_s"),
         ({"reconnect_max_s": 61}, "reconnect_max_s"),
         ({"reconnect_max_s": "1"}, "reconnect_max_s"),
+        ({"max_payload_bytes": 0}, "max_payload_bytes"),
+        ({"max_payload_bytes": MAX_PAYLOAD_BYTES + 1}, "max_payload_bytes"),
+        ({"max_payload_bytes": "1000"}, "max_payload_bytes"),
     ],
 )
 def test_bad_option_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:
@@ -90,6 +94,7 @@ def test_defaults() -> None:
         connect_timeout_s=10.0,
         reconnect_max_s=1.0,
         messages_keep=10_000,
+        max_payload_bytes=MAX_PAYLOAD_BYTES,
     )
 
 
@@ -168,3 +173,12 @@ def test_message_channel_fits_an_identifier_and_differs_from_the_wake_channel() 
     assert len(message_channel(long_a).encode()) <= 63
     assert message_channel(long_a) != message_channel(long_b)
     assert message_channel(long_a) != wake_channel(long_a)
+
+
+def test_a_lowered_payload_bound_is_applied(pg_dsn: str, schema: str) -> None:
+    with alkstore.open(pg_dsn, schema=schema, max_payload_bytes=10) as store:
+        queue = store.queue("q")
+        queue.enqueue("x" * 8)  # 10 bytes of JSON text
+        with pytest.raises(PayloadError, match="11 bytes"):
+            queue.enqueue("x" * 9)
+        assert [h.payload for h in queue.claim_batch("worker", 10)] == ["x" * 8]

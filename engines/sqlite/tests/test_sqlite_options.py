@@ -10,7 +10,8 @@ import pytest
 from sqlite_helpers import StoreFactory, shared_state
 
 import alkstore
-from alkstore import InvalidOptions
+from alkstore import InvalidOptions, PayloadError
+from alkstore.constants import MAX_PAYLOAD_BYTES
 from alkstore_sqlite import SqliteOptions, parse_options
 
 
@@ -27,6 +28,7 @@ def test_defaults() -> None:
         repoll_s=1.0,
         notifications_keep=10_000,
         page_size=2048,
+        max_payload_bytes=MAX_PAYLOAD_BYTES,
     )
 
 
@@ -98,6 +100,10 @@ def test_a_file_that_holds_a_database_keeps_its_page_size(tmp_path: Path) -> Non
         ({"page_size": 256}, "page_size"),
         ({"page_size": True}, "page_size"),
         ({"page_size": "2048"}, "page_size"),
+        ({"max_payload_bytes": 0}, "max_payload_bytes"),
+        ({"max_payload_bytes": MAX_PAYLOAD_BYTES + 1}, "max_payload_bytes"),
+        ({"max_payload_bytes": 1.5}, "max_payload_bytes"),
+        ({"max_payload_bytes": True}, "max_payload_bytes"),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(opts: dict[str, Any], field: str) -> None:
@@ -121,4 +127,21 @@ def test_bad_options_are_refused_before_the_file_is_created(tmp_path: Path) -> N
     path = tmp_path / "never.db"
     with pytest.raises(InvalidOptions):
         alkstore.open(f"sqlite:///{path}", synchronous="sometimes")
+    assert not path.exists()
+
+
+def test_a_lowered_payload_bound_is_applied(open_store: StoreFactory) -> None:
+    queue = open_store(max_payload_bytes=10).queue("q")
+    queue.enqueue("x" * 8)  # 10 bytes of JSON text
+    with pytest.raises(PayloadError, match="11 bytes"):
+        queue.enqueue("x" * 9)
+    assert [h.payload for h in queue.claim_batch("worker", 10)] == ["x" * 8]
+
+
+def test_a_payload_bound_over_the_contracts_is_refused_before_the_file_is_created(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "never.db"
+    with pytest.raises(InvalidOptions, match="max_payload_bytes"):
+        alkstore.open(f"sqlite:///{path}", max_payload_bytes=MAX_PAYLOAD_BYTES + 1)
     assert not path.exists()

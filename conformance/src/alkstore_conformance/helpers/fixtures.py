@@ -25,9 +25,10 @@ FAKE_CLOCK_START = 1_700_000_000
 
 
 class StoreFactory(Protocol):
-    """``open_store(clock=None)``: a NEW store on the test's provisioned spec."""
+    """``open_store(clock=None, **opts)``: a NEW store on the test's provisioned spec
+    (``opts``: contract options every engine takes, over the spec's own)."""
 
-    def __call__(self, clock: Clock | None = None) -> Store: ...
+    def __call__(self, clock: Clock | None = None, **opts: Any) -> Store: ...
 
 
 def _state(request: pytest.FixtureRequest) -> KitState:
@@ -77,13 +78,12 @@ def open_store(
     opened: list[Store] = []
     loop = LoopThread() if _state(request).via == VIA_AIO else None
 
-    def open_(clock: Clock | None = None) -> Store:
+    def open_(clock: Clock | None = None, **opts: Any) -> Store:
+        options = {**engine_spec.opts, **opts}
         if loop is None:
-            store = engine.open(engine_spec.url, clock=clock, **engine_spec.opts)
+            store = engine.open(engine_spec.url, clock=clock, **options)
         else:
-            store = as_store(
-                AioStore.open(loop, engine, engine_spec.url, clock, **engine_spec.opts)
-            )
+            store = as_store(AioStore.open(loop, engine, engine_spec.url, clock, **options))
         opened.append(store)
         return store
 

@@ -259,7 +259,9 @@ class AioQueueConsumer:
             The new job's id: unique for the store's lifetime, never reused.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
@@ -282,7 +284,9 @@ class AioQueueConsumer:
             The new ids, in the order of ``payloads``.
 
         Raises:
-            PayloadError: a payload is not JSON-serializable (nothing written).
+            PayloadError: a payload is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``payloads`` is not a sequence, or ``opts`` is not an
                 ``EnqueueOpts``.
             StoreClosed: the store was closed.
@@ -690,7 +694,9 @@ class AioStream:
         Via aio: ``AsyncStream.append`` through the test's event loop.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             StoreClosed: the store was closed.
         """
         return self._loop.run(self.aio.append(payload))
@@ -826,7 +832,9 @@ class AioTransactionBase:
         Raises:
             InvalidName: ``outbox`` is malformed.
             ReservedName: ``outbox`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             StoreClosed: the transaction has finished or the store was closed.
         """
         return self._loop.run(self.aio.outbox_enqueue(outbox, payload))
@@ -853,7 +861,9 @@ class AioTransactionBase:
 
         Raises:
             InvalidName: ``stream`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no streams profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -866,7 +876,9 @@ class AioTransactionBase:
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -957,7 +969,9 @@ class AioStoreBase:
             ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
             InvalidSpec: ``spec`` is not in the grammar (cron strings included).
             InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no scheduler profile.
             StoreClosed: the store was closed.
         """
@@ -1060,7 +1074,9 @@ class AioStoreBase:
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the store was closed.
         """

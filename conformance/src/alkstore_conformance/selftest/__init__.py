@@ -38,6 +38,7 @@ from .operations import (
     RedriveKeepsDeadRowDriver,
     TwoStepRedriveDriver,
 )
+from .payloads import EnqueueManyOneByOneStore, IgnoresPayloadOptionStore
 from .queues import (
     AckIgnoresAttemptDriver,
     EscapingEnqueueDriver,
@@ -268,6 +269,22 @@ SNOOZE_UNCOUNTED = MutantEngine(
     driver=SnoozeUncountedDriver,
 )
 
+# -- payload size bound (contract 1.2) ---------------------------------------------
+ENQUEUE_MANY_PAST_OVERSIZE = MutantEngine(
+    "enqueue-many-past-oversize",
+    catches="PAYLOAD-SIZE-BOUND",
+    bug="enqueue_many enqueues one payload at a time: the jobs before an oversize "
+    "payload are written when it is refused",
+    store=EnqueueManyOneByOneStore,
+)
+PAYLOAD_OPTION_IGNORED = MutantEngine(
+    "payload-option-ignored",
+    catches="PAYLOAD-SIZE-OPTION",
+    bug="max_payload_bytes is accepted and never applied: a store opened with a lower "
+    "bound takes payloads up to the contract's",
+    store=IgnoresPayloadOptionStore,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -306,6 +323,9 @@ MUTANTS: dict[str, MutantEngine] = {
         # snooze
         SNOOZE_COUNTS_ATTEMPT,
         SNOOZE_UNCOUNTED,
+        # payload size bound (contract 1.2)
+        ENQUEUE_MANY_PAST_OVERSIZE,
+        PAYLOAD_OPTION_IGNORED,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

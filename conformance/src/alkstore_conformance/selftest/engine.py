@@ -71,6 +71,7 @@ class MutantEngine:
                 repoll_s=options.repoll_s,
                 capabilities=self.capabilities,
                 engine_name=self.name,
+                max_payload_bytes=options.max_payload_bytes,
             )
         except BaseException:
             driver.close()

@@ -65,6 +65,17 @@ class Opening:
     def __await__(self) -> Generator[Any, None, AsyncStore]:
         return self._open().__await__()
 
+    def __getattr__(self, name: str) -> Any:
+        # Only names an Opening lacks get here: the store's own (``queue``, ``attach``,
+        # ...) asked of an Opening kept as a value instead of awaited.
+        if name.startswith("__"):
+            raise AttributeError(name)  # protocol probes (copy, pickle, inspect) stay quiet
+        raise AttributeError(
+            f"{name!r}: alkstore.aio.open(...) is not a store until it is opened: use "
+            "`async with alkstore.aio.open(...) as store:` or "
+            "`store = await alkstore.aio.open(...)`"
+        )
+
     async def __aenter__(self) -> AsyncStore:
         self._store = await self._open()
         return self._store

@@ -270,7 +270,9 @@ class AsyncQueueConsumer:
             The new job's id: unique for the store's lifetime, never reused.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
@@ -297,7 +299,9 @@ class AsyncQueueConsumer:
             The new ids, in the order of ``payloads``.
 
         Raises:
-            PayloadError: a payload is not JSON-serializable (nothing written).
+            PayloadError: a payload is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``payloads`` is not a sequence, or ``opts`` is not an
                 ``EnqueueOpts``.
             StoreClosed: the store was closed.
@@ -722,7 +726,9 @@ class AsyncStreamBase:
         Async: awaited; the call runs on the store's threads, never on the event loop.
 
         Raises:
-            PayloadError: ``payload`` is not JSON-serializable (nothing written).
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes`` (nothing written).
             StoreClosed: the store was closed.
         """
         return await self._runner.call(self.sync.append, payload)
@@ -848,7 +854,9 @@ class AsyncTransactionBase:
         Raises:
             InvalidName: ``outbox`` is malformed.
             ReservedName: ``outbox`` starts with the reserved prefix.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             StoreClosed: the transaction has finished or the store was closed.
         """
         return await self._lane.call(self.sync.outbox_enqueue, outbox, payload)
@@ -875,7 +883,9 @@ class AsyncTransactionBase:
 
         Raises:
             InvalidName: ``stream`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no streams profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -888,7 +898,9 @@ class AsyncTransactionBase:
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
@@ -979,7 +991,9 @@ class AsyncStoreBase:
             ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
             InvalidSpec: ``spec`` is not in the grammar (cron strings included).
             InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no scheduler profile.
             StoreClosed: the store was closed.
         """
@@ -1070,7 +1084,9 @@ class AsyncStoreBase:
 
         Raises:
             InvalidName: ``channel`` is malformed.
-            PayloadError: ``payload`` is not JSON-serializable.
+            PayloadError: ``payload`` is not JSON-serializable, nests deeper than
+                ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
+                ``max_payload_bytes``.
             ProfileUnavailable: the engine has no pubsub profile.
             StoreClosed: the store was closed.
         """

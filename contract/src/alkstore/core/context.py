@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..clock import Clock
+from ..constants import MAX_PAYLOAD_BYTES
 from ..driver import (
     Driver,
     OpsDriver,
@@ -25,6 +26,7 @@ from ..driver import (
 )
 from ..engine import Capabilities
 from ..errors import ProfileUnavailable, StoreClosed
+from ..payload import encode_payload
 from ..timeconv import whole_now
 from .wake import WakeHub
 
@@ -32,7 +34,7 @@ T = TypeVar("T")
 
 
 class StoreContext:
-    """The driver, clock, wake hub and randomness of one open store."""
+    """The driver, clock, wake hub, randomness and payload bound of one open store."""
 
     __slots__ = (
         "_close_lock",
@@ -42,6 +44,7 @@ class StoreContext:
         "driver",
         "engine_name",
         "hub",
+        "max_payload_bytes",
         "prefer_one_commit",
         "repoll_s",
         "rng",
@@ -55,6 +58,7 @@ class StoreContext:
         repoll_s: float,
         capabilities: Capabilities,
         engine_name: str,
+        max_payload_bytes: int = MAX_PAYLOAD_BYTES,
     ) -> None:
         self.driver = driver
         self.prefer_one_commit = one_commit_hint(driver)
@@ -63,6 +67,8 @@ class StoreContext:
         self.repoll_s = repoll_s
         self.capabilities = capabilities
         self.engine_name = engine_name
+        self.max_payload_bytes = max_payload_bytes
+        """The store's payload size bound (engine option ``max_payload_bytes``)."""
         self.hub = WakeHub()
         self.rng = random.Random()
         """The core's one random source: retry jitter."""
@@ -85,6 +91,12 @@ class StoreContext:
                 return False
             self._closed = True
             return True
+
+    # -- payloads -------------------------------------------------------------
+    def encode(self, payload: object) -> str:
+        """``payload``'s stored text under this store's bounds, or ``PayloadError``:
+        every surface that writes a payload encodes it here, before it writes."""
+        return encode_payload(payload, self.max_payload_bytes)
 
     # -- time and units of work ----------------------------------------------
     def now(self) -> int:

@@ -33,7 +33,7 @@ from ..params import (
     Snooze,
     Sweep,
 )
-from ..payload import UndecodablePayload, encode_payload, is_undecodable
+from ..payload import UndecodablePayload, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
 from ..values import Job, JobState, QueueStats, SweepResult
@@ -237,7 +237,7 @@ class CoreQueue:
         # enqueue_many of one payload, without the checks a one-item list passes anyway.
         self._context.check_open()
         resolved = enqueue_opts(opts)
-        return self._insert([encode_payload(payload)], resolved)[0]
+        return self._insert([self._context.encode(payload)], resolved)[0]
 
     def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
         ctx = self._context
@@ -245,7 +245,7 @@ class CoreQueue:
         if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
             raise InvalidOptions("payloads must be a sequence (list or tuple) of payloads")
         resolved = enqueue_opts(opts)
-        texts = [encode_payload(p) for p in payloads]  # refuse bad payloads before writing
+        texts = [ctx.encode(p) for p in payloads]  # refuse bad payloads before writing
         if not texts:
             return []
         return self._insert(texts, resolved)

@@ -20,7 +20,6 @@ from ..errors import AlkstoreError, LeadershipLost
 from ..names import validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_stamps
 from ..params import ScheduleAdvance
-from ..payload import encode_payload
 from ..rows import ScheduleRecord
 from ..spec import parse_spec
 from ..stop import StopToken
@@ -51,7 +50,7 @@ class CoreScheduler:
         if opts is None:
             opts = ScheduleOpts()
         check_type(opts, ScheduleOpts, "opts")
-        text = encode_payload(payload)
+        text = self._context.encode(payload)
         ctx = self._context
         driver = ctx.scheduler()
         now = ctx.now()

@@ -11,14 +11,14 @@ from .. import api
 from .._surface import implements
 from ..api import JobHandle, Outbox, Queue, Store
 from ..clock import Clock, SystemClock, check_clock
-from ..constants import MAX_WAIT_QUEUES
+from ..constants import MAX_PAYLOAD_BYTES, MAX_WAIT_QUEUES
 from ..driver import Driver, check_seam
 from ..engine import Capabilities
 from ..errors import EngineMisconfigured, InvalidOptions
 from ..names import outbox_queue_name, validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, OUTBOX_QUEUE_OPTS, QueueOpts, ScheduleOpts, check_type
 from ..params import Publish, QueueStatsAt
-from ..payload import encode_payload
+from ..payload import check_max_payload_bytes
 from ..stop import StopToken
 from ..timeconv import Duration
 from ..values import QueueStats, Schedule, TickResult
@@ -51,9 +51,14 @@ class CoreStore:
             ``Capabilities``); a profile it lacks raises ``ProfileUnavailable``.
             Default ``Capabilities()``: the queue core only.
         engine_name: the engine's name, for messages.
+        max_payload_bytes: the store's payload size bound, in bytes of JSON text in
+            UTF-8: the engine option of that name, in [1, ``MAX_PAYLOAD_BYTES``]
+            (default ``MAX_PAYLOAD_BYTES``; engines check it while parsing their
+            options with ``alkstore.payload.check_max_payload_bytes``).
 
     Raises:
-        InvalidOptions: ``repoll_s`` is out of range or ``clock`` is not a ``Clock``.
+        InvalidOptions: ``repoll_s`` or ``max_payload_bytes`` is out of range, or
+            ``clock`` is not a ``Clock``.
     """
 
     def __init__(
@@ -64,6 +69,7 @@ class CoreStore:
         repoll_s: float = DEFAULT_REPOLL_S,
         capabilities: Capabilities | None = None,
         engine_name: str = "",
+        max_payload_bytes: int = MAX_PAYLOAD_BYTES,
     ) -> None:
         if (
             isinstance(repoll_s, bool)
@@ -73,6 +79,7 @@ class CoreStore:
             raise InvalidOptions(
                 f"repoll_s must be a number of seconds in (0, 3600], got {repoll_s!r}"
             )
+        check_max_payload_bytes(max_payload_bytes)
         check_clock(clock)
         if capabilities is not None:
             check_type(capabilities, Capabilities, "capabilities")
@@ -87,6 +94,7 @@ class CoreStore:
             repoll_s=float(repoll_s),
             capabilities=capabilities if capabilities is not None else Capabilities(),
             engine_name=engine_name,
+            max_payload_bytes=max_payload_bytes,
         )
         self._scheduler_front = CoreScheduler(self._context)
         self.engine_name = engine_name
@@ -192,7 +200,7 @@ class CoreStore:
 
     def notify(self, channel: str, payload: Any) -> None:
         validate_name(channel, "channel")
-        text = encode_payload(payload)
+        text = self._context.encode(payload)
         ctx = self._context
         driver = ctx.pubsub()
         now = ctx.now()

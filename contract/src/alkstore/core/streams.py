@@ -11,7 +11,6 @@ from ..errors import EngineUnavailable
 from ..names import validate_identifier
 from ..options import check_type
 from ..params import StreamAppend, StreamCommit, StreamOffset, StreamRead, StreamTrim
-from ..payload import encode_payload
 from ..stop import StopToken
 from ..timeconv import Duration
 from ..values import StreamEvent
@@ -37,7 +36,7 @@ class CoreStream:
         return self._name
 
     def append(self, payload: Any) -> int:
-        text = encode_payload(payload)
+        text = self._context.encode(payload)
         ctx = self._context
         now = ctx.now()
         driver = ctx.streams()

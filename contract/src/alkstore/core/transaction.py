@@ -20,7 +20,6 @@ from ..options import (
     resolve_stamps,
 )
 from ..params import GetJob, Publish, StreamAppend
-from ..payload import encode_payload
 from ..values import Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
@@ -66,7 +65,7 @@ class CoreTransaction:
 
     def stream_append(self, stream: str, payload: Any) -> int:
         validate_name(stream, "stream name")
-        text = encode_payload(payload)
+        text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
         (offset,) = ctx.streams().stream_append(
@@ -77,7 +76,7 @@ class CoreTransaction:
 
     def notify(self, channel: str, payload: Any) -> None:
         validate_name(channel, "channel")
-        text = encode_payload(payload)
+        text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
         ctx.pubsub().publish(self._handle, Publish(channel, text, ctx.now()))
@@ -91,7 +90,7 @@ class CoreTransaction:
         return self._context.driver.get_job(self._handle, GetJob(job_id, queue))
 
     def _insert(self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts) -> int:
-        text = encode_payload(payload)
+        text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
         stamps = resolve_stamps(queue, queue_opts, opts, ctx.now())

@@ -120,6 +120,7 @@ def _open(
             repoll_s=options.repoll_s,
             capabilities=CAPABILITIES,
             engine_name=ENGINE_NAME,
+            max_payload_bytes=options.max_payload_bytes,
         )
     except BaseException:
         driver.close()  # its pool and listener must not outlive a failed open

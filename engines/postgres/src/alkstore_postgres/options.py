@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from alkstore.constants import MAX_PAYLOAD_BYTES
 from alkstore.core import DEFAULT_REPOLL_S
 from alkstore.errors import InvalidOptions
+from alkstore.payload import check_max_payload_bytes
 
 DEFAULT_SCHEMA = "alkstore"
 DEFAULT_MESSAGES_KEEP = 10_000
@@ -52,6 +54,8 @@ class PostgresOptions:
     messages_keep: int = DEFAULT_MESSAGES_KEEP
     """Pub/sub messages too large for NOTIFY are stored; opening a store and each
     stored publish prune them to the newest this many."""
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES
+    """The store's payload size bound (contract §0.4): at most ``MAX_PAYLOAD_BYTES``."""
 
 
 OPTION_NAMES = frozenset(PostgresOptions.__dataclass_fields__)
@@ -131,5 +135,8 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
             "messages_keep",
             1,
             MAX_MESSAGES_KEEP,
+        ),
+        max_payload_bytes=check_max_payload_bytes(
+            opts.get("max_payload_bytes", defaults.max_payload_bytes)
         ),
     )

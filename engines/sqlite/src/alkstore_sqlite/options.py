@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from alkstore import InvalidOptions
+from alkstore.constants import MAX_PAYLOAD_BYTES
 from alkstore.core import DEFAULT_REPOLL_S
+from alkstore.payload import check_max_payload_bytes
 
 SYNCHRONOUS_LEVELS = ("NORMAL", "FULL")
 """``NORMAL`` (default): in WAL mode a commit survives an application crash but not
@@ -42,6 +44,8 @@ class SqliteOptions:
     page_size: int = DEFAULT_PAGE_SIZE
     """The page size, in bytes, of a database file the store creates (a file that
     already holds a database keeps its own)."""
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES
+    """The store's payload size bound (contract §0.4): at most ``MAX_PAYLOAD_BYTES``."""
 
 
 _FIELDS = frozenset(SqliteOptions.__dataclass_fields__)
@@ -67,6 +71,7 @@ def parse_options(opts: Mapping[str, Any]) -> SqliteOptions:
             MAX_NOTIFICATIONS_KEEP,
         ),
         page_size=_page_size(opts.get("page_size", DEFAULT_PAGE_SIZE)),
+        max_payload_bytes=check_max_payload_bytes(opts.get("max_payload_bytes", MAX_PAYLOAD_BYTES)),
     )
 
 

@@ -38,7 +38,8 @@ class SqliteEngine:
         Options: ``synchronous`` (``"NORMAL"`` default, or ``"FULL"``),
         ``busy_timeout_s`` (5), ``wake_poll_s`` (0.0003), ``repoll_s`` (the core's
         safety-net re-poll, 1), ``notifications_keep`` (10,000: opening prunes
-        pub/sub's transport table to that many newest rows). Raises
+        pub/sub's transport table to that many newest rows), ``page_size`` (2048),
+        ``max_payload_bytes`` (the contract's ``MAX_PAYLOAD_BYTES``; only lower). Raises
         ``InvalidOptions`` for a bad URL or option, ``EngineUnavailable`` when the
         file cannot be opened as a database.
         """
@@ -63,6 +64,7 @@ class SqliteEngine:
                 repoll_s=options.repoll_s,
                 capabilities=self.capabilities,
                 engine_name=self.name,
+                max_payload_bytes=options.max_payload_bytes,
             )
         except BaseException:
             driver.close()

@@ -31,9 +31,10 @@ from typing import Any
 
 from alkstore import Capabilities, EngineSpec, InvalidOptions, Store
 from alkstore.clock import Clock
-from alkstore.constants import CONTRACT_VERSION
+from alkstore.constants import CONTRACT_VERSION, MAX_PAYLOAD_BYTES
 from alkstore.core import DEFAULT_REPOLL_S, CoreStore
 from alkstore.driver import Driver
+from alkstore.payload import check_max_payload_bytes
 
 from .database import database, drop
 from .driver import MemoryDriver
@@ -72,7 +73,9 @@ class MemoryEngine:
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
         """Open ``memory://<name>``; an unknown name starts an empty database.
 
-        The only option is ``repoll_s`` (the core's safety-net re-poll interval)."""
+        The options are ``repoll_s`` (the core's safety-net re-poll interval) and
+        ``max_payload_bytes`` (the store's payload size bound, the contract's
+        ``MAX_PAYLOAD_BYTES`` or lower)."""
         return self.open_with_driver_wrapper(url, lambda driver: driver, clock=clock, **opts)
 
     def open_with_driver_wrapper(
@@ -85,6 +88,9 @@ class MemoryEngine:
     ) -> Store:
         """The conformance kit's fault-injection hook: ``open`` over ``wrap(driver)``."""
         repoll_s = opts.pop("repoll_s", DEFAULT_REPOLL_S)
+        max_payload_bytes = check_max_payload_bytes(
+            opts.pop("max_payload_bytes", MAX_PAYLOAD_BYTES)
+        )
         if opts:
             raise InvalidOptions(f"unknown memory engine option(s): {', '.join(sorted(opts))}")
         driver = MemoryDriver(database(_database_name(url)))
@@ -94,6 +100,7 @@ class MemoryEngine:
             repoll_s=repoll_s,
             capabilities=self.capabilities,
             engine_name=self.name,
+            max_payload_bytes=max_payload_bytes,
         )
 
     @contextmanager
