@@ -24,32 +24,14 @@ import pytest
 
 import alkstore
 from alkstore import EngineSpec, EnqueueOpts, JobState, OffsetClock, QueueOpts, Store
+from alkstore.rows import JOB_COLUMNS
 
 ALKSTORE = Path(sys.executable).with_name("alkstore")
 DAY_S = 86_400
 TOP_PRIORITY = 2**31 - 1
-JOB_FIELDS = {
-    "id",
-    "queue",
-    "state",
-    "payload",
-    "payload_error",
-    "priority",
-    "attempts",
-    "max_attempts",
-    "created_at",
-    "run_at",
-    "claimed_at",
-    "expires_at",
-    "worker_id",
-    "visibility_timeout_s",
-    "backoff_base_s",
-    "dead_letter_retention_s",
-    "last_error",
-    "died_at",
-    "errors",
-    "redriven_from",
-}
+JOB_FIELDS = {*JOB_COLUMNS, "payload_error"}
+"""What a job document holds: every field of ``alkstore.Job`` (so a new job column must
+reach the CLI's documents), and whether its payload could be decoded."""
 # Subprocesses get a bound only so that a hung command fails the test instead of the run.
 HANG_GUARD_S = 120
 
