@@ -442,3 +442,85 @@ def test_an_outbox_backing_queue_is_reachable_by_its_listed_name(cli: Cli, store
     document = cli.json("jobs", listed)
 
     assert [j["id"] for j in document["jobs"]] == [job_id]
+
+
+def test_enqueue_prints_the_new_jobs_id_for_scripts(cli: Cli, store: Store) -> None:
+    done = cli.run("enqueue", "emails", '{"to": "ada@example.com"}')
+
+    assert done.returncode == 0, done.stderr
+    job = store.queue("emails").get_job(int(done.stdout))
+    assert job is not None
+    assert job.payload == {"to": "ada@example.com"}
+    assert job.state is JobState.PENDING
+
+
+def test_enqueue_json_names_the_queue_and_id(cli: Cli, store: Store) -> None:
+    document = cli.json("enqueue", "emails", "42")
+
+    assert document == {"version": 1, "queue": "emails", "id": document["id"]}
+    job = store.queue("emails").get_job(document["id"])
+    assert job is not None
+    assert job.payload == 42
+
+
+def test_enqueue_reads_a_dash_payload_from_stdin(cli: Cli, store: Store) -> None:
+    done = subprocess.run(
+        [str(ALKSTORE), *cli.global_args(), "enqueue", "emails", "-"],
+        input='["a", {"b": null}]',
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    job = store.queue("emails").get_job(int(done.stdout))
+    assert job is not None
+    assert job.payload == ["a", {"b": None}]
+
+
+def test_enqueue_stamps_the_given_options(cli: Cli, store: Store) -> None:
+    document = cli.json(
+        "enqueue", "emails", "{}", "--delay", "1h", "--priority", "7",
+        "--max-attempts", "9", "--expires", "2d",
+    )  # fmt: skip
+
+    job = store.queue("emails").get_job(document["id"])
+    assert job is not None
+    assert job.priority == 7
+    assert job.max_attempts == 9
+    assert job.run_at - job.created_at == 3600
+    assert job.expires_at is not None
+    assert job.expires_at - job.created_at == 2 * DAY_S
+
+
+def test_enqueue_run_at_takes_an_iso_instant_with_an_offset(cli: Cli, store: Store) -> None:
+    document = cli.json("enqueue", "emails", "{}", "--run-at", "2036-01-02T03:04:05+01:00")
+
+    job = store.queue("emails").get_job(document["id"])
+    assert job is not None
+    assert job.run_at == 2082852245
+
+
+def test_enqueue_refuses_a_run_at_without_an_offset_as_usage(cli: Cli, store: Store) -> None:
+    done = cli.run("enqueue", "emails", "{}", "--run-at", "2036-01-02T03:04:05")
+
+    assert done.returncode == 2
+    assert "no UTC offset" in done.stderr
+    assert store.stats() == []
+
+
+def test_enqueue_refuses_a_payload_that_is_not_json_as_usage(cli: Cli, store: Store) -> None:
+    done = cli.run("enqueue", "emails", "{to: ada}")
+
+    assert done.returncode == 2
+    assert "not JSON" in done.stderr
+    assert store.stats() == []
+
+
+def test_enqueue_refuses_a_reserved_queue_name_as_usage(cli: Cli, store: Store) -> None:
+    done = cli.run("enqueue", "__alkstore_mine", "{}")
+
+    assert done.returncode == 2
+    assert "reserved" in done.stderr
+    assert store.stats() == []

@@ -10,6 +10,7 @@ signal has stopped it.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import IO, Any, NoReturn
@@ -19,10 +20,18 @@ from rich.console import RenderableType
 
 from .. import metrics
 from ..constants import MAX_JOBS_PAGE
-from ..errors import AlkstoreError, EngineUnavailable, InvalidName, InvalidOptions, InvalidSpec
+from ..errors import (
+    AlkstoreError,
+    EngineUnavailable,
+    InvalidName,
+    InvalidOptions,
+    InvalidSpec,
+    PayloadError,
+)
+from ..options import EnqueueOpts
 from ..values import JobState
 from . import documents, tables
-from .arguments import DURATION_FORMAT, engine_options, parse_duration
+from .arguments import DURATION_FORMAT, engine_options, parse_duration, parse_instant, parse_payload
 from .selection import LOOKUP_QUEUE, carry_out, plan_all, plan_named, queue_handle
 from .settings import Settings, open_store
 from .worker import worker
@@ -46,7 +55,7 @@ class AlkstoreGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (InvalidName, InvalidOptions, InvalidSpec) as exc:
+        except (InvalidName, InvalidOptions, InvalidSpec, PayloadError) as exc:
             raise click.UsageError(str(exc), ctx) from None
         except AlkstoreError as exc:
             raise Refused(str(exc)) from None
@@ -328,3 +337,60 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
     """Every schedule with its next fire time."""
     found = open_store(ctx).schedules()
     _emit(as_json, documents.schedules_document(found), lambda: tables.schedules_table(found))
+
+
+@cli.command()
+@click.argument("queue")
+@click.argument("payload", metavar="PAYLOAD")
+@click.option(
+    "--delay",
+    callback=_duration,
+    metavar="DURATION",
+    help=f"Due this long from now: {DURATION_FORMAT}.",
+)
+@click.option(
+    "--run-at",
+    metavar="WHEN",
+    help="Due at this instant: ISO 8601 with a UTC offset (2026-12-24T09:00:00+01:00) "
+    "or epoch seconds.",
+)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
+@click.option("--max-attempts", type=int, help="Override the queue's attempt budget.")
+@click.option(
+    "--expires",
+    callback=_duration,
+    metavar="DURATION",
+    help=f"Expire this long after enqueue if not done: {DURATION_FORMAT}.",
+)
+@_json_option
+@click.pass_context
+def enqueue(
+    ctx: click.Context,
+    queue: str,
+    payload: str,
+    delay: int | None,
+    run_at: str | None,
+    priority: int,
+    max_attempts: int | None,
+    expires: int | None,
+    as_json: bool,
+) -> None:
+    """Enqueue one job into QUEUE and print its id (for cron jobs and scripts).
+
+    PAYLOAD is JSON text ('{"to": "ada@example.com"}', '42', '"text"'), or - to
+    read it from standard input. The job is stamped as store.queue(QUEUE) stamps
+    it (DEFAULT_QUEUE_OPTS; an outbox's backing queue, OUTBOX_QUEUE_OPTS).
+    """
+    if delay is not None and run_at is not None:
+        raise click.UsageError("give --delay or --run-at, not both")
+    value = parse_payload(sys.stdin.read() if payload == "-" else payload)
+    opts = EnqueueOpts(
+        delay=delay,
+        priority=priority,
+        max_attempts=max_attempts,
+        expires=expires,
+        run_at=None if run_at is None else parse_instant(run_at),
+    )
+    handle = queue_handle(open_store(ctx), queue)
+    job_id = handle.enqueue(value, opts)
+    _emit(as_json, documents.enqueue_document(handle.name, job_id), lambda: str(job_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidOptions, InvalidSpec
@@ -26,6 +27,44 @@ def parse_duration(text: str) -> int:
     except InvalidSpec as exc:
         detail = f" ({exc.reason})" if exc.reason else ""
         raise InvalidOptions(f"{text!r} is not a duration: {DURATION_FORMAT}{detail}") from None
+
+
+def parse_payload(text: str) -> Any:
+    """A payload typed on the command line: JSON text, decoded.
+
+    Raises:
+        InvalidOptions: ``text`` is not one JSON value.
+    """
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidOptions(
+            f"the payload is not JSON ({exc}); quote text as JSON: '\"text\"'"
+        ) from None
+
+
+def parse_instant(text: str) -> int | datetime:
+    """``--run-at``: epoch seconds, or an ISO 8601 instant with a UTC offset (``Z`` too).
+
+    A time without an offset is refused, as ``EnqueueOpts`` refuses a naive
+    ``datetime``: the shell's zone and the store's may differ.
+
+    Raises:
+        InvalidOptions: ``text`` is neither, or has no offset.
+    """
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidOptions(
+            f"--run-at {text!r} is neither epoch seconds nor an ISO 8601 instant"
+        ) from None
+    if when.tzinfo is None:
+        raise InvalidOptions(
+            f"--run-at {text!r} has no UTC offset: add one, e.g. {text}+00:00 or {text}Z"
+        )
+    return when
 
 
 def parse_engine_option(text: str) -> tuple[str, Any]:

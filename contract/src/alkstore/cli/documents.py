@@ -124,6 +124,10 @@ def schedules_document(schedules: Sequence[Schedule]) -> dict[str, Any]:
     return {"version": SCHEMA_VERSION, "schedules": [schedule_entry(s) for s in schedules]}
 
 
+def enqueue_document(queue: str, job_id: int) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "queue": queue, "id": int(job_id)}
+
+
 def dumps(document: dict[str, Any]) -> str:
     """One line of JSON: ``--watch`` prints one document per line (JSON Lines)."""
     # ASCII escapes: an error text may hold characters the terminal cannot encode.
