@@ -39,11 +39,11 @@ def test_nox_certifies_an_engine_installed_from_outside_the_repository(tmp_path:
     report = tmp_path / "report.json"
     selected = [arg for property_id in PROPERTIES for arg in ("--property", property_id)]
 
+    nox = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py")]
+    session = ["--envdir", str(tmp_path / "nox-envs"), "-s", "conformance", "--"]
+    kit = ["--engine", NAME, "--install", DISTRIBUTION, *selected, "-n", "0", "--report", str(report)]
     done = subprocess.run(
-        [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py")]
-        + ["--envdir", str(tmp_path / "nox-envs"), "-s", "conformance", "--"]
-        + ["--engine", NAME, "--install", DISTRIBUTION, *selected]
-        + ["-n", "0", "--report", str(report)],
+        [*nox, *session, *kit],
         cwd=engine_parent,
         env=_nox_env(),
         capture_output=True,
