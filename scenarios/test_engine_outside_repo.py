@@ -41,7 +41,8 @@ def test_nox_certifies_an_engine_installed_from_outside_the_repository(tmp_path:
 
     nox = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py")]
     session = ["--envdir", str(tmp_path / "nox-envs"), "-s", "conformance", "--"]
-    kit = ["--engine", NAME, "--install", DISTRIBUTION, *selected, "-n", "0", "--report", str(report)]
+    kit = ["--engine", NAME, "--install", DISTRIBUTION, *selected, "-n", "0"]
+    kit += ["--report", str(report)]
     done = subprocess.run(
         [*nox, *session, *kit],
         cwd=engine_parent,
