@@ -1,6 +1,7 @@
 """Developer and CI entry points.
 
     nox -s conformance [-- --engine NAME ...]   the conformance kit against one engine
+                       [--install PATH]         (one outside this repository: installed first)
     nox -s tests                                 every unit test + the kit on every reference engine
     nox -s lint                                  ruff + mypy
     nox -s bench                                 benchmarks, both engines side by side
@@ -46,6 +47,7 @@ UNIT_TEST_DIRS = (
     "scenarios/benchmarks/test_bench_smoke.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
+    "scenarios/test_engine_outside_repo.py",
     "scenarios/faults/test_faults.py",
 )
 POSTGRES_ENGINES = {"postgresql", "postgres"}
@@ -64,6 +66,7 @@ def _install_all(session: nox.Session, *extra: str) -> None:
         "jsonschema",
         "fastapi",  # the async guide's FastAPI lifespan example (scenarios/test_docs_examples.py)
         "httpx",  # fastapi.testclient needs it
+        "nox",  # scenarios/test_engine_outside_repo.py runs `nox -s conformance -- --install`
         *extra,
     )
 
@@ -88,26 +91,52 @@ def _postgres(session: nox.Session) -> Iterator[dict[str, str]]:
         yield {"ALKSTORE_PG_DSN": server.dsn}
 
 
-def _engine_from(posargs: list[str]) -> tuple[str, list[str]]:
+def _engine_from(posargs: list[str]) -> tuple[str, list[str], list[str]]:
+    """``--engine NAME`` (default sqlite), every ``--install SPEC``, and the rest."""
     args = list(posargs)
     engine = "sqlite"
-    for i, arg in enumerate(args):
-        if arg == "--engine" and i + 1 < len(args):
-            engine = args[i + 1]
-            del args[i : i + 2]
+    installs: list[str] = []
+    rest: list[str] = []
+    while args:
+        arg = args.pop(0)
+        if arg == "--":  # the kit's pytest arguments: passed on untouched
+            rest += [arg, *args]
             break
-        if arg.startswith("--engine="):
-            engine = arg.split("=", 1)[1]
-            del args[i]
-            break
-    return engine, args
+        option, equals, value = arg.partition("=")
+        if option in ("--engine", "--install") and not equals and args:
+            value = args.pop(0)
+        elif option not in ("--engine", "--install") or not equals:
+            rest.append(arg)
+            continue
+        if option == "--engine":
+            engine = value
+        else:
+            installs.append(value)
+    return engine, installs, rest
+
+
+def _install_engines(session: nox.Session, installs: list[str]) -> None:
+    """Each ``--install``: a directory (relative to where nox was invoked) editable,
+    anything else as a pip requirement (a wheel, ``name @ git+...``, an index name)."""
+    for spec in installs:
+        path = Path(session.invoked_from, spec)
+        if path.is_dir():
+            session.install("-e", str(path.resolve()))
+        else:
+            session.install(spec)
 
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Run the conformance kit against one engine (default: sqlite)."""
+    """Run the conformance kit against one engine (default: sqlite).
+
+    ``-- --engine NAME --install PATH`` certifies an engine kept outside this
+    repository: PATH (a directory, installed editable, or any pip requirement;
+    repeatable) is installed into the session first. Every other argument goes to
+    ``alkstore-conformance run`` (``--certify``, ``--server URL``, ...)."""
     _install_all(session)
-    engine, rest = _engine_from(session.posargs)
+    engine, installs, rest = _engine_from(session.posargs)
+    _install_engines(session, installs)
     needs_pg = engine in POSTGRES_ENGINES
     with _postgres(session) if needs_pg else nullcontext({}) as env:
         session.run("alkstore-conformance", "run", "--engine", engine, *rest, env=env)

@@ -10,10 +10,16 @@ written, by ``sh``, in a new venv with the pip Python ships: the wheel line with
 the ``[cli]`` extra, and the git lines (a pip upgrade, then the packages from a
 ``git+file://`` clone of this checkout). What is not ours (click, rich, pip,
 the build backend) comes from this machine's usual package index.
+
+So are the engine author's lines of ``docs/certify-your-engine.md``: the kit's
+wheel line and git lines, the selftest engines' line, and ``pip install -e .``
+of an engine kept outside the repository (a copy of the example engine under
+another name, ``engine_copy``), which the kit installed that way then runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,11 +29,20 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from engine_copy import DISTRIBUTION, NAME, copy_example_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_DISTRIBUTIONS = {"alkstore": ROOT / "contract", "alkstore_sqlite": ROOT / "engines/sqlite"}
 QUICKSTART = ROOT / "scenarios" / "quickstart.py"
 INSTALL_DOCS = (ROOT / "README.md", ROOT / "docs" / "install.md")
+ENGINE_GUIDE = ROOT / "docs" / "certify-your-engine.md"
+KIT_DISTRIBUTIONS = {
+    "alkstore": ROOT / "contract",
+    "alkstore_conformance": ROOT / "conformance",
+    "alkstore_sqlite": ROOT / "engines/sqlite",
+}
+"""What an engine author installs: the contract, the kit, and the SQLite engine the
+kit's selftest engines wrap."""
 STEP_TIMEOUT_S = 180
 
 
@@ -54,18 +69,28 @@ def run(*args: object, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Freshly built wheels of the app's two distributions, by import name."""
-    out = tmp_path_factory.mktemp("wheels")
+def build_wheels(out: Path, distributions: dict[str, Path]) -> dict[str, Path]:
+    """Freshly built wheels of ``distributions`` in ``out``, by import name."""
     # The build backend comes from this machine's usual index (build isolation).
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out)]
-        + [str(path) for path in APP_DISTRIBUTIONS.values()],
+        + [str(path) for path in distributions.values()],
         check=True,
         timeout=STEP_TIMEOUT_S,
     )
-    return {name: next(out.glob(f"{name}-*.whl")) for name in APP_DISTRIBUTIONS}
+    return {name: next(out.glob(f"{name}-*.whl")) for name in distributions}
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Freshly built wheels of the app's two distributions, by import name."""
+    return build_wheels(tmp_path_factory.mktemp("wheels"), APP_DISTRIBUTIONS)
+
+
+@pytest.fixture(scope="module")
+def kit_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Freshly built wheels of what an engine author installs, by import name."""
+    return build_wheels(tmp_path_factory.mktemp("kit-wheels"), KIT_DISTRIBUTIONS)
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +233,77 @@ def test_the_documented_git_lines_install_from_a_local_clone(page: Path, tmp_pat
     for command in [*upgrade, line.replace("<repo-url>", f"file://{clone}")]:
         sh(command, venv, cwd=tmp_path)
     assert_cli_installed(venv)
+
+
+# -- the engine author's lines ------------------------------------------------------
+
+
+def dist_of(wheels: dict[str, Path], parent: Path) -> None:
+    """``parent/dist``, holding ``wheels``, as ``nox -s build`` leaves it."""
+    dist = parent / "dist"
+    dist.mkdir()
+    for wheel in wheels.values():
+        shutil.copy(wheel, dist)
+
+
+def test_the_guides_wheel_lines_install_the_kit_which_certifies_an_engine_outside_the_repo(
+    kit_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    (kit_line,) = documented(ENGINE_GUIDE, "pip install", "dist/alkstore_conformance-")
+    (engine_line,) = documented(ENGINE_GUIDE, "pip install -e .")
+    dist_of(kit_wheels, tmp_path)
+    venv = fresh_venv(tmp_path)
+    sh(kit_line, venv, cwd=tmp_path)
+    engine = copy_example_engine(tmp_path / "elsewhere")
+    sh(engine_line, venv, cwd=engine)
+
+    out = run(
+        venv / "bin" / "alkstore-conformance",
+        *("run", "--engine", NAME, "--property", "ENGINE-PROVIDER-SURFACE"),
+        *("--property", "QUEUE-CLAIM-ORDER", "-n", "0", "--report", "report.json"),
+        cwd=engine,
+    )
+
+    assert "certified: false (mode check)" in out
+    report = json.loads((engine / "report.json").read_text(encoding="utf-8"))
+    assert report["engine"]["distribution"] == {"name": DISTRIBUTION, "version": "0.1.0"}
+    assert {p["id"]: p["status"] for p in report["properties"]} == {
+        "ENGINE-PROVIDER-SURFACE": "pass",
+        "QUEUE-CLAIM-ORDER": "pass",
+    }
+    assert Path(report["environment"]["executable"]).is_relative_to(venv)
+
+
+def test_the_guides_selftest_line_installs_the_kits_broken_engines(
+    kit_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    (kit_line,) = documented(ENGINE_GUIDE, "pip install", "dist/alkstore_conformance-")
+    (selftest_line,) = documented(ENGINE_GUIDE, "pip install", "dist/alkstore_sqlite-")
+    dist_of(kit_wheels, tmp_path)
+    venv = fresh_venv(tmp_path)
+    for line in (kit_line, selftest_line):
+        sh(line, venv, cwd=tmp_path)
+
+    out = run(
+        venv / "bin" / "python",
+        "-c",
+        "import alkstore; print(alkstore.load_engine('double-claim', "
+        "'alkstore.engines.selftest').name)",
+    )
+
+    assert out.strip() == "selftest-double-claim"
+
+
+def test_the_guides_git_lines_install_the_kit_from_a_local_clone(tmp_path: Path) -> None:
+    upgrade = documented(ENGINE_GUIDE, "pip install --upgrade pip")
+    (line,) = documented(ENGINE_GUIDE, "pip install", "git+<repo-url>", "=conformance")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=60)
+    venv = fresh_venv(tmp_path)
+    for command in [*upgrade, line.replace("<repo-url>", f"file://{clone}")]:
+        sh(command, venv, cwd=tmp_path)
+
+    out = run(venv / "bin" / "alkstore-conformance", "--version")
+
+    assert out.strip() == "alkstore-conformance 0.1.0"
+    run(venv / "bin" / "python", "-c", "import alkstore_conformance.hooks")

@@ -125,3 +125,16 @@ class CapabilitiesAsADict(StubProvider):
 
 
 capabilities_as_a_dict = CapabilitiesAsADict()
+
+
+class ReferenceOnTheNamedServer(ReferenceWithoutLocks):
+    """A "server engine": it provisions only on the server the kit's run names
+    (``alkstore_conformance.hooks.SERVER_ENV``), here a directory for the files."""
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        from alkstore_conformance.hooks import conformance_server
+
+        server = conformance_server()
+        if server != "file:kit-server":
+            raise RuntimeError(f"no server to provision on (got {server!r})")
+        return self._inner.provision()

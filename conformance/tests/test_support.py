@@ -73,3 +73,18 @@ def test_only_kit_table_names_are_quoted(name: str) -> None:
     with pytest.raises(ValueError, match="not a kit table name"):
         quoted_table(name)
     assert quoted_table("kit_orders_ab12") == '"kit_orders_ab12"'
+
+
+def test_a_refused_connection_names_where_the_guide_states_the_style_rule(
+    fake_driver: types.ModuleType,
+) -> None:
+    with pytest.raises(TypeError) as no_style:
+        paramstyle(object())
+    fake_driver.paramstyle = "named"  # type: ignore[attr-defined]
+    with pytest.raises(TypeError) as named:
+        native_sql(fake_driver.Connection(), SQL)
+    for refused in (no_style, named):
+        assert str(refused.value).endswith(
+            'see docs/certify-your-engine.md, "The sql profile\'s connection"'
+        )
+    assert "module attribute paramstyle (PEP 249)" in str(no_style.value)

@@ -159,3 +159,23 @@ def test_engine_spec_is_picklable() -> None:
 
     spec = EngineSpec("sqlite:///x.db", {"schema": "s"})
     assert pickle.loads(pickle.dumps(spec)) == spec
+
+
+class HalfAProvider:
+    name = "half"
+    version = "0"
+
+    def open(self, url: str, **opts: Any) -> Any:
+        raise AssertionError("never opened")
+
+
+HALF_A_PROVIDER = HalfAProvider()
+
+
+def test_a_partial_provider_is_refused_naming_what_it_lacks_and_the_guide() -> None:
+    with pytest.raises(TypeError) as refused:
+        load_engine(f"{__name__}:HALF_A_PROVIDER")
+    message = str(refused.value)
+    assert "does not satisfy alkstore.EngineProvider: it lacks contract_version, " in message
+    assert "capabilities, provision" in message
+    assert 'docs/certify-your-engine.md, "Publish a provider"' in message

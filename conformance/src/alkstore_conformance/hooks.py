@@ -41,16 +41,33 @@ process right after statement N (``alkstore_conformance.helpers.faults``), for e
 N of an operation, then checks the store shows all of the operation's
 transaction or none of it. Without the hook those properties are reported
 not_applicable.
+
+**The server a provision uses** (an engine on a database server)::
+
+    def provision(self):
+        server = os.environ.get("ALKSTORE_CONFORMANCE_SERVER")  # SERVER_ENV
+        ...  # a fresh database, schema or prefix on that server
+
+``provision()`` takes no arguments, so the kit hands a server engine the address
+of the server to provision on in the environment variable ``SERVER_ENV``: set it
+with ``alkstore-conformance run --server URL`` (or ``pytest --alkstore-server
+URL``), or export it yourself. Every test process the kit starts (xdist workers,
+spawned children) inherits it. Read it with ``conformance_server()``; what the
+value means (a URL, a DSN) is the engine's to document.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from alkstore import Clock, EngineSpec, Store
 from alkstore.driver import Driver
+
+SERVER_ENV = "ALKSTORE_CONFORMANCE_SERVER"
+"""The environment variable naming the server a server engine's ``provision()`` uses."""
 
 NATIVE_CONNECTION_HOOK = "native_connection_factory"
 DESCRIBE_BACKEND_HOOK = "describe_backend"
@@ -110,3 +127,8 @@ def open_with_driver_wrapper(
     if not isinstance(provider, DriverWrapperProvider):
         raise TypeError(f"the engine provides no {DRIVER_WRAPPER_HOOK} hook")
     return provider.open_with_driver_wrapper(spec.url, wrap, clock=clock, **spec.opts)
+
+
+def conformance_server() -> str | None:
+    """The server the kit's run names for ``provision()`` (``SERVER_ENV``), if any."""
+    return os.environ.get(SERVER_ENV) or None

@@ -7,7 +7,9 @@ transaction handling plus one method per SQL statement (or per atomic move).
 Methods never validate input; they receive resolved, whole-second values, one
 params value per statement (``alkstore.params``); rows are decoded by the
 ``alkstore.rows`` decoders. ``check_seam`` refuses a driver of the older
-positional seam at open.
+positional seam at open, ``check_methods`` one that lacks a method the core
+calls (``PROFILE_DRIVERS`` names each optional profile's protocol); the
+statements that announce their own topic are ``ANNOUNCES``.
 
 ``C`` is the engine's handle on a connection inside an open transaction;
 the core only passes it back to the driver.
@@ -16,10 +18,12 @@ the core only passes it back to the driver.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from types import MappingProxyType
+from typing import Any, Final, Protocol, TypeVar
 
+from . import _guide
 from .errors import EngineMisconfigured
 from .options import JobStamps as JobStamps
 from .params import SEAM as SEAM
@@ -108,8 +112,7 @@ def check_seam(driver: object) -> None:
             "method taking more than one value besides c takes (c, params), params one "
             "frozen value per statement from alkstore.params (claim(c, Claim(queue, "
             "worker_id, now, limit)), ack(c, ClaimRef(job_id, attempt, now)), ...), "
-            "and rows are decoded with alkstore.rows; see docs/certify-your-engine.md, "
-            '"The driver seam"'
+            f"and rows are decoded with alkstore.rows; {_guide.see(_guide.DRIVER_SEAM)}"
         )
 
 
@@ -178,9 +181,16 @@ class Driver(Protocol[C]):
         """Run ``work`` on a consistent read; ``wait_s`` as for ``write``."""
         ...
 
-    def transaction(self) -> AbstractContextManager[C]: ...
+    def transaction(self) -> AbstractContextManager[C]:
+        """The caller-visible transaction (``store.transaction()``): yields ``c``, commits
+        on normal exit, rolls back on an exception."""
+        ...
 
-    def attach(self, native: Any) -> AbstractContextManager[C]: ...
+    def attach(self, native: Any) -> AbstractContextManager[C]:
+        """Join ``native``'s open transaction (``store.attach(conn)``: a connection the
+        caller opened, of the type ``native_connection`` returns) and yield ``c`` on
+        it; never commit, roll back or close it."""
+        ...
 
     def native_connection(self, c: C) -> Any:
         """The DB-API connection behind ``c`` (``tx.connection``)."""
@@ -199,7 +209,9 @@ class Driver(Protocol[C]):
         only for other topics (a changed schedule)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop watching and release every connection (``store.close()``; called once)."""
+        ...
 
     # -- queues -------------------------------------------------------------
     def insert_jobs(self, c: C, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:
@@ -364,9 +376,13 @@ class SchedulerDriver(Protocol[C_contra]):
         spec equals ``record.spec``, else take ``record.next_fire_at``. One statement."""
         ...
 
-    def schedule_delete(self, c: C_contra, name: str) -> bool: ...
+    def schedule_delete(self, c: C_contra, name: str) -> bool:
+        """Delete the schedule ``name``; ``True`` if there was one."""
+        ...
 
-    def schedule_get(self, c: C_contra, name: str) -> ScheduleRecord | None: ...
+    def schedule_get(self, c: C_contra, name: str) -> ScheduleRecord | None:
+        """The schedule ``name``, or ``None``."""
+        ...
 
     def schedule_list(self, c: C_contra) -> list[ScheduleRecord]:
         """Every schedule, ordered by name."""
@@ -462,7 +478,9 @@ class OpsDriver(Protocol[C_contra]):
         ``True`` if that changed anything. A resume announces the queue on commit."""
         ...
 
-    def is_paused(self, c: C_contra, queue: str) -> bool: ...
+    def is_paused(self, c: C_contra, queue: str) -> bool:
+        """Whether ``queue`` is paused (by any process)."""
+        ...
 
 
 class SnoozeDriver(Protocol[C_contra]):
@@ -479,3 +497,65 @@ class SnoozeDriver(Protocol[C_contra]):
         deadline cleared, nothing added to ``errors``. Announces the job's queue
         topic on commit (waiters elsewhere move their timers)."""
         ...
+
+
+# -- what the core requires of a driver ------------------------------------------------
+
+PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
+    {
+        "scheduler": SchedulerDriver,
+        "streams": StreamDriver,
+        "pubsub": PubSubDriver,
+        "ops": OpsDriver,
+        "snooze": SnoozeDriver,
+    }
+)
+"""The protocol a driver also implements for each optional profile its engine's
+``Capabilities`` declare (the other profiles add no driver method)."""
+
+ANNOUNCES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "insert_jobs": "its queue",
+        "reschedule": "the job's queue",
+        "release_claim": "the job's queue",
+        "redrive": "its queue",
+        "set_paused": "its queue, on a resume",
+        "stream_append": "its stream",
+        "snooze": "the job's queue",
+    }
+)
+"""The statements that announce their own topic to other processes on commit
+(``queue_topic``/``stream_topic``), as their docstrings say: after them the core
+wakes only its own process's waiters and calls no ``announce``."""
+
+
+def protocol_methods(protocol: type) -> tuple[str, ...]:
+    """The methods ``protocol`` declares itself, in the order it declares them."""
+    members = vars(protocol).items()
+    return tuple(name for name, value in members if not name.startswith("_") and callable(value))
+
+
+def check_methods(driver: object, profiles: frozenset[str]) -> None:
+    """Refuse a driver lacking a method the core calls: every method of ``Driver``,
+    and of each ``PROFILE_DRIVERS`` protocol whose profile is in ``profiles`` (the
+    engine's ``Capabilities.profiles()``). Checked once, when the store opens.
+
+    Raises:
+        EngineMisconfigured: naming each missing method, its protocol and where
+            the guide lists them."""
+    required = [(Driver, "")] + [
+        (protocol, profile) for profile, protocol in PROFILE_DRIVERS.items() if profile in profiles
+    ]
+    missing = [
+        f"{name} ({protocol.__name__}" + (f", profile {profile}" if profile else "") + ")"
+        for protocol, profile in required
+        for name in protocol_methods(protocol)
+        if not callable(getattr(driver, name, None))
+    ]
+    if missing:
+        raise EngineMisconfigured(
+            f"{type(driver).__name__} lacks {len(missing)} method(s) the core calls: "
+            f"{', '.join(missing)}. A driver implements every method of "
+            "alkstore.driver.Driver, and of the protocol of each optional profile its "
+            f"engine's Capabilities declare; {_guide.see(_guide.DRIVER_METHODS)}"
+        )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from . import _guide
 from .api import Store
 from .clock import Clock, check_clock
 from .errors import EngineNotFound, InvalidOptions
@@ -185,10 +186,22 @@ def load_engine(name: str, group: str = ENGINE_GROUP) -> EngineProvider:
     raise EngineNotFound(name, installed_engines(group))
 
 
+_PROVIDER_MEMBERS = (
+    *EngineProvider.__annotations__,
+    *(name for name, value in vars(EngineProvider).items() if callable(value) and name[0] != "_"),
+)
+"""What ``EngineProvider`` declares: its attributes, then its methods."""
+
+
 def _as_provider(obj: Any) -> EngineProvider:
     provider = obj() if isinstance(obj, type) else obj
     if not isinstance(provider, EngineProvider):
-        raise TypeError(f"{obj!r} does not satisfy alkstore.EngineProvider")
+        missing = [name for name in _PROVIDER_MEMBERS if not hasattr(provider, name)]
+        raise TypeError(
+            f"{obj!r} does not satisfy alkstore.EngineProvider: it lacks "
+            f"{', '.join(missing)} (a provider has {', '.join(_PROVIDER_MEMBERS)}); "
+            f"{_guide.see(_guide.PROVIDER)}"
+        )
     return provider
 
 

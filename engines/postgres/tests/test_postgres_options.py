@@ -9,7 +9,7 @@ import pytest
 
 import alkstore
 from alkstore import InvalidOptions, PayloadError
-from alkstore.constants import MAX_PAYLOAD_BYTES
+from alkstore.constants import CONTRACT_VERSION, MAX_PAYLOAD_BYTES
 from alkstore_postgres import ENGINE, libpq_url, message_channel, parse_options, wake_channel
 from alkstore_postgres.options import PostgresOptions
 
@@ -144,7 +144,7 @@ def test_both_entry_points_load_the_one_provider() -> None:
     assert alkstore.load_engine("postgresql") is ENGINE
     assert alkstore.load_engine("postgres") is ENGINE
     assert ENGINE.name == "postgresql"
-    assert ENGINE.contract_version == "1.1"
+    assert ENGINE.contract_version == CONTRACT_VERSION
     assert isinstance(ENGINE, alkstore.EngineProvider)
 
 

@@ -1,7 +1,9 @@
 """The third-party path end to end: certify this engine as its author would.
 
 Runs, from this engine's own directory, exactly the command that
-``docs/certify-your-engine.md`` shows, and reads the report it writes.
+``docs/certify-your-engine.md`` shows, reads the report it writes, and checks
+the guide's sample of this run against its output
+(``tools/generate_guide.py --check --sample-from``).
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from alkstore_conformance import report_schema
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
+GUIDE_TOOL = ENGINE_DIR.parents[1] / "tools" / "generate_guide.py"
 LACKING = ["async_native", "attach", "multi_process", "sql"]
 """The profiles ``alkstore_memory.MemoryEngine.capabilities`` declares False."""
 
@@ -37,11 +42,19 @@ def _certify(report: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture(scope="module")
+def certified(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One certification run of this engine, shared: its result and report path."""
+    path = tmp_path_factory.mktemp("certified") / "conformance-report.json"
+    return _certify(path), path
+
+
 def test_the_memory_engine_certifies_with_its_missing_profiles_not_applicable(
-    tmp_path: Path,
+    certified: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    path = tmp_path / "conformance-report.json"
-    result = _certify(path)
+    result, path = certified
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
 
@@ -61,3 +74,22 @@ def test_the_memory_engine_certifies_with_its_missing_profiles_not_applicable(
     assert statuses["QUEUE-CLAIM-EXACTLY-ONCE"] == "pass"  # its threads test ran
     assert report["not_run"] == []
     assert "certified: true" in result.stdout
+
+
+def test_the_guides_sample_run_is_this_run(
+    certified: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    result, _ = certified
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    output = tmp_path / "output.txt"
+    output.write_text(result.stdout, encoding="utf-8")
+
+    check = subprocess.run(
+        [sys.executable, str(GUIDE_TOOL), "--check", "--sample-from", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert check.returncode == 0, check.stderr

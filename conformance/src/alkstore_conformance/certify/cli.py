@@ -1,5 +1,5 @@
 """``alkstore-conformance run --engine NAME [--certify [--reduced]] [--report PATH]
-[--property ID ...] [--profile NAME ...] [--via sync|aio] [-- pytest args]``.
+[--server URL] [--property ID ...] [--profile NAME ...] [--via sync|aio] [-- pytest args]``.
 
 Runs pytest on the installed suite (with xdist, ``-n auto`` by default) and
 exits with its exit code: non-zero unless every property that ran is pass or
@@ -20,6 +20,7 @@ from alkstore import ENGINE_GROUP
 
 from .. import SUITE_PACKAGE, __version__
 from ..helpers.via_aio import VIA_SYNC, VIAS
+from ..hooks import SERVER_ENV
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class RunOptions:
     properties: tuple[str, ...] = ()
     profiles: tuple[str, ...] = ()
     via: str = VIA_SYNC
+    server: str | None = None
 
 
 def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
@@ -53,6 +55,8 @@ def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
         args += ["-n", options.workers]
     if options.report is not None:
         args += ["--alkstore-report", str(options.report)]
+    if options.server is not None:
+        args += ["--alkstore-server", options.server]
     if options.certify:
         args.append("--alkstore-certify")
     if options.reduced:
@@ -94,6 +98,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"entry-point group to find the engine in (default {ENGINE_GROUP})",
     )
     run.add_argument("--report", type=Path, metavar="PATH", help="write the JSON report here")
+    run.add_argument(
+        "--server",
+        metavar="URL",
+        help=f"the server a server engine's provision() uses: exported as ${SERVER_ENV} to "
+        "every test process (its meaning is the engine's to document)",
+    )
     run.add_argument(
         "--certify",
         action="store_true",
@@ -163,6 +173,7 @@ def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
         properties=tuple(namespace.properties),
         profiles=tuple(namespace.profiles),
         via=namespace.via,
+        server=namespace.server,
     )
     return options, [*unknown, *passthrough]
 

@@ -12,6 +12,7 @@ for the short form); ``--alkstore-property ID`` runs only some properties.
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,14 @@ from .. import SUITE_PACKAGE, __version__
 from ..helpers import fixtures
 from ..helpers.trials import TRIAL_FIXTURE, trial_ids
 from ..helpers.via_aio import VIA_AIO, VIA_SYNC, VIAS, not_applicable_via_aio, reaches_aio
+from ..hooks import SERVER_ENV, conformance_server
 from .crosscheck import declaration_problems
 from .examples import ExampleCounter
+from .guide import CAPABILITIES, see
 from .manifest import PROFILES, Manifest, ManifestError, load_manifest
 from .modes import ModeError, register_hypothesis_profiles, resolve_mode
 from .reporting import Reporter
+from .requirements import masked, notes
 from .results import PROPERTY_KEY, SEED_KEY
 from .state import KIT_STATE, KitState, kit_state, not_applicable_reason
 
@@ -52,6 +56,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=ENGINE_GROUP,
         metavar="GROUP",
         help=f"entry-point group to find --engine in (default {ENGINE_GROUP})",
+    )
+    group.addoption(
+        "--alkstore-server",
+        dest="alkstore_server",
+        default=None,
+        metavar="URL",
+        help=f"the server a server engine's provision() uses: exported as ${SERVER_ENV} "
+        "to every test process (its meaning is the engine's to document)",
     )
     group.addoption(
         "--alkstore-report",
@@ -120,6 +132,10 @@ def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("alkstore_engine")
     if name is None:
         return  # inert
+    server = config.getoption("alkstore_server")
+    if server is not None:
+        # Before the engine loads; xdist workers and spawned children inherit it.
+        os.environ[SERVER_ENV] = server
     group = config.getoption("alkstore_engine_group")
     try:
         provider = load_engine(name, group)
@@ -129,7 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # Capabilities are data the kit reads to decide what applies: nothing else will do.
         raise pytest.UsageError(
             f"--engine {name}: capabilities must be an alkstore.Capabilities, "
-            f"got {type(provider.capabilities).__name__}"
+            f"got {type(provider.capabilities).__name__}; {see(CAPABILITIES)}"
         )
     try:
         manifest = load_manifest()
@@ -227,6 +243,15 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     mode = state.mode
     profiles = ", ".join(sorted(state.engine_profiles()))
     lacking = ", ".join(state.not_applicable_profiles()) or "none"
+    server = conformance_server()
+    about_engine = [
+        *(
+            [f"alkstore-conformance: server for provision() (${SERVER_ENV}): {masked(server)}"]
+            if server is not None
+            else []
+        ),
+        *(f"alkstore-conformance: note: {note}" for note in notes(provider, state.manifest)),
+    ]
     return [
         f"alkstore-conformance {__version__} (contract {CONTRACT_VERSION}): engine "
         f"{provider.name} {provider.version} (contract {provider.contract_version}) "
@@ -242,6 +267,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             if state.via == VIA_AIO
             else ""
         ),
+        *about_engine,
     ]
 
 

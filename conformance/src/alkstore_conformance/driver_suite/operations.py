@@ -236,6 +236,15 @@ class OperationStatements(SeamTests):
             False,
         ]
 
+    def test_set_paused_announces_its_queue_on_a_resume(
+        self, driver: SeamDriver, other: SeamDriver
+    ) -> None:
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", True)))
+        sink = watching(other)
+        sink.clear()
+        assert driver.write(lambda c: driver.set_paused(c, SetPaused("q", False)))
+        assert sink.wait_for(lambda s: s.woken_for(queue_topic("q")))
+
     def test_a_paused_queue_claims_nothing_and_others_see_the_pause(
         self, driver: SeamDriver, other: SeamDriver
     ) -> None:

@@ -12,6 +12,8 @@ from typing import Any, NoReturn
 
 from alkstore import JobHandle, QueueConsumer, StopToken, Store, Transaction
 
+from ..certify.guide import SQL_CONNECTION, see
+
 _TABLE = re.compile(r"kit_[a-z0-9_]{1,40}")
 
 
@@ -48,7 +50,12 @@ def paramstyle(connection: Any) -> str:
         style = getattr(module, "paramstyle", None)
         if isinstance(style, str):
             return style
-    raise TypeError(f"{type(connection).__qualname__}: no DB-API paramstyle in {modules}")
+    raise TypeError(
+        f"{type(connection).__qualname__}: no DB-API paramstyle in {modules}: the kit "
+        "learns the sql profile's parameter style from the module attribute paramstyle "
+        "(PEP 249) of the top-level module of the connection's class or of one of its "
+        f"bases; {see(SQL_CONNECTION)}"
+    )
 
 
 def native_sql(connection: Any, sql: str) -> str:
@@ -61,7 +68,11 @@ def native_sql(connection: Any, sql: str) -> str:
     if style == "numeric":
         parts = sql.split("?")
         return "".join(f"{part}:{i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
-    raise TypeError(f"paramstyle {style!r} is not positional; the kit needs ? / %s / :1")
+    raise TypeError(
+        f"paramstyle {style!r} is not positional; the kit writes its business statements "
+        "with qmark, format, pyformat or numeric markers (? / %s / :1): give the sql "
+        f"profile's connection a driver of one of those styles; {see(SQL_CONNECTION)}"
+    )
 
 
 def quoted_table(name: str) -> str:
@@ -69,6 +80,15 @@ def quoted_table(name: str) -> str:
     if not _TABLE.fullmatch(name):
         raise ValueError(f"not a kit table name: {name!r}")
     return f'"{name}"'
+
+
+BUSINESS_TABLE_NOTE = (
+    'the kit creates its business table with tx.execute(\'CREATE TABLE "kit_orders_..." '
+    "(id INTEGER PRIMARY KEY)') in store.transaction(): portable SQL, the identifier "
+    "quoted with double quotes as the SQL standard has it (MySQL and MariaDB need "
+    f"sql_mode ANSI_QUOTES on the connection for that); {see(SQL_CONNECTION)}"
+)
+"""Added to the error when the kit's business table cannot be created."""
 
 
 @contextmanager
@@ -79,8 +99,12 @@ def business_table(store: Store) -> Iterator[str]:
     it works on any engine whose connection speaks SQL.
     """
     table = quoted_table(f"kit_orders_{uuid.uuid4().hex[:12]}")
-    with store.transaction() as tx:
-        tx.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY)")
+    try:
+        with store.transaction() as tx:
+            tx.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY)")
+    except Exception as exc:
+        exc.add_note(BUSINESS_TABLE_NOTE)
+        raise
     try:
         yield table
     finally:

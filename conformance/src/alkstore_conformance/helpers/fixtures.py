@@ -8,6 +8,7 @@ exactly as it certifies ours.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any, Protocol
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from alkstore import Clock, EngineProvider, EngineSpec, Store
 from alkstore.testing import FakeClock
 
+from ..certify.requirements import provision_note
 from ..certify.results import BACKEND_KEY, TRIAL_KEY
 from ..certify.state import KitState, kit_state, not_applicable_reason
 from ..hooks import NATIVE_CONNECTION_HOOK, describe_backend, native_connection_factory
@@ -58,7 +60,12 @@ def engine(request: pytest.FixtureRequest) -> EngineProvider:
 @pytest.fixture
 def engine_spec(request: pytest.FixtureRequest, engine: EngineProvider) -> Iterator[EngineSpec]:
     """A fresh, empty, isolated store, removed after the test."""
-    with engine.provision() as spec:
+    with ExitStack() as provisioned:
+        try:
+            spec = provisioned.enter_context(engine.provision())
+        except Exception as exc:
+            exc.add_note(provision_note())
+            raise
         state = _state(request)
         if not state.backend_described:
             # Once per process, on a spec provisioned anyway: the report's engine.backend.

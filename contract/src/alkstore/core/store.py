@@ -12,7 +12,7 @@ from .._surface import implements
 from ..api import JobHandle, Outbox, Queue, Store
 from ..clock import Clock, SystemClock, check_clock
 from ..constants import MAX_PAYLOAD_BYTES, MAX_WAIT_QUEUES
-from ..driver import Driver, check_seam
+from ..driver import Driver, check_methods, check_seam
 from ..engine import Capabilities
 from ..errors import EngineMisconfigured, InvalidOptions
 from ..names import outbox_queue_name, validate_identifier, validate_name
@@ -59,6 +59,9 @@ class CoreStore:
     Raises:
         InvalidOptions: ``repoll_s`` or ``max_payload_bytes`` is out of range, or
             ``clock`` is not a ``Clock``.
+        EngineMisconfigured: the driver speaks the positional seam of alkstore 0.1
+            (``alkstore.driver.check_seam``) or lacks a method the core calls
+            (``alkstore.driver.check_methods``); the driver is closed.
     """
 
     def __init__(
@@ -83,8 +86,10 @@ class CoreStore:
         check_clock(clock)
         if capabilities is not None:
             check_type(capabilities, Capabilities, "capabilities")
+        declared = capabilities if capabilities is not None else Capabilities()
         try:
             check_seam(driver)
+            check_methods(driver, declared.profiles())
         except EngineMisconfigured:
             driver.close()
             raise
@@ -92,7 +97,7 @@ class CoreStore:
             driver,
             clock if clock is not None else SystemClock(),
             repoll_s=float(repoll_s),
-            capabilities=capabilities if capabilities is not None else Capabilities(),
+            capabilities=declared,
             engine_name=engine_name,
             max_payload_bytes=max_payload_bytes,
         )

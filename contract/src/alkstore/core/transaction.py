@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import api
+from .. import _guide, api
 from .._surface import implements
 from ..api import Queue
 from ..driver import queue_topic, stream_topic
-from ..errors import StoreClosed
+from ..errors import EngineMisconfigured, StoreClosed
 from ..names import outbox_queue_name, validate_name
 from ..options import (
     DEFAULT_QUEUE_OPTS,
@@ -49,7 +49,18 @@ class CoreTransaction:
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         connection = self.connection
-        return connection.execute(sql, params) if params is not None else connection.execute(sql)
+        execute = getattr(connection, "execute", None)
+        if not callable(execute):
+            # DB-API 2.0 puts execute on cursors only; sqlite3's and psycopg's
+            # connections have it too, and the contract's tx.execute is that method.
+            raise EngineMisconfigured(
+                f"tx.execute(sql, params) calls the transaction's connection's "
+                f"execute(sql, params), and {type(connection).__qualname__} has none: "
+                "an engine with the sql profile hands out a connection with one (wrap a "
+                "driver's connection whose execute lives only on its cursors); "
+                f"{_guide.see(_guide.SQL_CONNECTION)}"
+            )
+        return execute(sql, params) if params is not None else execute(sql)
 
     def enqueue(self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None) -> int:
         if isinstance(queue, str) or not hasattr(queue, "opts"):
