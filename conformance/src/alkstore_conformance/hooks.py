@@ -41,20 +41,36 @@ process right after statement N (``alkstore_conformance.helpers.faults``), for e
 N of an operation, then checks the store shows all of the operation's
 transaction or none of it. Without the hook those properties are reported
 not_applicable.
+
+**provision_beside** (certifies isolation between stores on one server)::
+
+    def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]:
+        '''A context manager yielding the spec of a fresh, empty store on the SAME
+        server as the store ``spec`` names (PostgreSQL: another schema of the same
+        database; SQLite: another file in the same directory; in memory: another
+        database of the same process), and removing that store on exit.'''
+
+Two stores side by side on one server must share nothing: no job, lock,
+schedule, stream event, pub/sub message or wake, not even through what the
+server shares between them (a ``NOTIFY`` channel, a directory, a process-wide
+registry). Without the hook the kit takes a second ``provision()``, which is
+on the same server for most engines but need not be: the hook makes it so.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
-from alkstore import Clock, EngineSpec, Store
+from alkstore import Clock, EngineProvider, EngineSpec, Store
 from alkstore.driver import Driver
 
 NATIVE_CONNECTION_HOOK = "native_connection_factory"
 DESCRIBE_BACKEND_HOOK = "describe_backend"
 DRIVER_WRAPPER_HOOK = "open_with_driver_wrapper"
+PROVISION_BESIDE_HOOK = "provision_beside"
 
 DriverWrapper = Callable[[Driver[Any]], Driver[Any]]
 
@@ -110,3 +126,23 @@ def open_with_driver_wrapper(
     if not isinstance(provider, DriverWrapperProvider):
         raise TypeError(f"the engine provides no {DRIVER_WRAPPER_HOOK} hook")
     return provider.open_with_driver_wrapper(spec.url, wrap, clock=clock, **spec.opts)
+
+
+@runtime_checkable
+class ProvisionBesideProvider(Protocol):
+    def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]: ...
+
+
+def has_provision_beside(provider: object) -> bool:
+    """Whether the engine can provision a second store on the server of a first."""
+    return isinstance(provider, ProvisionBesideProvider)
+
+
+def provision_beside(
+    provider: EngineProvider, spec: EngineSpec
+) -> AbstractContextManager[EngineSpec]:
+    """A fresh store beside ``spec``'s, on the same server: the engine's hook, or
+    (without it) a second ``provider.provision()``."""
+    if isinstance(provider, ProvisionBesideProvider):
+        return provider.provision_beside(spec)
+    return provider.provision()
