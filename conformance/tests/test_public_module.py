@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 
 import alkstore_conformance
@@ -40,10 +42,36 @@ def test_a_provider_without_hooks_satisfies_none_of_the_public_hook_protocols() 
         DescribeBackendProvider,
         DriverWrapperProvider,
         NativeConnectionFactoryProvider,
+        ProvisionBesideProvider,
     )
 
-    hooks = (NativeConnectionFactoryProvider, DescribeBackendProvider, DriverWrapperProvider)
+    hooks = (
+        NativeConnectionFactoryProvider,
+        DescribeBackendProvider,
+        DriverWrapperProvider,
+        ProvisionBesideProvider,
+    )
     assert not any(isinstance(object(), hook) for hook in hooks)
+
+
+def test_without_provision_beside_the_kit_provisions_a_second_store() -> None:
+    from alkstore import EngineSpec
+    from alkstore_conformance.hooks import provision_beside
+
+    class ProvisionOnly:
+        def __init__(self) -> None:
+            self.provisioned: list[str] = []
+
+        @contextmanager
+        def provision(self) -> Iterator[EngineSpec]:
+            self.provisioned.append("again")
+            yield EngineSpec(url="provision-only://second", opts={})
+
+    engine = ProvisionOnly()
+    first = EngineSpec(url="provision-only://first", opts={})
+    with provision_beside(engine, first) as second:  # type: ignore[arg-type]
+        assert second.url == "provision-only://second"
+    assert engine.provisioned == ["again"]
 
 
 def test_the_pytest_entry_point_loads_the_certify_plugin() -> None:

@@ -11,7 +11,7 @@ in any release):
   ``opened_drivers``, the seam tests an engine runs from its own tests;
 - ``alkstore_conformance.hooks``: the optional provider hooks the kit uses when an
   engine offers them (``native_connection_factory``, ``describe_backend``,
-  ``open_with_driver_wrapper``);
+  ``open_with_driver_wrapper``, ``provision_beside``);
 - what is run rather than imported: the suite (``alkstore_conformance.suite``), the
   ``alkstore-conformance`` command, the pytest plugin (entry point ``pytest11``,
   module ``alkstore_conformance.certify.plugin``) and the mutant engines (entry-point

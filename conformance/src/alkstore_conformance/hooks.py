@@ -54,6 +54,20 @@ with ``alkstore-conformance run --server URL`` (or ``pytest --alkstore-server
 URL``), or export it yourself. Every test process the kit starts (xdist workers,
 spawned children) inherits it. Read it with ``conformance_server()``; what the
 value means (a URL, a DSN) is the engine's to document.
+
+**provision_beside** (certifies isolation between stores on one server)::
+
+    def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]:
+        '''A context manager yielding the spec of a fresh, empty store on the SAME
+        server as the store ``spec`` names (PostgreSQL: another schema of the same
+        database; SQLite: another file in the same directory; in memory: another
+        database of the same process), and removing that store on exit.'''
+
+Two stores side by side on one server must share nothing: no job, lock,
+schedule, stream event, pub/sub message or wake, not even through what the
+server shares between them (a ``NOTIFY`` channel, a directory, a process-wide
+registry). Without the hook the kit takes a second ``provision()``, which is
+on the same server for most engines but need not be: the hook makes it so.
 """
 
 from __future__ import annotations
@@ -61,9 +75,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
-from alkstore import Clock, EngineSpec, Store
+from alkstore import Clock, EngineProvider, EngineSpec, Store
 from alkstore.driver import Driver
 
 SERVER_ENV = "ALKSTORE_CONFORMANCE_SERVER"
@@ -72,6 +87,7 @@ SERVER_ENV = "ALKSTORE_CONFORMANCE_SERVER"
 NATIVE_CONNECTION_HOOK = "native_connection_factory"
 DESCRIBE_BACKEND_HOOK = "describe_backend"
 DRIVER_WRAPPER_HOOK = "open_with_driver_wrapper"
+PROVISION_BESIDE_HOOK = "provision_beside"
 
 DriverWrapper = Callable[[Driver[Any]], Driver[Any]]
 
@@ -132,3 +148,23 @@ def open_with_driver_wrapper(
 def conformance_server() -> str | None:
     """The server the kit's run names for ``provision()`` (``SERVER_ENV``), if any."""
     return os.environ.get(SERVER_ENV) or None
+
+
+@runtime_checkable
+class ProvisionBesideProvider(Protocol):
+    def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]: ...
+
+
+def has_provision_beside(provider: object) -> bool:
+    """Whether the engine can provision a second store on the server of a first."""
+    return isinstance(provider, ProvisionBesideProvider)
+
+
+def provision_beside(
+    provider: EngineProvider, spec: EngineSpec
+) -> AbstractContextManager[EngineSpec]:
+    """A fresh store beside ``spec``'s, on the same server: the engine's hook, or
+    (without it) a second ``provider.provision()``."""
+    if isinstance(provider, ProvisionBesideProvider):
+        return provider.provision_beside(spec)
+    return provider.provision()

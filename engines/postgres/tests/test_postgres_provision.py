@@ -52,6 +52,23 @@ def test_two_provisioned_stores_are_isolated(shared_server: str) -> None:
             assert two.queue("q").claim("w") is None
 
 
+def test_provision_beside_yields_another_schema_of_the_same_database_and_drops_it(
+    shared_server: str, admin: psycopg.Connection[Any]
+) -> None:
+    with ENGINE.provision() as spec, ENGINE.provision_beside(spec) as beside:
+        schema = beside.opts["schema"]
+        assert beside.url == spec.url
+        assert schema != spec.opts["schema"]
+        with (
+            alkstore.open(spec.url, **spec.opts) as one,
+            alkstore.open(beside.url, **beside.opts) as two,
+        ):
+            job_id = two.queue("q").enqueue("only beside")
+            assert one.queue("q").get_job(job_id) is None
+        assert _schema_exists(admin, schema)
+    assert not _schema_exists(admin, schema)
+
+
 def _enqueue_from_child(spec: EngineSpec) -> int:
     with alkstore.open(spec.url, **spec.opts) as store:
         return store.queue("q").enqueue("from a child process")

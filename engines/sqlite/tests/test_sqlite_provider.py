@@ -57,6 +57,21 @@ def test_two_provisioned_stores_share_nothing() -> None:
             assert b.queue("q").get_job(job_id) is None
 
 
+def test_provision_beside_yields_another_file_in_the_same_directory_and_removes_it() -> None:
+    with provider.provision() as spec:
+        directory = os.path.dirname(database_path(spec.url))
+        with provider.provision_beside(spec) as beside:
+            path = database_path(beside.url)
+            assert os.path.dirname(path) == directory
+            assert path != database_path(spec.url)
+            with alkstore.open(spec.url) as a, alkstore.open(beside.url, **beside.opts) as b:
+                job_id = b.queue("q").enqueue({"n": 1})
+                assert a.queue("q").get_job(job_id) is None
+            assert os.path.exists(path)
+        assert not any(name.startswith(os.path.basename(path)) for name in os.listdir(directory))
+        assert os.path.exists(database_path(spec.url))
+
+
 def test_the_native_connection_hook_opens_a_connection_in_a_transaction() -> None:
     with provider.provision() as spec, alkstore.open(spec.url) as store:
         conn = SqliteEngine().native_connection_factory(spec)()

@@ -14,6 +14,7 @@ import pytest
 import alkstore
 from alkstore import EngineSpec, EnqueueOpts, JobState, QueueOpts, StopToken, Store
 from alkstore.testing import FakeClock
+from alkstore_memory import ENGINE
 
 T0 = 1_700_000_000
 
@@ -141,6 +142,17 @@ def test_provision_forgets_its_database_afterwards() -> None:
         job_id = store.queue("q").enqueue("x")
     with alkstore.open(spec.url) as fresh:
         assert fresh.queue("q").get_job(job_id) is None
+
+
+def test_provision_beside_yields_another_database_and_forgets_it_afterwards() -> None:
+    with ENGINE.provision() as spec:
+        with ENGINE.provision_beside(spec) as beside:
+            assert beside.url != spec.url
+            with alkstore.open(spec.url) as one, alkstore.open(beside.url) as two:
+                job_id = two.queue("q").enqueue("only beside")
+                assert one.queue("q").get_job(job_id) is None
+        with alkstore.open(beside.url) as fresh:
+            assert fresh.queue("q").get_job(job_id) is None
 
 
 def test_stream_offsets_survive_trim_without_reuse(store: Store) -> None:

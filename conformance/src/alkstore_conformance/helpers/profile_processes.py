@@ -253,6 +253,31 @@ def writer_on_signals(
     return ("done", None)
 
 
+@child_process
+def claim_waiter_on_commands(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    commands: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Say ``ready``; on every command ``claim_wait`` on ``queue_name`` and report
+    ``("claimed", (the job's id or None, time.time()))`` the moment it returned, then
+    ack the job (so a claim that lapses cannot come back); ``None`` ends the loop."""
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        results.put(("ready", None))
+        while commands.get(timeout=time_limit_s) is not None:
+            handle = queue.claim_wait("waiter", timeout=time_limit_s)
+            returned = time.time()
+            results.put(("claimed", (None if handle is None else handle.id, returned)))
+            if handle is not None:
+                handle.ack()
+    return ("done", None)
+
+
 # -- races ----------------------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from .blind_spots import (
 )
 from .chaining import ClaimsOnlyAfterAnAckStore
 from .engine import MutantEngine
+from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
 from .operations import (
     BatchClaimIgnoresPauseDriver,
     BuryForgetsErrorDriver,
@@ -54,6 +55,12 @@ from .release import ReleaseCountsAttemptDriver
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
 from .waiting import FirstQueueOnlyStore, FirstTopicWaitStore
+from .wakes import (
+    RedriveUnannouncedDriver,
+    ReleaseUnannouncedDriver,
+    ResumeUnannouncedDriver,
+    TimerIgnoresDeadlinesDriver,
+)
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
 
@@ -285,6 +292,50 @@ PAYLOAD_OPTION_IGNORED = MutantEngine(
     store=IgnoresPayloadOptionStore,
 )
 
+# -- wakes on every path, isolation between stores (issue 23) ---------------------------
+REDRIVE_UNANNOUNCED = MutantEngine(
+    "redrive-unannounced",
+    catches="WAKE-PROMPT-REDRIVE",
+    bug="wakes carry their topic and redrive announces none: waiters in other processes "
+    "find a redriven job at their 1 s re-poll",
+    driver=RedriveUnannouncedDriver,
+)
+RESUME_UNANNOUNCED = MutantEngine(
+    "resume-unannounced",
+    catches="WAKE-PROMPT-RESUME",
+    bug="wakes carry their topic and resume announces none: waiters in other processes "
+    "find the resumed queue's jobs at their 1 s re-poll",
+    driver=ResumeUnannouncedDriver,
+)
+RELEASE_UNANNOUNCED = MutantEngine(
+    "release-unannounced",
+    catches="WAKE-PROMPT-RELEASE",
+    bug="wakes carry their topic and release announces none: waiters in other processes "
+    "find a released job at their 1 s re-poll",
+    driver=ReleaseUnannouncedDriver,
+)
+TIMER_IGNORES_DEADLINES = MutantEngine(
+    "timer-ignores-deadlines",
+    catches="WAKE-PROMPT-LAPSED-CLAIM",
+    bug="next_wake_at knows pending run_at only: a waiter finds a lapsed claim at its "
+    "1 s re-poll, not at the claim's deadline",
+    driver=TimerIgnoresDeadlinesDriver,
+)
+LOCKS_SHARED_BY_DIRECTORY = MutantEngine(
+    "locks-shared-by-directory",
+    catches="STORE-BESIDE-SHARES-NOTHING",
+    bug="locks live in one table per directory: every store beside another takes and "
+    "sees its locks",
+    driver=LocksSharedByDirectoryDriver,
+)
+WAKES_SHARED_BY_DIRECTORY = MutantEngine(
+    "wakes-shared-by-directory",
+    catches="STORE-BESIDE-NO-CROSS-WAKES",
+    bug="the watcher is keyed by the directory, not the file: commits to one store wake "
+    "the waiters of every store beside it",
+    driver=WakesSharedByDirectoryDriver,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -326,6 +377,13 @@ MUTANTS: dict[str, MutantEngine] = {
         # payload size bound (contract 1.2)
         ENQUEUE_MANY_PAST_OVERSIZE,
         PAYLOAD_OPTION_IGNORED,
+        # wakes on every path, isolation between stores
+        REDRIVE_UNANNOUNCED,
+        RESUME_UNANNOUNCED,
+        RELEASE_UNANNOUNCED,
+        TIMER_IGNORES_DEADLINES,
+        LOCKS_SHARED_BY_DIRECTORY,
+        WAKES_SHARED_BY_DIRECTORY,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

@@ -80,6 +80,9 @@ class MutantEngine:
     def provision(self) -> AbstractContextManager[EngineSpec]:
         return sqlite_provider.provision()
 
+    def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]:
+        return sqlite_provider.provision_beside(spec)
+
     def native_connection_factory(self, spec: EngineSpec) -> Callable[[], Any]:
         return sqlite_provider.native_connection_factory(spec)
 

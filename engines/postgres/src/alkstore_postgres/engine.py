@@ -203,6 +203,13 @@ class PostgresEngine:
 
         return provision()
 
+    def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]:
+        """The conformance kit's hook for isolation between stores on one server:
+        another fresh schema in the database ``spec`` names, dropped afterwards."""
+        from .testing.provisioning import provision_beside
+
+        return provision_beside(spec)
+
     def native_connection_factory(self, spec: EngineSpec) -> Callable[[], psycopg.Connection[Any]]:
         """The conformance kit's hook for ``attach``: each call opens a new, caller-owned
         ``psycopg.Connection`` (not autocommit: its first statement opens a transaction)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import sqlite3
 import tempfile
@@ -16,6 +18,7 @@ from alkstore.core import CoreStore
 from alkstore.driver import Driver
 
 from .driver import SqliteDriver
+from .leftovers import database_files
 from .options import parse_options
 from .url import database_path, database_url
 
@@ -78,6 +81,22 @@ class SqliteEngine:
             yield EngineSpec(url=database_url(f"{directory}/{PROVISIONED_FILE}"), opts={})
         finally:
             shutil.rmtree(directory, ignore_errors=True)
+
+    @contextmanager
+    def provision_beside(self, spec: EngineSpec) -> Iterator[EngineSpec]:
+        """The conformance kit's hook for isolation between stores on one server: a
+        fresh database file in the directory of ``spec``'s, removed afterwards with
+        the files SQLite and the engine make beside it."""
+        directory = os.path.dirname(database_path(spec.url))
+        path = os.path.join(directory, f"beside-{secrets.token_hex(8)}.db")
+        try:
+            yield EngineSpec(url=database_url(path), opts=dict(spec.opts))
+        finally:
+            for name in database_files(path):
+                try:
+                    os.remove(name)
+                except FileNotFoundError:
+                    pass
 
     def native_connection_factory(self, spec: EngineSpec) -> Callable[[], sqlite3.Connection]:
         """The conformance kit's hook for ``attach``: each call opens a caller-owned

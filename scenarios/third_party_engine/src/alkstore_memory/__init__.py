@@ -112,6 +112,15 @@ class MemoryEngine:
         finally:
             drop(name)
 
+    @contextmanager
+    def provision_beside(self, spec: EngineSpec) -> Iterator[EngineSpec]:
+        """The conformance kit's hook for isolation between stores on one server: a
+        second fresh database in this process (this engine's "server"), beside
+        ``spec``'s, forgotten afterwards."""
+        _database_name(spec.url)  # a spec of this engine's, or InvalidOptions
+        with self.provision() as beside:
+            yield EngineSpec(url=beside.url, opts=dict(spec.opts))
+
     def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
         """The conformance kit's hook for its report: what backs the store ``spec`` names."""
         return {

@@ -4,7 +4,8 @@ The server is ``$ALKSTORE_PG_DSN`` when set (the nox sessions start one and
 export it); otherwise ONE throwaway server per process, started lazily through
 ``server.provision_server()`` and stopped at interpreter exit. Each
 ``provision()`` names a fresh, randomly named schema (the store creates it on
-open) and drops it -- CASCADE -- afterwards. The yielded ``EngineSpec`` is
+open) and drops it -- CASCADE -- afterwards; ``provision_beside(spec)`` another
+one in the database of ``spec``. The yielded ``EngineSpec`` is
 plain data, so child processes reopen the same store from it.
 """
 
@@ -80,3 +81,16 @@ def provision() -> Iterator[EngineSpec]:
         yield EngineSpec(url=dsn_as_url(dsn), opts={"schema": schema})
     finally:
         drop_schema(dsn, schema)
+
+
+@contextmanager
+def provision_beside(spec: EngineSpec) -> Iterator[EngineSpec]:
+    """Another fresh schema in the database ``spec`` names: a second store on the same
+    server, sharing its NOTIFY channels' namespace; dropped -- CASCADE -- afterwards."""
+    from ..engine import libpq_url  # the engine imports this module lazily, on use
+
+    schema = SCHEMA_PREFIX + secrets.token_hex(8)
+    try:
+        yield EngineSpec(url=spec.url, opts={**spec.opts, "schema": schema})
+    finally:
+        drop_schema(libpq_url(spec.url), schema)
