@@ -187,6 +187,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         fast with libpq's own reason chained (not a pool timeout)."""
         try:
             with psycopg.connect(conninfo, autocommit=True, **connect_kwargs) as conn:
+                # Opening waits for a lock (a migration of another opener, a table
+                # another session holds) no longer than any other call.
+                self._lock_waits.for_transaction(conn)
                 ensure_schema(conn, options.schema, migrate=options.migrate)
                 # Pub/sub's stored messages are pruned here and when publishing,
                 # never on a timer (the store runs no timers of its own).
