@@ -7,7 +7,7 @@ import sys
 from importlib.metadata import entry_points
 
 import alkstore_conformance
-from alkstore import Capabilities
+from alkstore import Capabilities, load_engine
 from alkstore_conformance.certify import cli, plugin
 
 
@@ -39,11 +39,28 @@ def test_a_provider_without_hooks_satisfies_none_of_the_public_hook_protocols() 
     from alkstore_conformance.hooks import (
         DescribeBackendProvider,
         DriverWrapperProvider,
+        HoldWritePathProvider,
         NativeConnectionFactoryProvider,
+        OutageSwitchProvider,
     )
 
-    hooks = (NativeConnectionFactoryProvider, DescribeBackendProvider, DriverWrapperProvider)
+    hooks = (
+        NativeConnectionFactoryProvider,
+        DescribeBackendProvider,
+        DriverWrapperProvider,
+        HoldWritePathProvider,
+        OutageSwitchProvider,
+    )
     assert not any(isinstance(object(), hook) for hook in hooks)
+
+
+def test_every_reference_engine_offers_the_contention_hooks() -> None:
+    from alkstore_conformance.hooks import has_hold_write_path, has_outage_switch
+
+    for name in ("sqlite", "postgresql", "memory"):
+        engine = load_engine(name)
+        assert has_hold_write_path(engine), name
+        assert has_outage_switch(engine), name
 
 
 def test_the_pytest_entry_point_loads_the_certify_plugin() -> None:

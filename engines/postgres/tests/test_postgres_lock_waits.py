@@ -118,9 +118,11 @@ def test_a_write_after_a_waiting_call_still_waits_out_a_short_hold(
     queue = store.queue("q")
     assert queue.claim_wait("w", timeout=0.01) is None
     with psycopg.connect(pg_dsn) as conn:
-        conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(
-            sql.Identifier(schema, "alkstore_jobs")
-        ))
+        conn.execute(
+            sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(
+                sql.Identifier(schema, "alkstore_jobs")
+            )
+        )
         release = threading.Timer(5 * SLICE_MS / 1000, conn.rollback)
         release.start()
         try:

@@ -18,7 +18,7 @@ def test_hold_write_path_makes_writes_wait_while_reads_go_on(
     queue = open_store(busy_timeout_s=0.3).queue("q")
     job_id = queue.enqueue({"n": 1})
     with provider.hold_write_path(EngineSpec(url=url, opts={}), HOLD_S):
-        with pytest.raises(EngineUnavailable, match="busy_timeout_s=0.3"):
+        with pytest.raises(EngineUnavailable, match=r"busy_timeout_s=0\.3"):
             queue.enqueue({"n": 2})
         assert queue.get_job(job_id) is not None
     assert queue.enqueue({"n": 3}) > job_id  # let go on leaving

@@ -74,7 +74,9 @@ def test_a_bad_lock_timeout_s_is_refused(spec: EngineSpec, value: object) -> Non
         alkstore.open(spec.url, lock_timeout_s=value)
 
 
-def test_hold_write_path_holds_the_database_until_it_lets_go(store: Store, spec: EngineSpec) -> None:
+def test_hold_write_path_holds_the_database_until_it_lets_go(
+    store: Store, spec: EngineSpec
+) -> None:
     queue = store.queue("q")
     with ENGINE.hold_write_path(spec, HOLD_S), pytest.raises(EngineUnavailable):
         queue.enqueue({"n": 1})
@@ -83,9 +85,10 @@ def test_hold_write_path_holds_the_database_until_it_lets_go(store: Store, spec:
 
 
 def test_the_outage_switch_refuses_every_call_until_it_is_switched_back(spec: EngineSpec) -> None:
-    with ENGINE.outage_switch(spec) as switch, alkstore.open(
-        switch.spec.url, **switch.spec.opts
-    ) as store:
+    with (
+        ENGINE.outage_switch(spec) as switch,
+        alkstore.open(switch.spec.url, **switch.spec.opts) as store,
+    ):
         queue = store.queue("q")
         job_id = queue.enqueue({"n": 1})
         with switch.unavailable(HOLD_S):

@@ -10,6 +10,7 @@ out; several such calls run at once and their median is judged.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -123,7 +124,7 @@ class Running:
 
 def samples(call: Callable[[int], Any], count: int = SAMPLES) -> dict[str, Callable[[], Any]]:
     """``count`` calls ``call(n)``, named by their number."""
-    return {f"call-{n}": (lambda n=n: call(n)) for n in range(count)}
+    return {f"call-{n}": functools.partial(call, n) for n in range(count)}
 
 
 def check_waits_bounded(waits: list[Timed], timeout: float, doing: str) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
@@ -43,8 +43,9 @@ OUTAGE_RECONNECT_MAX_S = 0.25
 
 ENGINE_TABLES = """
 SELECT tablename FROM pg_tables
-WHERE schemaname = %(schema)s AND tablename LIKE 'alkstore\\_%%' AND tablename <> 'alkstore_migrations'
-ORDER BY tablename
+ WHERE schemaname = %(schema)s
+   AND tablename LIKE 'alkstore\\_%%' AND tablename <> 'alkstore_migrations'
+ ORDER BY tablename
 """
 """The store's tables a write may need (the migrations table aside: opening reads it)."""
 
@@ -70,7 +71,7 @@ def _holding(conninfo: str, schema: str, seconds: float) -> Iterator[None]:
                 conn.execute(f"SET idle_in_transaction_session_timeout = {milliseconds}".encode())
                 tables = [row[0] for row in conn.execute(ENGINE_TABLES, {"schema": schema})]
                 if not tables:
-                    raise LookupError(f"schema {schema!r} has no engine tables: open the store first")
+                    raise LookupError(f"schema {schema!r} has no engine tables: open it first")
                 conn.execute(
                     sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(
                         sql.SQL(", ").join(sql.Identifier(schema, t) for t in tables)
@@ -139,7 +140,7 @@ def outage_switch(spec: EngineSpec) -> Iterator[OutageSwitch]:
         yield OutageSwitch(EngineSpec(url=url, opts=opts), proxy)
 
 
-def _target(params: dict[str, object]) -> tuple[str, int] | str:
+def _target(params: Mapping[str, object]) -> tuple[str, int] | str:
     """Where the proxy connects: the server's TCP address, or its unix socket."""
     host = str(params.get("hostaddr") or params.get("host") or "")
     port = int(str(params.get("port") or 5432).split(",")[0])

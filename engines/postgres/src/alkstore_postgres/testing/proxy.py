@@ -110,7 +110,9 @@ class CuttableProxy:
                 continue
             for source, sink in ((client, server), (server, client)):
                 threading.Thread(
-                    target=self._copy, args=(source, sink, pair), name="alkstore-pg-proxy-copy",
+                    target=self._copy,
+                    args=(source, sink, pair),
+                    name="alkstore-pg-proxy-copy",
                     daemon=True,
                 ).start()
 
