@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 
 import alkstore_conformance
-from alkstore import Capabilities
+from alkstore import Capabilities, load_engine
 from alkstore_conformance.certify import cli, plugin
 
 
@@ -41,7 +41,9 @@ def test_a_provider_without_hooks_satisfies_none_of_the_public_hook_protocols() 
     from alkstore_conformance.hooks import (
         DescribeBackendProvider,
         DriverWrapperProvider,
+        HoldWritePathProvider,
         NativeConnectionFactoryProvider,
+        OutageSwitchProvider,
         ProvisionBesideProvider,
     )
 
@@ -50,6 +52,8 @@ def test_a_provider_without_hooks_satisfies_none_of_the_public_hook_protocols() 
         DescribeBackendProvider,
         DriverWrapperProvider,
         ProvisionBesideProvider,
+        HoldWritePathProvider,
+        OutageSwitchProvider,
     )
     assert not any(isinstance(object(), hook) for hook in hooks)
 
@@ -72,6 +76,15 @@ def test_without_provision_beside_the_kit_provisions_a_second_store() -> None:
     with provision_beside(engine, first) as second:  # type: ignore[arg-type]
         assert second.url == "provision-only://second"
     assert engine.provisioned == ["again"]
+
+
+def test_every_reference_engine_offers_the_contention_hooks() -> None:
+    from alkstore_conformance.hooks import has_hold_write_path, has_outage_switch
+
+    for name in ("sqlite", "postgresql", "memory"):
+        engine = load_engine(name)
+        assert has_hold_write_path(engine), name
+        assert has_outage_switch(engine), name
 
 
 def test_the_pytest_entry_point_loads_the_certify_plugin() -> None:

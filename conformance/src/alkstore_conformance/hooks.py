@@ -68,6 +68,43 @@ schedule, stream event, pub/sub message or wake, not even through what the
 server shares between them (a ``NOTIFY`` channel, a directory, a process-wide
 registry). Without the hook the kit takes a second ``provision()``, which is
 on the same server for most engines but need not be: the hook makes it so.
+
+**hold_write_path** (certifies time limits under contention, contract §8.5)::
+
+    def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]:
+        '''Entering returns once another connection, session, thread or process
+        holds what the writes of stores on ``spec`` need -- SQLite: BEGIN IMMEDIATE
+        on the file from a connection of its own; PostgreSQL: the store's tables
+        locked IN EXCLUSIVE MODE by another session; an in-memory engine: its
+        lock, taken by another thread. Leaving lets go; so does ``seconds`` passing,
+        whichever comes first. The kit has opened a store on ``spec`` before.'''
+
+The kit then checks that ``claim_wait``, ``claim_wait_any`` and ``stream.wait``
+return within their timeout plus ``SLACK_S`` (``helpers.contention``), and that
+calls without a timeout complete once the hold ends or raise
+``EngineUnavailable`` -- never a driver's own exception, never a hang. Without
+the hook those properties are reported not_applicable.
+
+**outage_switch** (certifies outages, contract §8.4)::
+
+    def outage_switch(self, spec: EngineSpec) -> AbstractContextManager[OutageSwitch]:
+        '''An object with ``spec`` (an EngineSpec of the same store that the
+        switch can cut off: e.g. reached through a proxy; its options may set
+        the engine's limits short), ``give_up_s`` (how long a call that does not
+        wait takes to raise EngineUnavailable while cut off: the engine's
+        connect or lock limit under those options) and
+        ``unavailable(seconds) -> AbstractContextManager[None]``: while it is
+        entered (``seconds`` at most), stores opened on the switch's spec cannot
+        use the database -- PostgreSQL: a loopback proxy between them and the
+        server closes every connection and turns new ones away; SQLite: another
+        holder of the file's write lock and the engine's writer gate (a WAL
+        reader is never blocked, so reads go on); an in-memory engine: a flag
+        that makes the database refuse every call. Leaving the context brings
+        the database back.'''
+
+The kit opens stores on ``switch.spec`` itself (so the ``--via aio`` run leaves
+these properties to the ordinary one). Without the hook the outage properties
+are reported not_applicable.
 """
 
 from __future__ import annotations
@@ -88,6 +125,8 @@ NATIVE_CONNECTION_HOOK = "native_connection_factory"
 DESCRIBE_BACKEND_HOOK = "describe_backend"
 DRIVER_WRAPPER_HOOK = "open_with_driver_wrapper"
 PROVISION_BESIDE_HOOK = "provision_beside"
+HOLD_WRITE_PATH_HOOK = "hold_write_path"
+OUTAGE_SWITCH_HOOK = "outage_switch"
 
 DriverWrapper = Callable[[Driver[Any]], Driver[Any]]
 
@@ -168,3 +207,35 @@ def provision_beside(
     if isinstance(provider, ProvisionBesideProvider):
         return provider.provision_beside(spec)
     return provider.provision()
+
+
+@runtime_checkable
+class HoldWritePathProvider(Protocol):
+    def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]: ...
+
+
+def has_hold_write_path(provider: object) -> bool:
+    """Whether the engine can have another party hold its store's write path."""
+    return isinstance(provider, HoldWritePathProvider)
+
+
+class OutageSwitch(Protocol):
+    """What ``outage_switch(spec)`` yields (an engine's own class, shaped like this)."""
+
+    @property
+    def spec(self) -> EngineSpec: ...
+
+    @property
+    def give_up_s(self) -> float: ...
+
+    def unavailable(self, seconds: float) -> AbstractContextManager[None]: ...
+
+
+@runtime_checkable
+class OutageSwitchProvider(Protocol):
+    def outage_switch(self, spec: EngineSpec) -> AbstractContextManager[OutageSwitch]: ...
+
+
+def has_outage_switch(provider: object) -> bool:
+    """Whether the engine can make its database unavailable to a store and bring it back."""
+    return isinstance(provider, OutageSwitchProvider)

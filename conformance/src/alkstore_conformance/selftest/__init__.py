@@ -26,6 +26,7 @@ from .blind_spots import (
     TwoStepBuryDriver,
 )
 from .chaining import ClaimsOnlyAfterAnAckStore
+from .contention import NeverRecoversDriver, RawLockErrorDriver, WaitPastTimeoutDriver
 from .engine import MutantEngine
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
 from .operations import (
@@ -336,6 +337,28 @@ WAKES_SHARED_BY_DIRECTORY = MutantEngine(
     driver=WakesSharedByDirectoryDriver,
 )
 
+# -- outages and time limits under contention (contract §8.4, §8.5) ---------------------
+WAIT_PAST_TIMEOUT = MutantEngine(
+    "wait-past-timeout",
+    catches="CONTENTION-WAITS-BOUNDED",
+    bug="every call waits for locks up to busy_timeout_s, whatever the caller's timeout: "
+    "claim_wait behind a held write lock sits the holder out",
+    driver=WaitPastTimeoutDriver,
+)
+RAW_LOCK_ERROR = MutantEngine(
+    "raw-lock-error",
+    catches="OUTAGE-CALLS-UNAVAILABLE",
+    bug="a write that cannot get the database raises sqlite3.OperationalError, "
+    "not EngineUnavailable",
+    driver=RawLockErrorDriver,
+)
+NEVER_RECOVERS = MutantEngine(
+    "never-recovers",
+    catches="OUTAGE-RECOVERS",
+    bug="once a write found the database unavailable, every later write fails too",
+    driver=NeverRecoversDriver,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -384,6 +407,10 @@ MUTANTS: dict[str, MutantEngine] = {
         TIMER_IGNORES_DEADLINES,
         LOCKS_SHARED_BY_DIRECTORY,
         WAKES_SHARED_BY_DIRECTORY,
+        # outages and time limits under contention
+        WAIT_PAST_TIMEOUT,
+        RAW_LOCK_ERROR,
+        NEVER_RECOVERS,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

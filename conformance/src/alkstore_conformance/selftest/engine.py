@@ -19,6 +19,7 @@ from alkstore.core import CoreStore
 from alkstore.driver import Driver
 from alkstore_sqlite import SqliteDriver, database_path, parse_options
 from alkstore_sqlite import provider as sqlite_provider
+from alkstore_sqlite.contention import OutageSwitch
 
 from .. import __version__
 
@@ -85,6 +86,12 @@ class MutantEngine:
 
     def native_connection_factory(self, spec: EngineSpec) -> Callable[[], Any]:
         return sqlite_provider.native_connection_factory(spec)
+
+    def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]:
+        return sqlite_provider.hold_write_path(spec, seconds)
+
+    def outage_switch(self, spec: EngineSpec) -> AbstractContextManager[OutageSwitch]:
+        return sqlite_provider.outage_switch(spec)
 
     def __repr__(self) -> str:
         return f"<alkstore mutant {self.name!r}: {self.bug}; caught by {self.catches}>"

@@ -36,6 +36,12 @@ Connection loss
     and a refused configuration (no such database or role, a wrong password, a
     missing privilege) ``alkstore.EngineMisconfigured``, with the psycopg error
     chained.
+
+Locks held by other sessions
+    A statement waits for a lock another session holds (a migration's ``ALTER
+    TABLE``, a ``LOCK TABLE``) at most ``lock_timeout_s``, and a waiting call no
+    longer than its own remaining time either; then the call raises
+    ``EngineUnavailable`` (see ``lock_waits``).
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ from .connections import Pool, StorePool
 from .errors import contract_error
 from .handle import PgHandle, SqlConnection, execute, rowcount
 from .listener import Listener, NotifyListener, notify_payload
+from .lock_waits import LockWaits
 from .migrations import ensure_schema
 from .operations import OpsStatements
 from .options import PostgresOptions
@@ -139,6 +146,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         self._sql = Statements.for_schema(options.schema)
         self._plan_ages = PlanAges()
         self._server_clock = server_clock
+        self._lock_waits = LockWaits(options.lock_timeout_s)
         connect_kwargs: dict[str, Any] = {
             # libpq takes whole seconds (and treats 1 as 2).
             "connect_timeout": max(2, math.ceil(options.connect_timeout_s)),
@@ -179,6 +187,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         fast with libpq's own reason chained (not a pool timeout)."""
         try:
             with psycopg.connect(conninfo, autocommit=True, **connect_kwargs) as conn:
+                # Opening waits for a lock (a migration of another opener, a table
+                # another session holds) no longer than any other call.
+                self._lock_waits.for_transaction(conn)
                 ensure_schema(conn, options.schema, migrate=options.migrate)
                 # Pub/sub's stored messages are pruned here and when publishing,
                 # never on a timer (the store runs no timers of its own).
@@ -203,6 +214,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             try:
                 if self._server_clock is not None and self._server_clock.due():
                     self._server_clock.refresh(conn)
+                self._lock_waits.for_transaction(conn)
                 yield conn
             except psycopg.Error as exc:
                 error = contract_error(exc, "talking to the server")
@@ -214,15 +226,22 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         # ``_pooled`` spelled out (every write and read runs this): no generator
         # context managers on the path of a one-statement unit.
         pool = self._pool
+        lock_waits = self._lock_waits
+        lock_deadline = lock_waits.deadline(wait_s)  # one budget, the checkout's included
         conn = pool.checkout(wait_s)
         try:
             clock = self._server_clock
             if clock is not None and clock.due():
                 clock.refresh(conn)
+            lock_waits.for_unit(conn, wait_s)
+            handle = PgHandle(
+                conn, standalone=True, lock_waits=lock_waits, lock_deadline=lock_deadline
+            )
             # The unit's exit stack closes a transaction a statement began mid-unit
             # (commit on return, rollback on raise) before the connection goes back.
             with ExitStack() as unit:
-                return work(PgHandle(conn, standalone=True, unit=unit))
+                handle.unit = unit
+                return work(handle)
         except psycopg.Error as exc:
             error = contract_error(exc, "talking to the server")
             if error is not None:
@@ -241,7 +260,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
     @contextmanager
     def transaction(self) -> Iterator[PgHandle]:
         with self._pooled() as conn, conn.transaction():
-            yield PgHandle(conn, standalone=False)
+            yield PgHandle(conn, standalone=False, lock_waits=self._lock_waits)
 
     @contextmanager
     def attach(self, native: Any) -> Iterator[PgHandle]:

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 import psycopg
@@ -26,6 +26,9 @@ from .errors import contract_error
 from .loop_io import LoopDriver
 from .migrations import ensure_schema
 from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_schema_name
+
+if TYPE_CHECKING:
+    from .testing.contention import OutageSwitch
 
 ENGINE_NAME: Final = "postgresql"
 CAPABILITIES: Final = Capabilities(
@@ -209,6 +212,20 @@ class PostgresEngine:
         from .testing.provisioning import provision_beside
 
         return provision_beside(spec)
+
+    def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]:
+        """The conformance kit's contention hook (``testing.contention``): another session
+        locks the store's tables ``IN EXCLUSIVE MODE`` until exit, ``seconds`` at most."""
+        from .testing.contention import hold_write_path  # test infrastructure, loaded on use
+
+        return hold_write_path(spec, seconds)
+
+    def outage_switch(self, spec: EngineSpec) -> AbstractContextManager[OutageSwitch]:
+        """The conformance kit's outage hook (``testing.contention``): stores opened on the
+        switch's spec reach the server through a loopback proxy it can cut."""
+        from .testing.contention import outage_switch  # test infrastructure, loaded on use
+
+        return outage_switch(spec)
 
     def native_connection_factory(self, spec: EngineSpec) -> Callable[[], psycopg.Connection[Any]]:
         """The conformance kit's hook for ``attach``: each call opens a new, caller-owned

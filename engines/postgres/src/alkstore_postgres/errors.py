@@ -43,9 +43,10 @@ class SchemaNotMigrated(AlkstoreError):
 
 # SQLSTATE classes meaning "the server is not (or no longer) serving this session":
 # 08 connection exception, 57P0x admin/crash shutdown, cannot connect now,
-# database dropped, idle-session timeout; 53300 too many connections.
+# database dropped, idle-session timeout; 53300 too many connections; 55P03 a lock
+# another session held past lock_timeout.
 _UNAVAILABLE_PREFIXES = ("08", "57P")
-_UNAVAILABLE_STATES = frozenset({"53300"})
+_UNAVAILABLE_STATES = frozenset({"53300", "55P03"})
 
 # SQLSTATEs meaning "the server was reached and refused this configuration": invalid
 # authorization (28000: no such role, no pg_hba.conf entry, login not allowed), wrong

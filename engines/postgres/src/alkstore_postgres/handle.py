@@ -8,18 +8,28 @@ its boundary fires -- first calls ``begin_transaction``: from there to the end
 of the unit everything is one real transaction, committed when the unit
 returns and rolled back if it raises. ``transaction()`` and ``attach()``
 handles are inside a transaction from the start.
+
+A statement that waited out ``lock_timeout`` (a lock another session holds, see
+``lock_waits``) is run again while it is standalone and its unit's deadline has
+not passed; then, or inside a transaction, it raises ``EngineUnavailable``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import psycopg
 
+from alkstore.errors import EngineUnavailable
+
 from .errors import contract_error
+
+if TYPE_CHECKING:
+    from .lock_waits import LockWaits
 
 CONFLICT_RETRIES: Final = 3
 """A standalone statement that lost a deadlock or serialization race is re-run this often."""
@@ -75,6 +85,11 @@ class PgHandle:
     unit: ExitStack | None = None
     """For a ``write``/``read`` unit: where a transaction begun mid-unit is closed
     when the unit ends (``None`` for ``transaction()``/``attach()`` handles)."""
+    lock_waits: LockWaits | None = None
+    """The store's lock-wait policy (``None`` on a caller's attached connection)."""
+    lock_deadline: float | None = None
+    """Until when (``time.monotonic()``) a standalone statement that waited out
+    ``lock_timeout`` is run again (``None``: never)."""
 
 
 def begin_transaction(c: PgHandle) -> None:
@@ -83,6 +98,8 @@ def begin_transaction(c: PgHandle) -> None:
         return
     if c.unit is None:
         raise TypeError("only the handle of a write/read unit can begin a transaction")
+    if c.lock_waits is not None:
+        c.lock_waits.for_transaction(c.conn)
     # Entered on the unit's exit stack: committed when the unit returns, rolled
     # back when it raises, before the connection goes back to the pool.
     c.unit.enter_context(c.conn.transaction())
@@ -109,11 +126,25 @@ def execute(
             if retries <= 0:
                 raise
             retries -= 1
+        except psycopg.errors.LockNotAvailable as exc:
+            deadline = c.lock_deadline
+            if c.standalone and deadline is not None and time.monotonic() < deadline:
+                continue  # it rolled back alone: wait for the lock again
+            raise lock_held(exc, c) from exc
         except psycopg.Error as exc:
             error = contract_error(exc, "running a statement")
             if error is not None:
                 raise error from exc
             raise
+
+
+def lock_held(exc: psycopg.Error, c: PgHandle) -> EngineUnavailable:
+    """The contract's error for a lock another session held past the call's limit."""
+    limit = "" if c.lock_waits is None else f" (lock_timeout_s={c.lock_waits.limit_s:g})"
+    return EngineUnavailable(
+        "PostgreSQL is unavailable: a lock another session holds was not released within "
+        f"the call's time limit{limit} or the caller's remaining timeout: {exc}"
+    )
 
 
 def rowcount(c: PgHandle, query: bytes, params: Mapping[str, Any]) -> int:

@@ -32,6 +32,7 @@ tables created there would sit among the server's catalog views."""
 
 DEFAULT_RECONNECT_MAX_S = 1.0
 MAX_RECONNECT_S = 60.0
+DEFAULT_LOCK_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,11 @@ class PostgresOptions:
     """Safety-net re-poll of waiting calls (the only wake without LISTEN, e.g. PgBouncer)."""
     connect_timeout_s: float = 10.0
     """Bound on connecting and on waiting for a pooled connection."""
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    """The most a call waits for a lock another session holds (a migration's ``ALTER
+    TABLE``, a ``LOCK TABLE``, a row another transaction keeps locked); a waiting call
+    (``claim_wait``, ``stream.wait``) waits no longer than its own remaining time either
+    (see ``lock_waits``)."""
     reconnect_max_s: float = DEFAULT_RECONNECT_MAX_S
     """While the server is unreachable, the longest the store goes without trying to
     reconnect (the pool's attempts and the listener's backoff): calls work again within
@@ -124,6 +130,9 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
         repoll_s=_check_seconds(opts.get("repoll_s", defaults.repoll_s), "repoll_s", 3600),
         connect_timeout_s=_check_seconds(
             opts.get("connect_timeout_s", defaults.connect_timeout_s), "connect_timeout_s", 3600
+        ),
+        lock_timeout_s=_check_seconds(
+            opts.get("lock_timeout_s", defaults.lock_timeout_s), "lock_timeout_s", 3600
         ),
         reconnect_max_s=_check_seconds(
             opts.get("reconnect_max_s", defaults.reconnect_max_s),

@@ -8,7 +8,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from alkstore import Capabilities, EngineSpec, Store
@@ -17,6 +17,7 @@ from alkstore.constants import CONTRACT_VERSION
 from alkstore.core import CoreStore
 from alkstore.driver import Driver
 
+from . import contention
 from .driver import SqliteDriver
 from .leftovers import database_files
 from .options import parse_options
@@ -109,6 +110,18 @@ class SqliteEngine:
             return conn
 
         return connect
+
+    def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]:
+        """The conformance kit's contention hook: a connection outside alkstore holds
+        ``spec``'s write lock (``BEGIN IMMEDIATE``) until exit, ``seconds`` at most."""
+        return contention.hold_write_path(spec, seconds)
+
+    @contextmanager
+    def outage_switch(self, spec: EngineSpec) -> Iterator[contention.OutageSwitch]:
+        """The conformance kit's outage hook: stores opened on the switch's spec (a
+        short ``busy_timeout_s``) can be cut off from writing: its ``unavailable``
+        holds the writer gate and the write lock, as a stopped writer would."""
+        yield contention.outage_switch(spec)
 
     def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
         """The conformance kit's hook for its report: what backs the store ``spec`` names."""

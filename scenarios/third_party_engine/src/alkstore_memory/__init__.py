@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from alkstore import Capabilities, EngineSpec, InvalidOptions, Store
@@ -36,8 +36,9 @@ from alkstore.core import DEFAULT_REPOLL_S, CoreStore
 from alkstore.driver import Driver
 from alkstore.payload import check_max_payload_bytes
 
+from . import contention
 from .database import database, drop
-from .driver import MemoryDriver
+from .driver import DEFAULT_LOCK_TIMEOUT_S, MemoryDriver
 
 __version__ = "0.1.0"
 
@@ -73,9 +74,11 @@ class MemoryEngine:
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
         """Open ``memory://<name>``; an unknown name starts an empty database.
 
-        The options are ``repoll_s`` (the core's safety-net re-poll interval) and
+        The options are ``repoll_s`` (the core's safety-net re-poll interval),
         ``max_payload_bytes`` (the store's payload size bound, the contract's
-        ``MAX_PAYLOAD_BYTES`` or lower)."""
+        ``MAX_PAYLOAD_BYTES`` or lower) and ``lock_timeout_s`` (5: the most a call
+        waits for the database while another thread's transaction holds it; a
+        call with a timeout of its own waits no longer than that either)."""
         return self.open_with_driver_wrapper(url, lambda driver: driver, clock=clock, **opts)
 
     def open_with_driver_wrapper(
@@ -91,9 +94,12 @@ class MemoryEngine:
         max_payload_bytes = check_max_payload_bytes(
             opts.pop("max_payload_bytes", MAX_PAYLOAD_BYTES)
         )
+        lock_timeout_s = contention.check_lock_timeout(
+            opts.pop("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S)
+        )
         if opts:
             raise InvalidOptions(f"unknown memory engine option(s): {', '.join(sorted(opts))}")
-        driver = MemoryDriver(database(_database_name(url)))
+        driver = MemoryDriver(database(_database_name(url)), lock_timeout_s)
         return CoreStore(
             wrap(driver),
             clock=clock,
@@ -120,6 +126,19 @@ class MemoryEngine:
         _database_name(spec.url)  # a spec of this engine's, or InvalidOptions
         with self.provision() as beside:
             yield EngineSpec(url=beside.url, opts=dict(spec.opts))
+
+    def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]:
+        """The conformance kit's contention hook: another thread keeps a write
+        transaction open on ``spec``'s database until exit (``seconds`` at most)."""
+        return contention.hold_write_path(database(_database_name(spec.url)), seconds)
+
+    @contextmanager
+    def outage_switch(self, spec: EngineSpec) -> Iterator[contention.OutageSwitch]:
+        """The conformance kit's outage hook: ``spec``'s database, refusing every call
+        while the switch's ``unavailable(seconds)`` is entered."""
+        yield contention.OutageSwitch(
+            contention.outage_spec(spec), database(_database_name(spec.url))
+        )
 
     def describe_backend(self, spec: EngineSpec) -> dict[str, Any]:
         """The conformance kit's hook for its report: what backs the store ``spec`` names."""

@@ -15,6 +15,17 @@ What an engine author must provide here, and how this engine does it:
   counters that never go back, even when the transaction that drew a number
   rolls back (like a Postgres sequence): a number, once handed out, is never
   handed out again. Gaps are harmless.
+* **Bounded waits.** A caller waits for the lock at most the store's
+  ``lock_timeout_s``, or what is left of its own timeout (``claim_wait``,
+  ``stream.wait``) when that is shorter; then the call raises the contract's
+  ``EngineUnavailable`` (contract §8.4, §8.5). A transaction another thread
+  keeps open therefore never blocks a caller past its limit. Wake sinks have
+  a lock of their own, so a waiter registers even while a writer holds the
+  database.
+* **Outages.** ``take_down(seconds)`` (the conformance kit's outage hook, see
+  ``alkstore_memory.ENGINE.make_unavailable``) makes every call raise
+  ``EngineUnavailable`` until ``bring_up()``, as a server that refuses
+  connections would; nothing a refused call began is kept.
 * **Wakes after commit.** Topics the core announces, and pub/sub messages,
   are collected on the transaction and delivered to every watching store's
   sink only after the commit, outside the lock. Several stores opened on the
@@ -28,11 +39,13 @@ Databases are kept in a process-global registry keyed by name, so opening
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 from alkstore.driver import WakeSink
+from alkstore.errors import EngineUnavailable
 
 from .tables import Tables
 
@@ -62,11 +75,42 @@ class Database:
         self._last_offsets: dict[str, int] = {}
         # One sink per watching store; the key is that store's driver.
         self._sinks: dict[object, WakeSink] = {}
+        self._sinks_lock = threading.Lock()
+        self._down_until: float | None = None
+        """While set (``time.monotonic()``), every call is refused: an outage."""
+
+    # -- availability -----------------------------------------------------------
+    def take_down(self, seconds: float) -> None:
+        """Refuse every call for ``seconds`` at most (or until ``bring_up``)."""
+        self._down_until = time.monotonic() + seconds
+
+    def bring_up(self) -> None:
+        self._down_until = None
+
+    def _check_up(self) -> None:
+        down_until = self._down_until
+        if down_until is not None and time.monotonic() < down_until:
+            raise EngineUnavailable(f"memory://{self.name} is unavailable (an outage)")
+
+    @contextmanager
+    def _locked(self, wait_s: float) -> Iterator[None]:
+        """The database's lock, waited for at most ``wait_s`` seconds."""
+        self._check_up()
+        if not self._lock.acquire(timeout=max(wait_s, 0.0)):
+            raise EngineUnavailable(
+                f"memory://{self.name}: another thread's transaction held the database "
+                f"for {wait_s:.3g} s, the call's time limit"
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     # -- transactions ---------------------------------------------------------
     @contextmanager
-    def write_transaction(self) -> Iterator[Tx]:
-        with self._lock:
+    def write_transaction(self, wait_s: float) -> Iterator[Tx]:
+        """A write transaction; waits at most ``wait_s`` for the lock."""
+        with self._locked(wait_s):
             if self._writer is not None:
                 raise RuntimeError(
                     f"memory://{self.name}: this thread already has a write transaction open; "
@@ -80,6 +124,7 @@ class Database:
                 self._tables = tx.tables  # commit
             finally:
                 self._writer = None
+        with self._sinks_lock:
             sinks = list(self._sinks.values())
         # Only reached after a commit, and outside the lock: sinks never call back in
         # under it, and a rolled-back transaction wakes nobody.
@@ -89,8 +134,9 @@ class Database:
             for channel, payload in tx.messages:
                 sink.deliver(channel, payload)
 
-    def read(self, work: Callable[[Tx], T]) -> T:
-        with self._lock:
+    def read(self, work: Callable[[Tx], T], wait_s: float) -> T:
+        """``work`` on the committed tables; waits at most ``wait_s`` for the lock."""
+        with self._locked(wait_s):
             return work(Tx(self, self._tables))
 
     # -- sequences (never rolled back) ------------------------------------------
@@ -107,11 +153,11 @@ class Database:
 
     # -- wake sinks ---------------------------------------------------------------
     def watch(self, key: object, sink: WakeSink) -> None:
-        with self._lock:
+        with self._sinks_lock:
             self._sinks[key] = sink
 
     def unwatch(self, key: object) -> None:
-        with self._lock:
+        with self._sinks_lock:
             self._sinks.pop(key, None)
 
 

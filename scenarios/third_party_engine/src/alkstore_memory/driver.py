@@ -70,6 +70,9 @@ T = TypeVar("T")
 
 PENDING, PROCESSING, DEAD = JobState.PENDING, JobState.PROCESSING, JobState.DEAD
 
+DEFAULT_LOCK_TIMEOUT_S = 5.0
+"""The most a call waits for the database's lock (the ``lock_timeout_s`` option)."""
+
 
 class NoConnection:
     """What ``tx.connection`` returns: there is no SQL connection behind this engine."""
@@ -140,21 +143,26 @@ def _live_lock(tables: Tables, name: str, now: int) -> LockInfo | None:
 class MemoryDriver:
     """One store's driver; several drivers may share one ``Database``."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
         self._db = database
+        self._lock_timeout_s = lock_timeout_s
+
+    def _limit_s(self, wait_s: float | None) -> float:
+        # An in-memory write holds the lock for microseconds, but a caller's
+        # store.transaction() on another thread holds it as long as it stays open:
+        # wait no longer than the store's limit, nor than the caller's own time.
+        return self._lock_timeout_s if wait_s is None else min(wait_s, self._lock_timeout_s)
 
     # -- transactions ---------------------------------------------------------------
     def write(self, work: Callable[[Tx], T], *, wait_s: float | None = None) -> T:
-        # An in-memory write holds its lock for microseconds: there is nothing to
-        # bound with wait_s (a caller's open transaction on another thread aside).
-        with self._db.write_transaction() as tx:
+        with self._db.write_transaction(self._limit_s(wait_s)) as tx:
             return work(tx)
 
     def read(self, work: Callable[[Tx], T], *, wait_s: float | None = None) -> T:
-        return self._db.read(work)
+        return self._db.read(work, self._limit_s(wait_s))
 
     def transaction(self) -> AbstractContextManager[Tx]:
-        return self._db.write_transaction()
+        return self._db.write_transaction(self._lock_timeout_s)
 
     def attach(self, native: Any) -> AbstractContextManager[Tx]:
         raise NotImplementedError(
