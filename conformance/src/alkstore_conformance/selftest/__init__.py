@@ -26,6 +26,7 @@ from .blind_spots import (
     TwoStepBuryDriver,
 )
 from .chaining import ClaimsOnlyAfterAnAckStore
+from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .engine import MutantEngine
 from .operations import (
     BatchClaimIgnoresPauseDriver,
@@ -285,6 +286,29 @@ PAYLOAD_OPTION_IGNORED = MutantEngine(
     store=IgnoresPayloadOptionStore,
 )
 
+# -- cron schedules (contract 1.2 §5, the cron profile) -------------------------------
+CRON_IN_UTC = MutantEngine(
+    "cron-in-utc",
+    catches="SCHED-CRON-IN-ZONE",
+    bug="the schedule upsert never stores the zone, so after its first fire a schedule "
+    "in Europe/Berlin fires on UTC's wall clock",
+    driver=ZoneDroppingDriver,
+)
+DST_GAP_SKIPPED = MutantEngine(
+    "dst-gap-skipped",
+    catches="SCHED-CRON-DST",
+    bug="boundaries whose local time the spec does not name are dropped: a local time "
+    "that does not exist (02:30 on spring-forward day) never fires",
+    store=GapSkippingStore,
+)
+CATCH_UP_IGNORED = MutantEngine(
+    "catch-up-ignored",
+    catches="SCHED-CATCH-UP-POLICY",
+    bug="the schedule upsert never stores the catch-up policy, so every schedule "
+    "replays every boundary it missed",
+    driver=PolicyDroppingDriver,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -326,6 +350,10 @@ MUTANTS: dict[str, MutantEngine] = {
         # payload size bound (contract 1.2)
         ENQUEUE_MANY_PAST_OVERSIZE,
         PAYLOAD_OPTION_IGNORED,
+        # cron schedules (contract 1.2)
+        CRON_IN_UTC,
+        DST_GAP_SKIPPED,
+        CATCH_UP_IGNORED,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""
