@@ -45,9 +45,13 @@ def test_the_oracle_and_the_cadence_agree_on_the_next_fire(
     transition=st.sampled_from(dst_transitions()),
     offset=st.integers(-4 * 3600, 4 * 3600),
 )
-def test_they_agree_next_to_every_dst_transition(spec: str, transition: object, offset: int) -> None:
+def test_they_agree_next_to_every_dst_transition(
+    spec: str, transition: object, offset: int
+) -> None:
     zone, at = transition.zone, transition.at  # type: ignore[attr-defined]
-    assert parse_spec(spec, zone).next_after(at + offset) == oracle.next_fire(spec, zone, at + offset)
+    assert parse_spec(spec, zone).next_after(at + offset) == oracle.next_fire(
+        spec, zone, at + offset
+    )
 
 
 @pytest.mark.parametrize("transition", dst_transitions(), ids=str)

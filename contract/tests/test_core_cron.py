@@ -129,4 +129,3 @@ def test_a_schedule_whose_zone_this_process_lacks_is_left_and_the_others_fire(
     listed = store.get_schedule("unknown")
     assert listed is not None
     assert (listed.timezone, listed.next_fire_at) == ("Atlantis/Capital", START)
-

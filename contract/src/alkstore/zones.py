@@ -40,11 +40,7 @@ def check_timezone(value: object) -> str:
         return value
     if not value:
         raise InvalidSpec(None, "a time zone is an IANA name, got an empty string", timezone=value)
-    if (
-        len(value) > _MAX_ZONE_LENGTH
-        or not _IANA_NAME.fullmatch(value)
-        or value in _MACHINE_LOCAL
-    ):
+    if len(value) > _MAX_ZONE_LENGTH or not _IANA_NAME.fullmatch(value) or value in _MACHINE_LOCAL:
         raise InvalidSpec(None, "not an IANA time zone name", timezone=value)
     resolve_zone(value)
     return value

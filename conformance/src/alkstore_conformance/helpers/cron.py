@@ -83,7 +83,20 @@ def five_field_specs(draw: st.DrawFn) -> str:
             return spec
 
 
-_MONTH_DAYS = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
+_MONTH_DAYS = {
+    1: 31,
+    2: 29,
+    3: 31,
+    4: 30,
+    5: 31,
+    6: 30,
+    7: 31,
+    8: 31,
+    9: 30,
+    10: 31,
+    11: 30,
+    12: 31,
+}
 
 cron_specs = five_field_specs() | st.sampled_from(sorted(oracle.NICKNAMES))
 zones = st.sampled_from(ZONES)

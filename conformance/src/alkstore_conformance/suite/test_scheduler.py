@@ -341,9 +341,7 @@ MALFORMED_ZONES: list[Any] = [
 
 @pytest.mark.property("SCHED-ZONE-REFUSED")
 @pytest.mark.parametrize("zone", MALFORMED_ZONES, ids=repr)
-def test_a_zone_that_is_no_iana_zone_is_refused_naming_it(
-    clocked_store: Store, zone: Any
-) -> None:
+def test_a_zone_that_is_no_iana_zone_is_refused_naming_it(clocked_store: Store, zone: Any) -> None:
     with pytest.raises(InvalidSpec) as raised:
         clocked_store.schedule("bad", "0 9 * * *", "q", {}, ScheduleOpts(timezone=zone))
     assert raised.value.timezone == zone

@@ -109,7 +109,9 @@ def test_latest_after_a_cron_outage_fires_once_and_counts_the_rest(
 ) -> None:
     spec = "*/5 * * * *"
     clock.set(_at("2026-03-28T20:02:00Z"))
-    stored = clocked_store.schedule("s", spec, "q", {}, ScheduleOpts(timezone=zone, catch_up="latest"))
+    stored = clocked_store.schedule(
+        "s", spec, "q", {}, ScheduleOpts(timezone=zone, catch_up="latest")
+    )
     now = _at("2026-03-29T05:33:20Z")  # across Berlin's spring-forward
     clock.set(now)
     due = [stored.next_fire_at, *oracle.boundaries(spec, zone, stored.next_fire_at, now)]
@@ -156,7 +158,9 @@ def test_a_year_long_outage_is_counted_exactly(
     clocked_store: Store, clock: FakeClock, spec: str, zone: str, boundaries: int
 ) -> None:
     clock.set(_at("2025-06-01T12:00:30Z"))
-    stored = clocked_store.schedule("s", spec, "q", {}, ScheduleOpts(timezone=zone, catch_up="latest"))
+    stored = clocked_store.schedule(
+        "s", spec, "q", {}, ScheduleOpts(timezone=zone, catch_up="latest")
+    )
     clock.set(stored.next_fire_at + YEAR_S - 1)  # a year of boundaries, the first included
     assert clocked_store.tick_schedules(TICKER) == TickResult(fired=1, skipped=boundaries - 1)
 
