@@ -132,7 +132,9 @@ def parse_cron(spec: str) -> CronFields:
         )
     if len(spec_fields) != 5:
         raise InvalidSpec(spec, f"a cron spec has five fields, this one has {len(spec_fields)}")
-    values = [_field_values(spec, field, text) for field, text in zip(_FIELDS, spec_fields)]
+    values = [
+        _field_values(spec, field, text) for field, text in zip(_FIELDS, spec_fields, strict=True)
+    ]
     minutes, hours, days, months, weekdays = values
     starred = [text.startswith("*") for text in spec_fields]
     days_either = not starred[2] and not starred[4]
@@ -150,7 +152,7 @@ def parse_cron(spec: str) -> CronFields:
         wall_clock=not starred[0] and not starred[1],
         expression=" ".join(
             _canonical(text, field_values, field)
-            for field, text, field_values in zip(_FIELDS, spec_fields, values)
+            for field, text, field_values in zip(_FIELDS, spec_fields, values, strict=True)
         ),
     )
 

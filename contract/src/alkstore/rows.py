@@ -16,9 +16,9 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from .options import ScheduleOpts
-from .zones import UTC_ZONE
 from .payload import decode_payload, encode_payload
 from .values import Job, JobError, JobState, Schedule, StreamEvent
+from .zones import UTC_ZONE
 
 JobDecoder = Callable[[Sequence[Any]], Job]
 """A row of one engine's job columns (payload and errors as JSON text) as a ``Job``."""

@@ -8,6 +8,7 @@ whatever the spec's kind.
 from __future__ import annotations
 
 import re
+
 from .cadence import Cadence, Due, EveryCadence
 from .constants import MAX_SECONDS
 from .cron_cadence import CronCadence

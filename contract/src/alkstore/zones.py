@@ -9,7 +9,7 @@ schedule in UTC, as it did before zones existed.
 from __future__ import annotations
 
 import re
-from datetime import timezone, tzinfo
+from datetime import UTC, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -56,7 +56,7 @@ def resolve_zone(name: str) -> tzinfo:
             unknown here).
     """
     if name == UTC_ZONE:
-        return timezone.utc
+        return UTC
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):

@@ -10,8 +10,8 @@ import pytest
 from pg_helpers import StoreFactory
 
 import alkstore
-from alkstore.testing import FakeClock
 from alkstore import EnqueueOpts, QueueOpts
+from alkstore.testing import FakeClock
 from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
 from alkstore_postgres.statements import Statements
 

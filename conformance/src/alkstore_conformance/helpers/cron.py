@@ -139,7 +139,8 @@ def dst_transitions() -> tuple[Transition, ...]:
         for at in oracle.transitions(zone, *DST_YEARS):
             before = datetime.fromtimestamp(at - 1, tz).utcoffset()
             after = datetime.fromtimestamp(at, tz).utcoffset()
-            assert before is not None and after is not None
+            assert before is not None
+            assert after is not None
             found.append(
                 Transition(zone, at, int(before.total_seconds()), int(after.total_seconds()))
             )

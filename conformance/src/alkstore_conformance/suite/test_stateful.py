@@ -31,9 +31,9 @@ reclaims happen often.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar

@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import RealtimeClock
 from ..cadence import Cadence
+from ..clock import RealtimeClock
 from ..constants import CATCH_UP_CAP, MISFIRE_GRACE_S, SCHEDULER_LEASE_S, SCHEDULER_LOCK
 from ..cron_cadence import NEVER
 from ..driver import SCHEDULES_TOPIC, queue_topic
