@@ -1,4 +1,4 @@
-"""A cron spec's boundaries (contract §5.4, §5.5): the DST rule and exact counts.
+"""A cron spec's boundaries (contract §5.8, §5.9): the DST rule and exact counts.
 
 The kit checks the cadence against its brute-force oracle over random specs and
 zones (``conformance/tests/test_cron_oracle.py``); these are the contract's own

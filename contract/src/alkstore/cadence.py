@@ -1,4 +1,4 @@
-"""A schedule's cadence (contract §5.5): the one value every boundary is computed with.
+"""A schedule's cadence (contract §5.9): the one value every boundary is computed with.
 
 Engines store the boundaries the core computes with it and never compute one.
 ``alkstore.spec.parse_spec`` builds one from a spec and a zone.
@@ -27,7 +27,7 @@ class Due:
 
 
 class Cadence(Protocol):
-    """When a schedule fires: its boundaries, as whole epoch seconds (contract §5.5)."""
+    """When a schedule fires: its boundaries, as whole epoch seconds (contract §5.9)."""
 
     @property
     def spec(self) -> str:

@@ -21,7 +21,7 @@ CATCH_UP_CAP: Final = 64
 
 CATCH_UP_POLICIES: Final = ("all", "latest", "none")
 """What a tick does with a schedule's missed boundaries (``ScheduleOpts.catch_up``,
-contract §5.6): fire all of them (up to ``CATCH_UP_CAP``), only the latest, or only
+contract §5.4): fire all of them (up to ``CATCH_UP_CAP``), only the latest, or only
 those that came due less than ``MISFIRE_GRACE_S`` ago."""
 
 MISFIRE_GRACE_S: Final = 60

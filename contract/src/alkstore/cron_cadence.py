@@ -1,4 +1,4 @@
-"""A cron spec's boundaries in its time zone (contract §5.4, §5.5).
+"""A cron spec's boundaries in its time zone (contract §5.8, §5.9).
 
 ``cronsim`` walks the calendar (it mimics Debian cron, whose DST rule the
 contract adopts); this module holds it to the contract's words where a walk
@@ -68,7 +68,7 @@ class CronCadence:
             return NEVER
 
     def _next_on_the_wall_clock(self, after: int) -> int:
-        # cronsim walks naive local times and maps each to its instant as §5.4 says.
+        # cronsim walks naive local times and maps each to its instant as §5.8 says.
         walk = CronSim(self.fields.expression, datetime.fromtimestamp(after, self.zone))
         while True:
             instant = int(next(walk).timestamp())

@@ -77,7 +77,7 @@ class CronFields:
             starts with ``*``), so a day matching either fires; otherwise a day
             must match both (Vixie cron's rule).
         wall_clock: minute and hour are both fixed (neither starts with ``*``):
-            the spec follows the wall clock across DST (§5.4); otherwise it runs on
+            the spec follows the wall clock across DST (§5.8); otherwise it runs on
             elapsed time.
         expression: the five fields as the cadence hands them to ``cronsim``: each
             value listed, but a field that starts with ``*`` keeps that start, since

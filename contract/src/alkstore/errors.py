@@ -45,7 +45,7 @@ _SPEC_AT_FAULT = object()  # InvalidSpec's ``timezone`` when the spec, not the z
 
 class InvalidSpec(AlkstoreError, ValueError):
     """A schedule spec is not in the grammar of contract §5.2, or a schedule's time
-    zone is not one (§5.3).
+    zone is not one (§5.7).
 
     Also a ``ValueError`` (contract §5, §8).
 

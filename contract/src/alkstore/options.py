@@ -157,8 +157,8 @@ class ScheduleOpts:
         expires: seconds (at least 1) after each fire at which its job expires;
             ``None`` = never.
         timezone: the IANA time zone a cron spec is read in, e.g. ``"Europe/Berlin"``
-            (§5.3). Default ``"UTC"``. ``@every`` runs on elapsed time and ignores it.
-        catch_up: what a tick does with missed boundaries (§5.6): ``"all"`` (the
+            (§5.7). Default ``"UTC"``. ``@every`` runs on elapsed time and ignores it.
+        catch_up: what a tick does with missed boundaries (§5.4): ``"all"`` (the
             default) fires every one, at most ``CATCH_UP_CAP`` per tick; ``"latest"``
             fires only the most recent; ``"none"`` fires only those that came due less
             than ``MISFIRE_GRACE_S`` ago. The others are skipped.

@@ -1,4 +1,4 @@
-"""A schedule's time zone (contract §5.3): an IANA name, resolved through ``zoneinfo``.
+"""A schedule's time zone (contract §5.7): an IANA name, resolved through ``zoneinfo``.
 
 ``"UTC"`` resolves without the time-zone database, so a process on a machine
 that has none (a minimal container without the system's tzdata and without

@@ -1,4 +1,4 @@
-"""The kit's cron oracle: contract §5.2 and §5.4 read literally, by brute force.
+"""The kit's cron oracle: contract §5.2 and §5.8 read literally, by brute force.
 
 Written from the contract's words alone (no cron library, nothing of the
 contract's own cadence), so a property that compares an engine's boundaries
@@ -122,7 +122,7 @@ def exists(local: datetime, zone: tzinfo) -> bool:
 
 
 def wall_clock_instant(local: datetime, zone: tzinfo) -> int:
-    """§5.4: a local time's instant -- its first occurrence, or for one that does not
+    """§5.8: a local time's instant -- its first occurrence, or for one that does not
     exist the first instant after the gap (the first local minute that exists)."""
     while not exists(local, zone):
         local += MINUTE

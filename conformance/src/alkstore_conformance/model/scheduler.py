@@ -102,7 +102,7 @@ class SchedulerModel(LocksModel):
         """One tick as ``worker_id``: it takes (or renews) the leadership lock, and fires
         nothing while another owner's lock is live. Of each schedule's due boundaries,
         its catch-up policy fires: all (at most ``CATCH_UP_CAP``), the latest, or those
-        due less than ``MISFIRE_GRACE_S`` ago (§5.6); the rest are skipped, and the
+        due less than ``MISFIRE_GRACE_S`` ago (§5.4); the rest are skipped, and the
         schedule moves to its first boundary strictly after now. The fired jobs' ids
         are the engine's: the jobs it created must be passed to ``adopt_fired`` before
         the model is used again."""

@@ -1,4 +1,4 @@
-"""§5.6 (contract 1.2, the cron profile): what a tick does with missed boundaries.
+"""§5.4 (contract 1.2, the cron profile): what a tick does with missed boundaries.
 
 ``catch_up="all"`` (the default, checked with ``@every`` by SCHED-CATCH-UP-CAP)
 fires every missed boundary, at most ``CATCH_UP_CAP`` per tick; ``"latest"`` fires

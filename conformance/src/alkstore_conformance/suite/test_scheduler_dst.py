@@ -1,4 +1,4 @@
-"""§5.4 (contract 1.2, the cron profile): every DST transition, checked explicitly.
+"""§5.8 (contract 1.2, the cron profile): every DST transition, checked explicitly.
 
 For each transition of the kit's DST zones in 2025-2028, schedules whose boundaries
 land in the gap or the repeated stretch (both classes: wall-clock specs and
