@@ -78,8 +78,10 @@ def dependency_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pyproject = tomllib.loads((APP_DISTRIBUTIONS["alkstore"] / "pyproject.toml").read_text())
     requirements = pyproject["project"]["dependencies"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(out)]
-        + requirements,
+        [
+            *(sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:"),
+            *("-d", str(out), *requirements),
+        ],
         check=True,
         timeout=STEP_TIMEOUT_S,
     )
