@@ -16,14 +16,25 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 import alkstore
-from alkstore import EngineSpec, EnqueueOpts, JobState, OffsetClock, QueueOpts, Store
+from alkstore import (
+    EngineSpec,
+    EnqueueOpts,
+    JobState,
+    OffsetClock,
+    QueueOpts,
+    Schedule,
+    ScheduleOpts,
+    Store,
+)
 from alkstore.rows import JOB_COLUMNS
 
 ALKSTORE = Path(sys.executable).with_name("alkstore")
@@ -433,6 +444,51 @@ def test_schedules_lists_every_schedule(cli: Cli, store: Store) -> None:
     assert entry["spec"] == "@every 1d"
     assert entry["queue"] == "reports"
     assert entry["interval_s"] == DAY_S
+    assert (entry["timezone"], entry["catch_up"]) == ("UTC", "all")
+
+
+def test_the_schedules_document_carries_every_field_of_a_cron_schedule(
+    cli: Cli, store: Store
+) -> None:
+    opts = ScheduleOpts(priority=2, expires=600, timezone="Europe/Berlin", catch_up="latest")
+    stored = store.schedule("digest", "0 9 * * MON-FRI", "mail", {"kind": "digest"}, opts)
+
+    (entry,) = cli.json("schedules")["schedules"]
+
+    assert entry == {
+        "name": "digest",
+        "spec": "0 9 * * MON-FRI",
+        "queue": "mail",
+        "payload": {"kind": "digest"},
+        "priority": 2,
+        "max_attempts": None,
+        "expires_s": 600,
+        "interval_s": None,
+        "next_fire_at": stored.next_fire_at,
+        "timezone": "Europe/Berlin",
+        "catch_up": "latest",
+    }
+    # Every field of alkstore.Schedule, and what it reads from its opts, reaches it.
+    assert {f.name for f in fields(Schedule)} - {"opts"} <= set(entry)
+
+
+def test_the_schedules_table_shows_the_zone_the_policy_and_both_clocks(
+    cli: Cli, store: Store
+) -> None:
+    stored = store.schedule(
+        "digest", "0 9 * * *", "mail", {}, ScheduleOpts(timezone="Asia/Kolkata", catch_up="none")
+    )
+    local = datetime.fromtimestamp(stored.next_fire_at, ZoneInfo("Asia/Kolkata"))
+    utc = datetime.fromtimestamp(stored.next_fire_at, UTC)
+
+    done = cli.run("schedules")
+
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if "digest" in line]
+    assert "Asia/Kolkata" in row
+    assert "none" in row
+    assert f"{local:%Y-%m-%d} 09:00:00 +0530" in row
+    assert f"{utc:%Y-%m-%d} 03:30:00Z" in row
 
 
 def test_an_outbox_backing_queue_is_reachable_by_its_listed_name(cli: Cli, store: Store) -> None:

@@ -208,3 +208,34 @@ def test_guide_transactional_enqueue_stamps_a_name_and_a_handle_as_it_says(
     url = f"sqlite:///{tmp_path / 'app.db'}"
     exec(compile(code.replace(README_URL, repr(url)), "transactional-enqueue.md", "exec"), {})
     assert capsys.readouterr().out == "300 3\n900 10\n"
+
+
+def test_guide_scheduling_dst_example_prints_what_the_page_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = guide_block("scheduling.md", "import alkstore\nfrom alkstore import ScheduleOpts\n")
+    assert code.count(README_URL) == 1
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), "scheduling.md", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == [
+        "01:00 CET hourly",
+        "03:00 CEST hourly",
+        "03:00 CEST nightly",
+        "04:00 CEST hourly",
+    ]
+
+
+def test_guide_scheduling_runner_example_registers_leads_and_stops(tmp_path: Path) -> None:
+    # (It returns: the leader thread saw its stop token and ended.)
+    code = guide_block("scheduling.md", "import threading\n\nimport alkstore\n")
+    assert code.count(README_URL) == 1
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), "scheduling.md", "exec"), {})
+    with alkstore.open(url) as store:
+        digest = store.get_schedule("digest")
+        assert digest is not None
+        assert (digest.spec, digest.timezone, digest.catch_up) == (
+            "0 9 * * MON-FRI",
+            "Europe/Berlin",
+            "latest",
+        )

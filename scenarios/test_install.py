@@ -1,9 +1,10 @@
 """An app's install path: the built wheels alone, in a fresh virtual environment.
 
 The wheels of ``alkstore`` and ``alkstore-sqlite`` are built from the checkout,
-installed into a new venv from those files only (no index, no editable
-install, none of this machine's pip configuration), and the quickstart is run
-by that venv's interpreter from a directory outside the repository.
+installed into a new venv from those files and the contract's one dependency
+(cronsim, fetched as a wheel beforehand) only (no index, no editable install,
+none of this machine's pip configuration), and the quickstart is run by that
+venv's interpreter from a directory outside the repository.
 
 The install lines of ``README.md`` and ``docs/install.md`` are then run as
 written, by ``sh``, in a new venv with the pip Python ships: the wheel line with
@@ -25,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -94,8 +96,28 @@ def kit_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def app_python(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The interpreter of a new venv holding only the two wheels and their (no) deps."""
+def dependency_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The contract's dependencies as wheel files, from this machine's usual index: what
+    an app's index would give it (the engine's only dependency is the contract)."""
+    out = tmp_path_factory.mktemp("dependencies")
+    pyproject = tomllib.loads((APP_DISTRIBUTIONS["alkstore"] / "pyproject.toml").read_text())
+    requirements = pyproject["project"]["dependencies"]
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:"),
+            *("-d", str(out), *requirements),
+        ],
+        check=True,
+        timeout=STEP_TIMEOUT_S,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def app_python(
+    wheels: dict[str, Path], dependency_wheels: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The interpreter of a new venv holding only the two wheels and their dependencies."""
     venv = tmp_path_factory.mktemp("app") / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv)  # this pip installs into it
     python = venv / "bin" / "python"
@@ -108,6 +130,8 @@ def app_python(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
         "install",
         "-q",
         "--no-index",
+        "--find-links",
+        dependency_wheels,
         *wheels.values(),
     )
     return python

@@ -138,3 +138,59 @@ class ReferenceOnTheNamedServer(ReferenceWithoutLocks):
         if server != "file:kit-server":
             raise RuntimeError(f"no server to provision on (got {server!r})")
         return self._inner.provision()
+
+
+class MemoryWithoutCron:
+    """A contract 1.1 engine: the memory engine with 1.1's schedule rows -- no zone,
+    no catch-up policy, the boundary kept for an unchanged spec -- and no ``cron``
+    profile, as an engine certified before contract 1.2 is."""
+
+    def __init__(self) -> None:
+        from alkstore_memory import ENGINE
+
+        self._inner = ENGINE
+        self.name = "memory-1.1"
+        self.version = ENGINE.version
+        self.contract_version = ENGINE.contract_version
+        self.capabilities = dataclasses.replace(ENGINE.capabilities, cron=False)
+
+    def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
+        from alkstore.core import CoreStore
+        from alkstore_memory.database import database
+
+        name = url.removeprefix("memory://")
+        return CoreStore(
+            _schedule_rows_of_1_1()(database(name)),
+            clock=clock,
+            capabilities=self.capabilities,
+            engine_name=self.name,
+        )
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        return self._inner.provision()
+
+
+def _schedule_rows_of_1_1() -> type:
+    from alkstore.rows import ScheduleRecord
+    from alkstore_memory.driver import MemoryDriver
+
+    class OneOneScheduleRows(MemoryDriver):
+        def schedule_upsert(self, c: Any, record: ScheduleRecord) -> None:
+            # Built as a 1.1 driver builds it: the fields 1.1 knew, positionally.
+            row = ScheduleRecord(
+                record.name,
+                record.spec,
+                record.queue,
+                record.payload,
+                record.priority,
+                record.max_attempts,
+                record.expires_s,
+                record.interval_s,
+                record.next_fire_at,
+            )
+            stored = c.tables.schedules.get(row.name)
+            if stored is not None and stored.spec == row.spec:
+                row = dataclasses.replace(row, next_fire_at=stored.next_fire_at)
+            c.tables.schedules[row.name] = row
+
+    return OneOneScheduleRows

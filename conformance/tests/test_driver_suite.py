@@ -11,7 +11,9 @@ import alkstore_conformance.driver_suite as driver_suite_package
 from alkstore import Capabilities
 from alkstore_conformance.driver_suite import SUITES, driver_suite, suites_for
 
-EVERY_PROFILE = Capabilities(scheduler=True, streams=True, pubsub=True, ops=True, snooze=True)
+EVERY_PROFILE = Capabilities(
+    scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, cron=True
+)
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 
 
@@ -42,6 +44,13 @@ def test_the_ops_statements_come_only_with_the_ops_profile() -> None:
     assert "test_redrive_makes_a_new_pending_row_and_deletes_the_dead_one" in added
     assert "test_reschedule_and_bury_append_attempt_now_and_error_newest_last" in added
     assert not any(name.startswith("test_redrive") for name in without)
+
+
+def test_the_cron_schedule_rows_come_only_with_the_cron_profile() -> None:
+    scheduler = _test_names(driver_suite(Capabilities(scheduler=True)))
+    cron = _test_names(driver_suite(Capabilities(scheduler=True, cron=True)))
+    assert "test_schedule_upsert_stores_a_cron_schedule_whole" in cron - scheduler
+    assert "test_schedule_upsert_stores_a_new_schedule_whole" in scheduler
 
 
 def test_a_suite_needing_two_profiles_comes_only_with_both() -> None:

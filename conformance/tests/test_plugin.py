@@ -142,6 +142,35 @@ def test_a_1_1_engine_has_every_snooze_property_not_applicable(run_in: RunIn) ->
     assert "snooze" in report["engine"]["not_applicable_profiles"]
 
 
+def test_a_1_1_engine_certifies_its_scheduler_with_every_cron_property_not_applicable(
+    run_in: RunIn,
+) -> None:
+    manifest = load_manifest().values()
+    cron = [prop.id for prop in manifest if prop.profile == "cron"]
+    scheduler = [prop.id for prop in manifest if prop.profile == "scheduler"]
+    assert cron
+    assert scheduler
+    selection = [arg for p in cron + scheduler for arg in ("--alkstore-property", p)]
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:MemoryWithoutCron",
+        *selection,
+        "--alkstore-report",
+        "report.json",
+        "-q",
+    )
+    assert result.returncode == 0, output(result)
+    report = run_in.report()
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert {p: statuses[p] for p in cron} == dict.fromkeys(cron, "not_applicable")
+    # The memory engine is one process: its multi-process properties are not applicable.
+    assert {statuses[p] for p in scheduler} == {"pass", "not_applicable"}
+    assert [p for p in scheduler if statuses[p] == "pass"] != []
+    assert "cron" in report["engine"]["not_applicable_profiles"]
+
+
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
     result = run_in.pytest(
         "--pyargs",

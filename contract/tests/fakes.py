@@ -163,6 +163,11 @@ class FakeDriver:
             record = tx.tables.schedules[name]
             tx.tables.schedules[name] = replace(record, next_fire_at=next_fire_at)
 
+    def rewrite_schedule(self, name: str, **changes: Any) -> None:
+        """Another process (perhaps of another release) rewrote the schedule row ``name``."""
+        with self._db.write_transaction() as tx:
+            tx.tables.schedules[name] = replace(tx.tables.schedules[name], **changes)
+
     def corrupt_payload(self, job_id: int, text: str) -> None:
         """What raw SQL, an older release or a broken tool could leave in a live row."""
         with self._db.write_transaction() as tx:
@@ -266,6 +271,12 @@ class FakeProfilesDriver(FakeDriver):
     """``FakeDriver`` declaring the optional profiles: scheduler, streams, pub/sub."""
 
     capabilities = Capabilities(scheduler=True, streams=True, pubsub=True)
+
+
+class FakeCronDriver(FakeDriver):
+    """``FakeDriver`` declaring the scheduler and contract 1.2's cron profile."""
+
+    capabilities = Capabilities(scheduler=True, cron=True)
 
 
 class FakeOpsDriver(FakeDriver):

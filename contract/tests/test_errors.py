@@ -68,6 +68,14 @@ def test_invalid_spec_carries_the_spec() -> None:
     assert "@every 5w" in str(error)
 
 
+def test_invalid_spec_of_a_zone_names_the_zone_not_a_spec() -> None:
+    error = InvalidSpec(None, "no such zone", timezone="Mars/Base")
+    assert (error.spec, error.timezone) == (None, "Mars/Base")
+    assert "time zone 'Mars/Base'" in str(error)
+    assert InvalidSpec("x").timezone is None
+    assert "time zone None" in str(InvalidSpec(None, "a str", timezone=None))
+
+
 def test_engine_not_found_names_the_installed_engines() -> None:
     error = EngineNotFound("nope", ["sqlite", "postgresql"])
     assert error.wanted == "nope"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from alkstore.errors import InvalidOptions
+from alkstore.errors import InvalidOptions, InvalidSpec
 from alkstore.options import (
     DEFAULT_QUEUE_OPTS,
     OUTBOX_QUEUE_OPTS,
@@ -240,3 +240,33 @@ def test_options_compare_and_hash_by_their_resolved_values() -> None:
     assert QueueOpts(visibility_timeout_s=timedelta(seconds=60)) == QueueOpts(60)
     assert hash(EnqueueOpts(delay=0.5)) == hash(EnqueueOpts(delay=1))
     assert dataclasses.replace(QueueOpts(), max_attempts=9) == QueueOpts(max_attempts=9)
+
+
+def test_schedule_opts_default_to_utc_and_replaying_every_missed_boundary() -> None:
+    assert (ScheduleOpts().timezone, ScheduleOpts().catch_up) == ("UTC", "all")
+
+
+@pytest.mark.parametrize("policy", ["all", "latest", "none"])
+def test_schedule_opts_take_each_catch_up_policy(policy: str) -> None:
+    assert ScheduleOpts(catch_up=policy, timezone="Asia/Kolkata").catch_up == policy
+
+
+@pytest.mark.parametrize("policy", ["ALL", "skip", "", None, 0])
+def test_a_catch_up_policy_outside_the_three_names_the_field(policy: object) -> None:
+    with pytest.raises(InvalidOptions, match="catch_up"):
+        ScheduleOpts(catch_up=policy)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "zone", ["", "Mars/Base", "europe/berlin", "localtime", "../UTC", None, 1], ids=repr
+)
+def test_a_zone_that_is_none_raises_invalid_spec_naming_it(zone: object) -> None:
+    with pytest.raises(InvalidSpec) as raised:
+        ScheduleOpts(timezone=zone)  # type: ignore[arg-type]
+    assert raised.value.timezone == zone
+    assert repr(zone) in str(raised.value)
+
+
+def test_stored_opts_keep_a_zone_this_process_cannot_resolve() -> None:
+    stored = ScheduleOpts.stored(1, None, None, "Atlantis/Capital", "latest")
+    assert (stored.priority, stored.timezone, stored.catch_up) == (1, "Atlantis/Capital", "latest")

@@ -12,6 +12,7 @@ from alkstore.rows import (
     JOB_COLUMNS,
     OPS_JOB_COLUMNS,
     V1_JOB_COLUMNS,
+    ScheduleRecord,
     claimed_decoder,
     claimed_jobs,
     job_decoder,
@@ -127,3 +128,9 @@ def test_a_claimed_decoder_of_fewer_columns_takes_the_defaults() -> None:
     columns = tuple(c for c in CLAIMED_COLUMNS if c not in OPS_JOB_COLUMNS)
     (job,) = claimed_decoder(columns)([_row(columns)], "mail", "w2", 200)
     assert (job.errors, job.redriven_from) == ((), None)
+
+
+def test_a_schedule_record_built_as_a_1_1_driver_builds_it_is_in_utc_replaying_all() -> None:
+    record = ScheduleRecord("s", "@every 10s", "q", '{"v": 1}', 0, None, None, 10, 100)
+    schedule = record.to_schedule()
+    assert (schedule.timezone, schedule.catch_up, schedule.interval_s) == ("UTC", "all", 10)

@@ -16,6 +16,7 @@ from bench_scale import (
     many_queues,
     stats_at_large_backlog,
 )
+from bench_scheduler import cron_next_fire, tick_cron_schedules
 from bench_worker import hand_four, hand_one, worker_four, worker_one, worker_quiet_one
 from bench_workloads import (
     Workload,
@@ -85,6 +86,22 @@ WORKLOADS: Sequence[Entry] = (
         "S5 store.stats() (a metrics scrape) at 1,000,000 jobs",
         stats_at_large_backlog,
         baseline=False,
+    ),
+    # The scheduler: what a leader's tick costs when a thousand cron schedules come due
+    # at once, and the next-fire computation the core makes once per fire (the
+    # contract's alone: it runs on one engine).
+    Entry(
+        "cron_tick",
+        "C1 tick firing 1,000 cron schedules, one boundary each",
+        tick_cron_schedules,
+        baseline=False,
+    ),
+    Entry(
+        "cron_next_fire",
+        "C2 one cron next-fire computation (the core's, no engine)",
+        cron_next_fire,
+        baseline=False,
+        only="sqlite",
     ),
     # The worker rows run on the engine only: their baseline is the hand loop in
     # the row above each, on the same engine (bench_worker.render_worker_overhead).

@@ -22,8 +22,10 @@ from .clock import Clock, OffsetClock, RealtimeClock, SystemClock
 from .constants import (
     BACKOFF_CAP_S,
     CATCH_UP_CAP,
+    CATCH_UP_POLICIES,
     CONTRACT_VERSION,
     MAX_NAME_LENGTH,
+    MISFIRE_GRACE_S,
     RESERVED_PREFIX,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
@@ -79,10 +81,12 @@ __version__ = "0.1.0"
 __all__ = [
     "BACKOFF_CAP_S",
     "CATCH_UP_CAP",
+    "CATCH_UP_POLICIES",
     "CONTRACT_VERSION",
     "DEFAULT_QUEUE_OPTS",
     "ENGINE_GROUP",
     "MAX_NAME_LENGTH",
+    "MISFIRE_GRACE_S",
     "OUTBOX_QUEUE_OPTS",
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",

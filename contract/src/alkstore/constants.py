@@ -19,6 +19,16 @@ BACKOFF_CAP_S: Final = 3600
 CATCH_UP_CAP: Final = 64
 """At most this many missed boundaries of one schedule fire in one tick."""
 
+CATCH_UP_POLICIES: Final = ("all", "latest", "none")
+"""What a tick does with a schedule's missed boundaries (``ScheduleOpts.catch_up``,
+contract §5.4): fire all of them (up to ``CATCH_UP_CAP``), only the latest, or only
+those that came due less than ``MISFIRE_GRACE_S`` ago."""
+
+MISFIRE_GRACE_S: Final = 60
+"""How late a boundary of a ``catch_up="none"`` schedule may still fire: longer than
+a leader handover (the 30 s lease lapsing, then a tick), so an ordinary failover
+never drops a boundary."""
+
 SCHEDULER_LOCK: Final = "__alkstore_scheduler"
 """The leadership lock ``run_schedules`` holds."""
 

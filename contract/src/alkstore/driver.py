@@ -373,7 +373,13 @@ class SchedulerDriver(Protocol[C_contra]):
 
     def schedule_upsert(self, c: C_contra, record: ScheduleRecord) -> None:
         """Insert or update by name; keep the stored ``next_fire_at`` when the stored
-        spec equals ``record.spec``, else take ``record.next_fire_at``. One statement."""
+        spec equals ``record.spec`` and the stored ``timezone`` equals
+        ``record.timezone``, else take ``record.next_fire_at``. One statement.
+
+        An engine with the ``cron`` profile stores every field of the record,
+        ``timezone`` and ``catch_up`` included, and ``interval_s`` may be ``None``.
+        Without it, the core hands it only ``@every`` specs in UTC with the policy
+        ``"all"`` (the defaults of those fields), so it may leave them out."""
         ...
 
     def schedule_delete(self, c: C_contra, name: str) -> bool:

@@ -44,6 +44,9 @@ class Capabilities:
             pause/resume and the error history.
         snooze: contract 1.2's ``JobHandle.snooze`` (``SnoozeDriver``) and the
             ``snoozes`` count on every job.
+        cron: contract 1.2's cron specs, time zones and catch-up policies (§5): the
+            schedule row stores ``ScheduleRecord.timezone`` and ``catch_up`` and
+            takes a ``None`` ``interval_s``. Needs ``scheduler``.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -62,6 +65,8 @@ class Capabilities:
     """Contract 1.1 operations: stats, job listing, redrive, purge, pause, error history."""
     snooze: bool = False
     """Contract 1.2's snooze: a claim put back to wait without spending an attempt."""
+    cron: bool = False
+    """Contract 1.2's cron schedules: cron specs, a time zone and a catch-up policy."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

@@ -33,21 +33,45 @@ class ReservedName(InvalidName):
     """
 
 
+SPEC_FORMS = (
+    "five cron fields (minute hour day-of-month month day-of-week), a nickname "
+    "(@hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually) "
+    "or '@every <n><s|m|h|d>'"
+)
+"""What a schedule spec may be (contract §5.2), as refusals name it."""
+
+_SPEC_AT_FAULT = object()  # InvalidSpec's ``timezone`` when the spec, not the zone, is refused
+
+
 class InvalidSpec(AlkstoreError, ValueError):
-    """A schedule spec is not in the v1 grammar (``@every <n><s|m|h|d>``).
+    """A schedule spec is not in the grammar of contract §5.2, or a schedule's time
+    zone is not one (§5.7).
 
     Also a ``ValueError`` (contract §5, §8).
 
     Attributes:
-        spec: the refused spec, as given.
-        reason: what is wrong with it beyond not matching, or ``None``.
+        spec: the refused spec, as given (``None`` when the time zone is refused).
+        reason: what is wrong with it beyond not matching (for a cron spec: the field
+            at fault), or ``None``.
+        timezone: the refused time zone, as given, when the zone is at fault; else
+            ``None``.
     """
 
-    def __init__(self, spec: object, reason: str | None = None) -> None:
+    def __init__(
+        self, spec: object, reason: str | None = None, *, timezone: object = _SPEC_AT_FAULT
+    ) -> None:
         self.spec = spec
         self.reason = reason
+        self.timezone = None if timezone is _SPEC_AT_FAULT else timezone
         detail = f": {reason}" if reason else ""
-        super().__init__(f"invalid schedule spec {spec!r}{detail}; expected '@every <n><s|m|h|d>'")
+        if timezone is not _SPEC_AT_FAULT:
+            message = (
+                f"invalid schedule time zone {timezone!r}{detail}; "
+                "expected an IANA name such as 'Europe/Berlin' or 'UTC'"
+            )
+        else:
+            message = f"invalid schedule spec {spec!r}{detail}; expected {SPEC_FORMS}"
+        super().__init__(message)
 
 
 class InvalidOptions(AlkstoreError, ValueError):

@@ -14,9 +14,10 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from .constants import PRIORITY_RANGE
+from .constants import CATCH_UP_POLICIES, PRIORITY_RANGE
 from .errors import InvalidOptions
 from .timeconv import Duration, Instant, duration_seconds, instant_seconds
+from .zones import UTC_ZONE, check_timezone
 
 
 def _init(obj: object, **fields: object) -> None:
@@ -145,7 +146,7 @@ class EnqueueOpts:
 
 @dataclass(frozen=True, slots=True, init=False)
 class ScheduleOpts:
-    """What each fire of a schedule stamps over the target queue's default opts.
+    """How a schedule reads its spec and what each of its fires stamps.
 
     Pass to ``store.schedule`` (contract §5). The fired jobs take the rest of
     their stamps from ``DEFAULT_QUEUE_OPTS``.
@@ -155,24 +156,41 @@ class ScheduleOpts:
         max_attempts: each fired job's claim budget; ``None`` = the queue default.
         expires: seconds (at least 1) after each fire at which its job expires;
             ``None`` = never.
+        timezone: the IANA time zone a cron spec is read in, e.g. ``"Europe/Berlin"``
+            (§5.7). Default ``"UTC"``. ``@every`` runs on elapsed time and ignores it.
+        catch_up: what a tick does with missed boundaries (§5.4): ``"all"`` (the
+            default) fires every one, at most ``CATCH_UP_CAP`` per tick; ``"latest"``
+            fires only the most recent; ``"none"`` fires only those that came due less
+            than ``MISFIRE_GRACE_S`` ago. The others are skipped.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
             names the field.
+        InvalidSpec: ``timezone`` is not a ``str``, is empty, or names no IANA zone
+            this process knows; the message names the zone.
     """
 
     priority: int
     max_attempts: int | None
     expires: int | None
+    timezone: str
+    catch_up: str
 
     def __init__(
-        self, priority: int = 0, max_attempts: int | None = None, expires: Duration | None = None
+        self,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        expires: Duration | None = None,
+        timezone: str = UTC_ZONE,
+        catch_up: str = "all",
     ) -> None:
         _init(
             self,
             priority=_check_priority(priority),
             max_attempts=_optional_max_attempts(max_attempts),
             expires=_optional_duration(expires, "expires", minimum=1),
+            timezone=check_timezone(timezone),
+            catch_up=_check_catch_up(catch_up),
         )
 
     def as_enqueue_opts(self) -> EnqueueOpts:
@@ -180,6 +198,31 @@ class ScheduleOpts:
         return EnqueueOpts(
             priority=self.priority, max_attempts=self.max_attempts, expires=self.expires
         )
+
+    @classmethod
+    def stored(
+        cls,
+        priority: int,
+        max_attempts: int | None,
+        expires: int | None,
+        timezone: str,
+        catch_up: str,
+    ) -> ScheduleOpts:
+        """The opts of a stored schedule, read back: checked like any, except that the
+        zone is not looked up, since a process whose time-zone database lacks a zone
+        another process stored must still list the schedule."""
+        if not isinstance(timezone, str):
+            raise InvalidOptions(f"timezone must be a str, got {type(timezone).__name__}")
+        opts = cls(priority, max_attempts, expires, catch_up=catch_up)
+        object.__setattr__(opts, "timezone", timezone)
+        return opts
+
+
+def _check_catch_up(value: object) -> str:
+    if not isinstance(value, str) or value not in CATCH_UP_POLICIES:
+        allowed = ", ".join(repr(p) for p in CATCH_UP_POLICIES)
+        raise InvalidOptions(f"catch_up must be one of {allowed}, got {value!r}")
+    return value
 
 
 DEFAULT_QUEUE_OPTS = QueueOpts(300, 3, 5, None)

@@ -18,6 +18,7 @@ from typing import Any
 from .options import ScheduleOpts
 from .payload import decode_payload, encode_payload
 from .values import Job, JobError, JobState, Schedule, StreamEvent
+from .zones import UTC_ZONE
 
 JobDecoder = Callable[[Sequence[Any]], Job]
 """A row of one engine's job columns (payload and errors as JSON text) as a ``Job``."""
@@ -228,7 +229,13 @@ def stream_event(offset: int, payload: str, created_at: int) -> StreamEvent:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleRecord:
-    """A schedule row. ``payload`` is JSON text; ``expires_s`` may be ``None``."""
+    """A schedule row. ``payload`` is JSON text; ``expires_s`` may be ``None``.
+
+    ``interval_s`` is an ``@every`` spec's interval (``None`` for cron). The last two
+    fields are contract 1.2's (the ``cron`` profile) and default to what every
+    schedule of an engine without that profile has: a driver written before them
+    builds its records without them.
+    """
 
     name: str
     spec: str
@@ -237,8 +244,10 @@ class ScheduleRecord:
     priority: int
     max_attempts: int | None
     expires_s: int | None
-    interval_s: int
+    interval_s: int | None
     next_fire_at: int
+    timezone: str = UTC_ZONE
+    catch_up: str = "all"
 
     def to_schedule(self) -> Schedule:
         return Schedule(
@@ -246,8 +255,8 @@ class ScheduleRecord:
             spec=self.spec,
             queue=self.queue,
             payload=decode_payload(self.payload),
-            opts=ScheduleOpts(
-                priority=self.priority, max_attempts=self.max_attempts, expires=self.expires_s
+            opts=ScheduleOpts.stored(
+                self.priority, self.max_attempts, self.expires_s, self.timezone, self.catch_up
             ),
             interval_s=self.interval_s,
             next_fire_at=self.next_fire_at,

@@ -189,12 +189,14 @@ class Schedule:
 
     Attributes:
         name: the schedule's name.
-        spec: its spec as given, e.g. ``"@every 300s"``.
+        spec: its spec as given, e.g. ``"@every 300s"`` or ``"0 9 * * MON-FRI"``.
         queue: the queue each fire enqueues into.
         payload: what each fire enqueues (decoded).
-        opts: the ``ScheduleOpts`` each fired job is stamped with.
-        interval_s: the spec's interval in seconds.
-        next_fire_at: the next boundary to fire.
+        opts: the ``ScheduleOpts`` it was registered with: each fired job's stamps,
+            the zone its spec is read in and its catch-up policy.
+        interval_s: an ``@every`` spec's interval in seconds; ``None`` for a cron spec,
+            whose boundaries are not evenly spaced.
+        next_fire_at: the next boundary to fire (epoch seconds).
     """
 
     name: str
@@ -202,5 +204,15 @@ class Schedule:
     queue: str
     payload: Any
     opts: ScheduleOpts
-    interval_s: int
+    interval_s: int | None
     next_fire_at: int
+
+    @property
+    def timezone(self) -> str:
+        """The IANA zone the spec is read in (``opts.timezone``)."""
+        return self.opts.timezone
+
+    @property
+    def catch_up(self) -> str:
+        """The catch-up policy: ``"all"``, ``"latest"`` or ``"none"`` (``opts.catch_up``)."""
+        return self.opts.catch_up

@@ -11,6 +11,7 @@ from pg_helpers import StoreFactory
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts
+from alkstore.testing import FakeClock
 from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
 from alkstore_postgres.statements import Statements
 
@@ -106,7 +107,7 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4]
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5]
     assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
 
 
@@ -135,7 +136,37 @@ def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_z
         dead = queue.get_job(job.id)
         assert dead is not None
         assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4]
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5]
+
+
+def test_a_schema_of_the_snooze_release_keeps_its_schedules_firing_in_utc_replaying_all(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as release_four:
+        release_four.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
+        release_four.setattr(migrations, "LATEST_VERSION", 4)
+        assert migrate(pg_dsn, schema=schema) == 4
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_schedules (name, spec, queue, payload, priority,'
+        " max_attempts, expires_s, interval_s, next_fire_at)"
+        " VALUES ('minutely', '@every 60s', 'q', '{\"n\": 1}', 2, 4, 90, 60, 1700000030)"
+    )
+    clock = FakeClock(1_700_000_030 + 120)  # three boundaries due
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        kept = store.get_schedule("minutely")
+        assert kept is not None
+        assert (kept.spec, kept.interval_s, kept.next_fire_at) == ("@every 60s", 60, 1_700_000_030)
+        assert (kept.timezone, kept.catch_up) == ("UTC", "all")
+        assert store.tick_schedules("t") == alkstore.TickResult(fired=3, skipped=0)
+        fired = store.get_schedule("minutely")
+        assert fired is not None
+        assert fired.next_fire_at == 1_700_000_030 + 180
+        cron = store.schedule(
+            "digest", "0 9 * * *", "q", {}, alkstore.ScheduleOpts(timezone="Asia/Tokyo")
+        )
+        assert (cron.interval_s, cron.timezone) == (None, "Asia/Tokyo")
+        assert store.get_schedule("digest") == cron
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5]
 
 
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(

@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 5
+    assert _version(db_path) == LATEST_VERSION == 6
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,7 +273,7 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 5
+    assert _version(db_path) == LATEST_VERSION == 6
     assert _columns(db_path, "__alkstore_jobs")[-3:] == ["errors", "redriven_from", "snoozes"]
     assert _columns(db_path, "__alkstore_dead")[-3:] == ["errors", "redriven_from", "snoozes"]
 
@@ -354,7 +354,7 @@ def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
     names = _tables(db_path)
     assert "__alkstore_jobs_live" in names
     assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
-    assert _version(db_path) == LATEST_VERSION == 5
+    assert _version(db_path) == LATEST_VERSION == 6
 
 
 def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
@@ -436,7 +436,7 @@ def test_a_version_4_file_is_upgraded_in_place_with_every_job_snoozed_zero_times
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         jobs = store.queue("q").jobs()
         assert [(job.id, job.snoozes) for job in jobs] == [(1, 0), (2, 0), (3, 0)]
-    assert _version(db_path) == LATEST_VERSION == 5
+    assert _version(db_path) == LATEST_VERSION == 6
 
 
 def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
@@ -453,3 +453,64 @@ def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
         dead = queue.get_job(1)
         assert dead is not None
         assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
+
+
+# -- version 5 (the previous release) to version 6: cron schedules -------------------
+
+# A version-5 file at clock 1_700_000_000 with two schedules, as the previous release
+# wrote them: every 60 s from 1_700_000_030, and every day from 1_700_050_000.
+V5_SCHEDULES = """
+INSERT INTO __alkstore_schedules (name, spec, queue, payload, priority, max_attempts,
+    expires_s, interval_s, next_fire_at)
+VALUES ('minutely', '@every 60s', 'q', '{"n": 1}', 2, 4, 90, 60, 1700000030),
+       ('daily', '@every 1d', 'q', '{"n": 2}', 0, NULL, NULL, 86400, 1700050000)
+"""
+
+
+def _make_v5_file(db_path: Path) -> None:
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        for statements in MIGRATIONS[:5]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', 5)")
+        conn.execute(V5_SCHEDULES)
+    finally:
+        conn.close()
+
+
+def test_a_version_5_file_keeps_its_schedules_in_utc_with_every_boundary_replayed(
+    db_path: Path, url: str
+) -> None:
+    _make_v5_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1_700_000_000)) as store:
+        minutely = store.get_schedule("minutely")
+        assert minutely is not None
+        assert (minutely.spec, minutely.interval_s, minutely.next_fire_at) == (
+            "@every 60s",
+            60,
+            1_700_000_030,
+        )
+        assert (minutely.timezone, minutely.catch_up) == ("UTC", "all")
+        assert minutely.opts == alkstore.ScheduleOpts(priority=2, max_attempts=4, expires=90)
+        assert [s.name for s in store.schedules()] == ["daily", "minutely"]
+    assert _version(db_path) == LATEST_VERSION == 6
+    assert _columns(db_path, "__alkstore_schedules")[-2:] == ["timezone", "catch_up"]
+
+
+def test_an_upgraded_version_5_file_keeps_firing_and_takes_cron_schedules(
+    db_path: Path, url: str
+) -> None:
+    _make_v5_file(db_path)
+    clock = FakeClock(1_700_000_030 + 120)  # three boundaries of 'minutely' due
+    with alkstore.open(url, clock=clock) as store:
+        assert store.tick_schedules("t") == alkstore.TickResult(fired=3, skipped=0)
+        minutely = store.get_schedule("minutely")
+        assert minutely is not None
+        assert minutely.next_fire_at == 1_700_000_030 + 180
+        cron = store.schedule(
+            "digest", "0 9 * * *", "q", {}, alkstore.ScheduleOpts(timezone="Asia/Tokyo")
+        )
+        assert (cron.interval_s, cron.timezone) == (None, "Asia/Tokyo")
+        assert store.get_schedule("digest") == cron

@@ -33,7 +33,7 @@ from .locks import LockStatements
 from .operations import OperationStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
 from .queue_statements import QueueStatements, ValidClaimRule
-from .scheduler import SchedulerStatements
+from .scheduler import CronScheduleStatements, SchedulerStatements
 from .snooze import SnoozeStatements
 from .streams import StreamStatements
 from .support import (
@@ -55,6 +55,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     TransactionRules,
     LockStatements,
     SchedulerStatements,
+    CronScheduleStatements,
     StreamStatements,
     PubSubStatements,
     PubSubInTransactions,

@@ -126,3 +126,52 @@ class SchedulerStatements(SeamTests):
         assert stored is not None
         assert stored.next_fire_at == T0 + 10
         assert claim(driver, T0 + 10) == []
+
+
+class CronScheduleStatements(SeamTests):
+    """The schedule row of contract 1.2's ``cron`` profile: a zone, a catch-up policy,
+    no interval for a cron spec."""
+
+    requires = frozenset({"scheduler", "cron"})
+
+    def test_schedule_upsert_stores_a_cron_schedule_whole(self, driver: SeamDriver) -> None:
+        record = schedule_record(
+            spec="0 9 * * MON-FRI", interval_s=None, timezone="Europe/Berlin", catch_up="latest"
+        )
+        _upsert(driver, record)
+        assert _stored(driver) == record
+        assert driver.read(lambda c: driver.schedule_list(c)) == [record]
+        assert driver.read(lambda c: driver.schedules_due(c, record.next_fire_at)) == [record]
+
+    def test_schedule_upsert_replaces_the_policy_and_keeps_the_boundary(
+        self, driver: SeamDriver
+    ) -> None:
+        _upsert(driver, schedule_record(next_fire_at=T0 + 10, timezone="Asia/Tokyo"))
+        _upsert(
+            driver, schedule_record(next_fire_at=T0 + 99, timezone="Asia/Tokyo", catch_up="none")
+        )
+        assert _stored(driver) == schedule_record(
+            next_fire_at=T0 + 10, timezone="Asia/Tokyo", catch_up="none"
+        )
+
+    def test_schedule_upsert_takes_the_new_boundary_when_the_zone_changed(
+        self, driver: SeamDriver
+    ) -> None:
+        _upsert(driver, schedule_record(next_fire_at=T0 + 10))
+        moved = schedule_record(next_fire_at=T0 + 99, timezone="America/New_York")
+        _upsert(driver, moved)
+        assert _stored(driver) == moved
+
+    def test_schedule_advance_keeps_the_zone_and_the_policy(self, driver: SeamDriver) -> None:
+        record = schedule_record(
+            spec="*/5 * * * *", interval_s=None, timezone="Pacific/Chatham", catch_up="none"
+        )
+        _upsert(driver, record)
+        assert _advance(driver, "s", record.next_fire_at, record.next_fire_at + 300) is True
+        stored = _stored(driver)
+        assert stored is not None
+        assert (stored.timezone, stored.catch_up, stored.interval_s) == (
+            "Pacific/Chatham",
+            "none",
+            None,
+        )

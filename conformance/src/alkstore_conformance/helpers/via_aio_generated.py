@@ -950,16 +950,19 @@ class AioStoreBase:
 
         Via aio: ``AsyncStore.schedule`` through the test's event loop.
 
-        A new schedule, or one whose spec changed, first fires at
-        ``now + interval``; re-registering an unchanged spec keeps its next
-        boundary. Nothing fires until someone ticks (contract §5).
+        A new schedule, or one whose spec or time zone changed, first fires at
+        its first boundary after now (``now + interval`` for ``@every``);
+        re-registering the same spec in the same zone keeps its next boundary,
+        whatever else changed. Nothing fires until someone ticks (contract §5).
 
         Args:
             name: the schedule's name.
-            spec: ``"@every <n><s|m|h|d>"``, e.g. ``"@every 300s"``.
+            spec: ``"@every <n><s|m|h|d>"`` (``"@every 300s"``), five cron fields
+                (``"0 9 * * MON-FRI"``) or a cron nickname (``"@daily"``).
             queue: the target queue's name.
             payload: what each fire enqueues.
-            opts: priority, ``max_attempts`` and ``expires`` of each fired job.
+            opts: priority, ``max_attempts`` and ``expires`` of each fired job, the
+                time zone a cron spec is read in and the catch-up policy.
 
         Returns:
             The stored ``Schedule``.
@@ -967,12 +970,15 @@ class AioStoreBase:
         Raises:
             InvalidName: ``name`` or ``queue`` is malformed.
             ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
-            InvalidSpec: ``spec`` is not in the grammar (cron strings included).
+            InvalidSpec: ``spec`` is not in the grammar (the message names the cron
+                field at fault; six fields, seconds first, are refused).
             InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
             PayloadError: ``payload`` is not JSON-serializable, nests deeper than
                 ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
                 ``max_payload_bytes``.
-            ProfileUnavailable: the engine has no scheduler profile.
+            ProfileUnavailable: the engine has no scheduler profile, or no ``cron``
+                profile for a cron spec, a zone other than ``"UTC"`` or a policy
+                other than ``"all"``.
             StoreClosed: the store was closed.
         """
         return self._loop.run(self.aio.schedule(name, spec, queue, payload, opts))
@@ -1017,11 +1023,13 @@ class AioStoreBase:
 
         Via aio: ``AsyncStore.tick_schedules`` through the test's event loop.
 
-        Each fire enqueues the payload and advances ``next_fire_at`` by one
-        interval in one transaction, so two tickers never fire one boundary
-        twice. At most ``CATCH_UP_CAP`` (64) boundaries fire per schedule per
-        tick; the rest are skipped forward. If another worker holds the live
-        leadership lock, nothing fires (contract §5).
+        Each fire enqueues the payload and advances ``next_fire_at`` to the next
+        boundary in one transaction, so two tickers never fire one boundary
+        twice. Of a schedule's missed boundaries its catch-up policy fires all
+        (at most ``CATCH_UP_CAP``, 64, per tick), the latest, or those due less
+        than ``MISFIRE_GRACE_S`` ago; the rest are skipped forward and counted.
+        If another worker holds the live leadership lock, nothing fires
+        (contract §5).
 
         Returns:
             ``TickResult(fired, skipped)``.

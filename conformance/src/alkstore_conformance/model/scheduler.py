@@ -1,5 +1,9 @@
 """The scheduler in the model (contract §5): schedules, ticks under the
-leadership lock, catch-up, and adopting the jobs a tick fired."""
+leadership lock, catch-up by policy, and adopting the jobs a tick fired.
+
+A cron schedule's boundaries come from the kit's oracle (``model.cron``), read in
+the schedule's zone; an ``@every`` schedule's are one interval apart.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 from alkstore import (
     CATCH_UP_CAP,
     DEFAULT_QUEUE_OPTS,
+    MISFIRE_GRACE_S,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
     Job,
@@ -19,6 +24,7 @@ from alkstore import (
     TickResult,
 )
 
+from . import cron
 from .locks import LocksModel
 from .values import ModelDisagreement, ModelSchedule, job_differences, json_round_trip
 
@@ -26,12 +32,23 @@ SPEC_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _EVERY = re.compile(r"@every ([0-9]+)([smhd])")
 
 
-def spec_interval(spec: str) -> int:
-    """The interval in seconds of a spec in the v1 grammar, ``@every <n><unit>`` (§5)."""
+def spec_interval(spec: str) -> int | None:
+    """The interval in seconds of an ``@every <n><unit>`` spec (§5); ``None`` for cron."""
     match = _EVERY.fullmatch(spec)
-    if match is None or int(match.group(1)) == 0:
-        raise ValueError(f"not a v1 schedule spec: {spec!r}")
+    if match is None:
+        cron.read_spec(spec)  # (the model is only handed specs the grammar accepts)
+        return None
+    if int(match.group(1)) == 0:
+        raise ValueError(f"not a schedule spec: {spec!r}")
     return int(match.group(1)) * SPEC_UNIT_SECONDS[match.group(2)]
+
+
+def boundary_after(row: ModelSchedule, boundary: int) -> int:
+    """The boundary of ``row`` that follows ``boundary`` (a new schedule's first one
+    when ``boundary`` is now)."""
+    if row.interval_s is not None:
+        return boundary + row.interval_s
+    return cron.next_fire(row.spec, row.opts.timezone, boundary)
 
 
 class SchedulerModel(LocksModel):
@@ -40,23 +57,25 @@ class SchedulerModel(LocksModel):
     def schedule(
         self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None
     ) -> Schedule:
-        """Upsert by name. A new schedule, or one whose spec (the string) changed, next
-        fires one interval from now; re-registering the same spec keeps its boundary."""
+        """Upsert by name. A new schedule, or one whose spec (the string) or zone
+        changed, next fires at its first boundary after now; re-registering the same
+        spec in the same zone keeps its boundary, whatever else changed."""
         interval = spec_interval(spec)
-        stored = self._schedules.get(name)
-        if stored is not None and stored.spec == spec:
-            next_fire_at = stored.next_fire_at
-        else:
-            next_fire_at = self.now + interval
+        opts = opts or ScheduleOpts()
         row = ModelSchedule(
             name=name,
             spec=spec,
             queue=queue,
             payload=json_round_trip(payload),
-            opts=opts or ScheduleOpts(),
+            opts=opts,
             interval_s=interval,
-            next_fire_at=next_fire_at,
+            next_fire_at=0,
         )
+        stored = self._schedules.get(name)
+        if stored is not None and (stored.spec, stored.opts.timezone) == (spec, opts.timezone):
+            row.next_fire_at = stored.next_fire_at
+        else:
+            row.next_fire_at = boundary_after(row, self.now)
         self._schedules[name] = row
         return row.as_schedule()
 
@@ -71,33 +90,48 @@ class SchedulerModel(LocksModel):
         """Every schedule, by name (the contract names no order: compare sorted)."""
         return [self._schedules[name].as_schedule() for name in sorted(self._schedules)]
 
+    def later_boundary(self, name: str, steps: int) -> int:
+        """The boundary ``steps`` boundaries after the schedule's next one."""
+        row = self._schedules[name]
+        at = row.next_fire_at
+        for _ in range(steps):
+            at = boundary_after(row, at)
+        return at
+
     def tick_schedules(self, worker_id: str) -> TickResult:
         """One tick as ``worker_id``: it takes (or renews) the leadership lock, and fires
-        nothing while another owner's lock is live. Each due boundary fires one job; at
-        most ``CATCH_UP_CAP`` per schedule, the rest are skipped to the first boundary
-        strictly after now. The fired jobs' ids are the engine's: the jobs it created
-        must be passed to ``adopt_fired`` before the model is used again."""
+        nothing while another owner's lock is live. Of each schedule's due boundaries,
+        its catch-up policy fires: all (at most ``CATCH_UP_CAP``), the latest, or those
+        due less than ``MISFIRE_GRACE_S`` ago (§5.4); the rest are skipped, and the
+        schedule moves to its first boundary strictly after now. The fired jobs' ids
+        are the engine's: the jobs it created must be passed to ``adopt_fired`` before
+        the model is used again."""
         self._check_settled()
         if not self.lock_acquire(SCHEDULER_LOCK, worker_id, SCHEDULER_LEASE_S):
             return TickResult(fired=0, skipped=0)
         now = self.now
         fired = skipped = 0
         for row in self._schedules.values():
-            boundary = row.next_fire_at
-            fires = 0
-            while boundary <= now and fires < CATCH_UP_CAP:
+            if row.next_fire_at > now:
+                continue
+            due = [row.next_fire_at]
+            while (following := boundary_after(row, due[-1])) <= now:
+                due.append(following)
+            policy = row.opts.catch_up
+            if policy == "latest":
+                fires = due[-1:]
+            elif policy == "none":
+                fires = [b for b in due if now - b < MISFIRE_GRACE_S][:CATCH_UP_CAP]
+            else:
+                fires = due[:CATCH_UP_CAP]
+            for _ in fires:
                 # A fire enqueues "now", whichever boundary it stands for.
                 self._unadopted.append(
                     self._new_job(0, row.queue, row.payload, DEFAULT_QUEUE_OPTS, row.fire_opts())
                 )
-                fires += 1
-                boundary += row.interval_s
-            if boundary <= now:
-                missed = (now - boundary) // row.interval_s + 1
-                boundary += missed * row.interval_s
-                skipped += missed
-            fired += fires
-            row.next_fire_at = boundary
+            fired += len(fires)
+            skipped += len(due) - len(fires)
+            row.next_fire_at = following
         return TickResult(fired=fired, skipped=skipped)
 
     def adopt_fired(self, jobs: Sequence[Job]) -> None:
@@ -140,6 +174,8 @@ class SchedulerModel(LocksModel):
         lock = self._locks.get(SCHEDULER_LOCK)
         held = "free" if lock is None else f"held by {lock.owner!r} until {lock.expires_at}"
         rows = ", ".join(
-            f"{row.name} {row.spec} next {row.next_fire_at}" for row in self._schedules.values()
+            f"{row.name} {row.spec!r} in {row.opts.timezone} ({row.opts.catch_up}) next "
+            f"{row.next_fire_at}"
+            for row in self._schedules.values()
         )
         return f"now {self.now}, lock {held}; {rows or 'no schedules'}"

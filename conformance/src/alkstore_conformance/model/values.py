@@ -144,7 +144,7 @@ class ModelSchedule:
     queue: str
     payload: Any
     opts: ScheduleOpts
-    interval_s: int
+    interval_s: int | None
     next_fire_at: int
 
     def as_schedule(self) -> Schedule:

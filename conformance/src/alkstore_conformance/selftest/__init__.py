@@ -27,6 +27,8 @@ from .blind_spots import (
 )
 from .chaining import ClaimsOnlyAfterAnAckStore
 from .contention import NeverRecoversDriver, RawLockErrorDriver, WaitPastTimeoutDriver
+
+from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .engine import MutantEngine
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
 from .operations import (
@@ -357,6 +359,28 @@ NEVER_RECOVERS = MutantEngine(
     catches="OUTAGE-RECOVERS",
     bug="once a write found the database unavailable, every later write fails too",
     driver=NeverRecoversDriver,
+
+# -- cron schedules (contract 1.2 §5, the cron profile) -------------------------------
+CRON_IN_UTC = MutantEngine(
+    "cron-in-utc",
+    catches="SCHED-CRON-IN-ZONE",
+    bug="the schedule upsert never stores the zone, so after its first fire a schedule "
+    "in Europe/Berlin fires on UTC's wall clock",
+    driver=ZoneDroppingDriver,
+)
+DST_GAP_SKIPPED = MutantEngine(
+    "dst-gap-skipped",
+    catches="SCHED-CRON-DST",
+    bug="boundaries whose local time the spec does not name are dropped: a local time "
+    "that does not exist (02:30 on spring-forward day) never fires",
+    store=GapSkippingStore,
+)
+CATCH_UP_IGNORED = MutantEngine(
+    "catch-up-ignored",
+    catches="SCHED-CATCH-UP-POLICY",
+    bug="the schedule upsert never stores the catch-up policy, so every schedule "
+    "replays every boundary it missed",
+    driver=PolicyDroppingDriver,
 )
 
 MUTANTS: dict[str, MutantEngine] = {
@@ -411,6 +435,11 @@ MUTANTS: dict[str, MutantEngine] = {
         WAIT_PAST_TIMEOUT,
         RAW_LOCK_ERROR,
         NEVER_RECOVERS,
+
+        # cron schedules (contract 1.2)
+        CRON_IN_UTC,
+        DST_GAP_SKIPPED,
+        CATCH_UP_IGNORED,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

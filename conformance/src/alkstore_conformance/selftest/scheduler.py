@@ -27,6 +27,7 @@ class NeverSkipsDriver(SqliteDriver):
     def schedule_advance(self, c: sqlite3.Connection, params: ScheduleAdvance) -> bool:
         name, expected, new_fire_at = params.name, params.expected, params.new_fire_at
         record = self.schedule_get(c, name)
-        if record is not None and new_fire_at - expected > record.interval_s:
+        interval = None if record is None else record.interval_s
+        if interval is not None and new_fire_at - expected > interval:
             return False
         return super().schedule_advance(c, params)

@@ -182,10 +182,7 @@ def test_a_boundary_fires_when_now_reaches_it_and_advances_by_one_interval(
 # -- SCHED-SPEC-GRAMMAR --------------------------------------------------------------
 
 INVALID_SPECS: list[Any] = [
-    "*/5 * * * *",  # cron
-    "0 0 * * *",
-    "@hourly",
-    "@daily",
+    # @every
     "@every 0s",
     "@every 0m",
     "@every -5s",
@@ -206,6 +203,46 @@ INVALID_SPECS: list[Any] = [
     "every 5s",
     "@every 5s,10s",
     "@every 1h30m",
+    # cron: out of range, reversed, step 0, a day no listed month has
+    "60 * * * *",
+    "* 24 * * *",
+    "* * 0 * *",
+    "* * 32 * *",
+    "* * * 0 *",
+    "* * * 13 *",
+    "* * * * 8",
+    "5-1 * * * *",
+    "*/0 * * * *",
+    "1-5/0 * * * *",
+    "0 0 31 2 *",
+    "0 0 30,31 2 *",
+    "0 0 31 4,6,9,11 *",
+    # cron: not the standard grammar
+    "0 0 * * * *",  # six fields: no seconds field (nor a year)
+    "0 0 * * * 2030",
+    "* * * *",
+    "*",
+    "0 0 L * *",
+    "0 0 LW * *",
+    "0 0 15W * *",
+    "0 0 * * 5L",
+    "0 0 * * 1#2",
+    "0 0 ? * *",
+    "H * * * *",
+    "5/15 * * * *",  # a step needs * or a range before it
+    "0 0 * JANUARY *",
+    "0 0 * * MONDAY",
+    "0 JAN * * *",  # names only in month and day-of-week
+    "0 0 * * SAT-SUN",  # reversed: SAT is 6, SUN 0
+    "1,,2 * * * *",
+    "1, * * * *",
+    "-1 * * * *",
+    "0 0 * * *\n",
+    " 0 0 * * *",
+    "0 0 * * * ",
+    "@reboot",
+    "@Daily",
+    "@every 5s @daily",
     "",
     None,
     300,
@@ -231,7 +268,7 @@ def test_a_refused_spec_leaves_the_existing_schedule_unchanged(
     stored = clocked_store.schedule("keep", "@every 10m", "q", {"v": 1})
     clock.advance(5)
     with pytest.raises(InvalidSpec):
-        clocked_store.schedule("keep", "0 * * * *", "other", {"v": 2})
+        clocked_store.schedule("keep", "60 * * * *", "other", {"v": 2})
     assert clocked_store.schedules() == [stored]
 
 
@@ -250,6 +287,74 @@ def test_every_n_units_is_an_interval_of_n_times_the_unit(
         assert stored.next_fire_at == _now(clock) + interval
     finally:
         clocked_store.unschedule(name)
+
+
+FIELD_AT_FAULT = {
+    "60 * * * *": "minute",
+    "5-1 * * * *": "minute",
+    "*/0 * * * *": "minute",
+    "* 24 * * *": "hour",
+    "0 JAN * * *": "hour",
+    "* * 32 * *": "day-of-month",
+    "0 0 L * *": "day-of-month",
+    "0 0 31 2 *": "day-of-month",
+    "* * * 13 *": "month",
+    "0 0 * JANUARY *": "month",
+    "* * * * 8": "day-of-week",
+    "0 0 * * 1#2": "day-of-week",
+    "0 0 * * SAT-SUN": "day-of-week",
+}
+
+
+@pytest.mark.property("SCHED-SPEC-GRAMMAR")
+@pytest.mark.parametrize(("spec", "field"), sorted(FIELD_AT_FAULT.items()))
+def test_a_refused_cron_spec_names_the_field_at_fault(
+    clocked_store: Store, spec: str, field: str
+) -> None:
+    with pytest.raises(InvalidSpec, match=f"{field} field") as raised:
+        clocked_store.schedule("bad", spec, "q", {})
+    assert raised.value.spec == spec
+    assert clocked_store.schedules() == []
+
+
+@pytest.mark.property("SCHED-SPEC-GRAMMAR")
+def test_a_six_field_spec_is_refused_pointing_at_every_seconds(clocked_store: Store) -> None:
+    with pytest.raises(InvalidSpec, match="@every <n>s"):
+        clocked_store.schedule("bad", "*/10 * * * * *", "q", {})
+    assert clocked_store.schedules() == []
+
+
+MALFORMED_ZONES: list[Any] = [
+    None,
+    5,
+    b"Europe/Berlin",
+    "",
+    "Mars/Olympus_Mons",
+    "europe/berlin",  # IANA names are case-sensitive
+    "Europe/Berlin ",
+    "UTC+2",
+    "localtime",  # the machine's own zone: it differs from machine to machine
+    "../etc/passwd",
+    "/usr/share/zoneinfo/UTC",
+]
+
+
+@pytest.mark.property("SCHED-ZONE-REFUSED")
+@pytest.mark.parametrize("zone", MALFORMED_ZONES, ids=repr)
+def test_a_zone_that_is_no_iana_zone_is_refused_naming_it(clocked_store: Store, zone: Any) -> None:
+    with pytest.raises(InvalidSpec) as raised:
+        clocked_store.schedule("bad", "0 9 * * *", "q", {}, ScheduleOpts(timezone=zone))
+    assert raised.value.timezone == zone
+    assert repr(zone) in str(raised.value)
+    assert clocked_store.schedules() == []
+
+
+@pytest.mark.property("OPTIONS-INVALID-REFUSED")
+@pytest.mark.parametrize("policy", ["every", "ALL", "", None, 1], ids=repr)
+def test_a_catch_up_policy_outside_the_three_is_refused(clocked_store: Store, policy: Any) -> None:
+    with pytest.raises(InvalidOptions, match="catch_up"):
+        clocked_store.schedule("bad", "@every 1s", "q", {}, ScheduleOpts(catch_up=policy))
+    assert clocked_store.schedules() == []
 
 
 SCHEDULE_NAME_SURFACES: dict[str, Callable[[Store, Any], object]] = {

@@ -54,11 +54,17 @@ def _register(
     }
 
 
+def _interval(schedule: Schedule) -> int:
+    """The interval of one of these ``@every`` schedules."""
+    assert schedule.interval_s is not None
+    return schedule.interval_s
+
+
 def _boundaries_due(schedule: Schedule, now: int) -> int:
     """How many boundaries of ``schedule`` (as registered) are at or before ``now``."""
     if now < schedule.next_fire_at:
         return 0
-    return (now - schedule.next_fire_at) // schedule.interval_s + 1
+    return (now - schedule.next_fire_at) // _interval(schedule) + 1
 
 
 # -- SCHED-NO-DOUBLE-FIRE ------------------------------------------------------------
@@ -97,7 +103,7 @@ def _check_each_boundary_fired_once(
     for name, schedule in registered.items():
         current = store.get_schedule(name)
         assert current is not None
-        assert current.next_fire_at == schedule.next_fire_at + due[name] * schedule.interval_s
+        assert current.next_fire_at == schedule.next_fire_at + due[name] * _interval(schedule)
 
 
 @pytest.mark.property("SCHED-NO-DOUBLE-FIRE")
@@ -173,7 +179,7 @@ def _fired_so_far(store: Store, registered: dict[str, Schedule]) -> int:
     moved = 0
     for schedule in store.schedules():
         before = registered[schedule.name]
-        moved += (schedule.next_fire_at - before.next_fire_at) // before.interval_s
+        moved += (schedule.next_fire_at - before.next_fire_at) // _interval(before)
     return moved
 
 

@@ -31,6 +31,7 @@ reclaims happen often.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from hypothesis.stateful import (
 
 from alkstore import (
     CATCH_UP_CAP,
+    CATCH_UP_POLICIES,
     DEFAULT_QUEUE_OPTS,
     OUTBOX_QUEUE_OPTS,
     EngineProvider,
@@ -61,6 +63,7 @@ from alkstore import (
     Job,
     JobHandle,
     JobState,
+    ProfileUnavailable,
     QueueConsumer,
     QueueOpts,
     ScheduleOpts,
@@ -104,6 +107,11 @@ their stamps come from the default opts, not from these queues' handles."""
 SPECS = ("@every 5s", "@every 30s", "@every 1m", "@every 60s", "@every 2m")
 """Short intervals so clock steps cross many boundaries (5 s x 400 s passes the
 catch-up cap); "@every 1m" and "@every 60s" are one interval but different specs."""
+CRON_SPECS = ("* * * * *", "*/2 * * * *", "*/7 * * * *", "0,30 * * * *")
+"""Cron specs of minutes (an engine with the cron profile): their boundaries depend
+on the zone whenever its offset is not whole hours (Chatham's even local minutes
+are odd minutes of UTC), and "*/7" leaves a short gap at every hour."""
+ZONES = ("UTC", "Pacific/Chatham", "Asia/Kolkata", "Europe/Berlin")
 TICKERS = ("t1", "t2")
 """Worker ids ticking the scheduler: the leadership lock makes one wait for the other."""
 PROBE_QUEUE = "id-probe"
@@ -182,7 +190,10 @@ schedule_opts = st.none() | st.builds(
     priority=st.integers(-1, 1),
     max_attempts=st.none() | st.integers(1, 3),
     expires=st.none() | boundaries | st.just(timedelta(seconds=2.5)),
+    timezone=st.sampled_from(ZONES),
+    catch_up=st.sampled_from(CATCH_UP_POLICIES),
 )
+"""Zones and policies other than UTC and "all" need the cron profile."""
 
 
 @dataclass(frozen=True)
@@ -614,7 +625,7 @@ class QueueModelMachine(RuleBasedStateMachine):
     # -- scheduler -------------------------------------------------------------------------
     @initialize(
         name=st.sampled_from(SCHEDULE_NAMES),
-        spec=st.sampled_from(SPECS),
+        spec=st.sampled_from(SPECS + CRON_SPECS),
         queue=st.sampled_from(SCHEDULE_TARGETS),
         payload=payloads,
         opts=schedule_opts,
@@ -629,7 +640,7 @@ class QueueModelMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.capabilities.scheduler)
     @rule(
         name=st.sampled_from(SCHEDULE_NAMES),
-        spec=st.sampled_from(SPECS),
+        spec=st.sampled_from(SPECS + CRON_SPECS),
         keep_spec=st.booleans(),
         queue=st.sampled_from(SCHEDULE_TARGETS),
         payload=payloads,
@@ -645,10 +656,16 @@ class QueueModelMachine(RuleBasedStateMachine):
         opts: ScheduleOpts | None,
     ) -> None:
         """Register or re-register; ``keep_spec`` re-registers an existing schedule with
-        its own spec (the boundary must stay) and new queue, payload or opts."""
+        its own spec and zone (the boundary must stay) and new queue, payload, opts or
+        policy. Without the cron profile, a cron spec, a zone or a policy is refused."""
         current = self.model.get_schedule(name)
         if keep_spec and current is not None:
             spec = current.spec
+            opts = dataclasses.replace(opts or ScheduleOpts(), timezone=current.timezone)
+        if not self.capabilities.cron and _needs_cron(spec, opts):
+            with pytest.raises(ProfileUnavailable):
+                self.store.schedule(name, spec, queue, payload, opts)
+            return
         before = self.model.describe_schedules()
         agree(
             f"schedule({name!r}, {spec!r}, {queue!r}, {payload!r}, {opts!r}) [{before}]",
@@ -702,7 +719,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         due = self.model.get_schedule(name)
         assert due is not None
         # (Never backwards: if more are due already, the tick meets more.)
-        self.clock.set(max(self.clock.now(), due.next_fire_at + (missed - 1) * due.interval_s))
+        self.clock.set(max(self.clock.now(), self.model.later_boundary(name, missed - 1)))
         self._tick(worker, 0)
 
     def _adopt_fired_jobs(self, floor: int) -> None:
@@ -889,3 +906,9 @@ def _bind_engine(engine: EngineProvider) -> Iterator[None]:
 
 
 TestQueueModelAgreement = pytest.mark.property(PROPERTY)(QueueModelMachine.TestCase)
+
+
+def _needs_cron(spec: str, opts: ScheduleOpts | None) -> bool:
+    """Whether a schedule uses what only the cron profile stores (contract 1.2)."""
+    plain = opts is None or (opts.timezone, opts.catch_up) == ("UTC", "all")
+    return not (spec.startswith("@every") and plain)

@@ -23,10 +23,12 @@ def parse_duration(text: str) -> int:
         InvalidOptions: ``text`` is not such a duration.
     """
     try:
-        return parse_spec(f"@every {text}")
+        interval = parse_spec(f"@every {text}").interval_s
     except InvalidSpec as exc:
         detail = f" ({exc.reason})" if exc.reason else ""
         raise InvalidOptions(f"{text!r} is not a duration: {DURATION_FORMAT}{detail}") from None
+    assert interval is not None  # (an @every spec always has one)
+    return interval
 
 
 def parse_payload(text: str) -> Any:

@@ -74,6 +74,8 @@ def schedule_entry(schedule: Schedule) -> dict[str, Any]:
         "expires_s": schedule.opts.expires,
         "interval_s": schedule.interval_s,
         "next_fire_at": schedule.next_fire_at,
+        "timezone": schedule.timezone,
+        "catch_up": schedule.catch_up,
     }
 
 

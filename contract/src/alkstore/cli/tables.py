@@ -15,8 +15,10 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..errors import InvalidSpec
 from ..payload import UndecodablePayload
 from ..values import Job, QueueStats, Schedule
+from ..zones import resolve_zone
 
 PREVIEW_CHARS = 60
 """Payloads and errors are cut to this many characters in listings (``job ID`` shows all)."""
@@ -38,6 +40,16 @@ def instant(epoch_s: int | None) -> str:
     if epoch_s is None:
         return NONE
     return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def zoned_instant(epoch_s: int, timezone: str) -> str:
+    """``1774854000`` in ``Europe/Berlin`` -> ``2026-03-30 09:00:00 +0200``: the time on
+    the zone's clocks, with the offset (its name when this process lacks the zone)."""
+    try:
+        zone = resolve_zone(timezone)
+    except InvalidSpec:
+        return f"({timezone})"
+    return datetime.fromtimestamp(epoch_s, zone).strftime("%Y-%m-%d %H:%M:%S %z")
 
 
 def age(seconds: int | None) -> str:
@@ -172,15 +184,21 @@ def schedules_table(schedules: Sequence[Schedule]) -> Table:
     table = Table(title="schedules")
     table.add_column("name", overflow="fold")
     table.add_column("spec", no_wrap=True)
+    table.add_column("zone", no_wrap=True)
+    table.add_column("catch-up", no_wrap=True)
+    table.add_column("next fire (zone)", no_wrap=True, min_width=25)
+    table.add_column("next fire (UTC)", no_wrap=True, min_width=20)
     table.add_column("queue", overflow="fold")
-    table.add_column("next fire", no_wrap=True, min_width=20)
     table.add_column("payload", overflow="ellipsis", no_wrap=True, min_width=6)
     for s in schedules:
         table.add_row(
             Text(s.name),
             Text(s.spec),
-            Text(s.queue),
+            Text(s.timezone),
+            s.catch_up,
+            zoned_instant(s.next_fire_at, s.timezone),
             instant(s.next_fire_at),
+            Text(s.queue),
             preview(payload_text(s.payload)),
         )
     return table

@@ -123,6 +123,13 @@ class StoreContext:
         driver: SchedulerDriver[Any] = self._profile("scheduler")
         return driver
 
+    def cron(self) -> SchedulerDriver[Any]:
+        """The scheduler driver of an engine whose schedule rows hold a cron spec, a
+        zone and a catch-up policy (contract 1.2's ``cron`` profile)."""
+        self.scheduler()
+        driver: SchedulerDriver[Any] = self._profile("cron")
+        return driver
+
     def streams(self) -> StreamDriver[Any]:
         driver: StreamDriver[Any] = self._profile("streams")
         return driver

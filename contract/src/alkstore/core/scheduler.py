@@ -1,35 +1,60 @@
 """The scheduler collapsed into queues (contract §5, decision 009).
 
 Each boundary fire is its own transaction: enqueue the payload and advance
-``next_fire_at`` by one interval with a compare-and-set on the schedule row.
-A crash mid-tick therefore refires at most the boundary in flight, and two
+``next_fire_at`` to the next boundary with a compare-and-set on the schedule
+row. A crash mid-tick therefore refires at most the boundary in flight, and two
 tickers never fire one boundary twice (the loser's compare-and-set fails).
+Every boundary comes from the schedule's ``Cadence`` (``alkstore.spec``), so
+``@every`` and cron take the same path; the catch-up policy only decides which
+of the due boundaries fire and where one compare-and-set skips the rest to.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
+from ..cadence import Cadence
 from ..clock import RealtimeClock
-from ..constants import CATCH_UP_CAP, SCHEDULER_LEASE_S, SCHEDULER_LOCK
+from ..constants import CATCH_UP_CAP, MISFIRE_GRACE_S, SCHEDULER_LEASE_S, SCHEDULER_LOCK
+from ..cron_cadence import NEVER
 from ..driver import SCHEDULES_TOPIC, queue_topic
-from ..errors import AlkstoreError, LeadershipLost
+from ..errors import AlkstoreError, InvalidSpec, LeadershipLost
 from ..names import validate_identifier, validate_name
-from ..options import DEFAULT_QUEUE_OPTS, ScheduleOpts, check_type, resolve_stamps
+from ..options import DEFAULT_QUEUE_OPTS, JobStamps, ScheduleOpts, check_type, resolve_stamps
 from ..params import ScheduleAdvance
 from ..rows import ScheduleRecord
 from ..spec import parse_spec
 from ..stop import StopToken
 from ..values import Schedule, TickResult
+from ..zones import UTC_ZONE
 from .context import StoreContext
 from .locks import CoreLock
 from .wake import Waiter
 
+log = logging.getLogger("alkstore.scheduler")
+
 # The leader re-plans at least this often, so its lease never lapses while it sleeps.
 _MAX_SLEEP_S = SCHEDULER_LEASE_S / 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What one pass over a schedule's due boundaries did."""
+
+    fired: int
+    skipped: int
+    overtaken: bool
+    """Another ticker moved the row first: re-read it and carry on."""
+
+
+def _needs_cron_profile(cadence: Cadence, opts: ScheduleOpts) -> bool:
+    """Whether a schedule uses what only contract 1.2's ``cron`` profile stores."""
+    return cadence.interval_s is None or opts.timezone != UTC_ZONE or opts.catch_up != "all"
 
 
 def default_worker_id() -> str:
@@ -46,14 +71,17 @@ class CoreScheduler:
     ) -> Schedule:
         validate_name(name, "schedule name")
         validate_name(queue, "queue name")
-        interval = parse_spec(spec)
         if opts is None:
             opts = ScheduleOpts()
         check_type(opts, ScheduleOpts, "opts")
+        cadence = self.cadence(spec, opts.timezone)
         text = self._context.encode(payload)
         ctx = self._context
-        driver = ctx.scheduler()
+        driver = ctx.cron() if _needs_cron_profile(cadence, opts) else ctx.scheduler()
         now = ctx.now()
+        first = cadence.first_after(now)
+        if cadence.interval_s is None and first >= NEVER:
+            raise InvalidSpec(spec, "it never fires")
         record = ScheduleRecord(
             name=name,
             spec=spec,
@@ -62,8 +90,10 @@ class CoreScheduler:
             priority=opts.priority,
             max_attempts=opts.max_attempts,
             expires_s=opts.expires,
-            interval_s=interval,
-            next_fire_at=now + interval,
+            interval_s=cadence.interval_s,
+            next_fire_at=first,
+            timezone=opts.timezone,
+            catch_up=opts.catch_up,
         )
 
         def work(c: Any) -> ScheduleRecord | None:
@@ -117,65 +147,104 @@ class CoreScheduler:
             skipped += k
         return TickResult(fired=fired, skipped=skipped)
 
+    def cadence(self, spec: object, timezone: object) -> Cadence:
+        """Every boundary of a schedule comes from here (``alkstore.spec.parse_spec``)."""
+        return parse_spec(spec, timezone)
+
     def _fire_schedule(self, record: ScheduleRecord, now: int) -> tuple[int, int]:
-        """Fire ``record``'s due boundaries; when another ticker overtakes us (a lost
-        compare-and-set), re-read the row and carry on from where it left off, so a
-        tick racing a crashed ticker's late commit still fires every due boundary."""
+        """Fire ``record``'s due boundaries as its catch-up policy says; when another
+        ticker overtakes us (a lost compare-and-set), re-read the row and carry on from
+        where it left off, so a tick racing a crashed ticker's late commit still fires
+        every due boundary."""
         ctx = self._context
         driver = ctx.scheduler()
         name = record.name
-        fired = 0
+        fired = skipped = 0
         for _ in range(CATCH_UP_CAP + 1):
-            n, skipped, overtaken = self._fire_boundaries(record, now, CATCH_UP_CAP - fired)
-            fired += n
-            if not overtaken:
-                return fired, skipped
+            try:
+                cadence = self.cadence(record.spec, record.timezone)
+            except InvalidSpec as exc:
+                # A zone this process's time-zone database lacks (another process
+                # stored it): leave the schedule to a ticker that can read it.
+                log.warning("schedule %r left unfired: %s", name, exc)
+                break
+            step = self._fire_policy(record, cadence, now, CATCH_UP_CAP - fired)
+            fired += step.fired
+            skipped += step.skipped
+            if not step.overtaken:
+                break
             fresh = ctx.read(lambda c: driver.schedule_get(c, name))
             if fresh is None or fresh.next_fire_at > now:
                 break
             record = fresh
-        return fired, 0
+        return fired, skipped
 
-    def _fire_boundaries(
-        self, record: ScheduleRecord, now: int, budget: int
-    ) -> tuple[int, int, bool]:
-        """Fire up to ``budget`` due boundaries one transaction each, then skip the rest
-        forward if the budget ran out. Returns ``(fired, skipped, overtaken)``."""
+    def _fire_policy(
+        self, record: ScheduleRecord, cadence: Cadence, now: int, budget: int
+    ) -> _Step:
+        at = record.next_fire_at
+        if record.catch_up == "latest":
+            # The most recent due boundary fires; the older ones are skipped in the
+            # same compare-and-set, in the same transaction as the fire.
+            due = cadence.due(at, now)
+            moved = self._fire(record, at, due.after, now)
+            return _Step(int(moved), due.count - 1 if moved else 0, not moved)
+        skipped = 0
+        if record.catch_up == "none" and at <= now - MISFIRE_GRACE_S:
+            # Boundaries that came due a grace or more ago are skipped, none fired.
+            stale = cadence.due(at, now - MISFIRE_GRACE_S)
+            if not self._skip(record, at, stale.after):
+                return _Step(0, 0, True)
+            skipped, at = stale.count, stale.after
+        step = self._fire_each(record, cadence, at, now, budget)
+        return _Step(step.fired, skipped + step.skipped, step.overtaken)
+
+    def _fire_each(
+        self, record: ScheduleRecord, cadence: Cadence, at: int, now: int, budget: int
+    ) -> _Step:
+        """Fire up to ``budget`` due boundaries from ``at`` one transaction each, then
+        skip the rest to the first boundary after now if the budget ran out."""
+        fired = 0
+        while at <= now and fired < budget:
+            following = cadence.next_after(at)
+            if not self._fire(record, at, following, now):
+                return _Step(fired, 0, True)  # another ticker fired this boundary
+            fired += 1
+            at = following
+        if at > now:
+            return _Step(fired, 0, False)
+        # Past the catch-up cap: skip forward to the first boundary after now.
+        due = cadence.due(at, now)
+        moved = self._skip(record, at, due.after)
+        return _Step(fired, due.count if moved else 0, not moved)
+
+    def _fire(self, record: ScheduleRecord, at: int, following: int, now: int) -> bool:
+        """One fire: move the row from boundary ``at`` to ``following`` (compare-and-set)
+        and enqueue the payload, in one transaction; ``False`` if another ticker moved
+        the row first (then nothing is enqueued)."""
         ctx = self._context
         driver = ctx.scheduler()
-        opts = ScheduleOpts(record.priority, record.max_attempts, record.expires_s)
-        stamps = resolve_stamps(record.queue, DEFAULT_QUEUE_OPTS, opts.as_enqueue_opts(), now)
+        stamps = _fire_stamps(record, now)
         payloads = [record.payload]
-        interval = record.interval_s
-        at = record.next_fire_at
-        fired = 0
 
         def fire(c: Any) -> bool:
-            if not driver.schedule_advance(c, ScheduleAdvance(record.name, at, at + interval)):
-                return False  # another ticker fired this boundary
+            if not driver.schedule_advance(c, ScheduleAdvance(record.name, at, following)):
+                return False
             ctx.driver.insert_jobs(c, stamps, payloads)  # announces the queue on commit
             return True
 
-        overtaken = False
-        while at <= now and fired < budget:
-            if not ctx.write(fire):
-                overtaken = True
-                break
-            fired += 1
-            at += interval
+        fired = ctx.write(fire)
         if fired:
-            ctx.hub.notify(
-                queue_topic(record.queue)
-            )  # also when overtaken: the jobs fired so far are real
-        if overtaken or at > now:
-            return fired, 0, overtaken
-        # Past the catch-up cap: skip forward to the first boundary after now.
-        missed = (now - at) // interval + 1
-        target = at + missed * interval
-        moved = ctx.write(
+            ctx.hub.notify(queue_topic(record.queue))
+        return fired
+
+    def _skip(self, record: ScheduleRecord, at: int, target: int) -> bool:
+        """Move the row from ``at`` to ``target`` without firing (compare-and-set)."""
+        ctx = self._context
+        driver = ctx.scheduler()
+        return ctx.write(
             lambda c: driver.schedule_advance(c, ScheduleAdvance(record.name, at, target))
         )
-        return fired, (missed if moved else 0), not moved
 
     # -- the leader loop -----------------------------------------------------
     def run(self, stop: StopToken, worker_id: str | None = None) -> None:
@@ -243,3 +312,9 @@ class CoreScheduler:
             return waiter.wait(max(seconds, 0.0))
         clock.sleep(max(seconds, 0.001))
         return False
+
+
+def _fire_stamps(record: ScheduleRecord, now: int) -> JobStamps:
+    """A fire enqueues "now", whichever boundary it stands for."""
+    opts = ScheduleOpts(record.priority, record.max_attempts, record.expires_s)
+    return resolve_stamps(record.queue, DEFAULT_QUEUE_OPTS, opts.as_enqueue_opts(), now)

@@ -54,7 +54,8 @@ class Worker:
         shutdown_grace_s: how long a graceful stop waits for running handlers.
         maintenance: also lead the scheduler and sweep every queue, on
             ``maintenance_every`` (the built-in maintenance recipe).
-        maintenance_every: a schedule spec, default ``"@every 60s"``.
+        maintenance_every: a schedule spec (contract §5.2), default ``"@every 60s"``; a
+            cron spec needs an engine with the cron profile.
 
     Raises:
         InvalidName: ``name`` is malformed.

@@ -32,10 +32,16 @@ if TYPE_CHECKING:
 
 ENGINE_NAME: Final = "postgresql"
 CAPABILITIES: Final = Capabilities(
-    scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, async_native=True
+    scheduler=True,
+    streams=True,
+    pubsub=True,
+    ops=True,
+    snooze=True,
+    cron=True,
+    async_native=True,
 )
-"""Every optional profile: scheduler, streams, pub/sub, ops, snooze (and attach, locks, ...), and
-``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
+"""Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron (and attach, locks,
+...), and ``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)

@@ -227,11 +227,28 @@ V4_SNOOZES = Migration(
     ),
 )
 
+V5_CRON_SCHEDULES = Migration(
+    5,
+    "cron schedules: each schedule's time zone and catch-up policy",
+    (
+        # Constant defaults and a dropped NOT NULL are catalog-only changes: every
+        # schedule written before reads 'UTC' and 'all' (what it always was), and a
+        # cron schedule has no interval.
+        """
+        ALTER TABLE {schema}.alkstore_schedules
+            ADD COLUMN timezone text NOT NULL DEFAULT 'UTC',
+            ADD COLUMN catch_up text NOT NULL DEFAULT 'all',
+            ALTER COLUMN interval_s DROP NOT NULL
+        """,
+    ),
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
     V3_OPERATIONS,
     V4_SNOOZES,
+    V5_CRON_SCHEDULES,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

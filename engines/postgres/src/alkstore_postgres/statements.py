@@ -595,13 +595,13 @@ INSERT INTO {{schema}}.alkstore_schedules AS stored (
 VALUES ({parameters(ScheduleRecord)})
 ON CONFLICT (name) DO UPDATE
 SET {_SCHEDULE_REPLACED},
-    next_fire_at = CASE WHEN stored.spec = excluded.spec
+    next_fire_at = CASE WHEN stored.spec = excluded.spec AND stored.timezone = excluded.timezone
                         THEN stored.next_fire_at
                         ELSE excluded.next_fire_at END
 """
-"""One statement: re-registering an unchanged spec keeps the stored boundary (it must
-not push the next fire away); a new or changed spec takes the one given. ``stored``
-is the row as it was before the update."""
+"""One statement: re-registering an unchanged spec in an unchanged zone keeps the stored
+boundary (it must not push the next fire away); a new or changed spec or zone takes the
+one given. ``stored`` is the row as it was before the update."""
 
 SCHEDULE_DELETE: Final = """
 DELETE FROM {schema}.alkstore_schedules WHERE name = %(name)s

@@ -13,7 +13,9 @@ consumer offsets) and the pub/sub notifications table; version 3 adds contract
 1.1's operations profile: the error history and redrive origin of every job,
 paused queues, and the dead table's indexes by queue; version 4 puts pending
 and claimed rows in one index, so a claim and an ack each change one index
-page instead of two; version 5 adds contract 1.2's snooze count of every job.
+page instead of two; version 5 adds contract 1.2's snooze count of every job;
+version 6 gives schedules contract 1.2's time zone and catch-up policy, and lets
+a cron schedule's ``interval_s`` be NULL.
 """
 
 from __future__ import annotations
@@ -316,7 +318,43 @@ _V5 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+_V6_SCHEDULES = f"{SCHEDULES}_v6"
+
+_V6 = (
+    # Cron schedules (the cron profile): each schedule's zone and catch-up policy,
+    # 'UTC' and 'all' on every schedule written before (what they always were), and
+    # interval_s NULL for a cron spec. SQLite cannot drop a NOT NULL, so the table is
+    # built anew and the rows copied over, in the migration's one transaction.
+    f"""
+    CREATE TABLE {_V6_SCHEDULES} (
+        name         TEXT    PRIMARY KEY,
+        spec         TEXT    NOT NULL,
+        queue        TEXT    NOT NULL,
+        payload      TEXT    NOT NULL,
+        priority     INTEGER NOT NULL,
+        max_attempts INTEGER,
+        expires_s    INTEGER,
+        interval_s   INTEGER,
+        next_fire_at INTEGER NOT NULL,
+        timezone     TEXT    NOT NULL DEFAULT 'UTC',
+        catch_up     TEXT    NOT NULL DEFAULT 'all'
+    ) WITHOUT ROWID
+    """,
+    f"""
+    INSERT INTO {_V6_SCHEDULES} (
+        name, spec, queue, payload, priority, max_attempts, expires_s, interval_s,
+        next_fire_at
+    )
+    SELECT name, spec, queue, payload, priority, max_attempts, expires_s, interval_s,
+           next_fire_at
+      FROM {SCHEDULES}
+    """,
+    f"DROP TABLE {SCHEDULES}",  # (and its index)
+    f"ALTER TABLE {_V6_SCHEDULES} RENAME TO {SCHEDULES}",
+    f"CREATE INDEX IF NOT EXISTS {DUE_INDEX} ON {SCHEDULES} (next_fire_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -570,17 +570,19 @@ LOCK_HOLDER = f"SELECT owner, expires_at FROM {LOCKS} WHERE name = :name AND exp
 # -- scheduler ------------------------------------------------------------------
 
 SCHEDULE_COLUMNS = (
-    "name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at"
+    "name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at, "
+    "timezone, catch_up"
 )
 """In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
 
-# One statement: an unchanged spec keeps its stored boundary (re-registering must
-# not push the next fire away), a new or changed spec takes the one given.
-# (Every right-hand side of DO UPDATE reads the row as it was before the update.)
+# One statement: an unchanged spec in an unchanged zone keeps its stored boundary
+# (re-registering must not push the next fire away), a new or changed spec or zone
+# takes the one given. (Every right-hand side of DO UPDATE reads the row as it was
+# before the update.)
 SCHEDULE_UPSERT = f"""
 INSERT INTO {SCHEDULES} ({SCHEDULE_COLUMNS})
 VALUES (:name, :spec, :queue, :payload, :priority, :max_attempts, :expires_s, :interval_s,
-        :next_fire_at)
+        :next_fire_at, :timezone, :catch_up)
 ON CONFLICT (name) DO UPDATE
    SET spec = excluded.spec,
        queue = excluded.queue,
@@ -589,7 +591,10 @@ ON CONFLICT (name) DO UPDATE
        max_attempts = excluded.max_attempts,
        expires_s = excluded.expires_s,
        interval_s = excluded.interval_s,
+       timezone = excluded.timezone,
+       catch_up = excluded.catch_up,
        next_fire_at = CASE WHEN {SCHEDULES}.spec = excluded.spec
+                                AND {SCHEDULES}.timezone = excluded.timezone
                            THEN {SCHEDULES}.next_fire_at
                            ELSE excluded.next_fire_at END
 """

@@ -69,6 +69,7 @@ class MemoryEngine:
         pubsub=True,
         ops=True,
         snooze=True,
+        cron=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

@@ -475,7 +475,7 @@ class MemoryDriver:
     # -- scheduler profile ------------------------------------------------------------
     def schedule_upsert(self, c: Tx, record: ScheduleRecord) -> None:
         stored = c.tables.schedules.get(record.name)
-        if stored is not None and stored.spec == record.spec:
+        if stored is not None and stored.spec == record.spec and stored.timezone == record.timezone:
             record = replace(record, next_fire_at=stored.next_fire_at)  # keep the boundary
         c.tables.schedules[record.name] = record
 
