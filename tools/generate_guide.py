@@ -83,6 +83,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "(`alkstore.rows.OPS_JOB_COLUMNS`)",
     "snooze": "the driver protocol's method, and `snoozes` on job rows "
     "(`alkstore.rows.SNOOZE_JOB_COLUMNS`)",
+    "cron": "no statement of its own: the schedule row stores `ScheduleRecord.timezone` "
+    "(default `'UTC'`) and `catch_up` (default `'all'`), takes a NULL `interval_s`, and "
+    "`schedule_upsert` keeps the boundary only when both the spec and the zone are "
+    "unchanged; the core computes every boundary",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }
