@@ -24,6 +24,7 @@ from .constants import (
     CATCH_UP_CAP,
     CONTRACT_VERSION,
     MAX_NAME_LENGTH,
+    MAX_UNIQUE_KEY_CHARS,
     RESERVED_PREFIX,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
@@ -59,10 +60,12 @@ from .options import (
     EnqueueOpts,
     QueueOpts,
     ScheduleOpts,
+    Unique,
 )
 from .spec import parse_spec
 from .stop import StopToken
 from .values import (
+    Enqueued,
     Job,
     JobError,
     JobState,
@@ -83,6 +86,7 @@ __all__ = [
     "DEFAULT_QUEUE_OPTS",
     "ENGINE_GROUP",
     "MAX_NAME_LENGTH",
+    "MAX_UNIQUE_KEY_CHARS",
     "OUTBOX_QUEUE_OPTS",
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",
@@ -98,6 +102,7 @@ __all__ = [
     "EngineSpec",
     "EngineUnavailable",
     "EnqueueOpts",
+    "Enqueued",
     "InvalidName",
     "InvalidOptions",
     "InvalidSpec",
@@ -130,6 +135,7 @@ __all__ = [
     "SystemClock",
     "TickResult",
     "Transaction",
+    "Unique",
     "backoff",
     "installed_engines",
     "load_engine",

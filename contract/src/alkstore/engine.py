@@ -43,6 +43,8 @@ class Capabilities:
             pause/resume and the error history.
         snooze: contract 1.2's ``JobHandle.snooze`` (``SnoozeDriver``) and the
             ``snoozes`` count on every job.
+        unique: contract 1.2's unique jobs (``EnqueueOpts(unique=...)``,
+            ``UniqueDriver``) and the ``unique_key`` of every job.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -61,6 +63,8 @@ class Capabilities:
     """Contract 1.1 operations: stats, job listing, redrive, purge, pause, error history."""
     snooze: bool = False
     """Contract 1.2's snooze: a claim put back to wait without spending an attempt."""
+    unique: bool = False
+    """Contract 1.2's unique jobs: at most one job of a queue holds a key at a time."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .options import ScheduleOpts
 
@@ -62,6 +62,9 @@ class Job:
             (``Queue.redrive``), else ``None``.
         snoozes: how many times it was snoozed (``JobHandle.snooze``, contract 1.2's
             snooze profile); ``0`` on an engine without the profile and after a redrive.
+        unique_key: the key it was enqueued with (``EnqueueOpts(unique=...)``, contract
+            1.2's unique profile; a payload's own key when ``Unique.key`` was ``None``),
+            for its whole life, even once it no longer holds it; ``None`` otherwise.
     """
 
     id: int
@@ -84,6 +87,44 @@ class Job:
     errors: tuple[JobError, ...] = ()
     redriven_from: int | None = None
     snoozes: int = 0
+    unique_key: str | None = None
+
+
+class Enqueued(int):
+    """What an enqueue returns: the job's id, an ``int``, that also says whether the
+    enqueue made the job (contract §2, §15).
+
+    It is an ``int`` in every way code reading an id relies on (``==``, hashing, JSON,
+    ``%d``, database parameters, pickling). ``duplicate`` is ``True`` when a unique
+    enqueue found its key held (``EnqueueOpts(unique=...)``): nothing was written and
+    the id is the holder's. The flag lives on the class (this one and
+    ``DuplicateEnqueued``), so an id costs no more memory than an ``int``.
+
+    Attributes:
+        duplicate: ``False``: a new job; ``True``: the job that already held the key.
+    """
+
+    __slots__ = ()
+
+    duplicate: ClassVar[bool] = False
+
+    @property
+    def id(self) -> int:
+        """The job's id as a plain ``int``."""
+        return int(self)
+
+    @staticmethod
+    def of(job_id: int, duplicate: bool) -> Enqueued:
+        """``job_id`` as a new job's (``Enqueued``) or a duplicate's (``DuplicateEnqueued``)."""
+        return DuplicateEnqueued(job_id) if duplicate else Enqueued(job_id)
+
+
+class DuplicateEnqueued(Enqueued):
+    """An ``Enqueued`` whose enqueue was a duplicate: the id of the job holding the key."""
+
+    __slots__ = ()
+
+    duplicate: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)

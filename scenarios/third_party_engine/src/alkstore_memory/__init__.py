@@ -68,6 +68,7 @@ class MemoryEngine:
         pubsub=True,
         ops=True,
         snooze=True,
+        unique=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
