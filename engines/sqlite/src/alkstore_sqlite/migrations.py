@@ -316,7 +316,11 @@ _V5 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+_V6: tuple[str, ...] = ()
+"""PLACEHOLDER, dropped at merge: version 6 is the cron schedules' (another branch).
+This branch's unique jobs are version 7, and the runner applies versions in order."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)
