@@ -35,6 +35,7 @@ from alkstore_sqlite import statements as sql
 from alkstore_sqlite.migrations import (
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
+    DEAD_UNIQUE_INDEX,
     DUE_INDEX,
     EXPIRY_INDEX,
     LIVE_INDEX,
@@ -336,9 +337,24 @@ def test_named_dead_rows_are_found_by_primary_key(
     dead_rows: sqlite3.Connection, statement: str
 ) -> None:
     plan = query_plan(dead_rows, statement, OPS)
-    reads = [d for d in _details(plan) if "__alkstore" in d or d.startswith("SEARCH d ")]
+    # A redriven unique job's key is looked up among the dead rows that keep one (below).
+    reads = [
+        d
+        for d in _details(plan)
+        if ("__alkstore" in d or d.startswith("SEARCH d ")) and DEAD_UNIQUE_INDEX not in d
+    ]
     assert len(reads) == 1, plan
     assert reads[0].endswith("USING INTEGER PRIMARY KEY (rowid=?)"), plan
+
+
+def test_a_redriven_unique_jobs_key_is_one_search_of_the_dead_holds(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.REDRIVE_IDS, OPS))
+    holds = [d for d in plan if DEAD_UNIQUE_INDEX in d]
+    assert holds == [
+        f"SEARCH other USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ], plan
 
 
 def test_purging_dead_rows_older_than_an_age_is_one_range_of_the_dead_age_index(

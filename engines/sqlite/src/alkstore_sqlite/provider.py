@@ -29,7 +29,9 @@ class SqliteEngine:
     name = ENGINE_NAME
     version = __version__
     contract_version = CONTRACT_VERSION
-    capabilities = Capabilities(scheduler=True, streams=True, pubsub=True, ops=True, snooze=True)
+    capabilities = Capabilities(
+        scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, unique=True
+    )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
         """Open ``sqlite:///relative.db`` or ``sqlite:////abs/path.db``, creating the
