@@ -352,9 +352,9 @@ def test_a_redriven_unique_jobs_key_is_one_search_of_the_dead_holds(
 ) -> None:
     plan = _details(query_plan(dead_rows, sql.REDRIVE_IDS, OPS))
     holds = [d for d in plan if DEAD_UNIQUE_INDEX in d]
-    assert holds == [
-        f"SEARCH other USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"
-    ], plan
+    assert holds == [f"SEARCH other USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"], (
+        plan
+    )
 
 
 def test_purging_dead_rows_older_than_an_age_is_one_range_of_the_dead_age_index(

@@ -54,7 +54,11 @@ class UniqueStatements:
             # transaction from here: nothing can change in between.
             begin_transaction(c)
             passed: list[int] = []
-            named = {"queue": stamps.queue, "keys": json.dumps(list(todo)), "now": stamps.created_at}
+            named = {
+                "queue": stamps.queue,
+                "keys": json.dumps(list(todo)),
+                "now": stamps.created_at,
+            }
             for holder, key, hold_until in _plain(c).execute(sql.KEY_HOLDERS, named):
                 if hold_until is not None and hold_until <= stamps.created_at:
                     passed.append(holder)
