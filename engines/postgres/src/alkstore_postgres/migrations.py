@@ -227,11 +227,20 @@ V4_SNOOZES = Migration(
     ),
 )
 
+V5_PLACEHOLDER = Migration(
+    5,
+    "placeholder: held for the cron schedules (dropped at merge)",
+    (),
+)
+"""PLACEHOLDER, dropped at merge: migration 5 is the cron schedules' (another branch);
+this branch's unique jobs are migration 6, and versions are recorded one by one."""
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
     V3_OPERATIONS,
     V4_SNOOZES,
+    V5_PLACEHOLDER,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
