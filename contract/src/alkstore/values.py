@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from .options import ScheduleOpts
 
@@ -97,16 +97,16 @@ class Enqueued(int):
     It is an ``int`` in every way code reading an id relies on (``==``, hashing, JSON,
     ``%d``, database parameters, pickling). ``duplicate`` is ``True`` when a unique
     enqueue found its key held (``EnqueueOpts(unique=...)``): nothing was written and
-    the id is the holder's. The flag lives on the class (this one and
-    ``DuplicateEnqueued``), so an id costs no more memory than an ``int``.
+    the id is the holder's. ``False`` is the class's own value, so a new job's id
+    stores nothing of its own; only a duplicate's carries the flag. One class for
+    both, so a list of results holds one type (psycopg refuses to send a list of
+    mixed types whose integers need different sizes).
 
     Attributes:
         duplicate: ``False``: a new job; ``True``: the job that already held the key.
     """
 
-    __slots__ = ()
-
-    duplicate: ClassVar[bool] = False
+    duplicate: bool = False
 
     @property
     def id(self) -> int:
@@ -115,16 +115,17 @@ class Enqueued(int):
 
     @staticmethod
     def of(job_id: int, duplicate: bool) -> Enqueued:
-        """``job_id`` as a new job's (``Enqueued``) or a duplicate's (``DuplicateEnqueued``)."""
-        return DuplicateEnqueued(job_id) if duplicate else Enqueued(job_id)
+        """``job_id`` as a new job's id, or as a duplicate's (``duplicate`` set)."""
+        result = Enqueued(job_id)
+        if duplicate:
+            object.__setattr__(result, "duplicate", True)
+        return result
 
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Enqueued is immutable: cannot set {name!r}")
 
-class DuplicateEnqueued(Enqueued):
-    """An ``Enqueued`` whose enqueue was a duplicate: the id of the job holding the key."""
-
-    __slots__ = ()
-
-    duplicate: ClassVar[bool] = True
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Enqueued is immutable: cannot delete {name!r}")
 
 
 @dataclass(frozen=True, slots=True)

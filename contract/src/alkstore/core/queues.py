@@ -483,18 +483,20 @@ class CoreOutbox(CoreQueue):
 
 
 def _storable_ids(job_ids: Sequence[int]) -> list[int]:
-    """The ids among ``job_ids`` that can name a job; ``InvalidOptions`` for one that
-    is not an int. (Plain ints, the usual case, are checked in one pass.)"""
+    """The ids among ``job_ids`` that can name a job, as plain ints (an ``Enqueued``
+    too: a driver's list of ids holds one type); ``InvalidOptions`` for one that is not
+    an int. (Plain ints, the usual case, are checked in one pass.)"""
     if all(type(i) is int for i in job_ids):
         return [i for i in job_ids if 0 <= i <= MAX_JOB_ID]
-    return [i for i in (check_job_id(i) for i in job_ids) if storable_id(i)]
+    return [int(i) for i in (check_job_id(i) for i in job_ids) if storable_id(i)]
 
 
 def _ids(ids: Sequence[int]) -> list[int]:
-    """Checked ids, without those that can name no job."""
+    """Checked ids as plain ints (see ``_storable_ids``), without those that can name
+    no job."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise InvalidOptions("ids must be a sequence (list or tuple) of job ids")
-    return [i for i in (check_job_id(i) for i in ids) if storable_id(i)]
+    return [int(i) for i in (check_job_id(i) for i in ids) if storable_id(i)]
 
 
 def _set_aside_undecodable(

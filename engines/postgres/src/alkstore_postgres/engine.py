@@ -29,9 +29,16 @@ from .options import DEFAULT_SCHEMA, PostgresOptions, parse_options, validate_sc
 
 ENGINE_NAME: Final = "postgresql"
 CAPABILITIES: Final = Capabilities(
-    scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, async_native=True
+    scheduler=True,
+    streams=True,
+    pubsub=True,
+    ops=True,
+    snooze=True,
+    unique=True,
+    async_native=True,
 )
-"""Every optional profile: scheduler, streams, pub/sub, ops, snooze (and attach, locks, ...), and
+"""Every optional profile: scheduler, streams, pub/sub, ops, snooze, unique (and attach,
+locks, ...), and
 ``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 
