@@ -138,7 +138,6 @@ def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_z
     assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
 
 
-
 def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

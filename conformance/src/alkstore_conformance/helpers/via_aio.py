@@ -36,9 +36,9 @@ from alkstore.aio import (
 from alkstore.clock import Clock
 from alkstore.engine import AsyncNativeProvider
 from alkstore.options import EnqueueOpts
-from alkstore.values import Enqueued
 from alkstore.stop import StopToken
 from alkstore.timeconv import Duration
+from alkstore.values import Enqueued
 
 from .via_aio_generated import (
     AioJobHandle,
