@@ -79,12 +79,14 @@ def test_an_enqueue_returns_an_id_that_is_an_int_in_every_way_code_reads_one(
 ) -> None:
     queue = store.queue(unique_name("ints"))
     got = queue.enqueue({"n": 1})
-    assert isinstance(got, Enqueued) and isinstance(got, int)
+    assert isinstance(got, Enqueued)
+    assert isinstance(got, int)
     assert got.duplicate is False
     plain = got.id
     assert type(plain) is int
     assert (got == plain, hash(got) == hash(plain), {plain: "x"}[got]) == (True, True, "x")
-    assert (json.dumps(got), f"{got}", "%d" % got, repr(got)) == (str(plain),) * 4
+    printf_style = "%d" % (got,)  # noqa: UP031 -- old code formats ids this way too
+    assert (json.dumps(got), f"{got}", printf_style, repr(got)) == (str(plain),) * 4
     again = pickle.loads(pickle.dumps(got))
     assert (again, again.duplicate) == (plain, False)
     job = queue.get_job(got)
@@ -197,7 +199,8 @@ def test_a_jobs_unique_key_shows_on_get_job_and_its_handle_for_its_whole_life(
     plain = queue.enqueue({"n": 0})
     keyed = queue.enqueue({"n": 1}, EnqueueOpts(unique="shown-key"))
     plain_job, keyed_job = queue.get_job(plain), queue.get_job(keyed)
-    assert plain_job is not None and keyed_job is not None
+    assert plain_job is not None
+    assert keyed_job is not None
     assert (plain_job.unique_key, keyed_job.unique_key) == (None, "shown-key")
     handles = {handle.id: handle for handle in queue.claim_batch("w1", 2)}
     assert handles[keyed].job.unique_key == "shown-key"
@@ -605,6 +608,9 @@ def test_a_dead_job_whose_key_is_free_takes_it_again_on_redrive(clocked_store: S
     queue = clocked_store.queue(unique_name("redrive"))
     dead = _dead(queue, {"n": 1}, EnqueueOpts(unique="k"))
     (new,) = queue.redrive()
+    job = queue.get_job(new)
+    assert job is not None
+    assert job.redriven_from == dead
     again = queue.enqueue({"n": 2}, EnqueueOpts(unique="k"))
     assert (again, again.duplicate) == (new, True)
 
