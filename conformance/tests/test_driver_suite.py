@@ -11,7 +11,9 @@ import alkstore_conformance.driver_suite as driver_suite_package
 from alkstore import Capabilities
 from alkstore_conformance.driver_suite import SUITES, driver_suite, suites_for
 
-EVERY_PROFILE = Capabilities(scheduler=True, streams=True, pubsub=True, ops=True, snooze=True)
+EVERY_PROFILE = Capabilities(
+    scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, unique=True
+)
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 
 
