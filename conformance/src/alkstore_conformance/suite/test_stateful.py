@@ -9,8 +9,8 @@ ticked by two workers, streams with consumers and trims, the operations of §11
 (job pages, redrive, purge, pause and resume; every retry and fail records its
 error), unique enqueues (§15: few keys, payloads that read back equal, periods and
 dead-holding states, on engines with the profile) and reopening the store. Every
-return value must equal the model's, and after every step every job ever seen, every lock, every schedule and every stream
-must read back as the model says, and every queue's stats (and the store's) count
+return value must equal the model's, and after every step every job ever seen,
+every lock, every schedule and every stream must read back as the model says, and every queue's stats (and the store's) count
 what the model holds. The scheduler, stream and ops rules run only on engines with
 those profiles.
 
