@@ -5,14 +5,14 @@ and applies random operations of contract §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
 transactions that commit or roll back, the outbox, locks with two owners, schedules
-ticked by two workers, streams with consumers and trims, the operations of §11
-(job pages, redrive, purge, pause and resume; every retry and fail records its
-error), unique enqueues (§15: few keys, payloads that read back equal, periods and
-dead-holding states, on engines with the profile) and reopening the store. Every
-return value must equal the model's, and after every step every job ever seen,
-every lock, every schedule and every stream must read back as the model says, and every queue's stats (and the store's) count
-what the model holds. The scheduler, stream and ops rules run only on engines with
-those profiles.
+ticked by two workers, streams with consumers and trims, the operations of §11 (job
+pages, redrive, purge, pause and resume; every retry and fail records its error),
+unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
+holding states, on engines with the profile) and reopening the store. Every return
+value must equal the model's, and after every step every job ever seen, every lock,
+every schedule and every stream must read back as the model says, and every queue's
+stats (and the store's) count what the model holds. The scheduler, stream and ops
+rules run only on engines with those profiles.
 
 A tick does not say which jobs it fired. Their ids lie above every id committed
 before the tick and below any id committed after it, so the machine enqueues a
