@@ -187,8 +187,9 @@ class Unique:
         _init(
             self,
             key=_check_unique_key(key),
-            period=_optional_duration(period, "unique period", minimum=1),
-            states=_check_unique_states(states),
+            period=None if period is None else duration_seconds(period, "unique period", minimum=1),
+            # The default, as is: one check fewer on the path of a key per enqueue.
+            states=states if states is DEFAULT_UNIQUE_STATES else _check_unique_states(states),
         )
 
     @property

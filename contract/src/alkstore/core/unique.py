@@ -46,6 +46,11 @@ def insert_unique(
 ) -> list[Enqueued]:
     """Inside a write unit: the ids of ``texts`` enqueued under ``unique`` (checked), in
     order, each a new job or the duplicate of the job holding its key."""
+    hold_until = None if unique.period is None else stamps.created_at + unique.period
+    if len(texts) == 1:  # a lone enqueue: nothing to sort out between items
+        params = InsertUnique(stamps, texts, keys_of(unique, texts), hold_until, unique.holds_dead)
+        ((job_id, duplicate),) = driver.insert_unique_jobs(c, params)
+        return [Enqueued.of(job_id, duplicate)]
     first: dict[str, int] = {}
     """Each distinct key -> its position among the rows the engine is given."""
     distinct_texts: list[str] = []
@@ -56,7 +61,6 @@ def insert_unique(
             position = first[key] = len(distinct_texts)
             distinct_texts.append(text)
         positions.append(position)
-    hold_until = None if unique.period is None else stamps.created_at + unique.period
     params = InsertUnique(stamps, distinct_texts, list(first), hold_until, unique.holds_dead)
     outcomes = driver.insert_unique_jobs(c, params)
     results: list[Enqueued] = []

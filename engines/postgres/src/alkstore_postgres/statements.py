@@ -124,6 +124,23 @@ WITH outcome AS (
 SELECT job_id, duplicate FROM outcome, (SELECT count(*) FROM woken) AS wake
 ORDER BY position
 """
+INSERT_UNIQUE_ONE: Final = """
+SELECT made.job_id, made.duplicate
+FROM {schema}.alkstore_insert_unique_one(
+    %(queue)s, %(priority)s, %(created_at)s, %(run_at)s, %(expires_at)s::bigint,
+    %(max_attempts)s, %(visibility_timeout_s)s, %(backoff_base_s)s,
+    %(dead_letter_retention_s)s::bigint, %(hold_until)s::bigint, %(hold_dead)s,
+    %(payload)s, %(key)s
+) AS made
+LEFT JOIN LATERAL (
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
+    WHERE %(topic)s::text IS NOT NULL AND NOT made.duplicate
+) AS woken ON true
+"""
+"""The lone unique enqueue: ``alkstore_insert_unique_one`` (migration 6) gives
+``(id, duplicate)``, and the queue is NOTIFYed in the same statement when the row
+went in. No arrays and no set to build: the hot path of a unique enqueue."""
+
 """The unique enqueue: ``alkstore_insert_unique`` (migration 6) inserts each payload
 whose key no job of the queue holds and gives ``(id, duplicate)`` per key, in order;
 the queue is NOTIFYed in the same statement when a row went in (unless ``topic`` is
@@ -853,6 +870,7 @@ class Statements:
     take_back_redriven: bytes
     remove_redriven: bytes
     insert_unique: bytes
+    insert_unique_one: bytes
     purge_dead_named: bytes
     purge_dead_before: bytes
     pause: bytes
@@ -914,6 +932,7 @@ class Statements:
             take_back_redriven=render(TAKE_BACK_REDRIVEN, schema),
             remove_redriven=render(REMOVE_REDRIVEN, schema),
             insert_unique=render(INSERT_UNIQUE, schema),
+            insert_unique_one=render(INSERT_UNIQUE_ONE, schema),
             purge_dead_named=render(PURGE_DEAD_NAMED, schema),
             purge_dead_before=render(PURGE_DEAD_BEFORE, schema),
             pause=render(PAUSE, schema),

@@ -160,6 +160,17 @@ RETURNING id, unique_key
 """
 
 
+INSERT_UNIQUE_ONE = f"""
+INSERT INTO {JOBS} ({_STAMP_COLUMNS}, state, payload, unique_key, unique_hold, hold_until,
+                    hold_dead)
+SELECT {_STAMP_PARAMS}, 'pending', ?{_UNIQUE_FIRST}, ?{_UNIQUE_FIRST + 1}, ?{_UNIQUE_FIRST + 1},
+       ?{_FIRST_PAYLOAD}, ?{_FIRST_PAYLOAD + 1}
+ WHERE NOT EXISTS ({_HOLDS_DEAD.format(key=f"?{_UNIQUE_FIRST + 1}")})
+ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+"""
+"""``INSERT_UNIQUE`` of one row, without a VALUES list or RETURNING: its row count says
+whether the row went in and ``lastrowid`` is its id (the lone enqueue, the hot path)."""
+
 INSERT_UNIQUE = {size: _insert_unique(size) for size in BATCH_SIZES}
 """Unique jobs stamped alike: the stamps in ``JOB_STAMP_FIELDS`` order, ``hold_until``,
 ``hold_dead``, now, then ``(payload, key)`` per row (distinct keys). A row is inserted

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from alkstore.options import stamp_values
 from alkstore.params import InsertUnique
@@ -40,12 +40,17 @@ class UniqueStatements:
     ) -> list[tuple[int, bool]]:
         keys = params.keys
         stamps = params.stamps
-        if len(keys) > 1:
+        if len(keys) == 1:
+            inserted = _insert_one(c, params)
+            if inserted is not None:
+                return [(inserted, False)]  # the common case: one statement
+        else:
             begin_transaction(c)  # one enqueue is all of its jobs or none
         outcomes: dict[str, tuple[int, bool]] = {}
         todo = dict(zip(keys, params.payloads, strict=True))
-        for _ in range(ROUNDS):
-            outcomes.update(_insert(c, params, todo))
+        for round_number in range(ROUNDS):
+            if round_number or len(keys) > 1:  # a lone key's first insert ran above
+                outcomes.update(_insert(c, params, todo))
             todo = {key: payload for key, payload in todo.items() if key not in outcomes}
             if not todo:
                 return [outcomes[key] for key in keys]
@@ -70,6 +75,22 @@ class UniqueStatements:
             if not todo:
                 return [outcomes[key] for key in keys]
         raise RuntimeError(f"unique keys {sorted(todo)} neither inserted nor found held")
+
+
+def _insert_one(c: sqlite3.Connection, params: InsertUnique) -> int | None:
+    """The lone payload's row, if its key is free: its id, else ``None``."""
+    stamps = params.stamps
+    values = (
+        *stamp_values(stamps),
+        params.hold_until,
+        int(params.hold_dead),
+        stamps.created_at,
+        params.payloads[0],
+        params.keys[0],
+    )
+    cursor = c.execute(sql.INSERT_UNIQUE_ONE, values)
+    # sqlite3 sets lastrowid after every INSERT; its type just admits None.
+    return cast(int, cursor.lastrowid) if cursor.rowcount == 1 else None
 
 
 def _insert(
