@@ -311,7 +311,8 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             bound = by_name(stamps, payload=params.payloads[0], key=params.keys[0], **common)
             query = self._sql.insert_unique_one
         else:
-            bound = by_name(stamps, payloads=list(params.payloads), keys=list(params.keys), **common)
+            many = {"payloads": list(params.payloads), "keys": list(params.keys)}
+            bound = by_name(stamps, **many, **common)
             query = self._sql.insert_unique
         outcomes = [(row[0], row[1]) for row in execute(c, query, bound)]
         if not all(duplicate for _, duplicate in outcomes):
