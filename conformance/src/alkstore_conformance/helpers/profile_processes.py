@@ -246,6 +246,7 @@ def writer_on_signals(
     with open_in_child(engine_name, engine_group, spec) as store:
         results.put(("ready", None))
         while commands.get(timeout=time_limit_s) is not None:
+            written: int
             if kind == "queue":
                 written = store.queue(name).enqueue({"from": "another process"})
             else:

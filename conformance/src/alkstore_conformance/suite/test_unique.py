@@ -565,7 +565,7 @@ def test_a_purged_dead_job_frees_the_key_it_kept(clocked_store: Store) -> None:
 
 
 def _dead(queue: Any, payload: Any, opts: EnqueueOpts) -> Enqueued:
-    got = queue.enqueue(payload, opts)
+    got: Enqueued = queue.enqueue(payload, opts)
     handle = _claimed(queue)
     assert handle.id == got
     assert handle.fail("broken")
