@@ -45,6 +45,7 @@ from alkstore_sqlite.migrations import (
     SCHEDULES,
     STREAM_EVENTS,
     STREAM_OFFSETS,
+    UNIQUE_INDEX,
 )
 
 NOW = 1_700_000_000
@@ -628,3 +629,31 @@ def test_profile_statement_cost_does_not_grow_with_the_rows(
         for depth in (100, 5_000)
     )
     assert deep_cost <= shallow * 1.2 + 50, (shallow, deep_cost)
+
+
+# -- unique jobs (the unique profile) ------------------------------------------------
+
+UNIQUE_ONE_PARAMS = (QUEUE, 0, NOW, NOW, None, 3, 300, 5, None, None, 0, NOW, '"p"', "k")
+
+
+def test_a_lone_unique_insert_looks_for_a_dead_holder_with_one_search_of_the_dead_holds(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.INSERT_UNIQUE_ONE, UNIQUE_ONE_PARAMS)
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ]
+    assert _reads_of(plan, "__alkstore_jobs") == []  # live holds: the unique index's conflict
+
+
+def test_the_holders_of_keys_are_read_off_the_unique_indexes(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    named = {"queue": QUEUE, "keys": '["k1", "k2"]', "now": NOW}
+    plan = query_plan(dead_rows, sql.KEY_HOLDERS, named)
+    assert _reads_of(plan, "__alkstore_jobs") == [
+        f"SEARCH __alkstore_jobs USING INDEX {UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ]
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ]

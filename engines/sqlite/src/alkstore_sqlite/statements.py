@@ -40,6 +40,7 @@ from .migrations import (
     DEAD,
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
+    DEAD_UNIQUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
     LIVE_INDEX,
@@ -181,11 +182,10 @@ keeps. It returns ``(id, key)`` of the rows inserted, in no promised order."""
 KEY_HOLDERS = f"""
 SELECT id, unique_hold, hold_until FROM {JOBS} INDEXED BY {UNIQUE_INDEX}
  WHERE queue = :queue AND unique_hold IN (SELECT value FROM json_each(:keys))
-   AND unique_hold IS NOT NULL
 UNION ALL
-SELECT id, unique_hold, NULL FROM {DEAD}
+SELECT id, unique_hold, NULL FROM {DEAD} INDEXED BY {DEAD_UNIQUE_INDEX}
  WHERE queue = :queue AND unique_hold IN (SELECT value FROM json_each(:keys))
-   AND unique_hold IS NOT NULL AND (hold_until IS NULL OR hold_until > :now)
+   AND (hold_until IS NULL OR hold_until > :now)
 """
 """The holders of ``:keys`` (a JSON array) in ``:queue``: ``(id, key, hold_until)``, a
 live row's whatever its hold's end (one that passed is then given up), a dead row's
