@@ -257,6 +257,18 @@ def test_jobs_documents_every_job_field(cli: Cli, store: Store) -> None:
     assert entry["state"] == "pending"
 
 
+def test_job_shows_its_unique_key_as_json_and_as_a_table(cli: Cli, store: Store) -> None:
+    job_id = store.queue("emails").enqueue("x", EnqueueOpts(unique="sync-user-42"))
+
+    document = cli.json("job", str(job_id))["job"]
+    shown = cli.run("job", str(job_id))
+
+    assert document["unique_key"] == "sync-user-42"
+    assert shown.returncode == 0
+    assert "unique_key" in shown.stdout
+    assert "sync-user-42" in shown.stdout
+
+
 def test_jobs_refuses_a_page_over_1000_as_usage(cli: Cli) -> None:
     done = cli.run("jobs", "emails", "--limit", "1001")
 

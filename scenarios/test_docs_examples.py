@@ -239,3 +239,35 @@ def test_guide_scheduling_runner_example_registers_leads_and_stops(tmp_path: Pat
             "Europe/Berlin",
             "latest",
         )
+
+
+UNIQUE_GUIDE = "unique-jobs.md"
+
+
+def _run_guide_block(page: str, first_line: str, tmp_path: Path) -> None:
+    code = guide_block(page, first_line)
+    assert code.count(README_URL) == 1, f"docs/guide/{page} no longer opens sqlite:///app.db"
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), f"docs/guide/{page}", "exec"), {})
+
+
+@pytest.mark.parametrize(
+    ("first_line", "printed"),
+    [
+        (
+            "import alkstore\nfrom alkstore import EnqueueOpts, Unique\n\nwith",
+            "False True True\n[False, False, True] True\nsync-user-42 {'user': 42}\n",
+        ),
+        (
+            "import alkstore\nfrom alkstore import EnqueueOpts, Unique\nfrom alkstore.testing",
+            "False True\nTrue\nTrue\n",
+        ),
+        ("import alkstore\nfrom alkstore import EnqueueOpts\n", "False True\nTrue\n"),
+    ],
+    ids=["one-key", "period-and-states", "transaction"],
+)
+def test_guide_unique_jobs_examples_print_what_the_page_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], first_line: str, printed: str
+) -> None:
+    _run_guide_block(UNIQUE_GUIDE, first_line, tmp_path)
+    assert capsys.readouterr().out == printed

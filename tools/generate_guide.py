@@ -87,6 +87,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "(default `'UTC'`) and `catch_up` (default `'all'`), takes a NULL `interval_s`, and "
     "`schedule_upsert` keeps the boundary only when both the spec and the zone are "
     "unchanged; the core computes every boundary",
+    "unique": "the driver protocol's method, `unique_key` on job rows "
+    "(`alkstore.rows.UNIQUE_JOB_COLUMNS`) and a hold of the key the storage itself keeps "
+    "to one job per queue and key (a unique index over live holds, `INSERT ... ON CONFLICT "
+    "DO NOTHING`, never a read then a write; the kit races eight processes on one key)",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

@@ -74,6 +74,14 @@ class ReferenceWithoutSnooze(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, snooze=False)
 
 
+class ReferenceWithoutUnique(ReferenceWithoutLocks):
+    """The reference engine, claiming to be a contract 1.1 engine: no ``unique`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, unique=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

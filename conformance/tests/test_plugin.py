@@ -171,6 +171,27 @@ def test_a_1_1_engine_certifies_its_scheduler_with_every_cron_property_not_appli
     assert "cron" in report["engine"]["not_applicable_profiles"]
 
 
+def test_a_1_1_engine_has_every_unique_property_not_applicable(run_in: RunIn) -> None:
+    unique = [prop.id for prop in load_manifest().values() if prop.profile == "unique"]
+    assert unique
+    selection = [arg for property_id in unique for arg in ("--alkstore-property", property_id)]
+    result = run_in.pytest(
+        "--pyargs",
+        "alkstore_conformance.suite",
+        "--engine",
+        "kit_engines:ReferenceWithoutUnique",
+        *selection,
+        "--alkstore-report",
+        "report.json",
+        "-q",
+    )
+    assert result.returncode == 0, output(result)
+    report = run_in.report()
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    assert statuses == dict.fromkeys(unique, "not_applicable")
+    assert "unique" in report["engine"]["not_applicable_profiles"]
+
+
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
     result = run_in.pytest(
         "--pyargs",

@@ -35,7 +35,7 @@ RAISES_APART = {
 
 RETURNS_APART = {
     ("Transaction", "execute"): "FetchedRows",  # rows fetched on the transaction's thread
-    ("Transaction", "enqueue"): "int",
+    ("Transaction", "enqueue"): "Enqueued",
     ("Store", "transaction"): "AioTransactionBlock",
     ("Store", "attach"): "AioTransactionBlock",
     ("Store", "claim_wait_any"): "AioJobHandle | None",

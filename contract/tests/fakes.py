@@ -289,3 +289,9 @@ class FakeSnoozeDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.2's snooze profile too."""
 
     capabilities = Capabilities(snooze=True)
+
+
+class FakeUniqueDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.2's unique profile too."""
+
+    capabilities = Capabilities(unique=True, transactions=True)

@@ -11,6 +11,8 @@ from alkstore.rows import (
     CLAIMED_COLUMNS,
     JOB_COLUMNS,
     OPS_JOB_COLUMNS,
+    SNOOZE_JOB_COLUMNS,
+    UNIQUE_JOB_COLUMNS,
     V1_JOB_COLUMNS,
     ScheduleRecord,
     claimed_decoder,
@@ -41,6 +43,7 @@ STORED: dict[str, Any] = {
     "errors": '[[3, 125, "boom"]]',
     "redriven_from": 4,
     "snoozes": 2,
+    "unique_key": "sync-user-42",
 }
 """One job's stored columns (payload and errors as JSON text)."""
 
@@ -71,14 +74,17 @@ def test_a_decoder_reads_its_columns_in_any_order() -> None:
     assert job_decoder(columns)(_row(columns)) == JOB
 
 
-def test_a_contract_1_0_row_takes_the_ops_and_snooze_fields_defaults() -> None:
+def test_a_contract_1_0_row_takes_the_ops_snooze_and_unique_fields_defaults() -> None:
     job = job_decoder(V1_JOB_COLUMNS)(_row(V1_JOB_COLUMNS))
-    assert (job.errors, job.redriven_from, job.snoozes) == ((), None, 0)
+    assert (job.errors, job.redriven_from, job.snoozes, job.unique_key) == ((), None, 0, None)
     assert job.last_error == "boom"
 
 
-def test_the_1_0_row_is_every_column_but_the_ops_and_snooze_ones() -> None:
-    assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - set(OPS_JOB_COLUMNS) - {"snoozes"}
+def test_the_1_0_row_is_every_column_but_the_ops_snooze_and_unique_ones() -> None:
+    profiles = {*OPS_JOB_COLUMNS, *SNOOZE_JOB_COLUMNS, *UNIQUE_JOB_COLUMNS}
+    assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - profiles
+    assert SNOOZE_JOB_COLUMNS == ("snoozes",)
+    assert UNIQUE_JOB_COLUMNS == ("unique_key",)
 
 
 def test_a_decoder_refuses_a_row_of_another_width() -> None:
@@ -87,8 +93,9 @@ def test_a_decoder_refuses_a_row_of_another_width() -> None:
 
 
 def test_a_decoder_refuses_a_column_that_is_not_a_job_field() -> None:
-    with pytest.raises(ValueError, match="unique_key"):
-        job_decoder((*JOB_COLUMNS, "unique_key"))
+    # An engine's own column (the unique profile's hold) is not a job column.
+    with pytest.raises(ValueError, match="unique_hold"):
+        job_decoder((*JOB_COLUMNS, "unique_hold"))
 
 
 def test_a_decoder_refuses_to_leave_out_a_field_without_a_default() -> None:

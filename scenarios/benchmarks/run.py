@@ -43,6 +43,7 @@ from bench_sides import (
     open_side,
     plain_location,
 )
+from bench_unique import Overhead, render_unique_overhead, unique_overhead
 from bench_worker import render_worker_overhead, worker_overhead_json
 from bench_workloads import Bench
 
@@ -269,6 +270,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
 
+    unique: dict[str, list[Overhead]] = {}
+    if not args.workload or {"enqueue", "enqueue_many"} & set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.unique:
+                continue
+            started = time.perf_counter()
+            unique[engine] = unique_overhead(providers[engine], args.jobs, args.quick)
+            print(
+                f"  {'unique':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -286,6 +300,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if overhead:
         print()
         print(overhead)
+    unique_table = render_unique_overhead(unique)
+    if unique_table:
+        print()
+        print(unique_table)
     notes = [
         f"  {column} / {key}: {note}"
         for key in keys
@@ -313,7 +331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         config=config,
         rows=rows,
         results=results,
-        extra={"worker_overhead": worker_overhead_json(columns, results)},
+        extra={
+            "worker_overhead": worker_overhead_json(columns, results),
+            "unique_overhead": {
+                engine: [o.as_json() for o in rows] for engine, rows in unique.items()
+            },
+        },
     )
     print(f"\nResults written to {args.json}")
     failed = any(m.failure is not None for by_key in results.values() for m in by_key.values())

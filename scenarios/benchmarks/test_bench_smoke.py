@@ -76,6 +76,17 @@ def test_quick_sqlite_run_sets_the_worker_beside_the_hand_loop_in_one_and_four_p
     assert "`alkstore worker " in document["results"]["sqlite"]["worker_4p"]["notes"][0]
 
 
+def test_quick_sqlite_run_sets_unique_enqueue_beside_plain_enqueue(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    rows = document["unique_overhead"]["sqlite"]
+    assert [row["workload"] for row in rows] == ["1 enqueue", "2 enqueue_many (1,000)"]
+    assert all(row["plain_rate_per_s"] > 0 and row["unique_rate_per_s"] > 0 for row in rows)
+    assert all(len(row["costs"]) == 2 for row in rows)  # the quick run's rounds
+    assert "Unique enqueue against plain enqueue" in done.stdout
+
+
 def test_a_peer_row_whose_package_is_missing_is_skipped_with_the_reason_not_failed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -26,6 +26,7 @@ from .constants import (
     CONTRACT_VERSION,
     MAX_NAME_LENGTH,
     MISFIRE_GRACE_S,
+    MAX_UNIQUE_KEY_CHARS,
     RESERVED_PREFIX,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
@@ -61,10 +62,12 @@ from .options import (
     EnqueueOpts,
     QueueOpts,
     ScheduleOpts,
+    Unique,
 )
 from .spec import parse_spec
 from .stop import StopToken
 from .values import (
+    Enqueued,
     Job,
     JobError,
     JobState,
@@ -87,6 +90,7 @@ __all__ = [
     "ENGINE_GROUP",
     "MAX_NAME_LENGTH",
     "MISFIRE_GRACE_S",
+    "MAX_UNIQUE_KEY_CHARS",
     "OUTBOX_QUEUE_OPTS",
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",
@@ -102,6 +106,7 @@ __all__ = [
     "EngineSpec",
     "EngineUnavailable",
     "EnqueueOpts",
+    "Enqueued",
     "InvalidName",
     "InvalidOptions",
     "InvalidSpec",
@@ -134,6 +139,7 @@ __all__ = [
     "SystemClock",
     "TickResult",
     "Transaction",
+    "Unique",
     "backoff",
     "installed_engines",
     "load_engine",

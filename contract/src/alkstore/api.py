@@ -20,6 +20,7 @@ from .options import EnqueueOpts, QueueOpts, ScheduleOpts
 from .stop import StopToken
 from .timeconv import Duration
 from .values import (
+    Enqueued,
     Job,
     JobState,
     LockInfo,
@@ -210,42 +211,55 @@ class QueueConsumer(Protocol):
     def name(self) -> str:
         """The queue's name (for an outbox: its reserved backing queue's name)."""
 
-    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
+    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> Enqueued:
         """Add one job and return its id.
 
         The queue's ``QueueOpts`` and ``opts`` are resolved now and stamped on
         the row; later operations read the job's stamps, never the queue's
         current opts (contract §2). Waiting claimers wake after the commit.
+        With ``opts.unique`` (contract §15, the unique profile) nothing is
+        written when another job of the queue holds the key: the result is that
+        job's id, with ``duplicate`` set.
 
         Args:
             payload: any JSON-serializable value; it comes back decoded.
-            opts: delay or ``run_at``, priority, a ``max_attempts`` override and
-                ``expires`` (relative to now); default: ready now, priority 0.
+            opts: delay or ``run_at``, priority, a ``max_attempts`` override,
+                ``expires`` (relative to now) and ``unique``; default: ready now,
+                priority 0.
 
         Returns:
-            The new job's id: unique for the store's lifetime, never reused.
+            The job's id (an ``int``: unique for the store's lifetime, never reused)
+            as an ``Enqueued``, whose ``duplicate`` says whether it is the id of
+            the job that already held the key.
 
         Raises:
             PayloadError: ``payload`` is not JSON-serializable, nests deeper than
                 ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
                 ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
+            ProfileUnavailable: ``opts.unique`` is given and the engine lacks the
+                unique profile (nothing written).
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
         """
 
-    def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
+    def enqueue_many(
+        self, payloads: Sequence[Any], opts: EnqueueOpts | None = None
+    ) -> list[Enqueued]:
         """Add one job per payload in one transaction, all stamped alike.
 
         Every payload is encoded before anything is written: one bad payload
-        means no job at all (contract §2).
+        means no job at all (contract §2). With ``opts.unique`` each payload's
+        key (``Unique.key``, or the payload's own when it is ``None``) is checked
+        as for ``enqueue``, and a payload whose key an earlier one of the batch
+        already has is that one's duplicate (contract §15).
 
         Args:
             payloads: a list or tuple of JSON-serializable values (may be empty).
             opts: as for ``enqueue``, applied to every job.
 
         Returns:
-            The new ids, in the order of ``payloads``.
+            The ids (``Enqueued``), in the order of ``payloads``.
 
         Raises:
             PayloadError: a payload is not JSON-serializable, nests deeper than
@@ -253,6 +267,8 @@ class QueueConsumer(Protocol):
                 ``max_payload_bytes`` (nothing written).
             InvalidOptions: ``payloads`` is not a sequence, or ``opts`` is not an
                 ``EnqueueOpts``.
+            ProfileUnavailable: ``opts.unique`` is given and the engine lacks the
+                unique profile (nothing written).
             StoreClosed: the store was closed.
         """
 
@@ -721,16 +737,20 @@ class Transaction(Protocol):
             StoreClosed: the transaction has finished or the store was closed.
         """
 
-    def enqueue(self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None) -> int:
+    def enqueue(
+        self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None
+    ) -> Enqueued:
         """Enqueue a job that exists only if this transaction commits.
 
         A ``Queue`` handle stamps that handle's ``QueueOpts`` (contract §11); a bare
         name stamps ``DEFAULT_QUEUE_OPTS``. Reserved
         names are refused: an outbox is reachable only through ``outbox_enqueue``
-        (contract §3).
+        (contract §3). With ``opts.unique`` the key is held from this transaction
+        on, for the other transactions as the database shows uncommitted rows, and
+        a rollback frees it (contract §15).
 
         Returns:
-            The new job's id.
+            The job's id as an ``Enqueued`` (see ``Queue.enqueue``).
 
         Raises:
             InvalidName: ``queue`` is malformed.
@@ -739,6 +759,8 @@ class Transaction(Protocol):
                 ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
                 ``max_payload_bytes``.
             InvalidOptions: ``opts`` is not an ``EnqueueOpts``.
+            ProfileUnavailable: ``opts.unique`` is given and the engine lacks the
+                unique profile.
             StoreClosed: the transaction has finished or the store was closed.
         """
 

@@ -85,5 +85,12 @@ MAX_SNOOZES: Final = 100
 snooze after that dead-letters it with ``"max snoozes exceeded"``, since a snooze
 spends no attempt and nothing else would ever stop it."""
 
+MAX_UNIQUE_KEY_CHARS: Final = 255
+"""The longest unique key, in characters (contract 1.2, the unique profile). A key is
+indexed beside its queue's name on every engine: at most 255 characters (1,020 bytes
+of UTF-8) stays far inside any B-tree's entry limit (PostgreSQL's is about 2.7 kB)
+whatever the characters, and holds composite keys (``tenant:resource:action``) and
+the keys derived from payloads (``payload:sha256:`` and 64 hex digits, 79)."""
+
 SCHEDULER_LEASE_S: Final = 30
 """TTL of the scheduler leadership lock; the leader renews it at least every third of it."""

@@ -35,6 +35,7 @@ from .params import (
     ClaimRef,
     GetJob,
     Heartbeat,
+    InsertUnique,
     ListJobs,
     LockHolder,
     LockLease,
@@ -470,7 +471,10 @@ class OpsDriver(Protocol[C_contra]):
         ``created_at = now``, no errors, ``redriven_from`` = the dead id -- and the
         dead row is deleted. Ids that are not dead rows of ``queue`` are skipped.
         Returns the new ids in the order of the dead rows they replaced (``ids``
-        order, or oldest first). Announces the queue on commit."""
+        order, or oldest first). Announces the queue on commit. With the unique
+        profile, a dead row with a ``unique_key`` that another job holds is skipped
+        (it stays dead; its own hold, if any, passes to its new row), see
+        ``UniqueDriver``."""
         ...
 
     def purge_dead_jobs(self, c: C_contra, params: PurgeDeadJobs) -> int:
@@ -505,6 +509,48 @@ class SnoozeDriver(Protocol[C_contra]):
         ...
 
 
+class UniqueDriver(Protocol[C_contra]):
+    """Contract 1.2's unique profile (``Capabilities.unique``).
+
+    Engines with it keep, on every job row, the ``unique_key`` it was enqueued with
+    (``alkstore.rows.UNIQUE_JOB_COLUMNS``; ``NULL`` for a job enqueued without one)
+    and, out of sight, whether and until when the row *holds* that key. A job holds
+    its key while it is pending or processing, until its ``hold_until`` if it has
+    one, and while dead only if it was enqueued with ``hold_dead``; ack, cancel,
+    purge and a dead move without ``hold_dead`` free the key by removing the row
+    (or its hold) from wherever holds are kept. At most one job of a queue holds a
+    key at any moment, in every transaction's view that commits: that is enforced
+    by the storage (a unique index over the holds, or an equivalent no concurrent
+    writer can slip past), never by a read followed by a write.
+
+    Other statements then honour holds too: a retry, snooze, release, heartbeat or
+    reclaim keeps the job's hold as it is; a move to dead keeps it only for a
+    ``hold_dead`` job; ``OpsDriver.redrive`` skips a dead row whose key another job
+    holds (it stays dead, its id is not returned) and otherwise makes its new row
+    hold the key, ``hold_until`` shifted with its ``created_at`` as ``expires_at``
+    is."""
+
+    def insert_unique_jobs(self, c: C_contra, params: InsertUnique) -> list[tuple[int, bool]]:
+        """For each payload in order, one atomic step: if a job of ``stamps.queue``
+        holds ``keys[i]`` -- a live row whose hold has not passed (``hold_until``
+        absent or ``> now``, ``now`` being ``stamps.created_at``) or a dead row that
+        holds it (enqueued with ``hold_dead``, its hold not passed) -- write nothing
+        and give ``(holder id, True)``; else insert a pending row as ``insert_jobs``
+        would, with ``unique_key = keys[i]``, holding it until ``params.hold_until``
+        (through its death when ``hold_dead``), and give ``(new id, False)``. A live
+        row whose hold has passed gives the key up (it keeps its ``unique_key``)
+        before the insert, in the same step. Ids of new rows increase in payload
+        order. Announces ``queue_topic(stamps.queue)`` to other processes on commit
+        when it inserted a row.
+
+        Race-safe: when several writers insert the same key at once, in any
+        processes, exactly one row is inserted; a writer meeting an uncommitted
+        holder waits for its transaction (or sees it, as the database lets it), and
+        a holder rolled back frees the key. Inside ``transaction()`` and ``attach()``
+        the rows commit or roll back with the caller's transaction."""
+        ...
+
+
 # -- what the core requires of a driver ------------------------------------------------
 
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
@@ -514,6 +560,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "pubsub": PubSubDriver,
         "ops": OpsDriver,
         "snooze": SnoozeDriver,
+        "unique": UniqueDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's
@@ -528,6 +575,7 @@ ANNOUNCES: Final[Mapping[str, str]] = MappingProxyType(
         "set_paused": "its queue, on a resume",
         "stream_append": "its stream",
         "snooze": "the job's queue",
+        "insert_unique_jobs": "its queue, when it inserted a row",
     }
 )
 """The statements that announce their own topic to other processes on commit

@@ -47,6 +47,8 @@ class Capabilities:
         cron: contract 1.2's cron specs, time zones and catch-up policies (§5): the
             schedule row stores ``ScheduleRecord.timezone`` and ``catch_up`` and
             takes a ``None`` ``interval_s``. Needs ``scheduler``.
+        unique: contract 1.2's unique jobs (``EnqueueOpts(unique=...)``,
+            ``UniqueDriver``) and the ``unique_key`` of every job.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -67,6 +69,8 @@ class Capabilities:
     """Contract 1.2's snooze: a claim put back to wait without spending an attempt."""
     cron: bool = False
     """Contract 1.2's cron schedules: cron specs, a time zone and a catch-up policy."""
+    unique: bool = False
+    """Contract 1.2's unique jobs: at most one job of a queue holds a key at a time."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

@@ -9,12 +9,12 @@ resolve to: whole seconds (rounded up), plain ``int``s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
-from .constants import CATCH_UP_POLICIES, PRIORITY_RANGE
+from .constants import CATCH_UP_POLICIES, MAX_UNIQUE_KEY_CHARS, PRIORITY_RANGE
 from .errors import InvalidOptions
 from .timeconv import Duration, Instant, duration_seconds, instant_seconds
 from .zones import UTC_ZONE, check_timezone
@@ -99,6 +99,116 @@ class QueueOpts:
         )
 
 
+UNIQUE_STATES: Final = ("pending", "processing", "dead")
+"""The states a unique job may hold its key in, in the order ``Unique.states`` lists them."""
+
+DEFAULT_UNIQUE_STATES: Final = ("pending", "processing")
+"""What ``Unique`` holds a key in by default, and what it always holds it in: a retry
+moves a job from processing back to pending, so a key freed at the claim would let
+the retried job collide with a newer one."""
+
+
+def _check_unique_key(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidOptions(f"unique key must be a str (or None), got {type(value).__name__}")
+    if not value:
+        raise InvalidOptions("unique key must not be empty")
+    if len(value) > MAX_UNIQUE_KEY_CHARS:
+        raise InvalidOptions(
+            f"unique key is {len(value)} characters long; the limit is {MAX_UNIQUE_KEY_CHARS}"
+        )
+    if "\x00" in value:
+        raise InvalidOptions("unique key must not contain NUL (PostgreSQL text cannot hold it)")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidOptions("unique key contains a lone surrogate (not valid UTF-8)") from exc
+    return value
+
+
+def _check_unique_states(value: object) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidOptions(
+            f"unique states must be a tuple, list or set of state names, got {value!r}"
+        )
+    given = list(value)
+    unknown = [s for s in given if not isinstance(s, str) or s not in UNIQUE_STATES]
+    if unknown:
+        raise InvalidOptions(
+            f"unique states must be among {', '.join(UNIQUE_STATES)}, got {unknown[0]!r}"
+        )
+    missing = [s for s in DEFAULT_UNIQUE_STATES if s not in given]
+    if missing:
+        raise InvalidOptions(
+            f"unique states must include {' and '.join(DEFAULT_UNIQUE_STATES)} (a retry moves "
+            f"a job from processing back to pending); {missing[0]!r} is missing"
+        )
+    return tuple(s for s in UNIQUE_STATES if s in given)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Unique:
+    """Only one job of a queue holds a key at a time (contract §15, the unique profile).
+
+    Pass as ``EnqueueOpts(unique=Unique(...))``, or ``EnqueueOpts(unique="key")`` for
+    ``Unique("key")``. An enqueue whose key another job of the queue holds writes
+    nothing and returns that job's id with ``.duplicate`` set (``alkstore.Enqueued``).
+
+    Attributes:
+        key: the key (1 to ``MAX_UNIQUE_KEY_CHARS`` characters, no NUL), or ``None``
+            for the payload's own: ``"payload:sha256:"`` and the SHA-256 of its
+            canonical JSON (keys sorted, no whitespace), so equal payloads collide.
+        period: how long a job holds its key at most, from its enqueue: after
+            ``created_at + period`` an enqueue of the same key makes a new job even
+            while this one is still pending. ``None`` (the default): as long as the
+            job is in ``states``. At least 1 s.
+        states: the states a job holds its key in, among ``"pending"``,
+            ``"processing"`` and ``"dead"``; ``pending`` and ``processing`` always
+            (the default is just those two). With ``"dead"`` a dead job keeps its key
+            until it is purged or redriven.
+
+    Raises:
+        InvalidOptions: a field is of the wrong type or out of range; the message
+            names the field.
+    """
+
+    key: str | None
+    period: int | None
+    states: tuple[str, ...]
+
+    def __init__(
+        self,
+        key: str | None = None,
+        period: Duration | None = None,
+        states: Iterable[str] = DEFAULT_UNIQUE_STATES,
+    ) -> None:
+        _init(
+            self,
+            key=_check_unique_key(key),
+            period=None if period is None else duration_seconds(period, "unique period", minimum=1),
+            # The default, as is: one check fewer on the path of a key per enqueue.
+            states=states if states is DEFAULT_UNIQUE_STATES else _check_unique_states(states),
+        )
+
+    @property
+    def holds_dead(self) -> bool:
+        """Whether a dead job keeps holding its key (``"dead"`` in ``states``)."""
+        return "dead" in self.states
+
+
+def _check_unique(value: object) -> Unique | None:
+    if value is None or isinstance(value, Unique):
+        return value
+    if isinstance(value, str):
+        return Unique(value)
+    raise InvalidOptions(
+        f"unique must be a Unique, a str (a key) or None, got {type(value).__name__}"
+    )
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class EnqueueOpts:
     """Per-job options. ``delay`` wins over ``run_at``; ``expires`` is relative to enqueue.
@@ -114,6 +224,9 @@ class EnqueueOpts:
             ``expires_at = now + expires``. An expired job is never claimed.
         run_at: the instant the job is due: epoch seconds or an aware ``datetime``
             (naive ones are refused), rounded up to a whole second.
+        unique: a ``Unique`` (or a ``str``, its key): at most one job of the queue
+            holds the key (contract §15, the unique profile). ``None`` (the default):
+            every enqueue makes a job.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
@@ -125,6 +238,7 @@ class EnqueueOpts:
     max_attempts: int | None
     expires: int | None
     run_at: int | None
+    unique: Unique | None
 
     def __init__(
         self,
@@ -133,6 +247,7 @@ class EnqueueOpts:
         max_attempts: int | None = None,
         expires: Duration | None = None,
         run_at: Instant | None = None,
+        unique: Unique | str | None = None,
     ) -> None:
         _init(
             self,
@@ -141,6 +256,7 @@ class EnqueueOpts:
             max_attempts=_optional_max_attempts(max_attempts),
             expires=_optional_duration(expires, "expires", minimum=1),
             run_at=None if run_at is None else instant_seconds(run_at, "run_at"),
+            unique=_check_unique(unique),
         )
 
 

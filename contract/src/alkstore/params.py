@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, fields
 from operator import attrgetter
 from typing import Any
 
+from .options import JobStamps
 from .values import JobState
 
 SEAM = 2
@@ -129,6 +130,21 @@ class NextWake:
 
     queue: str
     now: int
+
+
+@dataclass(frozen=True, slots=True)
+class InsertUnique:
+    """``insert_unique_jobs`` (unique profile): one pending row per payload, stamped
+    ``stamps``, holding its key of ``keys`` (distinct, one per payload) unless another
+    job of the queue holds it. The hold lasts until ``hold_until`` (``None``: as long
+    as the job lives), and through the job's death when ``hold_dead``; ``stamps.created_at``
+    is "now"."""
+
+    stamps: JobStamps
+    payloads: Sequence[str]
+    keys: Sequence[str]
+    hold_until: int | None
+    hold_dead: bool
 
 
 # -- locks --------------------------------------------------------------------------
@@ -302,6 +318,7 @@ PARAMS: tuple[type, ...] = (
     PurgeDeadJobs,
     SetPaused,
     Snooze,
+    InsertUnique,
 )
 """Every statement's params class."""
 

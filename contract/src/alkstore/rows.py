@@ -6,7 +6,8 @@ An engine decodes its rows with a decoder made once for the columns it selects
 (``job_decoder(columns)``), so a row is read by its column names, never by how
 many columns it has; a column the engine does not select takes ``Job``'s
 default (an engine without the ops profile leaves out ``errors`` and
-``redriven_from``, one without the snooze profile ``snoozes``).
+``redriven_from``, one without the snooze profile ``snoozes``, one without the
+unique profile ``unique_key``).
 """
 
 from __future__ import annotations
@@ -37,11 +38,16 @@ OPS_JOB_COLUMNS: tuple[str, ...] = ("errors", "redriven_from")
 SNOOZE_JOB_COLUMNS: tuple[str, ...] = ("snoozes",)
 """The columns only an engine with the snooze profile (contract 1.2) keeps."""
 
+UNIQUE_JOB_COLUMNS: tuple[str, ...] = ("unique_key",)
+"""The columns only an engine with the unique profile (contract 1.2) shows."""
+
 V1_JOB_COLUMNS: tuple[str, ...] = tuple(
-    c for c in JOB_COLUMNS if c not in OPS_JOB_COLUMNS and c not in SNOOZE_JOB_COLUMNS
+    c
+    for c in JOB_COLUMNS
+    if c not in OPS_JOB_COLUMNS and c not in SNOOZE_JOB_COLUMNS and c not in UNIQUE_JOB_COLUMNS
 )
-"""Contract 1.0's job row: an engine without the ops and snooze profiles may select
-only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
+"""Contract 1.0's job row: an engine without the ops, snooze and unique profiles may
+select only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
 
 SET_BY_CLAIM: tuple[str, ...] = ("queue", "state", "claimed_at", "worker_id")
 """What a claim sets itself, so ``claimed_jobs`` takes it from the claim, not the row."""

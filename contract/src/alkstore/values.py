@@ -62,6 +62,9 @@ class Job:
             (``Queue.redrive``), else ``None``.
         snoozes: how many times it was snoozed (``JobHandle.snooze``, contract 1.2's
             snooze profile); ``0`` on an engine without the profile and after a redrive.
+        unique_key: the key it was enqueued with (``EnqueueOpts(unique=...)``, contract
+            1.2's unique profile; a payload's own key when ``Unique.key`` was ``None``),
+            for its whole life, even once it no longer holds it; ``None`` otherwise.
     """
 
     id: int
@@ -84,6 +87,45 @@ class Job:
     errors: tuple[JobError, ...] = ()
     redriven_from: int | None = None
     snoozes: int = 0
+    unique_key: str | None = None
+
+
+class Enqueued(int):
+    """What an enqueue returns: the job's id, an ``int``, that also says whether the
+    enqueue made the job (contract §2, §15).
+
+    It is an ``int`` in every way code reading an id relies on (``==``, hashing, JSON,
+    ``%d``, database parameters, pickling). ``duplicate`` is ``True`` when a unique
+    enqueue found its key held (``EnqueueOpts(unique=...)``): nothing was written and
+    the id is the holder's. ``False`` is the class's own value, so a new job's id
+    stores nothing of its own; only a duplicate's carries the flag. One class for
+    both, so a list of results holds one type (psycopg refuses to send a list of
+    mixed types whose integers need different sizes).
+
+    Attributes:
+        duplicate: ``False``: a new job; ``True``: the job that already held the key.
+    """
+
+    duplicate: bool = False
+
+    @property
+    def id(self) -> int:
+        """The job's id as a plain ``int``."""
+        return int(self)
+
+    @staticmethod
+    def of(job_id: int, duplicate: bool) -> Enqueued:
+        """``job_id`` as a new job's id, or as a duplicate's (``duplicate`` set)."""
+        result = Enqueued(job_id)
+        if duplicate:
+            object.__setattr__(result, "duplicate", True)
+        return result
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Enqueued is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Enqueued is immutable: cannot delete {name!r}")
 
 
 @dataclass(frozen=True, slots=True)

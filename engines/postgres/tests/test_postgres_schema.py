@@ -107,36 +107,8 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5]
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
     assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
-
-
-def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_zero_times(
-    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with monkeypatch.context() as release_three:
-        release_three.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:3])
-        release_three.setattr(migrations, "LATEST_VERSION", 3)
-        assert migrate(pg_dsn, schema=schema) == 3
-    admin.execute(
-        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
-        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 1, 1, 1, 30, 1)"
-    )
-    with alkstore.open(pg_dsn, schema=schema) as store:
-        queue = store.queue("q")
-        (job,) = queue.jobs()
-        assert (job.payload, job.snoozes) == ("kept", 0)
-        handle = queue.claim("w")
-        assert handle is not None
-        assert handle.snooze(0)
-        again = queue.claim("w")
-        assert again is not None
-        assert again.job.snoozes == 1
-        assert again.fail("broken")
-        dead = queue.get_job(job.id)
-        assert dead is not None
-        assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5]
 
 
 def test_a_schema_of_the_snooze_release_keeps_its_schedules_firing_in_utc_replaying_all(
@@ -166,7 +138,72 @@ def test_a_schema_of_the_snooze_release_keeps_its_schedules_firing_in_utc_replay
         )
         assert (cron.interval_s, cron.timezone) == (None, "Asia/Tokyo")
         assert store.get_schedule("digest") == cron
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5]
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_zero_times(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as release_three:
+        release_three.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:3])
+        release_three.setattr(migrations, "LATEST_VERSION", 3)
+        assert migrate(pg_dsn, schema=schema) == 3
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 1, 1, 1, 30, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (job,) = queue.jobs()
+        assert (job.payload, job.snoozes) == ("kept", 0)
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.snooze(0)
+        again = queue.claim("w")
+        assert again is not None
+        assert again.job.snoozes == 1
+        assert again.fail("broken")
+        dead = queue.get_job(job.id)
+        assert dead is not None
+        assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as release_four:
+        release_four.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
+        release_four.setattr(migrations, "LATEST_VERSION", 4)
+        assert migrate(pg_dsn, schema=schema) == 4
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 1, 1, 1, 30, 1)"
+    )
+    keeps = alkstore.Unique("k", states=("pending", "processing", "dead"))
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (job,) = queue.jobs()
+        assert (job.payload, job.unique_key) == ("kept", None)
+        first = queue.enqueue("unique", alkstore.EnqueueOpts(unique=keeps))
+        assert not first.duplicate
+        assert queue.enqueue("again", alkstore.EnqueueOpts(unique="k")) == first
+        assert queue.cancel(job.id)
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.id == first
+        assert handle.fail("broken")  # the move to dead keeps the key of a dead-holding job
+        again = queue.enqueue("again", alkstore.EnqueueOpts(unique="k"))
+        assert (again, again.duplicate) == (first, True)
+    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+    assert "alkstore_insert_unique" in {
+        name
+        for (name,) in admin.execute(
+            "SELECT p.proname FROM pg_catalog.pg_proc AS p"
+            " JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace WHERE n.nspname = %s",
+            (schema,),
+        )
+    }
 
 
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(

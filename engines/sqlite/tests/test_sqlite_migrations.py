@@ -11,7 +11,7 @@ import pytest
 from sqlite_helpers import StoreFactory, open_and_enqueue
 
 import alkstore
-from alkstore import EngineUnavailable, QueueOpts
+from alkstore import EngineUnavailable, EnqueueOpts, QueueOpts, Unique
 from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
 from alkstore_sqlite.migrations import MIGRATIONS
@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 6
+    assert _version(db_path) == LATEST_VERSION == 7
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,9 +273,10 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 6
-    assert _columns(db_path, "__alkstore_jobs")[-3:] == ["errors", "redriven_from", "snoozes"]
-    assert _columns(db_path, "__alkstore_dead")[-3:] == ["errors", "redriven_from", "snoozes"]
+    assert _version(db_path) == LATEST_VERSION == 7
+    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS]
+    assert _columns(db_path, "__alkstore_jobs")[-7:] == added
+    assert _columns(db_path, "__alkstore_dead")[-7:] == added
 
 
 def test_an_upgraded_version_2_file_takes_every_operation(db_path: Path, url: str) -> None:
@@ -354,7 +355,7 @@ def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
     names = _tables(db_path)
     assert "__alkstore_jobs_live" in names
     assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
-    assert _version(db_path) == LATEST_VERSION == 6
+    assert _version(db_path) == LATEST_VERSION == 7
 
 
 def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
@@ -415,14 +416,18 @@ VALUES (3, 'q', '3', 0, 1, 1, 1000, 1000, 300, 5, 'broken', 1200)
 """
 
 
-def _make_v4_file(db_path: Path) -> None:
+def _make_v4_file(db_path: Path, version: int = 4) -> None:
+    """A file at ``version`` (4 or a later one without new job columns of its own)
+    holding the version-4 jobs."""
     conn = sqlite3.connect(str(db_path), isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
-        for statements in MIGRATIONS[:4]:
+        for statements in MIGRATIONS[:version]:
             for statement in statements:
                 conn.execute(statement)
-        conn.execute("INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', 4)")
+        conn.execute(
+            "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?)", (version,)
+        )
         conn.execute(V4_JOBS)
         conn.execute(V4_DEAD)
     finally:
@@ -436,7 +441,7 @@ def test_a_version_4_file_is_upgraded_in_place_with_every_job_snoozed_zero_times
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         jobs = store.queue("q").jobs()
         assert [(job.id, job.snoozes) for job in jobs] == [(1, 0), (2, 0), (3, 0)]
-    assert _version(db_path) == LATEST_VERSION == 6
+    assert _version(db_path) == LATEST_VERSION == 7
 
 
 def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
@@ -495,7 +500,7 @@ def test_a_version_5_file_keeps_its_schedules_in_utc_with_every_boundary_replaye
         assert (minutely.timezone, minutely.catch_up) == ("UTC", "all")
         assert minutely.opts == alkstore.ScheduleOpts(priority=2, max_attempts=4, expires=90)
         assert [s.name for s in store.schedules()] == ["daily", "minutely"]
-    assert _version(db_path) == LATEST_VERSION == 6
+    assert _version(db_path) == LATEST_VERSION == 7
     assert _columns(db_path, "__alkstore_schedules")[-2:] == ["timezone", "catch_up"]
 
 
@@ -514,3 +519,51 @@ def test_an_upgraded_version_5_file_keeps_firing_and_takes_cron_schedules(
         )
         assert (cron.interval_s, cron.timezone) == (None, "Asia/Tokyo")
         assert store.get_schedule("digest") == cron
+
+
+# -- version 5 (the previous release) or 6 (cron schedules) to 7: unique jobs ------------
+
+UNIQUE_COLUMNS = ["unique_key", "unique_hold", "hold_until", "hold_dead"]
+
+
+@pytest.mark.parametrize("version", [5, 6])
+def test_a_version_5_file_is_upgraded_in_place_with_no_job_holding_a_key(
+    db_path: Path, url: str, version: int
+) -> None:
+    _make_v4_file(db_path, version)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        jobs = store.queue("q").jobs()
+        assert [(job.id, job.state.value, job.unique_key) for job in jobs] == [
+            (1, "pending", None),
+            (2, "processing", None),
+            (3, "dead", None),
+        ]
+    assert _version(db_path) == LATEST_VERSION == 7
+    assert _columns(db_path, "__alkstore_jobs")[-4:] == UNIQUE_COLUMNS
+    assert _columns(db_path, "__alkstore_dead")[-4:] == UNIQUE_COLUMNS
+
+
+def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_dead(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, 5)
+    # The fixture wrote dead job 3 straight into the dead table: the id sequence must
+    # know it, as it would have had the job been enqueued.
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    keeps = Unique("k", states=("pending", "processing", "dead"))
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        first = queue.enqueue({"n": 4}, EnqueueOpts(unique=keeps))
+        assert not first.duplicate
+        assert queue.enqueue({"n": 5}, EnqueueOpts(unique="k")) == first
+        assert queue.cancel(1)
+        (handle,) = queue.claim_batch("w2", 1)  # the unique job: 2's claim has not lapsed
+        assert handle.id == first
+        assert handle.fail("broken")  # the new trigger moves its hold to the dead table
+        again = queue.enqueue({"n": 6}, EnqueueOpts(unique="k"))
+        assert (again, again.duplicate) == (first, True)
+        dead = queue.get_job(first)
+        assert dead is not None
+        assert (dead.state, dead.unique_key) == (alkstore.JobState.DEAD, "k")

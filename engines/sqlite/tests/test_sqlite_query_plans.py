@@ -35,6 +35,7 @@ from alkstore_sqlite import statements as sql
 from alkstore_sqlite.migrations import (
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
+    DEAD_UNIQUE_INDEX,
     DUE_INDEX,
     EXPIRY_INDEX,
     LIVE_INDEX,
@@ -44,6 +45,7 @@ from alkstore_sqlite.migrations import (
     SCHEDULES,
     STREAM_EVENTS,
     STREAM_OFFSETS,
+    UNIQUE_INDEX,
 )
 
 NOW = 1_700_000_000
@@ -336,9 +338,24 @@ def test_named_dead_rows_are_found_by_primary_key(
     dead_rows: sqlite3.Connection, statement: str
 ) -> None:
     plan = query_plan(dead_rows, statement, OPS)
-    reads = [d for d in _details(plan) if "__alkstore" in d or d.startswith("SEARCH d ")]
+    # A redriven unique job's key is looked up among the dead rows that keep one (below).
+    reads = [
+        d
+        for d in _details(plan)
+        if ("__alkstore" in d or d.startswith("SEARCH d ")) and DEAD_UNIQUE_INDEX not in d
+    ]
     assert len(reads) == 1, plan
     assert reads[0].endswith("USING INTEGER PRIMARY KEY (rowid=?)"), plan
+
+
+def test_a_redriven_unique_jobs_key_is_one_search_of_the_dead_holds(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.REDRIVE_IDS, OPS))
+    holds = [d for d in plan if DEAD_UNIQUE_INDEX in d]
+    assert holds == [f"SEARCH other USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"], (
+        plan
+    )
 
 
 def test_purging_dead_rows_older_than_an_age_is_one_range_of_the_dead_age_index(
@@ -612,3 +629,31 @@ def test_profile_statement_cost_does_not_grow_with_the_rows(
         for depth in (100, 5_000)
     )
     assert deep_cost <= shallow * 1.2 + 50, (shallow, deep_cost)
+
+
+# -- unique jobs (the unique profile) ------------------------------------------------
+
+UNIQUE_ONE_PARAMS = (QUEUE, 0, NOW, NOW, None, 3, 300, 5, None, None, 0, NOW, '"p"', "k")
+
+
+def test_a_lone_unique_insert_looks_for_a_dead_holder_with_one_search_of_the_dead_holds(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = query_plan(dead_rows, sql.INSERT_UNIQUE_ONE, UNIQUE_ONE_PARAMS)
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ]
+    assert _reads_of(plan, "__alkstore_jobs") == []  # live holds: the unique index's conflict
+
+
+def test_the_holders_of_keys_are_read_off_the_unique_indexes(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    named = {"queue": QUEUE, "keys": '["k1", "k2"]', "now": NOW}
+    plan = query_plan(dead_rows, sql.KEY_HOLDERS, named)
+    assert _reads_of(plan, "__alkstore_jobs") == [
+        f"SEARCH __alkstore_jobs USING INDEX {UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ]
+    assert _reads_of(plan, "__alkstore_dead") == [
+        f"SEARCH __alkstore_dead USING INDEX {DEAD_UNIQUE_INDEX} (queue=? AND unique_hold=?)"
+    ]

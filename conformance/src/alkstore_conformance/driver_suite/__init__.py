@@ -45,6 +45,7 @@ from .support import (
     stamps,
 )
 from .transactions import TransactionRules, WriteRules
+from .unique import UniqueStatements
 from .wakes import QueueWakes
 
 SUITES: tuple[type[SeamTests], ...] = (
@@ -61,6 +62,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     PubSubInTransactions,
     OperationStatements,
     SnoozeStatements,
+    UniqueStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

@@ -22,6 +22,7 @@ from alkstore.driver import (
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,
+    UniqueDriver,
 )
 from alkstore.params import Claim, GetJob
 from alkstore.rows import ScheduleRecord
@@ -42,6 +43,7 @@ class SeamDriver(
     PubSubDriver[Any],
     OpsDriver[Any],
     SnoozeDriver[Any],
+    UniqueDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

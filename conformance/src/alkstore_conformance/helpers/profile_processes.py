@@ -1,4 +1,5 @@
-"""Child processes of the scheduler, streams, pub/sub, lock, race and crash properties.
+"""Child processes of the scheduler, streams, pub/sub, lock, race, crash and unique
+properties.
 
 Each has the kit's one child-process shape (``processes.child_process``): it runs
 in a spawned process, reopens the test's store with ``open_in_child``, may say
@@ -15,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from alkstore import EngineSpec, Store, load_engine
+from alkstore import EngineSpec, EnqueueOpts, Store, load_engine
 from alkstore.constants import MAX_BATCH
 from alkstore.testing import FakeClock
 
@@ -245,6 +246,7 @@ def writer_on_signals(
     with open_in_child(engine_name, engine_group, spec) as store:
         results.put(("ready", None))
         while commands.get(timeout=time_limit_s) is not None:
+            written: int
             if kind == "queue":
                 written = store.queue(name).enqueue({"from": "another process"})
             else:
@@ -432,3 +434,31 @@ def claim_waiter_process(
         results.put(("ready", None))
         handle = queue.claim_wait("waiter", timeout=time_limit_s)
         return ("claimed", None if handle is None else handle.id)
+
+
+# -- unique jobs (contract §15) ------------------------------------------------------------
+
+
+@child_process
+def unique_enqueuer_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    name: str,
+    keys: list[str],
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """For each of ``keys`` in turn: meet the other enqueuers at the barrier, then
+    enqueue a job holding that key at once; report ``("enqueued", [(key, id,
+    duplicate), ...])``."""
+    outcomes: list[tuple[str, int, bool]] = []
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        for key in keys:
+            barrier.wait(timeout=time_limit_s)
+            got = queue.enqueue({"by": name, "key": key}, EnqueueOpts(unique=key))
+            outcomes.append((key, int(got), got.duplicate))
+    return ("enqueued", outcomes)

@@ -38,6 +38,7 @@ from alkstore.engine import AsyncNativeProvider
 from alkstore.options import EnqueueOpts
 from alkstore.stop import StopToken
 from alkstore.timeconv import Duration
+from alkstore.values import Enqueued
 
 from .via_aio_generated import (
     AioJobHandle,
@@ -193,7 +194,7 @@ class AioTransaction(AioTransactionBase):
     @documented_as(api.Transaction.enqueue, "Via aio: an ``AioQueue`` reaches it as its twin.")
     def enqueue(
         self, queue: str | AioQueue | Any, payload: Any, opts: EnqueueOpts | None = None
-    ) -> int:
+    ) -> Enqueued:
         target = queue.aio if isinstance(queue, AioQueue) else queue
         return self._loop.run(self.aio.enqueue(target, payload, opts))
 

@@ -60,14 +60,14 @@ class OpsModel(ModelState):
         in order): each dead row goes, a new pending job with its payload and stamps
         comes, due now, its expiry as far from now as it was from its creation."""
         self._check_settled()
-        chosen = self._to_redrive(queue, ids, limit)
+        now = self.now
+        chosen = self._redrivable(queue, self._to_redrive(queue, ids, limit), now)
         if len(new_ids) != len(chosen):
             raise ModelDisagreement(
                 f"redrive of {ids!r} (limit {limit}) must redrive dead jobs "
                 f"{[job.id for job in chosen]}, the engine returned {len(new_ids)} new ids"
             )
         self._check_new_ids(new_ids)
-        now = self.now
         reborn = []
         for old, new_id in zip(chosen, new_ids, strict=True):
             del self._dead[old.id]
@@ -89,9 +89,31 @@ class OpsModel(ModelState):
                     errors=(),
                     redriven_from=old.id,
                     snoozes=0,
+                    holding=old.unique_key is not None,
+                    hold_until=(
+                        None if old.hold_until is None else now + old.hold_until - old.created_at
+                    ),
                 )
             )
         self._commit_jobs(reborn)
+
+    def _redrivable(self, queue: str, chosen: list[ModelJob], now: int) -> list[ModelJob]:
+        """§15.5: of the chosen dead jobs, those whose key no other job holds (a job
+        redriven before them in this call included)."""
+        taken: set[str] = set()
+        kept = []
+        for job in chosen:
+            key = job.unique_key
+            if key is not None:
+                holder = None
+                for other in (*self._live.values(), *self._dead.values()):
+                    if other.holds(queue, key, now):
+                        holder = other.id
+                if key in taken or holder not in (None, job.id):
+                    continue
+                taken.add(key)
+            kept.append(job)
+        return kept
 
     def purge_dead(self, queue: str, ids: Sequence[int] | None, older_than_s: int | None) -> int:
         self._check_settled()

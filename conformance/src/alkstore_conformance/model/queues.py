@@ -50,6 +50,8 @@ class QueuesModel(ModelState):
                 f"{len(payloads)} payloads enqueued but {len(ids)} ids returned"
             )
         self._check_new_ids(ids)
+        if any(getattr(i, "duplicate", False) for i in ids):
+            raise ModelDisagreement(f"an enqueue without unique= returned a duplicate: {ids}")
         resolved = opts or EnqueueOpts()
         self._commit_jobs(
             self._new_job(i, queue, p, queue_opts, resolved)
@@ -69,6 +71,7 @@ class QueuesModel(ModelState):
         job.last_error = error
         job.died_at = now
         job.deadline = None
+        job.holding = job.holding and job.hold_dead  # §15.4: dead frees the key unless kept
         self._dead[job.id] = job
 
     def _bury_exhausted(self, queue: str, now: int) -> int:

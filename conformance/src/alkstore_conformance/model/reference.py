@@ -7,8 +7,11 @@ from .queues import QueuesModel
 from .scheduler import SchedulerModel
 from .streams import StreamsModel
 from .transactions import TransactionsModel
+from .unique import UniqueModel
 
 
-class ReferenceModel(QueuesModel, TransactionsModel, OpsModel, SchedulerModel, StreamsModel):
-    """The contract's queues, outbox, transactional enqueue, scheduler, locks and
-    streams, in memory."""
+class ReferenceModel(
+    QueuesModel, TransactionsModel, OpsModel, SchedulerModel, StreamsModel, UniqueModel
+):
+    """The contract's queues, outbox, transactional enqueue, scheduler, locks,
+    streams and unique jobs, in memory."""

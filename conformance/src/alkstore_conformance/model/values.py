@@ -68,6 +68,21 @@ class ModelJob:
     errors: tuple[JobError, ...] = ()
     redriven_from: int | None = None
     snoozes: int = 0
+    unique_key: str | None = None
+    holding: bool = False
+    """Whether the job still holds ``unique_key`` (§15): set at enqueue, dropped by a
+    move to dead unless ``hold_dead``; a passed ``hold_until`` ends it too (``holds``)."""
+    hold_until: int | None = None
+    hold_dead: bool = False
+
+    def holds(self, queue: str, key: str, now: int) -> bool:
+        """Whether this job holds ``key`` of ``queue`` at ``now`` (§15.3)."""
+        return (
+            self.holding
+            and self.queue == queue
+            and self.unique_key == key
+            and (self.hold_until is None or self.hold_until > now)
+        )
 
     def as_job(self) -> Job:
         return Job(
@@ -91,6 +106,7 @@ class ModelJob:
             errors=self.errors,
             redriven_from=self.redriven_from,
             snoozes=self.snoozes,
+            unique_key=self.unique_key,
         )
 
     def record_error(self, now: int, error: str) -> None:

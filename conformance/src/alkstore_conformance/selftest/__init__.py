@@ -57,6 +57,11 @@ from .queues import (
 from .release import ReleaseCountsAttemptDriver
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
+from .unique import (
+    CheckThenInsertUniqueDriver,
+    PeriodNeverEndsDriver,
+    UniqueForgetsProcessingDriver,
+)
 from .waiting import FirstQueueOnlyStore, FirstTopicWaitStore
 from .wakes import (
     RedriveUnannouncedDriver,
@@ -381,6 +386,27 @@ CATCH_UP_IGNORED = MutantEngine(
     bug="the schedule upsert never stores the catch-up policy, so every schedule "
     "replays every boundary it missed",
     driver=PolicyDroppingDriver,
+
+# -- unique jobs (contract 1.2 §15) ---------------------------------------------------
+CHECK_THEN_INSERT_UNIQUE = MutantEngine(
+    "check-then-insert-unique",
+    catches="UNIQUE-CONCURRENT",
+    bug="a unique enqueue reads whether the key is held, then inserts past the unique "
+    "index: enqueuers racing one key each make a job",
+    driver=CheckThenInsertUniqueDriver,
+)
+UNIQUE_FORGETS_PROCESSING = MutantEngine(
+    "unique-forgets-processing",
+    catches="UNIQUE-STATES",
+    bug="a claim gives the job's key up, as if only pending jobs held keys: a duplicate "
+    "is enqueued while the first job runs",
+    driver=UniqueForgetsProcessingDriver,
+)
+UNIQUE_PERIOD_NEVER_ENDS = MutantEngine(
+    "unique-period-never-ends",
+    catches="UNIQUE-PERIOD",
+    bug="a unique job's period is dropped: its key stays held as long as it waits",
+    driver=PeriodNeverEndsDriver,
 )
 
 MUTANTS: dict[str, MutantEngine] = {
@@ -440,6 +466,11 @@ MUTANTS: dict[str, MutantEngine] = {
         CRON_IN_UTC,
         DST_GAP_SKIPPED,
         CATCH_UP_IGNORED,
+
+        # unique jobs (contract 1.2)
+        CHECK_THEN_INSERT_UNIQUE,
+        UNIQUE_FORGETS_PROCESSING,
+        UNIQUE_PERIOD_NEVER_ENDS,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""

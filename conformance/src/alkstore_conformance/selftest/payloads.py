@@ -16,10 +16,13 @@ from alkstore.constants import MAX_PAYLOAD_BYTES
 from alkstore.core import CoreStore
 from alkstore.core.queues import CoreQueue
 from alkstore.options import EnqueueOpts, QueueOpts
+from alkstore.values import Enqueued
 
 
 class _OneByOneQueue(CoreQueue):
-    def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
+    def enqueue_many(
+        self, payloads: Sequence[Any], opts: EnqueueOpts | None = None
+    ) -> list[Enqueued]:
         return [self.enqueue(payload, opts) for payload in payloads]
 
 

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import pytest
 
-from alkstore import EngineProvider, EngineSpec, EnqueueOpts, Job, JobState, QueueOpts, Store
+from alkstore import (
+    EngineProvider,
+    EngineSpec,
+    Enqueued,
+    EnqueueOpts,
+    Job,
+    JobState,
+    QueueOpts,
+    Store,
+)
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
 from alkstore.testing import FakeClock
 from alkstore_conformance.helpers import crashes
@@ -213,7 +222,7 @@ def test_a_crash_at_any_statement_of_a_large_enqueue_many_leaves_all_or_none(
 def test_a_crash_at_any_statement_of_ack_batch_acks_all_or_none(
     engine_ref: EngineRef, store: Store
 ) -> None:
-    ids: dict[int, list[int]] = {}
+    ids: dict[int, list[Enqueued]] = {}
 
     def argument_for(run: int) -> tuple[str, int]:
         name = f"acks-{run}"

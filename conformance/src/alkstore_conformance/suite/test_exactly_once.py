@@ -36,7 +36,7 @@ TIME_LIMIT_S = 90.0
 
 def _fill(store: Store, name: str) -> list[int]:
     queue = store.queue(name, QueueOpts(visibility_timeout_s=VISIBILITY_S, max_attempts=10))
-    return queue.enqueue_many([{"n": n} for n in range(JOBS)])
+    return [job_id.id for job_id in queue.enqueue_many([{"n": n} for n in range(JOBS)])]
 
 
 def _check_history(store: Store, name: str, ids: list[int], records: list[ClaimRecord]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -45,12 +45,12 @@ def test_a_page_lists_live_and_dead_jobs_as_get_job_reads_them(store: Store) -> 
 @pytest.mark.parametrize("state", [JobState.PENDING, JobState.PROCESSING, JobState.DEAD])
 def test_a_state_filter_lists_only_jobs_in_that_state(store: Store, state: JobState) -> None:
     queue = store.queue("filtered")
-    by_state = {JobState.DEAD: make_dead(queue, 2)}
+    by_state: dict[JobState, Sequence[int]] = {JobState.DEAD: make_dead(queue, 2)}
     claimed = [queue.enqueue({"claimed": n}) for n in range(2)]
     assert len(queue.claim_batch("w", 2)) == 2
     by_state[JobState.PROCESSING] = claimed
     by_state[JobState.PENDING] = [queue.enqueue({"pending": n}) for n in range(2)]
-    assert [job.id for job in queue.jobs(state)] == by_state[state]
+    assert [job.id for job in queue.jobs(state)] == list(by_state[state])
     assert [job.id for job in queue.jobs(state.value)] == by_state[state]
     assert [job.id for job in queue.jobs(state, limit=1)] == by_state[state][:1]
 

@@ -5,13 +5,14 @@ and applies random operations of contract §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
 transactions that commit or roll back, the outbox, locks with two owners, schedules
-ticked by two workers, streams with consumers and trims, the operations of §11
-(job pages, redrive, purge, pause and resume; every retry and fail records its
-error) and reopening the store. Every return value must equal the model's, and
-after every step every job ever seen, every lock, every schedule and every stream
-must read back as the model says, and every queue's stats (and the store's) count
-what the model holds. The scheduler, stream and ops rules run only on engines with
-those profiles.
+ticked by two workers, streams with consumers and trims, the operations of §11 (job
+pages, redrive, purge, pause and resume; every retry and fail records its error),
+unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
+holding states, on engines with the profile) and reopening the store. Every return
+value must equal the model's, and after every step every job ever seen, every lock,
+every schedule and every stream must read back as the model says, and every queue's
+stats (and the store's) count what the model holds. The scheduler, stream and ops
+rules run only on engines with those profiles.
 
 A tick does not say which jobs it fired. Their ids lie above every id committed
 before the tick and below any id committed after it, so the machine enqueues a
@@ -71,6 +72,7 @@ from alkstore import (
     StoreClosed,
     Stream,
     StreamEvent,
+    Unique,
     outbox_queue_name,
 )
 from alkstore.testing import FakeClock
@@ -175,6 +177,15 @@ opt_draws = st.none() | st.builds(
     max_attempts=st.none() | st.integers(1, 3),
     expires=st.none() | boundaries | st.integers(1, 300) | st.just(timedelta(seconds=30)),
     run_at_offset=st.none() | boundaries | st.integers(-60, 180) | st.just(0.5),
+)
+# Unique jobs (§15): few keys and a few payloads that read back equal, so enqueues
+# collide with each other, with dead jobs and with jobs past their period.
+unique_payloads = st.sampled_from([{"a": 1, "b": [1, 2]}, {"b": [1, 2], "a": 1}, "x", 3]) | payloads
+uniques = st.builds(
+    Unique,
+    key=st.sampled_from([None, "k1", "k2"]),
+    period=st.none() | st.sampled_from([5, 30, 60]),
+    states=st.sampled_from([("pending", "processing"), ("pending", "processing", "dead")]),
 )
 # The store floors its clock: half a second may or may not tick.
 clock_steps = boundaries | st.integers(0, 400) | st.just(0.5)
@@ -328,6 +339,28 @@ class QueueModelMachine(RuleBasedStateMachine):
         ids = self.consumers[queue].enqueue_many(batch, opts)
         self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, ids)
         return multiple(*ids)
+
+    @precondition(lambda self: self.capabilities.unique)
+    @rule(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        batch=st.lists(unique_payloads, min_size=1, max_size=3),
+        unique=uniques,
+        draw=opt_draws,
+    )
+    def unique_enqueue(
+        self, queue: str, batch: list[Any], unique: Unique, draw: OptsDraw | None
+    ) -> MultipleResults[int]:
+        """§15: one payload through enqueue, more through enqueue_many, keyed."""
+        base = EnqueueOpts() if draw is None else draw.build(self.clock.now())
+        opts = dataclasses.replace(base, unique=unique)
+        consumer = self.consumers[queue]
+        if len(batch) == 1:
+            results = [consumer.enqueue(batch[0], opts)]
+        else:
+            results = consumer.enqueue_many(batch, opts)
+        self.model.unique_enqueue_many(queue, batch, self.queue_opts(queue), opts, results)
+        return multiple(*(result for result in results if not result.duplicate))
 
     @precondition(lambda self: self.capabilities.transactions)
     @rule(

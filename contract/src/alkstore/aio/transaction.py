@@ -11,6 +11,7 @@ from .. import api
 from .._surface import documented_as
 from ..api import Queue, Transaction
 from ..options import EnqueueOpts
+from ..values import Enqueued
 from ._generated import AsyncQueue, AsyncTransactionBase
 from .runner import Lane
 
@@ -57,7 +58,7 @@ class AsyncTransaction(AsyncTransactionBase):
     )
     async def enqueue(
         self, queue: str | Queue | AsyncQueue, payload: Any, opts: EnqueueOpts | None = None
-    ) -> int:
+    ) -> Enqueued:
         target = queue.sync if isinstance(queue, AsyncQueue) else queue
         return await self._lane.call(self.sync.enqueue, target, payload, opts)
 

@@ -60,6 +60,7 @@ def job_entry(job: Job) -> dict[str, Any]:
         "died_at": job.died_at,
         "errors": [{"attempt": e.attempt, "at": e.at, "error": e.error} for e in job.errors],
         "redriven_from": job.redriven_from,
+        "unique_key": job.unique_key,
     }
 
 

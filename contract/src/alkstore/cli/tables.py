@@ -146,6 +146,7 @@ def job_view(job: Job) -> RenderableType:
         ("died_at", instant(job.died_at)),
         ("last_error", job.last_error),
         ("redriven_from", _optional(job.redriven_from)),
+        ("unique_key", job.unique_key),
     ]
     for name, value in rows:
         fields.add_row(name, Text(value if value is not None else NONE))

@@ -22,6 +22,7 @@ from ..driver import (
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,
+    UniqueDriver,
     one_commit_hint,
 )
 from ..engine import Capabilities
@@ -144,6 +145,10 @@ class StoreContext:
 
     def snooze(self) -> SnoozeDriver[Any]:
         driver: SnoozeDriver[Any] = self._profile("snooze")
+        return driver
+
+    def unique(self) -> UniqueDriver[Any]:
+        driver: UniqueDriver[Any] = self._profile("unique")
         return driver
 
     def _profile(self, profile: str) -> Any:

@@ -14,7 +14,7 @@ from ..constants import MAX_REDRIVE, MAX_SNOOZES
 from ..driver import ERROR_EXHAUSTED, ERROR_SNOOZES, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import InvalidOptions
 from ..names import validate_identifier
-from ..options import EnqueueOpts, QueueOpts, check_type, resolve_stamps
+from ..options import EnqueueOpts, QueueOpts, Unique, check_type, resolve_stamps
 from ..params import (
     AckBatch,
     Bury,
@@ -36,7 +36,7 @@ from ..params import (
 from ..payload import UndecodablePayload, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
-from ..values import Job, JobState, QueueStats, SweepResult
+from ..values import Enqueued, Job, JobState, QueueStats, SweepResult
 from .checks import (
     MAX_JOB_ID,
     check_error,
@@ -50,6 +50,7 @@ from .checks import (
 )
 from .claiming import claim_waiting
 from .context import StoreContext
+from .unique import any_new, insert_unique
 from .waiting import Deadline
 
 _BY_RUN_AT_THEN_ID = attrgetter("run_at", "id")
@@ -233,22 +234,30 @@ class CoreQueue:
         return self._opts
 
     # -- producing --------------------------------------------------------
-    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> int:
+    def enqueue(self, payload: Any, opts: EnqueueOpts | None = None) -> Enqueued:
         # enqueue_many of one payload, without the checks a one-item list passes anyway.
         self._context.check_open()
         resolved = enqueue_opts(opts)
-        return self._insert([self._context.encode(payload)], resolved)[0]
+        text = self._context.encode(payload)
+        if resolved.unique is not None:
+            return self._insert_unique([text], resolved, resolved.unique)[0]
+        return Enqueued(self._insert([text], resolved)[0])
 
-    def enqueue_many(self, payloads: Sequence[Any], opts: EnqueueOpts | None = None) -> list[int]:
+    def enqueue_many(
+        self, payloads: Sequence[Any], opts: EnqueueOpts | None = None
+    ) -> list[Enqueued]:
         ctx = self._context
         ctx.check_open()
         if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
             raise InvalidOptions("payloads must be a sequence (list or tuple) of payloads")
         resolved = enqueue_opts(opts)
         texts = [ctx.encode(p) for p in payloads]  # refuse bad payloads before writing
+        if resolved.unique is not None:
+            ctx.unique()  # an engine without the profile refuses even an empty batch
+            return self._insert_unique(texts, resolved, resolved.unique) if texts else []
         if not texts:
             return []
-        return self._insert(texts, resolved)
+        return list(map(Enqueued, self._insert(texts, resolved)))
 
     def _insert(self, texts: list[str], resolved: EnqueueOpts) -> list[int]:
         ctx = self._context
@@ -258,6 +267,19 @@ class CoreQueue:
         ids = ctx.write(lambda c: driver.insert_jobs(c, stamps, texts))
         ctx.hub.notify(self._topic)
         return ids
+
+    def _insert_unique(
+        self, texts: list[str], resolved: EnqueueOpts, unique: Unique
+    ) -> list[Enqueued]:
+        """The unique enqueue (contract §15), its own statement: the plain path above
+        pays nothing for it."""
+        ctx = self._context
+        driver = ctx.unique()
+        stamps = resolve_stamps(self._name, self._opts, resolved, ctx.now())
+        results = ctx.write(lambda c: insert_unique(driver, c, stamps, texts, unique))
+        if any_new(results):
+            ctx.hub.notify(self._topic)
+        return results
 
     # -- consuming --------------------------------------------------------
     def claim(self, worker_id: str) -> JobHandle | None:
@@ -461,18 +483,20 @@ class CoreOutbox(CoreQueue):
 
 
 def _storable_ids(job_ids: Sequence[int]) -> list[int]:
-    """The ids among ``job_ids`` that can name a job; ``InvalidOptions`` for one that
-    is not an int. (Plain ints, the usual case, are checked in one pass.)"""
+    """The ids among ``job_ids`` that can name a job, as plain ints (an ``Enqueued``
+    too: a driver's list of ids holds one type); ``InvalidOptions`` for one that is not
+    an int. (Plain ints, the usual case, are checked in one pass.)"""
     if all(type(i) is int for i in job_ids):
         return [i for i in job_ids if 0 <= i <= MAX_JOB_ID]
-    return [i for i in (check_job_id(i) for i in job_ids) if storable_id(i)]
+    return [int(i) for i in (check_job_id(i) for i in job_ids) if storable_id(i)]
 
 
 def _ids(ids: Sequence[int]) -> list[int]:
-    """Checked ids, without those that can name no job."""
+    """Checked ids as plain ints (see ``_storable_ids``), without those that can name
+    no job."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise InvalidOptions("ids must be a sequence (list or tuple) of job ids")
-    return [i for i in (check_job_id(i) for i in ids) if storable_id(i)]
+    return [int(i) for i in (check_job_id(i) for i in ids) if storable_id(i)]
 
 
 def _set_aside_undecodable(

@@ -20,9 +20,10 @@ from ..options import (
     resolve_stamps,
 )
 from ..params import GetJob, Publish, StreamAppend
-from ..values import Job
+from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
+from .unique import any_new, insert_unique
 
 
 @implements(api.Transaction)
@@ -62,17 +63,20 @@ class CoreTransaction:
             )
         return execute(sql, params) if params is not None else execute(sql)
 
-    def enqueue(self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None) -> int:
+    def enqueue(
+        self, queue: str | Queue, payload: Any, opts: EnqueueOpts | None = None
+    ) -> Enqueued:
         if isinstance(queue, str) or not hasattr(queue, "opts"):
             name, queue_opts = validate_name(queue, "queue name"), DEFAULT_QUEUE_OPTS
         else:  # a Queue handle (any implementation): its name and the opts it stamps
             name, queue_opts = validate_name(queue.name, "queue name"), queue.opts
             check_type(queue_opts, QueueOpts, "queue.opts")
-        return self._insert(name, payload, queue_opts, enqueue_opts(opts))
+        return Enqueued.of(*self._insert(name, payload, queue_opts, enqueue_opts(opts)))
 
     def outbox_enqueue(self, outbox: str, payload: Any) -> int:
         backing = outbox_queue_name(outbox)
-        return self._insert(backing, payload, OUTBOX_QUEUE_OPTS, enqueue_opts(None))
+        job_id, _ = self._insert(backing, payload, OUTBOX_QUEUE_OPTS, enqueue_opts(None))
+        return job_id
 
     def stream_append(self, stream: str, payload: Any) -> int:
         validate_name(stream, "stream name")
@@ -100,14 +104,24 @@ class CoreTransaction:
             return None
         return self._context.driver.get_job(self._handle, GetJob(job_id, queue))
 
-    def _insert(self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts) -> int:
+    def _insert(
+        self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts
+    ) -> tuple[int, bool]:
+        """``(id, duplicate)`` of one job enqueued in this transaction."""
         text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
+        unique = opts.unique
+        driver = None if unique is None else ctx.unique()
         stamps = resolve_stamps(queue, queue_opts, opts, ctx.now())
-        (job_id,) = ctx.driver.insert_jobs(self._handle, stamps, [text])
-        self._woken.add(queue_topic(queue))  # the insert announced it to other processes
-        return job_id
+        if driver is None or unique is None:
+            (job_id,) = ctx.driver.insert_jobs(self._handle, stamps, [text])
+            self._woken.add(queue_topic(queue))  # the insert announced it to other processes
+            return job_id, False
+        results = insert_unique(driver, self._handle, stamps, [text], unique)
+        if any_new(results):
+            self._woken.add(queue_topic(queue))
+        return results[0].id, results[0].duplicate
 
     def _check_live(self) -> None:
         if self._finished:

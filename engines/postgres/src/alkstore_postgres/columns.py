@@ -121,6 +121,14 @@ MOVED: Final = listed(
 column both tables store alike. Its history moves too, but each move says how
 (one may append an entry), so it is not in this list."""
 
+HOLD: Final = "unique_hold, hold_until, hold_dead"
+"""The unique profile's columns no ``Job`` field reads: a job's hold of its key (the
+key while held), when the hold ends, and whether a dead job keeps it."""
+
+HOLD_KEPT_DEAD: Final = "CASE WHEN hold_dead THEN unique_hold END, hold_until, hold_dead"
+"""``HOLD`` as a row moving to the dead table keeps it: the key only if it holds it
+while dead, so a move frees every other job's key."""
+
 # -- inserts -----------------------------------------------------------------------
 
 _SQL_TYPES: Final[Mapping[type, str]] = {int: "bigint", str: "text"}

@@ -66,6 +66,7 @@ from alkstore.params import (
     ClaimRef,
     GetJob,
     Heartbeat,
+    InsertUnique,
     LockHolder,
     LockLease,
     LockRelease,
@@ -310,6 +311,32 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             rows = execute(c, self._sql.insert_jobs, params).fetchall()
         c.announced.add(topic)
         return [row[0] for row in rows]
+
+    def insert_unique_jobs(self, c: PgHandle, params: InsertUnique) -> list[tuple[int, bool]]:
+        """One statement, whatever the number of keys: ``alkstore_insert_unique_one``
+        (or, for many keys, ``alkstore_insert_unique``: functions of the schema,
+        migration 6) and the NOTIFY of the queue when a row went in (unless this unit
+        already announced it)."""
+        stamps = params.stamps
+        topic = queue_topic(stamps.queue)
+        wake = None if topic in c.announced else notify_payload(topic)
+        common = {
+            "hold_until": params.hold_until,
+            "hold_dead": params.hold_dead,
+            "wake_channel": self.channel,
+            "topic": wake,
+        }
+        if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
+            bound = by_name(stamps, payload=params.payloads[0], key=params.keys[0], **common)
+            query = self._sql.insert_unique_one
+        else:
+            many = {"payloads": list(params.payloads), "keys": list(params.keys)}
+            bound = by_name(stamps, **many, **common)
+            query = self._sql.insert_unique
+        outcomes = [(row[0], row[1]) for row in execute(c, query, bound)]
+        if not all(duplicate for _, duplicate in outcomes):
+            c.announced.add(topic)
+        return outcomes
 
     def claim(self, c: PgHandle, params: Claim) -> list[Job]:
         """Nearly always one statement: pending rows, while no claim of the queue has

@@ -243,12 +243,159 @@ V5_CRON_SCHEDULES = Migration(
     ),
 )
 
+V6_UNIQUE_JOBS = Migration(
+    6,
+    "unique jobs: each job's unique key and its hold, one unique index over live holds",
+    (
+        # unique_key: the key a job was enqueued with, shown for its whole life;
+        # unique_hold: that key while the job holds it (NULL once its hold passed, or
+        # on a dead row that does not keep it); hold_until: when the hold ends
+        # (created_at + period; NULL: never while the job lives); hold_dead: whether
+        # a dead job keeps it. Nullable columns and a constant default: catalog-only
+        # changes, no table rewrite.
+        """
+        ALTER TABLE {schema}.alkstore_jobs
+            ADD COLUMN unique_key text COLLATE "C",
+            ADD COLUMN unique_hold text COLLATE "C",
+            ADD COLUMN hold_until bigint,
+            ADD COLUMN hold_dead boolean NOT NULL DEFAULT false
+        """,
+        """
+        ALTER TABLE {schema}.alkstore_dead_jobs
+            ADD COLUMN unique_key text COLLATE "C",
+            ADD COLUMN unique_hold text COLLATE "C",
+            ADD COLUMN hold_until bigint,
+            ADD COLUMN hold_dead boolean NOT NULL DEFAULT false
+        """,
+        # The arbiter: at most one live row of a queue holds a key. Partial, so a
+        # plain job is no entry and a statement leaving unique_hold alone (a claim,
+        # a heartbeat, a retry) never touches it (HOT updates stay possible).
+        """
+        CREATE UNIQUE INDEX alkstore_jobs_unique
+            ON {schema}.alkstore_jobs (queue, unique_hold) WHERE unique_hold IS NOT NULL
+        """,
+        # Dead rows keeping their key. Not unique: a dead hold that passed is only
+        # ignored, never cleared, so a later holder may die holding the key too.
+        """
+        CREATE INDEX alkstore_dead_jobs_unique
+            ON {schema}.alkstore_dead_jobs (queue, unique_hold) WHERE unique_hold IS NOT NULL
+        """,
+        # The unique enqueue of one key, one call (one round trip, one statement to
+        # retry; alkstore_insert_unique below runs it per key of a batch). It is a
+        # function because it needs what one SQL statement cannot have: a
+        # fresh look at the dead table *after* its insert. A holder whose move to
+        # the dead table (keeping its key) committed while the insert waited on its
+        # live row is invisible to the insert's own snapshot; in READ COMMITTED
+        # each statement of a VOLATILE function takes a new snapshot, so the check
+        # that follows the insert sees it, and the new row is taken back. Every
+        # other holder is found by the unique index itself (ON CONFLICT), never by
+        # a read followed by a write.
+        """
+        CREATE FUNCTION {schema}.alkstore_insert_unique_one(
+            p_queue text, p_priority integer, p_created_at bigint, p_run_at bigint,
+            p_expires_at bigint, p_max_attempts integer, p_visibility_timeout_s bigint,
+            p_backoff_base_s bigint, p_dead_letter_retention_s bigint,
+            p_hold_until bigint, p_hold_dead boolean, p_payload text, p_key text,
+            OUT job_id bigint, OUT duplicate boolean)
+        LANGUAGE plpgsql VOLATILE
+        AS $alkstore$
+        DECLARE
+            round integer;
+            inserted bigint;
+            holder bigint;
+            held_until bigint;
+        BEGIN
+            FOR round IN 1 .. 10 LOOP
+                INSERT INTO {schema}.alkstore_jobs AS job (
+                    payload, queue, priority, created_at, run_at, expires_at,
+                    max_attempts, visibility_timeout_s, backoff_base_s,
+                    dead_letter_retention_s, unique_key, unique_hold, hold_until, hold_dead)
+                VALUES (
+                    p_payload, p_queue, p_priority, p_created_at, p_run_at, p_expires_at,
+                    p_max_attempts, p_visibility_timeout_s, p_backoff_base_s,
+                    p_dead_letter_retention_s, p_key, p_key, p_hold_until, p_hold_dead)
+                ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+                RETURNING job.id INTO inserted;
+                IF inserted IS NOT NULL THEN
+                    SELECT dead.id INTO holder FROM {schema}.alkstore_dead_jobs AS dead
+                    WHERE dead.queue = p_queue AND dead.unique_hold = p_key
+                      AND (dead.hold_until IS NULL OR dead.hold_until > p_created_at)
+                    LIMIT 1;
+                    IF holder IS NULL THEN
+                        job_id := inserted;
+                        duplicate := false;
+                    ELSE
+                        DELETE FROM {schema}.alkstore_jobs WHERE id = inserted;
+                        job_id := holder;
+                        duplicate := true;
+                    END IF;
+                    RETURN;
+                END IF;
+                SELECT live.id, live.hold_until INTO holder, held_until
+                FROM {schema}.alkstore_jobs AS live
+                WHERE live.queue = p_queue AND live.unique_hold = p_key;
+                IF holder IS NOT NULL THEN
+                    IF held_until IS NULL OR held_until > p_created_at THEN
+                        job_id := holder;
+                        duplicate := true;
+                        RETURN;
+                    END IF;
+                    -- Its hold passed: it gives the key up (keeping unique_key), and
+                    -- the insert is tried again.
+                    UPDATE {schema}.alkstore_jobs SET unique_hold = NULL
+                    WHERE id = holder AND unique_hold = p_key;
+                ELSE
+                    -- The live holder went meanwhile: to the dead table, keeping the key?
+                    SELECT dead.id INTO holder FROM {schema}.alkstore_dead_jobs AS dead
+                    WHERE dead.queue = p_queue AND dead.unique_hold = p_key
+                      AND (dead.hold_until IS NULL OR dead.hold_until > p_created_at)
+                    LIMIT 1;
+                    IF holder IS NOT NULL THEN
+                        job_id := holder;
+                        duplicate := true;
+                        RETURN;
+                    END IF;
+                END IF;
+            END LOOP;
+            RAISE EXCEPTION 'alkstore: unique key % of queue % kept changing hands',
+                p_key, p_queue USING ERRCODE = 'serialization_failure';
+        END
+        $alkstore$
+        """,
+        # Many keys of one enqueue_many, each as one key's call, in payload order.
+        """
+        CREATE FUNCTION {schema}.alkstore_insert_unique(
+            p_queue text, p_priority integer, p_created_at bigint, p_run_at bigint,
+            p_expires_at bigint, p_max_attempts integer, p_visibility_timeout_s bigint,
+            p_backoff_base_s bigint, p_dead_letter_retention_s bigint,
+            p_hold_until bigint, p_hold_dead boolean, p_payloads text[], p_keys text[])
+        RETURNS TABLE (job_id bigint, duplicate boolean)
+        LANGUAGE plpgsql VOLATILE
+        AS $alkstore$
+        BEGIN
+            FOR item IN 1 .. coalesce(cardinality(p_keys), 0) LOOP
+                SELECT made.job_id, made.duplicate INTO job_id, duplicate
+                FROM {schema}.alkstore_insert_unique_one(
+                    p_queue, p_priority, p_created_at, p_run_at, p_expires_at,
+                    p_max_attempts, p_visibility_timeout_s, p_backoff_base_s,
+                    p_dead_letter_retention_s, p_hold_until, p_hold_dead,
+                    p_payloads[item], p_keys[item]) AS made;
+                RETURN NEXT;
+            END LOOP;
+        END
+        $alkstore$
+        """,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
     V3_OPERATIONS,
     V4_SNOOZES,
     V5_CRON_SCHEDULES,
+    V6_UNIQUE_JOBS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

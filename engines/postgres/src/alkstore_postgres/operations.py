@@ -1,11 +1,13 @@
 """The ops profile over psycopg (contract 1.1 §11): queue stats, job pages,
 redrive, dead-letter purges and pauses.
 
-Each method is ONE statement on the handle ``c``, so each is atomic even in a
-``write`` unit's autocommit: a redrive deletes its dead rows and inserts their
-new lives in the same statement (a crash leaves one or the other, never both,
-never neither), and a resume NOTIFYs the queue in the statement that deletes
-its pause. ``PostgresDriver`` mixes these methods in.
+Each method but the redrive is ONE statement on the handle ``c``, so each is
+atomic even in a ``write`` unit's autocommit, and a resume NOTIFYs the queue in
+the statement that deletes its pause. A redrive is a few statements in one
+transaction (a crash leaves each dead row or its new life, never both, never
+neither): a unique job's new row must be checked against the dead table with a
+snapshot newer than its insert's (see ``TAKE_BACK_REDRIVEN``), which one
+statement cannot have. ``PostgresDriver`` mixes these methods in.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from alkstore.values import Job, JobState, QueueStats
 
 from .binding import by_name
 from .columns import job_from_row
-from .handle import PgHandle, execute, rowcount
+from .handle import PgHandle, begin_transaction, execute, rowcount
 from .listener import notify_payload
 from .statements import Statements
 
@@ -56,17 +58,35 @@ class OpsStatements:
     def redrive(self, c: PgHandle, params: Redrive) -> list[int]:
         topic = queue_topic(params.queue)
         wake = None if topic in c.announced else notify_payload(topic)
+        sql = self._sql
         if params.ids is None:
-            query = self._sql.redrive_oldest
-            bound = by_name(params, wake_channel=self.channel, topic=wake)
+            query = sql.redrive_oldest
+            bound = by_name(params)
         else:
-            query = self._sql.redrive_named
-            ids = list(dict.fromkeys(params.ids))  # a repeated id is redriven once
-            bound = by_name(params, ids=ids, wake_channel=self.channel, topic=wake)
-        new_ids = [row[0] for row in execute(c, query, bound)]
-        if new_ids:
-            c.announced.add(topic)
-        return new_ids
+            query = sql.redrive_named
+            bound = by_name(params, ids=list(dict.fromkeys(params.ids)))  # each once
+        # New lives first, then their dead rows go, in one transaction (a crash keeps
+        # one or the other): between the two, a unique job's new row is checked
+        # against the dead rows with a newer snapshot than its insert had.
+        begin_transaction(c)
+        execute(c, sql.give_up_passed_holds, {"queue": params.queue, "now": params.now})
+        made = execute(c, query, bound).fetchall()
+        keyed = [new_id for new_id, _, has_key in made if has_key]
+        taken_back: set[int] = set()
+        if keyed:
+            check = {"ids": keyed, "now": params.now}
+            taken_back = {row[0] for row in execute(c, sql.take_back_redriven, check)}
+        kept = [(new_id, old_id) for new_id, old_id, _ in made if new_id not in taken_back]
+        if not kept:
+            return []
+        removal = {
+            "ids": [old_id for _, old_id in kept],
+            "wake_channel": self.channel,
+            "topic": wake,
+        }
+        execute(c, sql.remove_redriven, removal)
+        c.announced.add(topic)
+        return [new_id for new_id, _ in kept]
 
     def purge_dead_jobs(self, c: PgHandle, params: PurgeDeadJobs) -> int:
         died_before = _ANY_TIME if params.died_before is None else params.died_before

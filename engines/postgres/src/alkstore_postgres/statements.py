@@ -22,6 +22,8 @@ from alkstore.rows import ScheduleRecord
 from .columns import (
     CLAIMED_JOB,
     DEAD_JOB,
+    HOLD,
+    HOLD_KEPT_DEAD,
     LIVE_JOB,
     MOVED,
     STAMP_COLUMNS,
@@ -45,16 +47,17 @@ are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)""
 def _move_to_dead(predicate: str, errors: str = "errors") -> str:
     """One atomic statement: delete the live rows matching ``predicate`` and insert
     them into the dead table with ``%(last_error)s`` and the history ``errors``; the
-    statement's row count is how many moved."""
+    statement's row count is how many moved. A unique job's hold of its key moves
+    only if it keeps it while dead (``HOLD_KEPT_DEAD``)."""
     return f"""
 WITH moved AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE {predicate}
-    RETURNING {MOVED}, errors
+    RETURNING {MOVED}, errors, {HOLD}
 )
 INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, last_error, died_at)
-SELECT {MOVED}, {errors}, %(last_error)s, %(now)s
+        {MOVED}, errors, {HOLD}, last_error, died_at)
+SELECT {MOVED}, {errors}, {HOLD_KEPT_DEAD}, %(last_error)s, %(now)s
 FROM moved
 """
 
@@ -105,6 +108,45 @@ scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
 
+INSERT_UNIQUE: Final = """
+WITH outcome AS (
+    SELECT job_id, duplicate, position
+    FROM {schema}.alkstore_insert_unique(
+        %(queue)s, %(priority)s, %(created_at)s, %(run_at)s, %(expires_at)s::bigint,
+        %(max_attempts)s, %(visibility_timeout_s)s, %(backoff_base_s)s,
+        %(dead_letter_retention_s)s::bigint, %(hold_until)s::bigint, %(hold_dead)s,
+        %(payloads)s::text[], %(keys)s::text[]
+    ) WITH ORDINALITY AS made (job_id, duplicate, position)
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
+    WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM outcome WHERE NOT duplicate)
+)
+SELECT job_id, duplicate FROM outcome, (SELECT count(*) FROM woken) AS wake
+ORDER BY position
+"""
+INSERT_UNIQUE_ONE: Final = """
+SELECT made.job_id, made.duplicate
+FROM {schema}.alkstore_insert_unique_one(
+    %(queue)s, %(priority)s, %(created_at)s, %(run_at)s, %(expires_at)s::bigint,
+    %(max_attempts)s, %(visibility_timeout_s)s, %(backoff_base_s)s,
+    %(dead_letter_retention_s)s::bigint, %(hold_until)s::bigint, %(hold_dead)s,
+    %(payload)s, %(key)s
+) AS made
+LEFT JOIN LATERAL (
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
+    WHERE %(topic)s::text IS NOT NULL AND NOT made.duplicate
+) AS woken ON true
+"""
+"""The lone unique enqueue: ``alkstore_insert_unique_one`` (migration 6) gives
+``(id, duplicate)``, and the queue is NOTIFYed in the same statement when the row
+went in. No arrays and no set to build: the hot path of a unique enqueue."""
+
+"""The unique enqueue: ``alkstore_insert_unique`` (migration 6) inserts each payload
+whose key no job of the queue holds and gives ``(id, duplicate)`` per key, in order;
+the queue is NOTIFYed in the same statement when a row went in (unless ``topic`` is
+NULL: this transaction already announced it)."""
+
+
 _CLAIM_SET = """SET state = 'processing',
     attempts = job.attempts + 1,
     claimed_at = %(now)s,
@@ -127,11 +169,11 @@ WITH exhausted AS (
 ), buried AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {MOVED}, errors
+    RETURNING {MOVED}, errors, {HOLD}
 ), dead AS (
     INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, last_error, died_at)
-    SELECT {MOVED}, errors, %(last_error)s, %(now)s
+        {MOVED}, errors, {HOLD}, last_error, died_at)
+    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, %(last_error)s, %(now)s
     FROM buried
 ), ready AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
@@ -447,41 +489,51 @@ LIMIT %(limit)s
 
 
 _REDRIVEN_STAMPS = restamped(
-    "removed",
+    "dead",
     {
         "created_at": "%(now)s",
         "run_at": "%(now)s",
-        "expires_at": "%(now)s + (removed.expires_at - removed.created_at)",
+        "expires_at": "%(now)s + (dead.expires_at - dead.created_at)",
     },
 )
 """A redriven job's stamps: its dead row's, but a new life starts now (an expiry
 keeps its length)."""
 
+_KEY_KEPT_BY_ANOTHER_DEAD = """EXISTS (
+        SELECT FROM {schema}.alkstore_dead_jobs AS other
+        WHERE other.queue = {row}.queue AND other.unique_hold = {key}
+          AND other.id <> {source}
+          AND (other.hold_until IS NULL OR other.hold_until > %(now)s))"""
+"""Whether a dead row other than ``{source}`` keeps the key ``{key}`` (its hold not passed)."""
+
 
 def _redrive(chosen: str) -> str:
-    """One statement: the dead rows of the CTE ``chosen`` (``id``, ``position``) are
-    deleted and inserted as new pending rows in ``position`` order, and the queue is
-    NOTIFYed (unless ``topic`` is NULL). A row deleted meanwhile by another redrive
-    or purge is skipped: only rows this statement deleted are inserted. The delete
-    looks its rows up by primary key (``= ANY(ARRAY(...))``): joined to ``chosen``,
-    the planner may hash-join over the whole dead table."""
+    """The first statement of a redrive (``OpsStatements.redrive`` runs them in one
+    transaction): the dead rows of the CTE ``chosen`` (``id``, ``position``), locked
+    so a second redrive of them waits and then finds them gone, become new pending
+    rows in ``position`` order, returned as ``(id, redriven_from, keyed)``. A unique
+    job's new row takes its key (its hold shifted with its ``created_at``), unless
+    another job holds it: a live row (the unique index: ON CONFLICT skips it, and a
+    second dead row of one key behind the first) or another dead row keeping it (NOT
+    EXISTS); a row skipped is not returned, so its dead row stays."""
+    keeps = _KEY_KEPT_BY_ANOTHER_DEAD.format(
+        schema="{schema}", row="dead", key="dead.unique_key", source="dead.id"
+    )
     return f"""
-WITH {chosen}, removed AS (
-    DELETE FROM {{schema}}.alkstore_dead_jobs
-    WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING id, payload, {STAMP_COLUMNS}
-), inserted AS (
+WITH {chosen}, inserted AS (
     INSERT INTO {{schema}}.alkstore_jobs (
-        payload, {STAMP_COLUMNS}, redriven_from)
-    SELECT removed.payload, {_REDRIVEN_STAMPS}, removed.id
-    FROM removed JOIN chosen ON chosen.id = removed.id
+        payload, {STAMP_COLUMNS}, redriven_from,
+        unique_key, {HOLD})
+    SELECT dead.payload, {_REDRIVEN_STAMPS}, dead.id,
+        dead.unique_key, dead.unique_key, %(now)s + (dead.hold_until - dead.created_at),
+        dead.hold_dead
+    FROM chosen JOIN {{schema}}.alkstore_dead_jobs AS dead ON dead.id = chosen.id
+    WHERE dead.unique_key IS NULL OR NOT {keeps}
     ORDER BY chosen.position
-    RETURNING id
-), woken AS (
-    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
-    WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM inserted)
+    ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+    RETURNING id, redriven_from, unique_hold IS NOT NULL AS keyed
 )
-SELECT id FROM inserted, (SELECT count(*) FROM woken) AS wake
+SELECT id, redriven_from, keyed FROM inserted
 ORDER BY id
 """
 
@@ -492,10 +544,13 @@ REDRIVE_NAMED: Final = _redrive(
     FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS wanted (id, position)
     JOIN {schema}.alkstore_dead_jobs AS dead ON dead.id = wanted.id
     WHERE dead.queue = %(queue)s
+    ORDER BY dead.id
+    FOR UPDATE OF dead
 )"""
 )
 """Redrive the dead rows named in ``ids`` (distinct), in ``ids`` order; ids that are
-not dead rows of the queue match nothing. New ids come from one identity sequence
+not dead rows of the queue match nothing. They are locked in id order, so two
+redrives of overlapping ids never deadlock. New ids come from one identity sequence
 in ``position`` order, so ``ORDER BY id`` is that order."""
 
 REDRIVE_OLDEST: Final = _redrive(
@@ -512,6 +567,41 @@ REDRIVE_OLDEST: Final = _redrive(
 """Redrive up to ``limit`` of the queue's dead rows, oldest ``died_at`` first (the
 ``alkstore_dead_jobs_died`` index, in order). SKIP LOCKED: rows another redrive
 is taking are left to it, so two redrives split the backlog instead of waiting."""
+
+GIVE_UP_PASSED_HOLDS: Final = """
+UPDATE {schema}.alkstore_jobs SET unique_hold = NULL
+WHERE queue = %(queue)s AND unique_hold IS NOT NULL AND hold_until <= %(now)s
+"""
+"""A redrive's first step: the queue's live rows whose hold passed give their key up
+(they keep ``unique_key``), so it no longer keeps a dead job's key from its new life.
+One range of ``alkstore_jobs_unique``."""
+
+_TAKEN_KEY = _KEY_KEPT_BY_ANOTHER_DEAD.format(
+    schema="{schema}", row="job", key="job.unique_hold", source="job.redriven_from"
+)
+
+TAKE_BACK_REDRIVEN: Final = f"""
+DELETE FROM {{schema}}.alkstore_jobs AS job
+WHERE job.id = ANY(%(ids)s::bigint[]) AND job.unique_hold IS NOT NULL
+  AND {_TAKEN_KEY}
+RETURNING job.id
+"""
+"""A redrive's check of its new unique rows, with this statement's newer snapshot:
+one whose key another job's move to the dead table (keeping it) committed while the
+insert waited on that job's live row is taken back (its dead row stays)."""
+
+REMOVE_REDRIVEN: Final = """
+WITH removed AS (
+    DELETE FROM {schema}.alkstore_dead_jobs WHERE id = ANY(%(ids)s::bigint[])
+    RETURNING id
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
+    WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM removed)
+)
+SELECT count(*) FROM removed, (SELECT count(*) FROM woken) AS wake
+"""
+"""A redrive's last step: the dead rows that now have their new life go, and the queue
+is NOTIFYed (unless ``topic`` is NULL)."""
 
 PURGE_DEAD_NAMED: Final = """
 DELETE FROM {schema}.alkstore_dead_jobs
@@ -776,6 +866,11 @@ class Statements:
     list_dead_jobs: bytes
     redrive_named: bytes
     redrive_oldest: bytes
+    give_up_passed_holds: bytes
+    take_back_redriven: bytes
+    remove_redriven: bytes
+    insert_unique: bytes
+    insert_unique_one: bytes
     purge_dead_named: bytes
     purge_dead_before: bytes
     pause: bytes
@@ -833,6 +928,11 @@ class Statements:
             list_dead_jobs=render(LIST_DEAD_JOBS, schema),
             redrive_named=render(REDRIVE_NAMED, schema),
             redrive_oldest=render(REDRIVE_OLDEST, schema),
+            give_up_passed_holds=render(GIVE_UP_PASSED_HOLDS, schema),
+            take_back_redriven=render(TAKE_BACK_REDRIVEN, schema),
+            remove_redriven=render(REMOVE_REDRIVEN, schema),
+            insert_unique=render(INSERT_UNIQUE, schema),
+            insert_unique_one=render(INSERT_UNIQUE_ONE, schema),
             purge_dead_named=render(PURGE_DEAD_NAMED, schema),
             purge_dead_before=render(PURGE_DEAD_BEFORE, schema),
             pause=render(PAUSE, schema),

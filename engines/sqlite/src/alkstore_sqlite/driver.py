@@ -1,7 +1,7 @@
 """``alkstore.driver.Driver`` over stdlib ``sqlite3``: transactions plus one method per statement.
 
 The optional profiles (scheduler, streams, pub/sub) are mixed in from ``profiles``,
-the operations profile from ``operations``.
+the operations profile from ``operations``, the unique profile from ``unique``.
 
 The transaction handle ``c`` is the ``sqlite3.Connection`` itself (so
 ``tx.connection`` and ``tx.execute("... ?", params)`` are plain sqlite3).
@@ -74,6 +74,7 @@ from .operations import OperationStatements
 from .options import SqliteOptions
 from .profiles import ProfileStatements
 from .shared import SharedDatabase, release, share, sole_user
+from .unique import UniqueStatements
 
 T = TypeVar("T")
 
@@ -85,7 +86,7 @@ _NESTED_WRITE = (
 )
 
 
-class SqliteDriver(ProfileStatements, OperationStatements):
+class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
     def __init__(
         self, path: str, options: SqliteOptions, *, serialize_writers: bool = True
     ) -> None:

@@ -15,7 +15,8 @@ paused queues, and the dead table's indexes by queue; version 4 puts pending
 and claimed rows in one index, so a claim and an ack each change one index
 page instead of two; version 5 adds contract 1.2's snooze count of every job;
 version 6 gives schedules contract 1.2's time zone and catch-up policy, and lets
-a cron schedule's ``interval_s`` be NULL.
+a cron schedule's ``interval_s`` be NULL; version 7 adds contract 1.2's unique
+jobs: every job's unique key and its hold, one unique index over the live holds.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ PAUSED = "__alkstore_paused"
 DEAD_QUEUE_INDEX = "__alkstore_dead_queue"
 DEAD_AGE_INDEX = "__alkstore_dead_age"
 MOVE_TO_DEAD_TRIGGER = "__alkstore_jobs_move_to_dead"
+UNIQUE_INDEX = "__alkstore_jobs_unique"
+DEAD_UNIQUE_INDEX = "__alkstore_dead_unique"
 
 _V1 = (
     f"""
@@ -354,7 +357,66 @@ _V6 = (
     f"CREATE INDEX IF NOT EXISTS {DUE_INDEX} ON {SCHEDULES} (next_fire_at)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+_V7 = (
+    # The unique profile. unique_key is the key a job was enqueued with, shown for its
+    # whole life; unique_hold is that key while the job holds it (NULL once its hold
+    # passed, or on a dead row that does not keep it); hold_until is when the hold
+    # ends (created_at + period; NULL: never while the job lives); hold_dead whether a
+    # dead job keeps it. All NULL (hold_dead 0) on every row written before, and on
+    # every row inserted without them (a plain enqueue).
+    *(
+        f"ALTER TABLE {table} ADD COLUMN {column}"
+        for table in (JOBS, DEAD)
+        for column in (
+            "unique_key TEXT",
+            "unique_hold TEXT",
+            "hold_until INTEGER",
+            "hold_dead INTEGER NOT NULL DEFAULT 0",
+        )
+    ),
+    # At most one live row of a queue holds a key: the index is the arbiter, so two
+    # writers can never both insert one (INSERT ... ON CONFLICT DO NOTHING). Partial:
+    # a plain job is no entry, and no statement that leaves unique_hold alone (a
+    # claim, a heartbeat, a retry) touches the index.
+    f"""
+    CREATE UNIQUE INDEX IF NOT EXISTS {UNIQUE_INDEX}
+        ON {JOBS} (queue, unique_hold) WHERE unique_hold IS NOT NULL
+    """,
+    # Dead rows that keep their key. Not unique: a dead hold that passed is only
+    # ignored, never cleared, so a later holder of the key may die holding it too.
+    # (SQLite has one writer at a time, so the check of this table inside the
+    # inserting write transaction cannot be raced.)
+    f"""
+    CREATE INDEX IF NOT EXISTS {DEAD_UNIQUE_INDEX}
+        ON {DEAD} (queue, unique_hold) WHERE unique_hold IS NOT NULL
+    """,
+    # The move to dead carries the unique columns, the hold only for a job that keeps
+    # it while dead: replace version 5's trigger.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes,
+            unique_key, unique_hold, hold_until, hold_dead
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from, NEW.snoozes,
+            NEW.unique_key, CASE WHEN NEW.hold_dead THEN NEW.unique_hold END,
+            NEW.hold_until, NEW.hold_dead
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+)
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

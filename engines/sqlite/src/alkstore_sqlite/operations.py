@@ -60,6 +60,8 @@ class OperationStatements:
             statement = sql.REDRIVE_IDS
         # The copies and the removal of their dead rows commit together.
         begin_transaction(c)
+        # A live hold that passed no longer keeps a dead job's key from its new life.
+        c.execute(sql.GIVE_UP_PASSED_HOLDS, {"queue": params.queue, "now": params.now})
         # RETURNING's row order is SQLite's to choose: order by the dead rows instead.
         replaced = dict(_cursor(c).execute(statement, named).fetchall())
         if not replaced:

@@ -40,6 +40,7 @@ from .migrations import (
     DEAD,
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
+    DEAD_UNIQUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
     LIVE_INDEX,
@@ -51,6 +52,7 @@ from .migrations import (
     STREAM_EVENTS,
     STREAM_OFFSETS,
     STREAMS,
+    UNIQUE_INDEX,
 )
 
 
@@ -130,6 +132,75 @@ INSERT_JOBS_ALIKE = {size: _insert_alike(size) for size in BATCH_SIZES}
 payload per row, inserted in VALUES order."""
 
 LAST_INSERT_ID = "SELECT last_insert_rowid()"
+
+# -- unique jobs (the unique profile) ---------------------------------------------
+
+_UNIQUE_FIRST = _FIRST_PAYLOAD + 3
+"""After the stamps: ?10 hold_until, ?11 hold_dead, ?12 now, then (payload, key) pairs."""
+
+_HOLDS_DEAD = f"""
+    SELECT 1 FROM {DEAD}
+     WHERE queue = ?1 AND unique_hold = {{key}} AND unique_hold IS NOT NULL
+       AND (hold_until IS NULL OR hold_until > ?{_FIRST_PAYLOAD + 2})"""
+"""A dead row of the queue holding ``{key}`` (its hold not passed)."""
+
+
+def _insert_unique(rows: int) -> str:
+    pairs = ", ".join(
+        f"(?{_UNIQUE_FIRST + 2 * row}, ?{_UNIQUE_FIRST + 2 * row + 1})" for row in range(rows)
+    )
+    return f"""
+INSERT INTO {JOBS} ({_STAMP_COLUMNS}, state, payload, unique_key, unique_hold, hold_until,
+                    hold_dead)
+SELECT {_STAMP_PARAMS}, 'pending', job.column1, job.column2, job.column2,
+       ?{_FIRST_PAYLOAD}, ?{_FIRST_PAYLOAD + 1}
+  FROM (VALUES {pairs}) AS job
+ WHERE NOT EXISTS ({_HOLDS_DEAD.format(key="job.column2")})
+ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+RETURNING id, unique_key
+"""
+
+
+INSERT_UNIQUE_ONE = f"""
+INSERT INTO {JOBS} ({_STAMP_COLUMNS}, state, payload, unique_key, unique_hold, hold_until,
+                    hold_dead)
+SELECT {_STAMP_PARAMS}, 'pending', ?{_UNIQUE_FIRST}, ?{_UNIQUE_FIRST + 1}, ?{_UNIQUE_FIRST + 1},
+       ?{_FIRST_PAYLOAD}, ?{_FIRST_PAYLOAD + 1}
+ WHERE NOT EXISTS ({_HOLDS_DEAD.format(key=f"?{_UNIQUE_FIRST + 1}")})
+ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+"""
+"""``INSERT_UNIQUE`` of one row, without a VALUES list or RETURNING: its row count says
+whether the row went in and ``lastrowid`` is its id (the lone enqueue, the hot path)."""
+
+INSERT_UNIQUE = {size: _insert_unique(size) for size in BATCH_SIZES}
+"""Unique jobs stamped alike: the stamps in ``JOB_STAMP_FIELDS`` order, ``hold_until``,
+``hold_dead``, now, then ``(payload, key)`` per row (distinct keys). A row is inserted
+only where no job of the queue holds its key: ON CONFLICT skips a key a live row holds
+(the unique index decides, so no writer slips in between), NOT EXISTS one a dead row
+keeps. It returns ``(id, key)`` of the rows inserted, in no promised order."""
+
+KEY_HOLDERS = f"""
+SELECT id, unique_hold, hold_until FROM {JOBS} INDEXED BY {UNIQUE_INDEX}
+ WHERE queue = :queue AND unique_hold IN (SELECT value FROM json_each(:keys))
+UNION ALL
+SELECT id, unique_hold, NULL FROM {DEAD} INDEXED BY {DEAD_UNIQUE_INDEX}
+ WHERE queue = :queue AND unique_hold IN (SELECT value FROM json_each(:keys))
+   AND (hold_until IS NULL OR hold_until > :now)
+"""
+"""The holders of ``:keys`` (a JSON array) in ``:queue``: ``(id, key, hold_until)``, a
+live row's whatever its hold's end (one that passed is then given up), a dead row's
+only while it holds (its ``hold_until`` as NULL: nothing to give up)."""
+
+GIVE_UP_HOLDS = f"""
+UPDATE {JOBS} SET unique_hold = NULL WHERE id IN (SELECT value FROM json_each(:ids))
+"""
+"""Live rows whose hold passed give their key up (they keep ``unique_key``)."""
+
+GIVE_UP_PASSED_HOLDS = f"""
+UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
+ WHERE queue = :queue AND unique_hold IS NOT NULL AND hold_until <= :now
+"""
+"""Every live row of ``:queue`` whose hold passed gives its key up (before a redrive)."""
 
 _UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
                           THEN :limit ELSE 0 END"""
@@ -478,7 +549,19 @@ _RESTAMPED = {
     "run_at": ":now",
     "expires_at": ":now + (d.expires_at - d.created_at)",
 }
-_REDRIVE_COLUMNS = ", ".join([*JOB_STAMP_FIELDS, "state", "payload", "attempts", "redriven_from"])
+_REDRIVE_COLUMNS = ", ".join(
+    [
+        *JOB_STAMP_FIELDS,
+        "state",
+        "payload",
+        "attempts",
+        "redriven_from",
+        "unique_key",
+        "unique_hold",
+        "hold_until",
+        "hold_dead",
+    ]
+)
 _REDRIVE_VALUES = ", ".join(
     [
         *(_RESTAMPED.get(f, f"d.{f}") for f in JOB_STAMP_FIELDS),
@@ -486,8 +569,23 @@ _REDRIVE_VALUES = ", ".join(
         "d.payload",
         "0",
         "d.id",
+        "d.unique_key",
+        "d.unique_key",
+        ":now + (d.hold_until - d.created_at)",
+        "d.hold_dead",
     ]
 )
+
+# A unique job's new life takes its key, unless another job holds it: a live row
+# (the unique index: ON CONFLICT skips it, and a second dead row of the same key
+# behind a first one) or another dead row keeping it (NOT EXISTS). A skipped row is
+# not returned, so its dead row stays. (The caller first makes live holds that
+# passed give their key up.)
+_KEY_FREE = f"""(d.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM {DEAD} AS other
+         WHERE other.queue = d.queue AND other.unique_hold = d.unique_key
+           AND other.unique_hold IS NOT NULL AND other.id <> d.id
+           AND (other.hold_until IS NULL OR other.hold_until > :now)))"""
 
 
 def _redrive(chosen: str) -> str:
@@ -496,8 +594,9 @@ INSERT INTO {JOBS} ({_REDRIVE_COLUMNS})
 SELECT {_REDRIVE_VALUES}
   FROM ({chosen}) AS chosen
   JOIN {DEAD} AS d ON d.id = chosen.id
- WHERE d.queue = :queue
+ WHERE d.queue = :queue AND {_KEY_FREE}
  ORDER BY chosen.position, chosen.id
+ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
 RETURNING id, redriven_from
 """
 

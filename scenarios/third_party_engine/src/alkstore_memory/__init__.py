@@ -70,6 +70,7 @@ class MemoryEngine:
         ops=True,
         snooze=True,
         cron=True,
+        unique=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

@@ -37,6 +37,7 @@ from alkstore.params import (
     ClaimRef,
     GetJob,
     Heartbeat,
+    InsertUnique,
     ListJobs,
     LockHolder,
     LockLease,
@@ -64,7 +65,14 @@ from .database import Database, Tx
 from .tables import EventRow, JobRow, Tables
 
 if TYPE_CHECKING:
-    from alkstore.driver import Driver, OpsDriver, PubSubDriver, SchedulerDriver, StreamDriver
+    from alkstore.driver import (
+        Driver,
+        OpsDriver,
+        PubSubDriver,
+        SchedulerDriver,
+        StreamDriver,
+        UniqueDriver,
+    )
 
 T = TypeVar("T")
 
@@ -123,9 +131,24 @@ def _expired(row: JobRow, now: int) -> bool:
 
 
 def _to_dead(tables: Tables, row: JobRow, error: str, now: int) -> None:
-    """The dead-letter move: same id, out of the live table, into the dead one."""
+    """The dead-letter move: same id, out of the live table, into the dead one. A
+    unique job keeps holding its key only if it was enqueued to hold it while dead."""
     del tables.jobs[row.id]
-    tables.dead[row.id] = replace(row, state=DEAD, last_error=error, died_at=now, deadline=None)
+    hold = row.unique_hold if row.hold_dead else None
+    tables.dead[row.id] = replace(
+        row, state=DEAD, last_error=error, died_at=now, deadline=None, unique_hold=hold
+    )
+
+
+def _holder(tables: Tables, queue: str, key: str, now: int) -> int | None:
+    """The id of the job of ``queue`` holding ``key`` at ``now``, live or dead (the write
+    lock is held for the whole transaction, so this read and the insert that follows
+    it are as one statement: nobody writes in between)."""
+    for rows in (tables.jobs, tables.dead):
+        for row in rows.values():
+            if row.holds(queue, key, now):
+                return row.id
+    return None
 
 
 def _bury_where(tx: Tx, queue: str, now: int, error: str, test: Callable[[JobRow], bool]) -> int:
@@ -192,6 +215,28 @@ class MemoryDriver:
             ids.append(job_id)
         c.topics.add(queue_topic(stamps.queue))
         return ids
+
+    def insert_unique_jobs(self, c: Tx, params: InsertUnique) -> list[tuple[int, bool]]:
+        stamps = params.stamps
+        queue, now = stamps.queue, stamps.created_at
+        outcomes: list[tuple[int, bool]] = []
+        for payload, key in zip(params.payloads, params.keys, strict=True):
+            holder = _holder(c.tables, queue, key, now)
+            if holder is not None:
+                outcomes.append((holder, True))
+                continue
+            job_id = self._db.next_job_id()
+            c.tables.jobs[job_id] = replace(
+                JobRow.pending(job_id, stamps, payload),
+                unique_key=key,
+                unique_hold=key,
+                hold_until=params.hold_until,
+                hold_dead=params.hold_dead,
+            )
+            outcomes.append((job_id, False))
+        if any(not duplicate for _, duplicate in outcomes):
+            c.topics.add(queue_topic(queue))
+        return outcomes
 
     def claim(self, c: Tx, params: Claim) -> list[Job]:
         queue, worker_id, now, limit = params.queue, params.worker_id, params.now, params.limit
@@ -407,6 +452,9 @@ class MemoryDriver:
                     chosen.append(row)
         new_ids = []
         for row in chosen:
+            key = row.unique_key
+            if key is not None and _holder(c.tables, queue, key, now) not in (None, row.id):
+                continue  # another job holds its key: it stays dead
             new_id = self._db.next_job_id()
             del dead[row.id]
             c.tables.jobs[new_id] = _redriven(row, new_id, now)
@@ -554,6 +602,7 @@ def _with_error(errors: str | None, attempt: int, at: int, error: str) -> str:
 def _redriven(dead: JobRow, new_id: int, now: int) -> JobRow:
     """A dead job's new life: same payload, priority and stamps, everything else fresh."""
     lifetime = None if dead.expires_at is None else dead.expires_at - dead.created_at
+    hold = None if dead.hold_until is None else dead.hold_until - dead.created_at
     return replace(
         dead,
         id=new_id,
@@ -570,6 +619,8 @@ def _redriven(dead: JobRow, new_id: int, now: int) -> JobRow:
         errors=None,
         redriven_from=dead.id,
         snoozes=0,
+        unique_hold=dead.unique_key,
+        hold_until=None if hold is None else now + hold,
     )
 
 
@@ -606,5 +657,12 @@ if TYPE_CHECKING:
     # Static proof that this class fills the seam and every profile it declares.
     def _conforms(
         d: MemoryDriver,
-    ) -> tuple[Driver[Tx], SchedulerDriver[Tx], StreamDriver[Tx], PubSubDriver[Tx], OpsDriver[Tx]]:
-        return d, d, d, d, d
+    ) -> tuple[
+        Driver[Tx],
+        SchedulerDriver[Tx],
+        StreamDriver[Tx],
+        PubSubDriver[Tx],
+        OpsDriver[Tx],
+        UniqueDriver[Tx],
+    ]:
+        return d, d, d, d, d, d

@@ -26,7 +26,9 @@ class JobRow:
     """One job; live rows sit in ``Tables.jobs``, dead ones in ``Tables.dead``.
 
     ``deadline`` is storage-only (it is not part of ``Job``): the instant a
-    processing row's claim lapses.
+    processing row's claim lapses. So are the unique profile's hold: ``unique_hold``
+    is the key while the row holds it (a dead row only if ``hold_dead``),
+    ``hold_until`` when the hold ends (``None``: never, while it lives).
     """
 
     id: int
@@ -50,6 +52,18 @@ class JobRow:
     errors: str | None = None  # the history as JSON text, as a SQL engine stores it
     redriven_from: int | None = None
     snoozes: int = 0
+    unique_key: str | None = None
+    unique_hold: str | None = None
+    hold_until: int | None = None
+    hold_dead: bool = False
+
+    def holds(self, queue: str, key: str, now: int) -> bool:
+        """Whether this row holds ``key`` of ``queue`` at ``now`` (unique profile)."""
+        return (
+            self.unique_hold == key
+            and self.queue == queue
+            and (self.hold_until is None or self.hold_until > now)
+        )
 
     @classmethod
     def pending(cls, job_id: int, stamps: JobStamps, payload: str) -> JobRow:
