@@ -27,7 +27,6 @@ from .blind_spots import (
 )
 from .chaining import ClaimsOnlyAfterAnAckStore
 from .contention import NeverRecoversDriver, RawLockErrorDriver, WaitPastTimeoutDriver
-
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .engine import MutantEngine
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
@@ -364,6 +363,7 @@ NEVER_RECOVERS = MutantEngine(
     catches="OUTAGE-RECOVERS",
     bug="once a write found the database unavailable, every later write fails too",
     driver=NeverRecoversDriver,
+)
 
 # -- cron schedules (contract 1.2 §5, the cron profile) -------------------------------
 CRON_IN_UTC = MutantEngine(
@@ -386,6 +386,7 @@ CATCH_UP_IGNORED = MutantEngine(
     bug="the schedule upsert never stores the catch-up policy, so every schedule "
     "replays every boundary it missed",
     driver=PolicyDroppingDriver,
+)
 
 # -- unique jobs (contract 1.2 §15) ---------------------------------------------------
 CHECK_THEN_INSERT_UNIQUE = MutantEngine(
@@ -461,12 +462,10 @@ MUTANTS: dict[str, MutantEngine] = {
         WAIT_PAST_TIMEOUT,
         RAW_LOCK_ERROR,
         NEVER_RECOVERS,
-
         # cron schedules (contract 1.2)
         CRON_IN_UTC,
         DST_GAP_SKIPPED,
         CATCH_UP_IGNORED,
-
         # unique jobs (contract 1.2)
         CHECK_THEN_INSERT_UNIQUE,
         UNIQUE_FORGETS_PROCESSING,
