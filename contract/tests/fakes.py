@@ -42,6 +42,9 @@ from alkstore_memory.driver import MemoryDriver
 
 T = TypeVar("T")
 
+LOCK_WAIT_S = 5.0
+"""How long a fake waits for the memory database's lock (it bounds every wait)."""
+
 LIFECYCLE = frozenset({"begin", "commit", "rollback"})
 HINTS = frozenset({"prefer_one_commit"})
 """Recorded, but not statements: what a unit tells the engine about itself."""
@@ -141,36 +144,36 @@ class FakeDriver:
         return [call.name for call in self.statements() if call.txn == txn]
 
     def row(self, job_id: int) -> dict[str, Any] | None:
-        tables = self._db.read(lambda tx: tx.tables)
+        tables = self._db.read(lambda tx: tx.tables, LOCK_WAIT_S)
         found = tables.jobs.get(job_id) or tables.dead.get(job_id)
         return None if found is None else asdict(found)
 
     def live_rows(self, queue: str) -> list[dict[str, Any]]:
         """The committed live rows of ``queue``, oldest id first."""
-        tables = self._db.read(lambda tx: tx.tables)
+        tables = self._db.read(lambda tx: tx.tables, LOCK_WAIT_S)
         rows = [asdict(r) for r in tables.jobs.values() if r.queue == queue]
         return sorted(rows, key=lambda r: r["id"])
 
     # -- acting as another process (unrecorded) ------------------------------
     def hold_lock(self, name: str, owner: str, expires_at: int) -> None:
         """Another process holds (or steals) the lock ``name``."""
-        with self._db.write_transaction() as tx:
+        with self._db.write_transaction(LOCK_WAIT_S) as tx:
             tx.tables.locks[name] = LockInfo(owner, expires_at)
 
     def move_next_fire_at(self, name: str, next_fire_at: int) -> None:
         """Another ticker advances the schedule row ``name``."""
-        with self._db.write_transaction() as tx:
+        with self._db.write_transaction(LOCK_WAIT_S) as tx:
             record = tx.tables.schedules[name]
             tx.tables.schedules[name] = replace(record, next_fire_at=next_fire_at)
 
     def rewrite_schedule(self, name: str, **changes: Any) -> None:
         """Another process (perhaps of another release) rewrote the schedule row ``name``."""
-        with self._db.write_transaction() as tx:
+        with self._db.write_transaction(LOCK_WAIT_S) as tx:
             tx.tables.schedules[name] = replace(tx.tables.schedules[name], **changes)
 
     def corrupt_payload(self, job_id: int, text: str) -> None:
         """What raw SQL, an older release or a broken tool could leave in a live row."""
-        with self._db.write_transaction() as tx:
+        with self._db.write_transaction(LOCK_WAIT_S) as tx:
             tx.tables.jobs[job_id] = replace(tx.tables.jobs[job_id], payload=text)
 
     # -- units of work --------------------------------------------------------
@@ -196,7 +199,7 @@ class FakeDriver:
         number = next(self._numbers)
         self._log("begin", number, (kind,))
         if opened is None:
-            c = FakeTx(number, self._db.read(lambda tx: tx))
+            c = FakeTx(number, self._db.read(lambda tx: tx, LOCK_WAIT_S))
             yield c
             self._log("commit", number, ())
         else:
@@ -214,7 +217,7 @@ class FakeDriver:
 
     def write(self, work: Callable[[FakeTx], T], *, wait_s: float | None = None) -> T:
         self.wait_budgets.append(("write", wait_s))
-        with self._unit("write", self._db.write_transaction()) as c:
+        with self._unit("write", self._db.write_transaction(LOCK_WAIT_S)) as c:
             return work(c)
 
     def read(self, work: Callable[[FakeTx], T], *, wait_s: float | None = None) -> T:
@@ -223,11 +226,11 @@ class FakeDriver:
             return work(c)
 
     def transaction(self) -> AbstractContextManager[FakeTx]:
-        return self._unit("transaction", self._db.write_transaction())
+        return self._unit("transaction", self._db.write_transaction(LOCK_WAIT_S))
 
     def attach(self, native: Any) -> AbstractContextManager[FakeTx]:
         # The caller owns commit and rollback; here the work simply lands.
-        return self._unit("attach", self._db.write_transaction())
+        return self._unit("attach", self._db.write_transaction(LOCK_WAIT_S))
 
     def native_connection(self, c: FakeTx) -> Any:
         return c
