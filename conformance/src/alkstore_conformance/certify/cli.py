@@ -1,5 +1,6 @@
 """``alkstore-conformance run --engine NAME [--certify [--reduced]] [--report PATH]
-[--property ID ...] [--profile NAME ...] [--via sync|aio] [-- pytest args]``.
+[--property ID ...] [--profile NAME ...] [--via sync|aio] [--time-budget SECONDS]
+[-- pytest args]``.
 
 Runs pytest on the installed suite (with xdist, ``-n auto`` by default) and
 exits with its exit code: non-zero unless every property that ran is pass or
@@ -20,6 +21,7 @@ from alkstore import ENGINE_GROUP
 
 from .. import SUITE_PACKAGE, __version__
 from ..helpers.via_aio import VIA_SYNC, VIAS
+from .budget import DEFAULT_TIME_BUDGET_S
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class RunOptions:
     properties: tuple[str, ...] = ()
     profiles: tuple[str, ...] = ()
     via: str = VIA_SYNC
+    time_budget: float | None = None
 
 
 def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
@@ -65,6 +68,8 @@ def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
         args += ["--alkstore-profile", profile]
     if options.via != VIA_SYNC:
         args += ["--alkstore-via", options.via]
+    if options.time_budget is not None:
+        args += ["--alkstore-time-budget", f"{options.time_budget:g}"]
     return [*args, *extra]
 
 
@@ -136,6 +141,14 @@ def _parser() -> argparse.ArgumentParser:
         "(the same properties, each store call awaited on an AsyncStore)",
     )
     run.add_argument(
+        "--time-budget",
+        type=_seconds,
+        metavar="SECONDS",
+        help="every test's time budget: a test still running after it fails, and the run "
+        f"goes on (default: {DEFAULT_TIME_BUDGET_S} s, more for the long properties the "
+        "manifest names; 0: no budget)",
+    )
+    run.add_argument(
         "-n",
         "--workers",
         default="auto",
@@ -143,6 +156,16 @@ def _parser() -> argparse.ArgumentParser:
         help="xdist workers: a number, 'auto' (default) or 0 for none",
     )
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"a number of seconds >= 0, got {text!r}")
+    return seconds
 
 
 def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
@@ -163,6 +186,7 @@ def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
         properties=tuple(namespace.properties),
         profiles=tuple(namespace.profiles),
         via=namespace.via,
+        time_budget=namespace.time_budget,
     )
     return options, [*unknown, *passthrough]
 

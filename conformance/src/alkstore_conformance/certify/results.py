@@ -4,8 +4,9 @@ Statuses (contract §10): ``pass | fail | error | not_applicable``. A test's
 status comes from its phases (a failing call is ``fail``; a failing setup or
 teardown, or a skip that is not a not-applicable profile, is ``error``); a
 property's status is the worst of its tests', where a property with only
-not-applicable tests is ``not_applicable`` -- unless it belongs to the queue
-core, which no engine may lack: then it is ``error``.
+not-applicable tests is ``not_applicable`` -- unless every profile it needs
+(its own and the manifest's ``requires``) is one no engine may lack (the queue
+core, the worker, the async surface): then it is ``error``.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class PropertyResult:
     @property
     def status(self) -> str:
         worst = max((t.status for t in self.tests), key=_SEVERITY.__getitem__)
-        if worst == NOT_APPLICABLE and self.prop.profile in ALWAYS_APPLICABLE:
+        if worst == NOT_APPLICABLE and ALWAYS_APPLICABLE.issuperset(self.prop.profiles):
             return ERROR
         return worst
 
@@ -215,8 +216,9 @@ def summary_counts(results: Iterable[PropertyResult]) -> dict[str, int]:
     return counts
 
 
-def property_entry(result: PropertyResult) -> dict[str, Any]:
-    """One property of the JSON report (``report.schema.json``, ``$defs/property``)."""
+def property_entry(result: PropertyResult, time_budget_s: float | None) -> dict[str, Any]:
+    """One property of the JSON report (``report.schema.json``, ``$defs/property``);
+    ``time_budget_s`` is what each of its tests was given (``None``: no budget)."""
     prop = result.prop
     failures = [
         {
@@ -233,6 +235,8 @@ def property_entry(result: PropertyResult) -> dict[str, Any]:
         "title": prop.title,
         "contract": prop.contract,
         "profile": prop.profile,
+        "requires": list(prop.requires),
+        "time_budget_s": time_budget_s,
         "status": result.status,
         "reason": result.reason,
         "tests": len(result.tests),
