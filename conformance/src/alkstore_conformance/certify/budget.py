@@ -48,6 +48,7 @@ from __future__ import annotations
 import linecache
 import multiprocessing
 import signal
+import sysconfig
 import threading
 import time
 from collections.abc import Generator
@@ -80,6 +81,8 @@ BUDGET_EXCEEDED = "ran past its time budget"
 
 _KIT_ROOT = Path(__file__).resolve().parents[1]
 _PACKAGE_ROOT = _KIT_ROOT.parent
+_SUITE_PARTS = ("suite", "helpers")
+_STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
 
 
 class OverBudget(OutcomeException):
@@ -190,18 +193,22 @@ def _can_arm() -> bool:
 
 
 def over_budget_message(nodeid: str, phase: str, budget_s: float, frame: FrameType | None) -> str:
-    """Why the test was interrupted, and where it was waiting: the innermost frame,
-    and the suite's (or the kit helper's) line that made the call."""
+    """Why the test was interrupted, and what it was waiting for: the innermost frame,
+    the innermost one of the engine (or of the contract's core) if that is another,
+    and the line of the suite (or of a kit helper) that made the call."""
     where = f"{nodeid} {BUDGET_EXCEEDED} of {budget_s:g} s in {phase}"
     frames = _stack(frame)
     if not frames:
         return where
     innermost = frames[0]
-    kit = next((f for f in frames if _is_kit_file(f.f_code.co_filename)), None)
+    engine = next((f for f in frames if _is_engine_file(f.f_code.co_filename)), None)
+    suite = next((f for f in frames if _is_suite_file(f.f_code.co_filename)), None)
     parts = [f"{where}: it was waiting in {_describe(innermost)}"]
-    if kit is not None and kit is not innermost:
-        parts.append(f"called from {_describe(kit)}")
-    return ", ".join(parts) + (
+    if engine is not None and engine is not innermost:
+        parts.append(f"in the engine's {_describe(engine)}")
+    if suite is not None and suite is not innermost:
+        parts.append(f"called from the suite's {_describe(suite)}")
+    return "; ".join(parts) + (
         " (raise the property's time_budget_s in the manifest, or pass --time-budget, "
         "only if the wait was going to end)"
     )
@@ -215,9 +222,18 @@ def _stack(frame: FrameType | None) -> list[FrameType]:
     return frames
 
 
-def _is_kit_file(filename: str) -> bool:
+def _is_suite_file(filename: str) -> bool:
+    """The suite's tests and the helpers they share (not the kit's plugin or mutants)."""
     path = Path(filename).resolve()
-    return path.is_relative_to(_KIT_ROOT) and not path.is_relative_to(Path(__file__).parent)
+    return any(path.is_relative_to(_KIT_ROOT / part) for part in _SUITE_PARTS)
+
+
+def _is_engine_file(filename: str) -> bool:
+    """Code neither of the standard library, nor of the suite, nor of this plugin: the
+    engine and the contract's core (the innermost such frame is the engine's call)."""
+    path = Path(filename).resolve()
+    kit_own = _is_suite_file(filename) or path.is_relative_to(Path(__file__).parent)
+    return not (path.is_relative_to(_STDLIB) or kit_own)
 
 
 def _describe(frame: FrameType) -> str:

@@ -61,6 +61,8 @@ class CaseRecord:
     examples: int | None = None
     trial: int | None = None
     trial_seed: int | None = None
+    not_applicable_because: str | None = None
+    """What the engine lacks, when the test was skipped as not_applicable."""
 
     def add(self, when: str, outcome: str, duration: float, text: str, skip_reason: str) -> None:
         self.duration_s += duration
@@ -73,6 +75,8 @@ class CaseRecord:
         elif outcome == "skipped":
             if skip_reason.startswith(NOT_APPLICABLE_PREFIX):
                 self.not_applicable = True
+                reason = skip_reason.removeprefix(NOT_APPLICABLE_PREFIX).strip()
+                self.not_applicable_because = self.not_applicable_because or reason
             else:
                 self.errored = True
                 if self.failure is None:
@@ -261,6 +265,7 @@ def _test_entry(test: CaseRecord) -> dict[str, Any]:
         "examples": test.examples,
         "trial": test.trial,
         "trial_seed": test.trial_seed,
+        "not_applicable_because": test.not_applicable_because,
     }
 
 

@@ -139,6 +139,11 @@ class StoreContext:
         driver: SnoozeDriver[Any] = self._profile("snooze")
         return driver
 
+    def require(self, profile: str) -> None:
+        """Refuse a call that needs ``profile`` unless the engine declares it
+        (``ProfileUnavailable``; ``StoreClosed`` on a closed store)."""
+        self._profile(profile)
+
     def _profile(self, profile: str) -> Any:
         self.check_open()
         if not getattr(self.capabilities, profile):
