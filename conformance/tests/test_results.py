@@ -185,7 +185,8 @@ def test_examples_and_trials_are_summed_per_property() -> None:
 
 def test_properties_without_hypothesis_or_trials_say_none() -> None:
     (result,) = _book(*_passed("a")).results()
-    assert (property_entry(result, None)["examples"], property_entry(result, None)["trials"]) == (None, None)
+    entry = property_entry(result, None)
+    assert (entry["examples"], entry["trials"]) == (None, None)
 
 
 def test_the_first_backend_description_is_kept() -> None:

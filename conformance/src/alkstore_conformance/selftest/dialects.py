@@ -13,7 +13,14 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import replace
 
-from alkstore.params import Heartbeat, LockHolder, LockLease, LockRelease, StreamCommit, StreamOffset
+from alkstore.params import (
+    Heartbeat,
+    LockHolder,
+    LockLease,
+    LockRelease,
+    StreamCommit,
+    StreamOffset,
+)
 from alkstore.values import LockInfo
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import JOBS, LOCKS

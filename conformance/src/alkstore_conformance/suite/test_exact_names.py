@@ -76,8 +76,7 @@ def test_a_queue_filtered_read_never_finds_a_near_twins_job(store: Store) -> Non
     with store.transaction() as tx:
         for name in TWINS:
             found = {
-                twin: tx.get_job_tx(name, job_id) is not None
-                for twin, job_id in enqueued.items()
+                twin: tx.get_job_tx(name, job_id) is not None for twin, job_id in enqueued.items()
             }
             assert found == {twin: twin == name for twin in TWINS}, f"read through {name!r}"
 
