@@ -90,6 +90,18 @@ def test_a_core_property_with_only_not_applicable_tests_is_error() -> None:
     assert "never not_applicable" in property_entry(result, None)["reason"]
 
 
+def test_a_worker_or_async_property_requiring_an_absent_profile_is_not_applicable() -> None:
+    skip = ("x.py", 1, "Skipped: not_applicable: engine lacks profile transactions")
+    book = _book(FakeReport("a", "setup", "skipped", "ASYNC-TX-ATOMIC", longrepr=skip))
+    assert _status(book, "ASYNC-TX-ATOMIC") == "not_applicable"
+    (result,) = book.results()
+    entry = property_entry(result, 300.0)
+    assert (entry["requires"], entry["time_budget_s"]) == (["transactions"], 300.0)
+    assert entry["covering_tests"][0]["not_applicable_because"] == (
+        "engine lacks profile transactions"
+    )
+
+
 def test_not_applicable_beside_a_pass_is_pass() -> None:
     skip = ("x.py", 1, "Skipped: not_applicable: engine lacks profile multi_process")
     book = _book(*_passed("a"), FakeReport("b", "setup", "skipped", longrepr=skip))
