@@ -63,7 +63,9 @@ def _tests_passed(run_in: RunIn, result: Any, report: str, profile: str) -> dict
         for test in prop["covering_tests"]
         if test["status"] not in ("pass", "not_applicable")
     }
-    assert broken == {}, f"without {profile}: {broken}\n{output(result)[-6000:]}"
+    failures = [f["message"][-3000:] for prop in data["properties"] for f in prop["failures"]]
+    seed = data["hypothesis"]["seed"]
+    assert broken == {}, f"without {profile} (seed {seed}): {broken}\n" + "\n".join(failures)
     return data
 
 
