@@ -8,7 +8,7 @@ import pytest
 from kit_runs import RunIn, output
 
 from alkstore_conformance.certify import plugin
-from alkstore_conformance.certify.crosscheck import declaration_problems
+from alkstore_conformance.certify.crosscheck import declaration_problems, dependency_problems
 from alkstore_conformance.certify.manifest import load_manifest, parse_manifest
 
 MANIFEST = parse_manifest(
@@ -44,6 +44,34 @@ def test_a_property_without_a_test_is_a_problem_only_for_the_whole_suite() -> No
     assert declaration_problems(declared, MANIFEST, complete=True) == [
         "manifest property QUEUE-B has no test"
     ]
+
+
+ASYNC_TX = parse_manifest(
+    '[[property]]\nid = "ASYNC-X"\ntitle = "x"\ncontract = "§13"\nprofile = "async"\n'
+    '[[property]]\nid = "ASYNC-Y"\ntitle = "y"\ncontract = "§13"\nprofile = "async"\n'
+    'requires = ["transactions"]\n'
+)
+
+
+def test_a_profile_every_test_of_a_property_needs_must_be_declared() -> None:
+    declared = {"t.py::one": ["ASYNC-X"], "t.py::two": ["ASYNC-X"]}
+    needs = {"t.py::one": ["async", "transactions"], "t.py::two": ["async", "transactions", "sql"]}
+    assert dependency_problems(declared, needs, ASYNC_TX) == [
+        "manifest property ASYNC-X: every test needs transactions; "
+        'declare it: requires = ["transactions"]'
+    ]
+
+
+def test_a_profile_only_some_tests_need_stays_a_mark_on_those_tests() -> None:
+    declared = {"t.py::one": ["ASYNC-X"], "t.py::two": ["ASYNC-X"]}
+    needs = {"t.py::one": ["async", "transactions"], "t.py::two": ["async"]}
+    assert dependency_problems(declared, needs, ASYNC_TX) == []
+
+
+def test_a_declared_dependency_is_no_problem() -> None:
+    declared = {"t.py::one": ["ASYNC-Y"]}
+    needs = {"t.py::one": ["async", "transactions"]}
+    assert dependency_problems(declared, needs, ASYNC_TX) == []
 
 
 def test_the_shipped_suite_agrees_with_the_manifest(run_in: RunIn) -> None:

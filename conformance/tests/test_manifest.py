@@ -37,6 +37,37 @@ def test_parse_reads_every_field_in_order() -> None:
     assert manifest["LOCK-Y"] == Property("LOCK-Y", "t", "§6", "locks")
 
 
+def test_requires_and_time_budget_are_optional_data() -> None:
+    text = _entry(id="ASYNC-T", profile="async", contract="§13")
+    manifest = parse_manifest(text + 'requires = ["transactions"]\ntime_budget_s = 900\n')
+    prop = manifest["ASYNC-T"]
+    assert (prop.requires, prop.time_budget_s) == (("transactions",), 900)
+    assert prop.profiles == ("async", "transactions")
+    plain = parse_manifest(_entry())["QUEUE-X"]
+    assert (plain.requires, plain.time_budget_s, plain.profiles) == ((), None, ("queues",))
+
+
+def test_the_async_transaction_property_requires_transactions() -> None:
+    assert load_manifest()["ASYNC-TX-ATOMIC"].profiles == ("async", "transactions")
+
+
+@pytest.mark.parametrize(
+    ("extra", "complaint"),
+    [
+        ('requires = ["telepathy"]\n', "unknown profile 'telepathy'"),
+        ('requires = "transactions"\n', "requires is a list of profile names"),
+        ('requires = ["queues"]\n', "requires repeats a profile"),
+        ("time_budget_s = 0\n", "time_budget_s is a whole number >= 1"),
+        ('time_budget_s = "long"\n', "time_budget_s is a whole number >= 1"),
+        ("colour = 1\n", "exactly the keys"),
+    ],
+    ids=["unknown", "not-a-list", "repeated", "zero-budget", "text-budget", "unknown-key"],
+)
+def test_parse_refuses_malformed_optional_keys(extra: str, complaint: str) -> None:
+    with pytest.raises(ManifestError, match=complaint):
+        parse_manifest(_entry() + extra)
+
+
 @pytest.mark.parametrize(
     ("text", "complaint"),
     [

@@ -26,7 +26,7 @@ def test_every_field_of_the_schema_is_documented() -> None:
     schema = report_schema()
     documented = set(re.findall(r"`([a-z_0-9]+)`", DOC.read_text(encoding="utf-8")))
     fields = set(schema["required"])
-    for nested in ("suite", "engine", "environment", "hypothesis", "trials"):
+    for nested in ("suite", "engine", "environment", "hypothesis", "trials", "time_budget"):
         fields |= set(schema["properties"][nested]["required"])
     for definition in ("property", "test", "failure"):
         fields |= set(schema["$defs"][definition]["required"])

@@ -87,7 +87,19 @@ def test_a_core_property_with_only_not_applicable_tests_is_error() -> None:
     book = _book(FakeReport("a", "setup", "skipped", PROP, longrepr=NOT_APPLICABLE_SKIP))
     assert _status(book) == "error"
     (result,) = book.results()
-    assert "never not_applicable" in property_entry(result)["reason"]
+    assert "never not_applicable" in property_entry(result, None)["reason"]
+
+
+def test_a_worker_or_async_property_requiring_an_absent_profile_is_not_applicable() -> None:
+    skip = ("x.py", 1, "Skipped: not_applicable: engine lacks profile transactions")
+    book = _book(FakeReport("a", "setup", "skipped", "ASYNC-TX-ATOMIC", longrepr=skip))
+    assert _status(book, "ASYNC-TX-ATOMIC") == "not_applicable"
+    (result,) = book.results()
+    entry = property_entry(result, 300.0)
+    assert (entry["requires"], entry["time_budget_s"]) == (["transactions"], 300.0)
+    assert entry["covering_tests"][0]["not_applicable_because"] == (
+        "engine lacks profile transactions"
+    )
 
 
 def test_not_applicable_beside_a_pass_is_pass() -> None:
@@ -101,7 +113,7 @@ def test_any_other_skip_is_error() -> None:
     book = _book(*_passed("a"), FakeReport("b", "call", "skipped", longrepr=skip))
     assert _status(book) == "error"
     (result,) = book.results()
-    entry = property_entry(result)
+    entry = property_entry(result, None)
     assert "flaky on this machine" in entry["failures"][0]["message"]
 
 
@@ -176,7 +188,7 @@ def test_examples_and_trials_are_summed_per_property() -> None:
         _with(FakeReport("t[trial2]", "call", "passed"), (TRIAL_KEY, {"trial": 2, "seed": 4})),
     )
     (result,) = book.results()
-    entry = property_entry(result)
+    entry = property_entry(result, None)
     assert (entry["examples"], entry["trials"], entry["tests"]) == (32, 2, 5)
     by_node = {t["nodeid"]: t for t in entry["covering_tests"]}
     assert (by_node["t[trial2]"]["trial"], by_node["t[trial2]"]["trial_seed"]) == (2, 4)
@@ -185,7 +197,8 @@ def test_examples_and_trials_are_summed_per_property() -> None:
 
 def test_properties_without_hypothesis_or_trials_say_none() -> None:
     (result,) = _book(*_passed("a")).results()
-    assert (property_entry(result)["examples"], property_entry(result)["trials"]) == (None, None)
+    entry = property_entry(result, None)
+    assert (entry["examples"], entry["trials"]) == (None, None)
 
 
 def test_the_first_backend_description_is_kept() -> None:

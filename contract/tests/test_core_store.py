@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -9,9 +10,10 @@ import pytest
 from conftest import StoreFactory
 from fakes import FakeDriver
 
+from alkstore import Capabilities
 from alkstore.core import CoreStore
 from alkstore.driver import queue_topic
-from alkstore.errors import InvalidOptions, ReservedName, StoreClosed
+from alkstore.errors import InvalidOptions, ProfileUnavailable, ReservedName, StoreClosed
 from alkstore.names import outbox_queue_name
 from alkstore.options import OUTBOX_QUEUE_OPTS, QueueOpts
 
@@ -198,3 +200,26 @@ def test_the_store_is_a_context_manager_that_closes(
         assert driver.close_count == 0
     assert store.closed
     assert driver.close_count == 1
+
+
+def _lock(store: CoreStore) -> object:
+    return store.lock("leader")
+
+
+def _transaction(store: CoreStore) -> object:
+    with store.transaction():
+        return None
+
+
+@pytest.mark.parametrize(
+    ("profile", "use"), [("locks", _lock), ("transactions", _transaction)], ids=["locks", "tx"]
+)
+def test_a_profile_the_engine_declares_absent_is_refused_before_any_statement(
+    profile: str, use: Callable[[CoreStore], object]
+) -> None:
+    driver = FakeDriver()
+    capabilities = dataclasses.replace(Capabilities(), **{profile: False})
+    with CoreStore(driver, capabilities=capabilities) as store:
+        with pytest.raises(ProfileUnavailable, match=profile):
+            use(store)
+        assert driver.statements() == []

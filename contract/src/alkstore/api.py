@@ -858,6 +858,7 @@ class Store(Protocol):
         Raises:
             InvalidName: ``name`` is malformed.
             ReservedName: ``name`` starts with the reserved prefix.
+            ProfileUnavailable: the engine has no locks profile.
             StoreClosed: the store was closed.
         """
 
@@ -901,6 +902,7 @@ class Store(Protocol):
         wakes fire only after the commit (contract §3).
 
         Raises:
+            ProfileUnavailable: the engine has no transactions profile.
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
         """

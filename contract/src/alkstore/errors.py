@@ -129,8 +129,9 @@ class EngineMisconfigured(AlkstoreError):
 
 
 class ProfileUnavailable(AlkstoreError, NotImplementedError):
-    """The engine does not implement an optional profile (scheduler, streams, pubsub):
-    its ``Capabilities`` say so. Use another engine, or do without the profile."""
+    """The engine does not implement an optional profile (transactions, locks,
+    scheduler, streams, pubsub, ops, snooze): its ``Capabilities`` say so. Use
+    another engine, or do without the profile."""
 
     def __init__(self, engine: str, profile: str) -> None:
         self.engine = engine

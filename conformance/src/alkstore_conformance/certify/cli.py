@@ -1,5 +1,6 @@
 """``alkstore-conformance run --engine NAME [--certify [--reduced]] [--report PATH]
-[--server URL] [--property ID ...] [--profile NAME ...] [--via sync|aio] [-- pytest args]``.
+[--server URL] [--property ID ...] [--profile NAME ...] [--via sync|aio]
+[--time-budget SECONDS] [-- pytest args]``.
 
 Runs pytest on the installed suite (with xdist, ``-n auto`` by default) and
 exits with its exit code: non-zero unless every property that ran is pass or
@@ -21,6 +22,7 @@ from alkstore import ENGINE_GROUP
 from .. import SUITE_PACKAGE, __version__
 from ..helpers.via_aio import VIA_SYNC, VIAS
 from ..hooks import SERVER_ENV
+from .budget import DEFAULT_TIME_BUDGET_S
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class RunOptions:
     profiles: tuple[str, ...] = ()
     via: str = VIA_SYNC
     server: str | None = None
+    time_budget: float | None = None
 
 
 def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
@@ -69,6 +72,8 @@ def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
         args += ["--alkstore-profile", profile]
     if options.via != VIA_SYNC:
         args += ["--alkstore-via", options.via]
+    if options.time_budget is not None:
+        args += ["--alkstore-time-budget", f"{options.time_budget:g}"]
     return [*args, *extra]
 
 
@@ -146,6 +151,14 @@ def _parser() -> argparse.ArgumentParser:
         "(the same properties, each store call awaited on an AsyncStore)",
     )
     run.add_argument(
+        "--time-budget",
+        type=_seconds,
+        metavar="SECONDS",
+        help="every test's time budget: a test still running after it fails, and the run "
+        f"goes on (default: {DEFAULT_TIME_BUDGET_S} s, more for the long properties the "
+        "manifest names; 0: no budget)",
+    )
+    run.add_argument(
         "-n",
         "--workers",
         default="auto",
@@ -153,6 +166,16 @@ def _parser() -> argparse.ArgumentParser:
         help="xdist workers: a number, 'auto' (default) or 0 for none",
     )
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"a number of seconds >= 0, got {text!r}")
+    return seconds
 
 
 def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
@@ -174,6 +197,7 @@ def parse(argv: Sequence[str]) -> tuple[RunOptions, list[str]]:
         profiles=tuple(namespace.profiles),
         via=namespace.via,
         server=namespace.server,
+        time_budget=namespace.time_budget,
     )
     return options, [*unknown, *passthrough]
 

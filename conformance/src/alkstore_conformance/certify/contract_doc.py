@@ -363,7 +363,8 @@ def _rule_block(rule: Rule | None, manifest: Manifest) -> list[str]:
         if prop is None:
             lines.append(f"- `{prop_id}` (not in the manifest)")
         else:
-            lines.append(f"- `{prop.id}` ({prop.profile}): {_inline(prop.title)}")
+            needs = " + ".join(prop.profiles)
+            lines.append(f"- `{prop.id}` ({_inline(needs)}): {_inline(prop.title)}")
     lines.append("")
     return lines
 

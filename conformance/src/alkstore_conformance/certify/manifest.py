@@ -2,7 +2,14 @@
 
 Each property has a stable id, a title, the contract section it checks and the
 profile it belongs to (``queues`` for the core, else an optional profile named
-like a field of ``alkstore.Capabilities``).
+like a field of ``alkstore.Capabilities``). Two keys are optional:
+
+- ``requires``: the other profiles every test of the property needs (a list, e.g.
+  ``requires = ["transactions"]`` for the async surface's transaction property).
+  A property is not_applicable on an engine that lacks its profile or any of these;
+  a dependency only some of its tests have stays a ``requires`` mark on those tests.
+- ``time_budget_s``: the time budget of each of its tests, for the long ones
+  (``budget.DEFAULT_TIME_BUDGET_S`` otherwise).
 """
 
 from __future__ import annotations
@@ -49,6 +56,15 @@ class Property:
     title: str
     contract: str
     profile: str
+    requires: tuple[str, ...] = ()
+    """Profiles besides ``profile`` that every test of the property needs."""
+    time_budget_s: int | None = None
+    """Each test's time budget, when the default is too short for this property."""
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        """Every profile the property needs: its own first, then what it requires."""
+        return (self.profile, *self.requires)
 
 
 class Manifest(Mapping[str, Property]):
@@ -84,26 +100,57 @@ def parse_manifest(text: str) -> Manifest:
     return Manifest([_property(entry) for entry in entries], sha256=digest)
 
 
+_REQUIRED_KEYS = frozenset({"id", "title", "contract", "profile"})
+_OPTIONAL_KEYS = frozenset({"requires", "time_budget_s"})
+
+
 def _property(entry: Any) -> Property:
     if not isinstance(entry, dict):
         raise ManifestError(f"a property must be a table, got {entry!r}")
-    expected = {"id", "title", "contract", "profile"}
-    if set(entry) != expected:
-        raise ManifestError(f"property {entry!r} must have exactly the keys {sorted(expected)}")
-    if not all(isinstance(entry[key], str) and entry[key] for key in expected):
+    keys = set(entry)
+    if not _REQUIRED_KEYS <= keys <= _REQUIRED_KEYS | _OPTIONAL_KEYS:
+        raise ManifestError(
+            f"property {entry!r} must have exactly the keys {sorted(_REQUIRED_KEYS)} "
+            f"(and optionally {sorted(_OPTIONAL_KEYS)})"
+        )
+    if not all(isinstance(entry[key], str) and entry[key] for key in _REQUIRED_KEYS):
         raise ManifestError(f"property {entry!r}: every field is a non-empty string")
     prop = Property(
-        id=entry["id"], title=entry["title"], contract=entry["contract"], profile=entry["profile"]
+        id=entry["id"],
+        title=entry["title"],
+        contract=entry["contract"],
+        profile=entry["profile"],
+        requires=_requires(entry),
+        time_budget_s=_time_budget(entry),
     )
     if not _ID.fullmatch(prop.id):
         raise ManifestError(f"property id {prop.id!r} is not of the form WORD-WORD[-WORD...]")
     if not _SECTION.fullmatch(prop.contract):
         raise ManifestError(f"property {prop.id}: contract section {prop.contract!r} is not '§N'")
-    if prop.profile not in PROFILES:
-        raise ManifestError(
-            f"property {prop.id}: unknown profile {prop.profile!r} (known: {sorted(PROFILES)})"
-        )
+    for profile in prop.profiles:
+        if profile not in PROFILES:
+            raise ManifestError(
+                f"property {prop.id}: unknown profile {profile!r} (known: {sorted(PROFILES)})"
+            )
+    if len(set(prop.profiles)) != len(prop.profiles):
+        raise ManifestError(f"property {prop.id}: requires repeats a profile: {prop.profiles}")
     return prop
+
+
+def _requires(entry: dict[str, Any]) -> tuple[str, ...]:
+    requires = entry.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(p, str) for p in requires):
+        raise ManifestError(f"property {entry['id']!r}: requires is a list of profile names")
+    return tuple(requires)
+
+
+def _time_budget(entry: dict[str, Any]) -> int | None:
+    budget = entry.get("time_budget_s")
+    if budget is None:
+        return None
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise ManifestError(f"property {entry['id']!r}: time_budget_s is a whole number >= 1")
+    return budget
 
 
 def load_manifest() -> Manifest:

@@ -8,10 +8,14 @@ as the mode asks (``modes``, ``trials``), and ends with a per-property table,
 the verdict and, with ``--alkstore-report PATH``, a JSON report
 (``reporting``). ``--alkstore-certify`` certifies (``--alkstore-reduced``
 for the short form); ``--alkstore-property ID`` runs only some properties.
+Every suite test runs within a time budget (``budget``: the manifest's, or
+``--alkstore-time-budget SECONDS`` for all), past which it fails instead of
+hanging the run.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from pathlib import Path
@@ -26,7 +30,8 @@ from ..helpers import fixtures
 from ..helpers.trials import TRIAL_FIXTURE, trial_ids
 from ..helpers.via_aio import VIA_AIO, VIA_SYNC, VIAS, not_applicable_via_aio, reaches_aio
 from ..hooks import SERVER_ENV, conformance_server
-from .crosscheck import declaration_problems
+from .budget import DEFAULT_TIME_BUDGET_S, BudgetKeeper, TimeBudgets
+from .crosscheck import declaration_problems, dependency_problems
 from .examples import ExampleCounter
 from .guide import CAPABILITIES, see
 from .manifest import PROFILES, Manifest, ManifestError, load_manifest
@@ -113,6 +118,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--alkstore-property, a test runs if either selects it)",
     )
     group.addoption(
+        "--alkstore-time-budget",
+        dest="alkstore_time_budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"every suite test's time budget, past which it fails instead of hanging "
+        f"(default: the manifest's time_budget_s for the long properties, else "
+        f"{DEFAULT_TIME_BUDGET_S} s; 0: no budget)",
+    )
+    group.addoption(
         "--alkstore-via",
         dest="alkstore_via",
         choices=VIAS,
@@ -162,6 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"alkstore conformance: {exc}") from exc
     selected = _selected_properties(config, manifest)
     selected_profiles = _selected_profiles(config)
+    budgets = _time_budgets(config)
     register_hypothesis_profiles()
     is_worker = hasattr(config, "workerinput")
     seed = _run_seed(config, is_worker)
@@ -181,7 +197,9 @@ def pytest_configure(config: pytest.Config) -> None:
         selected=selected,
         selected_profiles=selected_profiles,
         via=config.getoption("alkstore_via"),
+        budgets=budgets,
     )
+    config.pluginmanager.register(BudgetKeeper(budgets, manifest), "alkstore_conformance.budget")
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "alkstore_conformance.fixtures")
     config.pluginmanager.register(ExampleCounter(), "alkstore_conformance.examples")
@@ -213,6 +231,15 @@ def _selected_profiles(config: pytest.Config) -> frozenset[str] | None:
             f"(known: {', '.join(sorted(PROFILES))})"
         )
     return frozenset(chosen)
+
+
+def _time_budgets(config: pytest.Config) -> TimeBudgets:
+    seconds = config.getoption("alkstore_time_budget")
+    if seconds is not None and not 0 <= seconds < math.inf:
+        raise pytest.UsageError(
+            f"alkstore conformance: --time-budget is a number of seconds >= 0, got {seconds}"
+        )
+    return TimeBudgets(override_s=seconds)
 
 
 def _run_seed(config: pytest.Config, is_worker: bool) -> str:
@@ -312,13 +339,25 @@ def pytest_collection_modifyitems(
             "alkstore conformance: the suite and the manifest disagree:\n  " + "\n  ".join(problems)
         )
     profiles = state.engine_profiles()
+    needs: dict[str, list[str]] = {}
+    for item in suite_items:
+        (property_id,) = declared[item.nodeid]
+        needed = list(state.manifest[property_id].profiles)
+        for mark in item.iter_markers("requires"):
+            needed.extend(_profile_name(item, arg) for arg in mark.args)
+        needs[item.nodeid] = needed
+    if _whole_suite_collected(suite_items):
+        problems = dependency_problems(declared, needs, state.manifest)
+        if problems:
+            raise pytest.UsageError(
+                "alkstore conformance: the suite and the manifest disagree:\n  "
+                + "\n  ".join(problems)
+            )
     for item in suite_items:
         (property_id,) = declared[item.nodeid]
         item.user_properties.append((PROPERTY_KEY, property_id))
         item.user_properties.append((SEED_KEY, state.seed))
-        needed = [state.manifest[property_id].profile]
-        for mark in item.iter_markers("requires"):
-            needed.extend(_profile_name(item, arg) for arg in mark.args)
+        needed = needs[item.nodeid]
         missing = [p for p in needed if p not in profiles]
         if missing:
             item.add_marker(pytest.mark.skip(reason=not_applicable_reason(missing[0])))

@@ -22,6 +22,7 @@ import pytest
 from alkstore import CONTRACT_VERSION
 
 from .. import __version__
+from .budget import DEFAULT_TIME_BUDGET_S, TimeBudgets
 from .distribution import engine_distribution, entry_point_value
 from .modes import profile_settings
 from .results import (
@@ -230,12 +231,17 @@ def build_report(
             "seeds_used": sorted(state.results.seeds),
         },
         "trials": {"per_concurrency_test": mode.trials, "minimum": mode.minimum_trials},
+        "time_budget": {
+            "default_s": DEFAULT_TIME_BUDGET_S,
+            "override_s": state.budgets.override_s,
+            "enforced": TimeBudgets.enforceable(),
+        },
         "selected_properties": sorted(state.selected) if state.selected is not None else None,
         "started_at": started_at.isoformat(timespec="seconds"),
         "duration_s": round(duration_s, 3),
         "exit_status": exitstatus,
         "summary": summary_counts(results),
-        "properties": [property_entry(result) for result in results],
+        "properties": [property_entry(result, state.budgets.of(result.prop)) for result in results],
         "not_run": state.results.not_run(),
         "collection_errors": collection_errors,
     }

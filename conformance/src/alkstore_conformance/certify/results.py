@@ -4,8 +4,9 @@ Statuses (contract §10): ``pass | fail | error | not_applicable``. A test's
 status comes from its phases (a failing call is ``fail``; a failing setup or
 teardown, or a skip that is not a not-applicable profile, is ``error``); a
 property's status is the worst of its tests', where a property with only
-not-applicable tests is ``not_applicable`` -- unless it belongs to the queue
-core, which no engine may lack: then it is ``error``.
+not-applicable tests is ``not_applicable`` -- unless every profile it needs
+(its own and the manifest's ``requires``) is one no engine may lack (the queue
+core, the worker, the async surface): then it is ``error``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class CaseRecord:
     examples: int | None = None
     trial: int | None = None
     trial_seed: int | None = None
+    not_applicable_because: str | None = None
+    """What the engine lacks, when the test was skipped as not_applicable."""
 
     def add(self, when: str, outcome: str, duration: float, text: str, skip_reason: str) -> None:
         self.duration_s += duration
@@ -72,6 +75,8 @@ class CaseRecord:
         elif outcome == "skipped":
             if skip_reason.startswith(NOT_APPLICABLE_PREFIX):
                 self.not_applicable = True
+                reason = skip_reason.removeprefix(NOT_APPLICABLE_PREFIX).strip()
+                self.not_applicable_because = self.not_applicable_because or reason
             else:
                 self.errored = True
                 if self.failure is None:
@@ -100,7 +105,7 @@ class PropertyResult:
     @property
     def status(self) -> str:
         worst = max((t.status for t in self.tests), key=_SEVERITY.__getitem__)
-        if worst == NOT_APPLICABLE and self.prop.profile in ALWAYS_APPLICABLE:
+        if worst == NOT_APPLICABLE and ALWAYS_APPLICABLE.issuperset(self.prop.profiles):
             return ERROR
         return worst
 
@@ -215,8 +220,9 @@ def summary_counts(results: Iterable[PropertyResult]) -> dict[str, int]:
     return counts
 
 
-def property_entry(result: PropertyResult) -> dict[str, Any]:
-    """One property of the JSON report (``report.schema.json``, ``$defs/property``)."""
+def property_entry(result: PropertyResult, time_budget_s: float | None) -> dict[str, Any]:
+    """One property of the JSON report (``report.schema.json``, ``$defs/property``);
+    ``time_budget_s`` is what each of its tests was given (``None``: no budget)."""
     prop = result.prop
     failures = [
         {
@@ -233,6 +239,8 @@ def property_entry(result: PropertyResult) -> dict[str, Any]:
         "title": prop.title,
         "contract": prop.contract,
         "profile": prop.profile,
+        "requires": list(prop.requires),
+        "time_budget_s": time_budget_s,
         "status": result.status,
         "reason": result.reason,
         "tests": len(result.tests),
@@ -257,6 +265,7 @@ def _test_entry(test: CaseRecord) -> dict[str, Any]:
         "examples": test.examples,
         "trial": test.trial,
         "trial_seed": test.trial_seed,
+        "not_applicable_because": test.not_applicable_because,
     }
 
 

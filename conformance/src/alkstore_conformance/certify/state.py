@@ -10,6 +10,7 @@ import pytest
 from alkstore import EngineProvider
 
 from ..helpers.via_aio import VIA_SYNC
+from .budget import TimeBudgets
 from .manifest import ALWAYS_APPLICABLE, PROFILES, Manifest
 from .modes import RunMode
 from .results import ResultBook
@@ -31,6 +32,8 @@ class KitState:
     """``--profile`` names: run only their properties (``None``: every profile)."""
     via: str = VIA_SYNC
     """How the suite reaches the engine: its ``sync`` stores, or ``aio`` (``via_aio``)."""
+    budgets: TimeBudgets = field(default_factory=TimeBudgets)
+    """Each suite test's time budget (``budget``)."""
     backend_described: bool = False
     """This process has asked the provider to describe its backend."""
     results: ResultBook = field(init=False)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from alkstore import Job, JobState, Queue
 from alkstore.constants import MAX_JOBS_PAGE
 
+from .bounded import pages
+
 
 def make_dead(queue: Queue, count: int = 1, error: str = "broken") -> list[int]:
     """Enqueue ``count`` jobs and fail each: their ids, now dead rows of ``queue``.
@@ -26,10 +28,15 @@ def make_dead(queue: Queue, count: int = 1, error: str = "broken") -> list[int]:
 
 def every_job(queue: Queue, state: JobState | None = None) -> list[Job]:
     """Every job of ``queue`` (or of one state), page by page at the largest limit."""
-    jobs: list[Job] = []
-    while page := queue.jobs(state, after_id=jobs[-1].id if jobs else 0, limit=MAX_JOBS_PAGE):
-        jobs.extend(page)
-    return jobs
+
+    def read(after: int) -> list[Job]:
+        return queue.jobs(state, after_id=after, limit=MAX_JOBS_PAGE)
+
+    return pages(read, _job_id, what=f"{queue.name!r}.jobs()")
+
+
+def _job_id(job: Job) -> int:
+    return job.id
 
 
 def redriven_from(queue: Queue) -> dict[int, list[int]]:

@@ -952,6 +952,7 @@ class AioStoreBase:
         Raises:
             InvalidName: ``name`` is malformed.
             ReservedName: ``name`` starts with the reserved prefix.
+            ProfileUnavailable: the engine has no locks profile.
             StoreClosed: the store was closed.
         """
         return AioLock(self._loop, self.aio.lock(name))

@@ -28,7 +28,9 @@ from .blind_spots import (
 from .chaining import ClaimsOnlyAfterAnAckStore
 from .contention import NeverRecoversDriver, RawLockErrorDriver, WaitPastTimeoutDriver
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
-from .engine import MutantEngine
+from .dialects import ChangedRowsDriver, CollatedNamesDriver
+from .engine import BUDGET, MutantEngine
+from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
 from .operations import (
     BatchClaimIgnoresPauseDriver,
@@ -410,6 +412,37 @@ UNIQUE_PERIOD_NEVER_ENDS = MutantEngine(
     driver=PeriodNeverEndsDriver,
 )
 
+# -- what a dialect or a hang hides (issue 23) -------------------------------------------
+ENDLESS_PAGES = MutantEngine(
+    "endless-pages",
+    catches="KIT-FAILS-NEVER-HANGS",
+    bug="jobs() ignores its after_id cursor: every page repeats the first, so a reader "
+    "waiting for the empty last page waits forever",
+    driver=CursorIgnoredDriver,
+)
+WAIT_IGNORES_TIMEOUT = MutantEngine(
+    "wait-ignores-timeout",
+    catches="KIT-FAILS-NEVER-HANGS",
+    bug="claim_wait drops its timeout: on an empty queue without a stop token it never "
+    "returns (only the kit's time budget ends the test)",
+    store=TimeoutIgnoredStore,
+    caught_by=BUDGET,
+)
+COLLATED_NAMES = MutantEngine(
+    "collated-names",
+    catches="NAMES-BYTE-EXACT",
+    bug="lock and stream consumer names compare case- and pad-insensitively, as under a "
+    "MySQL _ci PAD SPACE collation: 'Leader' and 'leader ' are one lock",
+    driver=CollatedNamesDriver,
+)
+CHANGED_ROWS = MutantEngine(
+    "changed-rows",
+    catches="OUTCOMES-MATCHED-NOT-CHANGED",
+    bug="heartbeat, renew and re-acquire answer with the rows they changed, not matched: "
+    "writing the deadline already stored (twice in one second) answers False",
+    driver=ChangedRowsDriver,
+)
+
 MUTANTS: dict[str, MutantEngine] = {
     mutant.name.removeprefix("selftest-"): mutant
     for mutant in (
@@ -470,8 +503,13 @@ MUTANTS: dict[str, MutantEngine] = {
         CHECK_THEN_INSERT_UNIQUE,
         UNIQUE_FORGETS_PROCESSING,
         UNIQUE_PERIOD_NEVER_ENDS,
+        # what a dialect or a hang hides (issue 23)
+        ENDLESS_PAGES,
+        WAIT_IGNORES_TIMEOUT,
+        COLLATED_NAMES,
+        CHANGED_ROWS,
     )
 }
 """Every mutant by its entry-point name in ``SELFTEST_GROUP``."""
 
-__all__ = ["MUTANTS", "SELFTEST_GROUP", "MutantEngine"]
+__all__ = ["BUDGET", "MUTANTS", "SELFTEST_GROUP", "MutantEngine"]

@@ -28,6 +28,12 @@ def _unwrapped(driver: Driver[Any]) -> Driver[Any]:
     return driver
 
 
+ASSERTION = "AssertionError"
+"""A mutant caught by one of the suite's assertions (nearly all of them)."""
+BUDGET = "OverBudget"
+"""A mutant that makes a test wait forever, caught by the kit's per-test time budget."""
+
+
 class MutantEngine:
     """An ``alkstore.EngineProvider`` registered under ``alkstore.engines.selftest``."""
 
@@ -42,10 +48,13 @@ class MutantEngine:
         bug: str,
         driver: type[SqliteDriver] = SqliteDriver,
         store: type[CoreStore] = CoreStore,
+        caught_by: str = ASSERTION,
     ) -> None:
         self.name = f"selftest-{name}"
         self.catches = catches
         """The manifest property id meant to catch this mutant."""
+        self.caught_by = caught_by
+        """The exception the failure that catches it ends with (``ASSERTION``, ``BUDGET``)."""
         self.bug = bug
         self.capabilities: Capabilities = sqlite_provider.capabilities
         self._driver = driver

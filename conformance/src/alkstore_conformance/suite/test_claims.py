@@ -58,9 +58,14 @@ def test_claim_batch_takes_the_first_jobs_in_claim_order(
     name, expected = _enqueue_ready(clocked_store, clock, jobs)
     queue = clocked_store.queue(name)
     batches = []
-    while batch := queue.claim_batch("worker", limit):
+    for _ in range(len(expected) + 1):
+        batch = queue.claim_batch("worker", limit)
+        if not batch:
+            break
         assert len(batch) <= limit
         batches.append([handle.id for handle in batch])
+    else:
+        raise AssertionError(f"claim_batch still claiming after {len(expected)} jobs were claimed")
     assert [job_id for batch in batches for job_id in batch] == expected
     assert all(len(batch) == limit for batch in batches[:-1])
 

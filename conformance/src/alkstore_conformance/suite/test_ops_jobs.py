@@ -7,13 +7,20 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from alkstore import JobState, Queue, Store
+from alkstore import Job, JobState, Queue, Store
+from alkstore_conformance.helpers.bounded import MOST_PAGES, pages
 from alkstore_conformance.helpers.fixtures import StoreFactory
 from alkstore_conformance.helpers.ops import every_job, make_dead
 from alkstore_conformance.helpers.profiles import in_thread
 
 PAGE = 3
 THREADED_PAGE = 10
+
+
+def _job_id(job: Job) -> int:
+    return job.id
+
+
 JOIN_S = 120.0
 
 
@@ -24,10 +31,13 @@ def test_pages_give_every_job_of_the_queue_once_in_id_order(store: Store) -> Non
     for n in range(8):
         mine.append(queue.enqueue({"n": n}))
         other.enqueue({"n": n})
-    seen: list[int] = []
-    while page := queue.jobs(after_id=seen[-1] if seen else 0, limit=PAGE):
+
+    def read(after: int) -> list[Job]:
+        page = queue.jobs(after_id=after, limit=PAGE)
         assert len(page) <= PAGE
-        seen.extend(job.id for job in page)
+        return page
+
+    seen = [job.id for job in pages(read, _job_id, what="queue.jobs()")]
     assert seen == mine
 
 
@@ -81,12 +91,15 @@ def _page_through(
     queue = store.queue(queue_name)
     seen: list[int] = []
     steps = iter(between_pages)
-    while page := queue.jobs(after_id=seen[-1] if seen else 0, limit=limit):
+    for _ in range(MOST_PAGES):
+        page = queue.jobs(after_id=seen[-1] if seen else 0, limit=limit)
+        if not page:
+            return seen
         seen.extend(job.id for job in page)
         step = next(steps, None)
         if step is not None:
             step()
-    return seen
+    raise AssertionError(f"queue.jobs() never returned an empty page after {MOST_PAGES} pages")
 
 
 @pytest.mark.property("OPS-JOBS-PAGES-UNDER-INSERTS")

@@ -97,22 +97,29 @@ def test_outboxes_and_queues_of_one_name_are_separate(store: Store) -> None:
 # -- OUTBOX-BACKING-STAMPS -----------------------------------------------------------
 
 
+def _assert_outbox_stamps(store: Store, job_id: int) -> None:
+    job = store.outbox("sync").get_job(job_id)
+    assert job is not None
+    stamps = (
+        job.visibility_timeout_s,
+        job.max_attempts,
+        job.backoff_base_s,
+        job.dead_letter_retention_s,
+    )
+    assert stamps == (60, 5, 5, None)
+
+
 @pytest.mark.property("OUTBOX-BACKING-STAMPS")
 def test_outbox_jobs_carry_the_outbox_stamps(store: Store) -> None:
-    outbox = store.outbox("sync")
-    direct = outbox.enqueue({"n": 1})
+    _assert_outbox_stamps(store, store.outbox("sync").enqueue({"n": 1}))
+
+
+@pytest.mark.property("OUTBOX-BACKING-STAMPS")
+@pytest.mark.requires("transactions")
+def test_outbox_jobs_enqueued_in_a_transaction_carry_the_outbox_stamps(store: Store) -> None:
     with store.transaction() as tx:
-        transactional = tx.outbox_enqueue("sync", {"n": 2})
-    for job_id in (direct, transactional):
-        job = outbox.get_job(job_id)
-        assert job is not None
-        stamps = (
-            job.visibility_timeout_s,
-            job.max_attempts,
-            job.backoff_base_s,
-            job.dead_letter_retention_s,
-        )
-        assert stamps == (60, 5, 5, None)
+        job_id = tx.outbox_enqueue("sync", {"n": 2})
+    _assert_outbox_stamps(store, job_id)
 
 
 # -- OUTBOX-BACKING-RESERVED ---------------------------------------------------------
@@ -138,6 +145,7 @@ def test_store_queue_refuses_the_backing_queue(store: Store) -> None:
 
 
 @pytest.mark.property("OUTBOX-BACKING-RESERVED")
+@pytest.mark.requires("transactions")
 def test_tx_enqueue_refuses_the_backing_queue(store: Store) -> None:
     backing = _backing_queue(store)
     with store.transaction() as tx, pytest.raises(ReservedName):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 
 import pytest
 
@@ -215,10 +216,12 @@ def _commit_plans() -> list[list[tuple[str, int]]]:
 
 
 def _watch_offsets(store: Store, stop: threading.Event) -> set[int]:
-    """Every offset a reader saw while the commits raced."""
+    """Every offset a reader saw while the commits raced (until ``stop``, or the time limit
+    if the test never gets to set it)."""
     seen: set[int] = set()
     handle = store.stream(STREAM)
-    while not stop.is_set():
+    give_up_at = time.monotonic() + TIME_LIMIT_S
+    while not stop.is_set() and time.monotonic() < give_up_at:
         seen.update(handle.offset(f"consumer-{round_}") for round_ in range(ROUNDS))
     return seen
 

@@ -76,6 +76,7 @@ from alkstore import (
     outbox_queue_name,
 )
 from alkstore.testing import FakeClock
+from alkstore_conformance.helpers.bounded import pages
 from alkstore_conformance.model import Claim, ReferenceModel, job_differences
 
 PROPERTY = "QUEUE-MODEL-AGREEMENT"
@@ -232,15 +233,11 @@ def agree_job(what: str, engine: Job | None, model: Job | None) -> None:
 
 def read_all(stream: Stream) -> list[StreamEvent]:
     """Every event of a stream, page by page at ``read``'s default limit."""
-    events: list[StreamEvent] = []
-    while page := stream.read(events[-1].offset if events else 0):
-        # A read that does not move past ``after`` would page forever.
-        assert page[0].offset > (events[-1].offset if events else 0), (
-            f"stream {stream.name!r} read past {events[-1].offset if events else 0} "
-            f"returned offset {page[0].offset}"
-        )
-        events.extend(page)
-    return events
+    return pages(stream.read, _offset, what=f"stream {stream.name!r}.read()")
+
+
+def _offset(event: StreamEvent) -> int:
+    return event.offset
 
 
 class _Rollback(Exception):

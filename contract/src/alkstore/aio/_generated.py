@@ -970,6 +970,7 @@ class AsyncStoreBase:
         Raises:
             InvalidName: ``name`` is malformed.
             ReservedName: ``name`` starts with the reserved prefix.
+            ProfileUnavailable: the engine has no locks profile.
             StoreClosed: the store was closed.
         """
         return AsyncLock(self._runner, self.sync.lock(name))

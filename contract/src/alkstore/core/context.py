@@ -151,6 +151,11 @@ class StoreContext:
         driver: UniqueDriver[Any] = self._profile("unique")
         return driver
 
+    def require(self, profile: str) -> None:
+        """Refuse a call that needs ``profile`` unless the engine declares it
+        (``ProfileUnavailable``; ``StoreClosed`` on a closed store)."""
+        self._profile(profile)
+
     def _profile(self, profile: str) -> Any:
         self.check_open()
         if not getattr(self.capabilities, profile):

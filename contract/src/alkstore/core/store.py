@@ -133,7 +133,7 @@ class CoreStore:
 
     def lock(self, name: str) -> CoreLock:
         validate_name(name, "lock name")
-        self._context.check_open()
+        self._context.require("locks")
         return CoreLock(self._context, name)
 
     def claim_wait_any(
@@ -218,7 +218,7 @@ class CoreStore:
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
-        self._context.check_open()
+        self._context.require("transactions")
         with self._context.driver.transaction() as handle:
             tx = CoreTransaction(self._context, handle)
             try:

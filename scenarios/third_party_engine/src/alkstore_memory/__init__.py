@@ -24,8 +24,9 @@ reopening the URL sees the same data (until the process exits, or until the
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -73,6 +74,28 @@ class MemoryEngine:
         unique=True,
     )
 
+    def __init__(self, *, without: Iterable[str] = ()) -> None:
+        """The engine with the optional profiles ``without`` switched off (none by
+        default): its capabilities declare them absent and its stores refuse them
+        with ``ProfileUnavailable``, as an engine that never had them would.
+
+        ``alkstore_memory.without:locks`` (or ``without:locks+streams``) names such an
+        engine for ``--engine``: a way to check that a suite, an application or the
+        conformance kit copes with an engine lacking any one profile."""
+        switched_off = tuple(without)
+        offered = sorted(type(self).capabilities.profiles())
+        unknown = sorted(set(switched_off) - set(offered))
+        if unknown:
+            raise ValueError(
+                f"the memory engine has no profile {', '.join(unknown)} to switch off "
+                f"(it has: {', '.join(offered)})"
+            )
+        self.without = tuple(sorted(set(switched_off)))
+        if self.without:
+            self.capabilities = dataclasses.replace(
+                type(self).capabilities, **dict.fromkeys(self.without, False)
+            )
+
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
         """Open ``memory://<name>``; an unknown name starts an empty database.
 
@@ -101,7 +124,10 @@ class MemoryEngine:
         )
         if opts:
             raise InvalidOptions(f"unknown memory engine option(s): {', '.join(sorted(opts))}")
-        driver = MemoryDriver(database(_database_name(url)), lock_timeout_s)
+        # Without the ops profile a job has no error history (contract §11).
+        driver = MemoryDriver(
+            database(_database_name(url)), lock_timeout_s, error_history=self.capabilities.ops
+        )
         return CoreStore(
             wrap(driver),
             clock=clock,
@@ -151,7 +177,8 @@ class MemoryEngine:
         }
 
     def __repr__(self) -> str:
-        return f"<alkstore engine {self.name} {self.version}>"
+        lacking = f" without {', '.join(self.without)}" if self.without else ""
+        return f"<alkstore engine {self.name} {self.version}{lacking}>"
 
 
 ENGINE = MemoryEngine()

@@ -164,11 +164,21 @@ def _live_lock(tables: Tables, name: str, now: int) -> LockInfo | None:
 
 
 class MemoryDriver:
-    """One store's driver; several drivers may share one ``Database``."""
+    """One store's driver; several drivers may share one ``Database``.
 
-    def __init__(self, database: Database, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+    ``error_history`` keeps every failed attempt's error (the ops profile's
+    ``Job.errors``); without the ops profile there is none (contract §11)."""
+
+    def __init__(
+        self,
+        database: Database,
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        *,
+        error_history: bool = True,
+    ) -> None:
         self._db = database
         self._lock_timeout_s = lock_timeout_s
+        self._error_history = error_history
 
     def _limit_s(self, wait_s: float | None) -> float:
         # An in-memory write holds the lock for microseconds, but a caller's
@@ -366,7 +376,7 @@ class MemoryDriver:
             worker_id=None,
             claimed_at=None,
             deadline=None,
-            errors=_with_error(row.errors, attempt, now, error),
+            errors=self._with_error(row.errors, attempt, now, error),
         )
         c.topics.add(queue_topic(row.queue))
         return True
@@ -381,9 +391,12 @@ class MemoryDriver:
         if not _valid_claim(row, attempt, now):
             return False
         if error is not None:
-            row = replace(row, errors=_with_error(row.errors, attempt, now, error))
+            row = replace(row, errors=self._with_error(row.errors, attempt, now, error))
         _to_dead(c.tables, row, last_error, now)
         return True
+
+    def _with_error(self, errors: str | None, attempt: int, at: int, error: str) -> str | None:
+        return _with_error(errors, attempt, at, error) if self._error_history else errors
 
     def cancel(self, c: Tx, params: Cancel) -> bool:
         queue, job_id = params.queue, params.job_id
