@@ -3,11 +3,21 @@ docstring rule, and the ``unique_key`` every job row then keeps."""
 
 from __future__ import annotations
 
+from alkstore.driver import queue_topic
 from alkstore.params import Bury, InsertUnique, Redrive
 from alkstore.values import JobState
 
 from .base import SeamTests
-from .support import T0, SeamDriver, claim_one, enqueue_one, get_job, stamps
+from .support import (
+    DEFAULT_STAMPS,
+    T0,
+    SeamDriver,
+    claim_one,
+    enqueue_one,
+    get_job,
+    stamps,
+    watching,
+)
 
 
 def _insert(
@@ -54,6 +64,15 @@ class UniqueStatements(SeamTests):
         job = get_job(driver, first)
         assert job is not None
         assert (job.state, job.unique_key, job.payload) == (JobState.PENDING, "k", "k")
+
+    def test_insert_unique_jobs_announces_its_queue_when_it_inserted_a_row(
+        self, driver: SeamDriver, other: SeamDriver
+    ) -> None:
+        sink = watching(other)
+        sink.clear()
+        ((_, duplicate),) = _insert(driver, "k")
+        assert duplicate is False
+        assert sink.wait_for(lambda s: s.woken_for(queue_topic(DEFAULT_STAMPS.queue)))
 
     def test_new_rows_ids_increase_in_payload_order(self, driver: SeamDriver) -> None:
         outcomes = _insert(driver, "a", "b", "c")
