@@ -525,7 +525,12 @@ def test_enqueue_prints_the_new_jobs_id_for_scripts(cli: Cli, store: Store) -> N
 def test_enqueue_json_names_the_queue_and_id(cli: Cli, store: Store) -> None:
     document = cli.json("enqueue", "emails", "42")
 
-    assert document == {"version": 1, "queue": "emails", "id": document["id"]}
+    assert document == {
+        "version": 1,
+        "queue": "emails",
+        "id": document["id"],
+        "duplicate": False,
+    }
     job = store.queue("emails").get_job(document["id"])
     assert job is not None
     assert job.payload == 42
@@ -591,4 +596,25 @@ def test_enqueue_refuses_a_reserved_queue_name_as_usage(cli: Cli, store: Store) 
 
     assert done.returncode == 2
     assert "reserved" in done.stderr
+    assert store.stats() == []
+
+
+def test_enqueue_with_a_held_unique_key_prints_the_holders_id_and_writes_nothing(
+    cli: Cli, store: Store
+) -> None:
+    first = cli.json("enqueue", "sync", '{"user": 42}', "--unique", "sync-user-42")
+    again = cli.json("enqueue", "sync", '{"user": 42}', "--unique", "sync-user-42")
+
+    assert first["duplicate"] is False
+    assert again == {**first, "duplicate": True}
+    assert [job.id for job in store.queue("sync").jobs()] == [first["id"]]
+    job = store.queue("sync").get_job(first["id"])
+    assert job is not None
+    assert job.unique_key == "sync-user-42"
+
+
+def test_enqueue_refuses_an_empty_unique_key_as_usage(cli: Cli, store: Store) -> None:
+    done = cli.run("enqueue", "sync", "{}", "--unique", "")
+
+    assert done.returncode == 2
     assert store.stats() == []

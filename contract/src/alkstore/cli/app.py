@@ -362,6 +362,13 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
     metavar="DURATION",
     help=f"Expire this long after enqueue if not done: {DURATION_FORMAT}.",
 )
+@click.option(
+    "--unique",
+    "unique_key",
+    metavar="KEY",
+    help="A unique key (contract §15): while a pending or processing job of QUEUE "
+    "holds KEY, print that job's id and enqueue nothing.",
+)
 @_json_option
 @click.pass_context
 def enqueue(
@@ -373,6 +380,7 @@ def enqueue(
     priority: int,
     max_attempts: int | None,
     expires: int | None,
+    unique_key: str | None,
     as_json: bool,
 ) -> None:
     """Enqueue one job into QUEUE and print its id (for cron jobs and scripts).
@@ -390,7 +398,12 @@ def enqueue(
         max_attempts=max_attempts,
         expires=expires,
         run_at=None if run_at is None else parse_instant(run_at),
+        unique=unique_key,
     )
     handle = queue_handle(open_store(ctx), queue)
     job_id = handle.enqueue(value, opts)
-    _emit(as_json, documents.enqueue_document(handle.name, job_id), lambda: str(job_id))
+    _emit(
+        as_json,
+        documents.enqueue_document(handle.name, job_id, job_id.duplicate),
+        lambda: str(job_id),
+    )

@@ -127,8 +127,8 @@ def schedules_document(schedules: Sequence[Schedule]) -> dict[str, Any]:
     return {"version": SCHEMA_VERSION, "schedules": [schedule_entry(s) for s in schedules]}
 
 
-def enqueue_document(queue: str, job_id: int) -> dict[str, Any]:
-    return {"version": SCHEMA_VERSION, "queue": queue, "id": int(job_id)}
+def enqueue_document(queue: str, job_id: int, duplicate: bool) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "queue": queue, "id": int(job_id), "duplicate": duplicate}
 
 
 def dumps(document: dict[str, Any]) -> str:
