@@ -364,15 +364,16 @@ def rows(target: OpenTarget | None) -> list[Row]:
             needs="scheduler",
         )
     )
-    table.append(
-        Row(
-            "schedule(spec)",
-            "'0 * * * *' (cron)",
-            (InvalidSpec,),
-            _schedule_spec("0 * * * *"),
-            needs="scheduler",
+    # Cron is a spec since contract 1.2 (§5.2); what lies outside its grammar is not.
+    for label, spec in (
+        ("'0 0 * * * *' (a seconds field)", "0 0 * * * *"),
+        ("'60 * * * *' (minute 60)", "60 * * * *"),
+        ("'0 0 L * *' (an extension)", "0 0 L * *"),
+        ("'0 0 31 2 *' (a day no listed month has)", "0 0 31 2 *"),
+    ):
+        table.append(
+            Row("schedule(spec)", label, (InvalidSpec,), _schedule_spec(spec), needs="scheduler")
         )
-    )
     table.append(Row("queue.claim", "worker_id=''", (InvalidName,), lambda c: _probe(c).claim("")))
     table.extend(_accepted_rows())
     table.extend(_any_engine_url_rows())
