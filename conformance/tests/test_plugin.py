@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kit_runs import RunIn, output
 
@@ -100,70 +102,57 @@ def test_missing_profile_is_reported_not_applicable(run_in: RunIn) -> None:
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, output(result)
 
 
-def test_an_engine_without_ops_has_every_ops_property_not_applicable(run_in: RunIn) -> None:
-    ops = [prop.id for prop in load_manifest().values() if prop.profile == "ops"]
-    assert ops
-    selection = [arg for property_id in ops for arg in ("--alkstore-property", property_id)]
+def _profile_ids(profile: str) -> list[str]:
+    ids = [prop.id for prop in load_manifest().values() if prop.profile == profile]
+    assert ids, f"the manifest has no {profile} property"
+    return ids
+
+
+def _report_of(run_in: RunIn, engine: str, property_ids: list[str]) -> dict[str, Any]:
+    """Run only ``property_ids`` on ``engine``; the report (it must succeed)."""
+    selection = [
+        arg for property_id in property_ids for arg in ("--alkstore-property", property_id)
+    ]
     result = run_in.pytest(
         "--pyargs",
         "alkstore_conformance.suite",
         "--engine",
-        "kit_engines:ReferenceWithoutOps",
+        engine,
         *selection,
         "--alkstore-report",
         "report.json",
         "-q",
     )
     assert result.returncode == 0, output(result)
-    report = run_in.report()
-    statuses = {p["id"]: p["status"] for p in report["properties"]}
-    assert statuses == dict.fromkeys(ops, "not_applicable")
+    report: dict[str, Any] = run_in.report()
+    return report
+
+
+def _statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {p["id"]: p["status"] for p in report["properties"]}
+
+
+def test_an_engine_without_ops_has_every_ops_property_not_applicable(run_in: RunIn) -> None:
+    ops = _profile_ids("ops")
+    report = _report_of(run_in, "kit_engines:ReferenceWithoutOps", ops)
+    assert _statuses(report) == dict.fromkeys(ops, "not_applicable")
     assert "ops" in report["engine"]["not_applicable_profiles"]
 
 
 def test_a_1_1_engine_has_every_snooze_property_not_applicable(run_in: RunIn) -> None:
-    snooze = [prop.id for prop in load_manifest().values() if prop.profile == "snooze"]
-    assert snooze
-    selection = [arg for property_id in snooze for arg in ("--alkstore-property", property_id)]
-    result = run_in.pytest(
-        "--pyargs",
-        "alkstore_conformance.suite",
-        "--engine",
-        "kit_engines:ReferenceWithoutSnooze",
-        *selection,
-        "--alkstore-report",
-        "report.json",
-        "-q",
-    )
-    assert result.returncode == 0, output(result)
-    report = run_in.report()
-    statuses = {p["id"]: p["status"] for p in report["properties"]}
-    assert statuses == dict.fromkeys(snooze, "not_applicable")
+    snooze = _profile_ids("snooze")
+    report = _report_of(run_in, "kit_engines:ReferenceWithoutSnooze", snooze)
+    assert _statuses(report) == dict.fromkeys(snooze, "not_applicable")
     assert "snooze" in report["engine"]["not_applicable_profiles"]
 
 
 def test_a_1_1_engine_certifies_its_scheduler_with_every_cron_property_not_applicable(
     run_in: RunIn,
 ) -> None:
-    manifest = load_manifest().values()
-    cron = [prop.id for prop in manifest if prop.profile == "cron"]
-    scheduler = [prop.id for prop in manifest if prop.profile == "scheduler"]
-    assert cron
-    assert scheduler
-    selection = [arg for p in cron + scheduler for arg in ("--alkstore-property", p)]
-    result = run_in.pytest(
-        "--pyargs",
-        "alkstore_conformance.suite",
-        "--engine",
-        "kit_engines:MemoryWithoutCron",
-        *selection,
-        "--alkstore-report",
-        "report.json",
-        "-q",
-    )
-    assert result.returncode == 0, output(result)
-    report = run_in.report()
-    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    cron = _profile_ids("cron")
+    scheduler = _profile_ids("scheduler")
+    report = _report_of(run_in, "kit_engines:MemoryWithoutCron", cron + scheduler)
+    statuses = _statuses(report)
     assert {p: statuses[p] for p in cron} == dict.fromkeys(cron, "not_applicable")
     # The memory engine is one process: its multi-process properties are not applicable.
     assert {statuses[p] for p in scheduler} == {"pass", "not_applicable"}
@@ -172,23 +161,9 @@ def test_a_1_1_engine_certifies_its_scheduler_with_every_cron_property_not_appli
 
 
 def test_a_1_1_engine_has_every_unique_property_not_applicable(run_in: RunIn) -> None:
-    unique = [prop.id for prop in load_manifest().values() if prop.profile == "unique"]
-    assert unique
-    selection = [arg for property_id in unique for arg in ("--alkstore-property", property_id)]
-    result = run_in.pytest(
-        "--pyargs",
-        "alkstore_conformance.suite",
-        "--engine",
-        "kit_engines:ReferenceWithoutUnique",
-        *selection,
-        "--alkstore-report",
-        "report.json",
-        "-q",
-    )
-    assert result.returncode == 0, output(result)
-    report = run_in.report()
-    statuses = {p["id"]: p["status"] for p in report["properties"]}
-    assert statuses == dict.fromkeys(unique, "not_applicable")
+    unique = _profile_ids("unique")
+    report = _report_of(run_in, "kit_engines:ReferenceWithoutUnique", unique)
+    assert _statuses(report) == dict.fromkeys(unique, "not_applicable")
     assert "unique" in report["engine"]["not_applicable_profiles"]
 
 

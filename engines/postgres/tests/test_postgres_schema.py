@@ -25,6 +25,16 @@ def _tables(conn: psycopg.Connection[Any], schema: str) -> set[str]:
     return {row[0] for row in rows}
 
 
+def _migrate_as_release(
+    pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """Leave ``schema`` as the release whose last migration was ``version`` left it."""
+    with monkeypatch.context() as release:
+        release.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:version])
+        release.setattr(migrations, "LATEST_VERSION", version)
+        assert migrate(pg_dsn, schema=schema) == version
+
+
 def _migrations(conn: psycopg.Connection[Any], schema: str) -> list[tuple[Any, ...]]:
     return conn.execute(
         f'SELECT version, applied_at FROM "{schema}".alkstore_migrations ORDER BY version'
@@ -94,10 +104,7 @@ def test_concurrent_opens_migrate_once_without_errors(
 def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with monkeypatch.context() as release_one:
-        release_one.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
-        release_one.setattr(migrations, "LATEST_VERSION", 1)
-        assert migrate(pg_dsn, schema=schema) == 1
+    _migrate_as_release(pg_dsn, schema, monkeypatch, 1)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
         " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 3, 1, 1, 1, 1)"
@@ -107,17 +114,16 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+    assert [version for version, _ in _migrations(admin, schema)] == list(
+        range(1, LATEST_VERSION + 1)
+    )
     assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
 
 
 def test_a_schema_of_the_snooze_release_keeps_its_schedules_firing_in_utc_replaying_all(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with monkeypatch.context() as release_four:
-        release_four.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
-        release_four.setattr(migrations, "LATEST_VERSION", 4)
-        assert migrate(pg_dsn, schema=schema) == 4
+    _migrate_as_release(pg_dsn, schema, monkeypatch, 4)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_schedules (name, spec, queue, payload, priority,'
         " max_attempts, expires_s, interval_s, next_fire_at)"
@@ -138,16 +144,15 @@ def test_a_schema_of_the_snooze_release_keeps_its_schedules_firing_in_utc_replay
         )
         assert (cron.interval_s, cron.timezone) == (None, "Asia/Tokyo")
         assert store.get_schedule("digest") == cron
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+    assert [version for version, _ in _migrations(admin, schema)] == list(
+        range(1, LATEST_VERSION + 1)
+    )
 
 
 def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_zero_times(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with monkeypatch.context() as release_three:
-        release_three.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:3])
-        release_three.setattr(migrations, "LATEST_VERSION", 3)
-        assert migrate(pg_dsn, schema=schema) == 3
+    _migrate_as_release(pg_dsn, schema, monkeypatch, 3)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
         " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 1, 1, 1, 30, 1)"
@@ -166,16 +171,15 @@ def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_z
         dead = queue.get_job(job.id)
         assert dead is not None
         assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+    assert [version for version, _ in _migrations(admin, schema)] == list(
+        range(1, LATEST_VERSION + 1)
+    )
 
 
 def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with monkeypatch.context() as release_four:
-        release_four.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
-        release_four.setattr(migrations, "LATEST_VERSION", 4)
-        assert migrate(pg_dsn, schema=schema) == 4
+    _migrate_as_release(pg_dsn, schema, monkeypatch, 4)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
         " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 1, 1, 1, 30, 1)"
@@ -195,7 +199,9 @@ def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
         assert handle.fail("broken")  # the move to dead keeps the key of a dead-holding job
         again = queue.enqueue("again", alkstore.EnqueueOpts(unique="k"))
         assert (again, again.duplicate) == (first, True)
-    assert [version for version, _ in _migrations(admin, schema)] == [1, 2, 3, 4, 5, 6]
+    assert [version for version, _ in _migrations(admin, schema)] == list(
+        range(1, LATEST_VERSION + 1)
+    )
     assert "alkstore_insert_unique" in {
         name
         for (name,) in admin.execute(

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from alkstore import EngineProvider, EngineUnavailable
+from alkstore import EngineProvider, EngineUnavailable, JobHandle, QueueConsumer, Store
 
 from ..hooks import (
     HOLD_WRITE_PATH_HOOK,
@@ -28,6 +28,7 @@ from ..hooks import (
     HoldWritePathProvider,
     OutageSwitchProvider,
 )
+from .common import unique_name
 
 HOLD_S = 4.0
 """The longest a hold or an outage lasts (the hooks let go by themselves then): a
@@ -150,3 +151,26 @@ def check_raised_unavailable_or_returned(timed: Timed) -> None:
         f"{timed.describe()}: only EngineUnavailable may tell that the database cannot "
         "be used right now (contract §8.4)"
     )
+
+
+def writes_of(
+    engine: EngineProvider, store: Store, queue: QueueConsumer, handle: JobHandle
+) -> dict[str, Callable[[], Any]]:
+    """The writes a blocked store is tried with, by name: an enqueue, a batch, an ack
+    of ``handle``, and a transaction and a lock when the engine has those profiles."""
+    writes: dict[str, Callable[[], Any]] = {
+        "enqueue": lambda: queue.enqueue({"n": "enqueued"}),
+        "enqueue_many": lambda: queue.enqueue_many([{"n": "batch-0"}, {"n": "batch-1"}]),
+        "ack": handle.ack,
+    }
+    if engine.capabilities.transactions:
+
+        def transact() -> None:
+            with store.transaction() as tx:
+                tx.enqueue(queue.name, {"n": "tx-0"})
+                tx.enqueue(queue.name, {"n": "tx-1"})
+
+        writes["transaction"] = transact
+    if engine.capabilities.locks:
+        writes["lock.acquire"] = lambda: store.lock(unique_name("lock")).acquire("owner", 30)
+    return writes

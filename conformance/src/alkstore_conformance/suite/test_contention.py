@@ -12,7 +12,6 @@ ends it is still there to claim.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
@@ -29,6 +28,7 @@ from alkstore_conformance.helpers.contention import (
     check_waits_bounded,
     require_hold_write_path,
     samples,
+    writes_of,
 )
 from alkstore_conformance.helpers.profiles import drain, payload_key
 
@@ -101,21 +101,7 @@ def test_calls_without_a_timeout_wait_for_the_holder_or_raise_engine_unavailable
     claimed_id = queue.enqueue({"n": "claimed"})
     handle = queue.claim("before-the-hold")
     assert handle is not None
-    writes: dict[str, Any] = {
-        "enqueue": lambda: queue.enqueue({"n": "enqueued"}),
-        "enqueue_many": lambda: queue.enqueue_many([{"n": "batch-0"}, {"n": "batch-1"}]),
-        "ack": handle.ack,
-    }
-    if engine.capabilities.transactions:
-
-        def transact() -> None:
-            with store.transaction() as tx:
-                tx.enqueue(queue.name, {"n": "tx-0"})
-                tx.enqueue(queue.name, {"n": "tx-1"})
-
-        writes["transaction"] = transact
-    if engine.capabilities.locks:
-        writes["lock.acquire"] = lambda: store.lock(unique_name("lock")).acquire("owner", 30)
+    writes = writes_of(engine, store, queue, handle)
     with holder.hold_write_path(engine_spec, HOLD_S):
         running = Running({**writes, "get_job": lambda: queue.get_job(claimed_id)})
         time.sleep(HELD_FOR_S)  # the writes wait (or give up) meanwhile

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -29,6 +28,7 @@ from alkstore_conformance.helpers.contention import (
     check_waits_bounded,
     require_outage_switch,
     samples,
+    writes_of,
 )
 from alkstore_conformance.helpers.profiles import drain, in_thread, payload_key
 from alkstore_conformance.hooks import OutageSwitch
@@ -64,21 +64,7 @@ def test_calls_raise_engine_unavailable_within_the_engines_limit_during_an_outag
     claimed_id = queue.enqueue({"n": "claimed"})
     handle = queue.claim("before-the-outage")
     assert handle is not None
-    writes: dict[str, Any] = {
-        "enqueue": lambda: queue.enqueue({"n": "enqueued"}),
-        "enqueue_many": lambda: queue.enqueue_many([{"n": "batch-0"}, {"n": "batch-1"}]),
-        "ack": handle.ack,
-    }
-    if engine.capabilities.transactions:
-
-        def transact() -> None:
-            with store.transaction() as tx:
-                tx.enqueue(queue.name, {"n": "tx-0"})
-                tx.enqueue(queue.name, {"n": "tx-1"})
-
-        writes["transaction"] = transact
-    if engine.capabilities.locks:
-        writes["lock.acquire"] = lambda: store.lock(unique_name("lock")).acquire("owner", 30)
+    writes = writes_of(engine, store, queue, handle)
     with switch.unavailable(HOLD_S):
         outcomes = Running({**writes, "get_job": lambda: queue.get_job(claimed_id)}).join()
     limit = switch.give_up_s + SLACK_S
