@@ -210,6 +210,7 @@ def test_the_flags_reach_the_worker(app_dir: Path, opened: list[Any], ran: list[
         "mailer-1",
         "--shutdown-grace",
         "5",
+        "--snooze-on-stop",
     )
 
     assert result.exit_code == 0, result.output
@@ -218,6 +219,7 @@ def test_the_flags_reach_the_worker(app_dir: Path, opened: list[Any], ran: list[
     assert worker.maintenance is True
     assert worker.name == "mailer-1"
     assert worker.shutdown_grace_s == 5.0
+    assert worker.snooze_on_stop is True
 
 
 def test_without_flags_the_worker_keeps_its_own_settings(
@@ -232,6 +234,7 @@ def test_without_flags_the_worker_keeps_its_own_settings(
     assert [(t.queue, t.concurrency) for t in worker.tasks] == [("emails", 4), ("thumbnails", 1)]
     assert worker.maintenance is False
     assert worker.shutdown_grace_s == 30.0
+    assert worker.snooze_on_stop is False
 
 
 def test_a_queue_without_a_task_is_a_usage_error(

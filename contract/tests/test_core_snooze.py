@@ -14,6 +14,7 @@ from alkstore.errors import InvalidOptions, ProfileUnavailable
 from alkstore.options import QueueOpts
 from alkstore.testing import FakeClock
 from alkstore.values import JobState
+from alkstore.worker import Worker
 from alkstore.worker.outcomes import Snooze, Snoozed, outcome_of
 
 
@@ -88,3 +89,17 @@ def test_a_raised_snooze_is_the_snoozed_outcome_of_its_whole_seconds() -> None:
 def test_snooze_refuses_a_bad_delay_where_the_handler_raises_it() -> None:
     with pytest.raises(InvalidOptions):
         Snooze(-1)
+
+
+def test_a_worker_snoozing_on_stop_refuses_an_engine_without_the_profile(
+    store: CoreStore,
+) -> None:
+    worker = Worker(store, name="w1", snooze_on_stop=True)
+
+    @worker.task("q")
+    def handle(job: object) -> None:
+        raise AssertionError("never runs: run() refuses first")
+
+    with pytest.raises(ProfileUnavailable, match="snooze"):
+        worker.run()
+    assert store.queue("q").claim("w2") is None

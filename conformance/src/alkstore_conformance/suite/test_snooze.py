@@ -9,6 +9,7 @@ new ``run_at`` by anyone, a waiting claimer included.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from alkstore import EnqueueOpts, InvalidOptions, Job, JobState, QueueOpts, Store
 from alkstore.constants import MAX_SNOOZES
 from alkstore.testing import FakeClock
-from alkstore.worker import Snooze, Worker
+from alkstore.worker import JobContext, Snooze, Worker
 from alkstore_conformance.helpers.common import claim_wait_in_thread, unique_name
 from alkstore_conformance.helpers.workers import RunningWorker, eventually
 
@@ -230,3 +231,64 @@ def test_a_handler_raising_snooze_runs_again_without_spending_its_only_attempt(
             lambda: store.queue(name).get_job(job_id) is None, "the second run acked it", GENEROUS_S
         )
     assert seen == [(1, 0), (2, 1)]
+
+
+# -- WORKER-SNOOZE-ON-STOP -------------------------------------------------------------
+
+STOP_GRACE_S = 0.5
+LONG_VISIBILITY_S = 600
+
+
+@pytest.mark.property("WORKER-SNOOZE-ON-STOP")
+def test_a_job_cut_off_by_a_stop_is_snoozed_to_now_with_its_only_attempt_unspent(
+    store: Store,
+) -> None:
+    name = unique_name("cutoff")
+    opts = QueueOpts(max_attempts=1, visibility_timeout_s=LONG_VISIBILITY_S)
+    job_id = store.queue(name, opts).enqueue({"n": 0})
+    started, release = threading.Event(), threading.Event()
+    worker = Worker(store, name="cutoff", shutdown_grace_s=STOP_GRACE_S, snooze_on_stop=True)
+
+    @worker.task(name)
+    def outlive(job: Job) -> None:
+        started.set()
+        release.wait(GENEROUS_S)
+
+    try:
+        with RunningWorker(worker, GENEROUS_S) as run:
+            assert started.wait(GENEROUS_S)
+            run.stop()  # graceful: the handler outlives the grace
+        left = store.queue(name).get_job(job_id)
+        assert left is not None
+        budget_left = left.max_attempts - left.attempts
+        assert (left.state, budget_left, left.snoozes) == (JobState.PENDING, 1, 1)
+        # Claimable now, not after the 600 s visibility timeout, with the attempt the cut
+        # off run spent refunded (max_attempts=1: a spent one would leave nothing).
+        again = store.queue(name).claim("next-worker")
+        assert again is not None
+        assert again.id == job_id
+    finally:
+        release.set()
+    assert again.ack() is True
+
+
+@pytest.mark.property("WORKER-SNOOZE-ON-STOP")
+def test_a_handler_that_snoozes_when_told_to_stop_spends_no_attempt(store: Store) -> None:
+    name = unique_name("polite")
+    job_id = store.queue(name, QueueOpts(max_attempts=1)).enqueue({"n": 0})
+    started = threading.Event()
+    worker = Worker(store, name="polite", shutdown_grace_s=GENEROUS_S)
+
+    @worker.task(name)
+    def wrap_up(job: Job, context: JobContext) -> None:
+        started.set()
+        if context.stop.wait(GENEROUS_S):
+            raise Snooze(0)
+
+    with RunningWorker(worker, GENEROUS_S) as run:
+        assert started.wait(GENEROUS_S)
+        run.stop()
+    left = store.queue(name).get_job(job_id)
+    assert left is not None
+    budget_left = left.max_attempts - left.attempts
+    assert (left.state, budget_left, left.snoozes) == (JobState.PENDING, 1, 1)

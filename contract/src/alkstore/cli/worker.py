@@ -210,6 +210,12 @@ def _attach_store(
     metavar="SECONDS",
     help="How long a stop waits for running jobs (default: the worker's own, 30).",
 )
+@click.option(
+    "--snooze-on-stop/--no-snooze-on-stop",
+    default=None,
+    help="Snooze the jobs still running when the grace ends, rather than let their "
+    "claims lapse (default: as the worker says).",
+)
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -222,6 +228,7 @@ def worker(
     name: str | None,
     log_level: str,
     shutdown_grace: float | None,
+    snooze_on_stop: bool | None,
 ) -> None:
     """Run the Worker that MODULE:OBJECT names (e.g. app:worker) until SIGTERM or
     Ctrl-C: running jobs finish first (up to the shutdown grace); a second
@@ -237,6 +244,7 @@ def worker(
         maintenance=maintenance,
         name=name,
         shutdown_grace_s=shutdown_grace,
+        snooze_on_stop=snooze_on_stop,
     )
     settings = _store_settings(ctx, url, options)
     explicit = url is not None or bool(options) or _given(ctx, "url") or _given(ctx, "options")

@@ -17,8 +17,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..api import Store
-from ..errors import InvalidOptions
+from ..api import JobHandle, Store
+from ..engine import Capabilities
+from ..errors import AlkstoreError, InvalidOptions, ProfileUnavailable
 from ..names import validate_identifier, validate_name
 from .dispatch import Dispatcher
 from .execution import Execution
@@ -56,6 +57,10 @@ class Worker:
             ``maintenance_every`` (the built-in maintenance recipe).
         maintenance_every: a schedule spec (contract §5.2), default ``"@every 60s"``; a
             cron spec needs an engine with the cron profile.
+        snooze_on_stop: when a graceful stop's grace ends, snooze (to now) the jobs
+            whose handlers are still running instead of leaving their claims to
+            lapse: another worker takes them at once and no attempt is spent
+            (contract §12.5). Needs an engine with the snooze profile.
 
     Raises:
         InvalidName: ``name`` is malformed.
@@ -71,6 +76,7 @@ class Worker:
         shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
         maintenance: bool = False,
         maintenance_every: str = DEFAULT_MAINTENANCE_EVERY,
+        snooze_on_stop: bool = False,
     ) -> None:
         self.store = store
         self.name = validate_identifier(
@@ -79,6 +85,7 @@ class Worker:
         self.shutdown_grace_s = _grace(shutdown_grace_s)
         self.maintenance = bool(maintenance)
         self.maintenance_every = check_every(maintenance_every)
+        self.snooze_on_stop = bool(snooze_on_stop)
         self._tasks: dict[str, Task] = {}
         self._lock = threading.Lock()
         """Guards registering and configuring against ``run``."""
@@ -130,6 +137,7 @@ class Worker:
         maintenance: bool | None = None,
         name: str | None = None,
         shutdown_grace_s: float | None = None,
+        snooze_on_stop: bool | None = None,
     ) -> None:
         """Adjust a defined worker before ``run`` (what ``alkstore worker``'s flags do).
 
@@ -139,6 +147,8 @@ class Worker:
             maintenance: turn the built-in maintenance on or off.
             name: the worker id its claims carry.
             shutdown_grace_s: how long a graceful stop waits for running handlers.
+            snooze_on_stop: snooze, rather than abandon, the jobs still running
+                when the grace ends.
 
         Raises:
             InvalidOptions: a queue has no registered task, ``concurrency`` is
@@ -169,6 +179,8 @@ class Worker:
             self._tasks = tasks
             if maintenance is not None:
                 self.maintenance = bool(maintenance)
+            if snooze_on_stop is not None:
+                self.snooze_on_stop = bool(snooze_on_stop)
 
     @property
     def tasks(self) -> list[Task]:
@@ -206,11 +218,13 @@ class Worker:
         wait for running handlers up to ``shutdown_grace_s`` and return.
 
         Jobs whose handler has not finished by then are never acked: their
-        claims lapse and another worker takes them.
+        claims lapse and another worker takes them (or, with ``snooze_on_stop``,
+        they are snoozed to now).
 
         Raises:
             InvalidOptions: no store or no task, or ``run`` was called before.
-            ProfileUnavailable: ``maintenance=True`` on an engine without a scheduler.
+            ProfileUnavailable: ``maintenance=True`` on an engine without a
+                scheduler, or ``snooze_on_stop`` on one without snooze.
         """
         with self._lock:
             if self._started:
@@ -220,6 +234,8 @@ class Worker:
                 raise InvalidOptions("the worker has no store: Worker(store) or worker.store = ...")
             if not self._tasks and not self.maintenance:
                 raise InvalidOptions("no task is registered: decorate a handler with task()")
+            if self.snooze_on_stop:
+                _require_snooze(store)
             self._started = True
         maintenance = None
         if self.maintenance:
@@ -259,7 +275,8 @@ class Worker:
         log.info("worker %s stopped", self.name)
 
     def _drain(self) -> None:
-        """Wait for running handlers (heartbeats continue), then abandon the rest."""
+        """Wait for running handlers (heartbeats continue), then abandon the rest
+        (or snooze them, with ``snooze_on_stop``)."""
         count = self._slots.busy()
         if count:
             log.info("waiting up to %.0f s for %d running job(s)", self.shutdown_grace_s, count)
@@ -270,6 +287,8 @@ class Worker:
             if run.cancel is not None:
                 run.cancel()
             self._heartbeats.discard(run)
+            if self.snooze_on_stop and self._snoozed(run.handle):
+                continue
             job = run.handle.job
             log.warning(
                 "job abandoned: queue=%s id=%d attempt=%d after %.3fs; "
@@ -279,6 +298,29 @@ class Worker:
                 job.attempts,
                 run.elapsed_s(),
             )
+
+    def _snoozed(self, handle: JobHandle) -> bool:
+        """Snooze a job cut off by the stop; False leaves its claim to lapse."""
+        job = handle.job
+        try:
+            written = handle.snooze(0)
+        except AlkstoreError as exc:
+            log.warning("snooze of job %d on stop failed: %s", job.id, exc)
+            return False
+        if written:
+            log.info(
+                "job snoozed on stop: queue=%s id=%d attempt=%d; another worker takes it",
+                job.queue,
+                job.id,
+                job.attempts,
+            )
+        return written
+
+
+def _require_snooze(store: Store) -> None:
+    capabilities = getattr(store, "capabilities", None)
+    if isinstance(capabilities, Capabilities) and not capabilities.snooze:
+        raise ProfileUnavailable(getattr(store, "engine_name", ""), "snooze")
 
 
 def _grace(seconds: object) -> float:
