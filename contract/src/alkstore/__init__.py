@@ -54,6 +54,7 @@ from .errors import (
     ProfileUnavailable,
     ReservedName,
     StoreClosed,
+    WriteWouldDeadlock,
 )
 from .names import outbox_queue_name, validate_name
 from .options import (
@@ -140,6 +141,7 @@ __all__ = [
     "TickResult",
     "Transaction",
     "Unique",
+    "WriteWouldDeadlock",
     "backoff",
     "installed_engines",
     "load_engine",

@@ -128,6 +128,14 @@ class EngineMisconfigured(AlkstoreError):
     call will not help, so this is deliberately not an ``EngineUnavailable``."""
 
 
+class WriteWouldDeadlock(AlkstoreError, RuntimeError):
+    """A store write made on a thread that holds an open ``store.transaction()``,
+    outside that transaction, on an engine with one writer at a time (SQLite, the
+    memory engine): it could only wait for the transaction forever, so it is refused
+    at once and writes nothing (contract §3.7). Make the write through the
+    transaction (``tx.enqueue``, ...), or after it ends."""
+
+
 class ProfileUnavailable(AlkstoreError, NotImplementedError):
     """The engine does not implement an optional profile (transactions, locks,
     scheduler, streams, pubsub, ops, snooze): its ``Capabilities`` say so. Use

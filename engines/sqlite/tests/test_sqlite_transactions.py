@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlite_helpers import StoreFactory
 
-from alkstore import InvalidOptions, JobState, Store
+from alkstore import InvalidOptions, JobState, Store, WriteWouldDeadlock
 
 
 class Boom(Exception):
@@ -75,7 +75,7 @@ def test_a_store_write_inside_a_transaction_on_the_same_thread_is_refused(
             tx.enqueue("emails", {"n": 1})
             queue.enqueue({"n": 2})
 
-    with pytest.raises(RuntimeError, match="one writer"):
+    with pytest.raises(WriteWouldDeadlock, match="one writer"):
         nested_write()
     # The refusal rolled the transaction back and released the writer lock.
     assert queue.claim("w") is None

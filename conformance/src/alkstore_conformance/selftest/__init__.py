@@ -26,7 +26,12 @@ from .blind_spots import (
     TwoStepBuryDriver,
 )
 from .chaining import ClaimsOnlyAfterAnAckStore
-from .contention import NeverRecoversDriver, RawLockErrorDriver, WaitPastTimeoutDriver
+from .contention import (
+    NestedWriteRawErrorDriver,
+    NeverRecoversDriver,
+    RawLockErrorDriver,
+    WaitPastTimeoutDriver,
+)
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
@@ -360,6 +365,13 @@ RAW_LOCK_ERROR = MutantEngine(
     "not EngineUnavailable",
     driver=RawLockErrorDriver,
 )
+NESTED_WRITE_RAW_ERROR = MutantEngine(
+    "nested-write-raw-error",
+    catches="TX-WRITE-BESIDE",
+    bug="a write beside the thread's own open transaction is refused with a bare "
+    "RuntimeError, not WriteWouldDeadlock",
+    driver=NestedWriteRawErrorDriver,
+)
 NEVER_RECOVERS = MutantEngine(
     "never-recovers",
     catches="OUTAGE-RECOVERS",
@@ -495,6 +507,7 @@ MUTANTS: dict[str, MutantEngine] = {
         WAIT_PAST_TIMEOUT,
         RAW_LOCK_ERROR,
         NEVER_RECOVERS,
+        NESTED_WRITE_RAW_ERROR,
         # cron schedules (contract 1.2)
         CRON_IN_UTC,
         DST_GAP_SKIPPED,

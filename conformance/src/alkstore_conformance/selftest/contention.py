@@ -1,8 +1,10 @@
-"""Broken time limits and outages (contract §8.4, §8.5): ``SqliteDriver`` subclasses.
+"""Broken time limits and outages (contract §3.7, §8.4, §8.5): ``SqliteDriver``
+subclasses.
 
 Each keeps every statement and breaks what a unit of work does when what it
 needs is held or gone: waiting past the caller's time, letting the driver's
-own error through, staying broken once the database was unreachable.
+own error through, staying broken once the database was unreachable, refusing
+a write beside the thread's own transaction with an error outside the taxonomy.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
 
-from alkstore import EngineUnavailable
+from alkstore import EngineUnavailable, WriteWouldDeadlock
 from alkstore_sqlite import SqliteDriver
 
 T = TypeVar("T")
@@ -53,3 +55,14 @@ class NeverRecoversDriver(SqliteDriver):
         except EngineUnavailable:
             self._gone = True
             raise
+
+
+class NestedWriteRawErrorDriver(SqliteDriver):
+    """Refuses a write beside the thread's own open transaction, as it must, but with
+    a bare ``RuntimeError`` rather than the contract's ``WriteWouldDeadlock``."""
+
+    def write(self, work: Callable[[sqlite3.Connection], T], *, wait_s: float | None = None) -> T:
+        try:
+            return super().write(work, wait_s=wait_s)
+        except WriteWouldDeadlock as exc:
+            raise RuntimeError(str(exc)) from None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from alkstore import JobState, Store, Transaction
+from alkstore import JobState, Store, Transaction, WriteWouldDeadlock
 from alkstore_conformance.helpers.common import (
     Rollback,
     business_ids,
@@ -17,6 +18,7 @@ from alkstore_conformance.helpers.common import (
     insert_business_row,
     native_sql,
     raise_inside,
+    unique_name,
 )
 from alkstore_conformance.helpers.fixtures import StoreFactory
 
@@ -201,3 +203,42 @@ def test_attach_leaves_the_callers_transaction_open_after_an_error(
         finally:
             connection.close()
         assert business_ids(store, table) == [7, 8]
+
+
+# -- TX-WRITE-BESIDE ---------------------------------------------------------------------
+
+
+def _enqueue_beside_a_rolled_back_transaction(
+    store: Store, inside: str, beside: str
+) -> int | Exception | None:
+    """Enqueue to ``beside`` outside an open transaction that enqueues to ``inside``
+    and rolls back: the id made, ``None`` if refused with WriteWouldDeadlock, or the
+    other exception raised."""
+    made: int | Exception | None = None
+    with contextlib.suppress(Rollback), store.transaction() as tx:
+        tx.enqueue(inside, {"n": 1})
+        try:
+            made = store.queue(beside).enqueue({"n": 2})
+        except WriteWouldDeadlock:
+            made = None
+        except Exception as exc:  # any other error is the finding
+            made = exc
+        raise Rollback
+    return made
+
+
+@pytest.mark.property("TX-WRITE-BESIDE")
+def test_a_write_beside_an_open_transaction_is_its_own_or_refused_writing_nothing(
+    store: Store,
+) -> None:
+    inside, beside = unique_name("inside"), unique_name("beside")
+    made = _enqueue_beside_a_rolled_back_transaction(store, inside, beside)
+    assert not isinstance(made, Exception), f"raised {made!r}, not WriteWouldDeadlock"
+    assert store.queue(inside).claim("w") is None, "the rolled-back enqueue was kept"
+    got = store.queue(beside).claim("w")
+    if made is None:
+        assert got is None, "a refused write left a job"
+    else:
+        assert got is not None, "the write beside was rolled back with the transaction"
+        assert got.id == made
+        assert got.ack() is True

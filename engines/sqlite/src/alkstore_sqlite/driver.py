@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
 
-from alkstore import EngineUnavailable, InvalidOptions, StoreClosed
+from alkstore import EngineUnavailable, InvalidOptions, StoreClosed, WriteWouldDeadlock
 from alkstore.driver import WakeSink
 from alkstore.options import JobStamps, stamp_values
 from alkstore.params import (
@@ -187,7 +187,7 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
     def write(self, work: Callable[[sqlite3.Connection], T], *, wait_s: float | None = None) -> T:
         gate = self._gate
         if gate.owner == threading.get_ident():
-            raise RuntimeError(_NESTED_WRITE)
+            raise WriteWouldDeadlock(_NESTED_WRITE)
         deadline = time.monotonic() + limit_s(wait_s, self._options.busy_timeout_s)
         conn = self._pool.take(deadline)
         try:
@@ -334,7 +334,7 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
     def transaction(self) -> Iterator[sqlite3.Connection]:
         gate = self._gate
         if gate.owner == threading.get_ident():
-            raise RuntimeError(_NESTED_WRITE)
+            raise WriteWouldDeadlock(_NESTED_WRITE)
         deadline = time.monotonic() + self._options.busy_timeout_s
         conn = self._pool.take(deadline)
         try:

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from alkstore.driver import WakeSink
-from alkstore.errors import EngineUnavailable
+from alkstore.errors import EngineUnavailable, WriteWouldDeadlock
 
 from .tables import Tables
 
@@ -112,7 +112,7 @@ class Database:
         """A write transaction; waits at most ``wait_s`` for the lock."""
         with self._locked(wait_s):
             if self._writer is not None:
-                raise RuntimeError(
+                raise WriteWouldDeadlock(
                     f"memory://{self.name}: this thread already has a write transaction open; "
                     "a second write from the same thread would deadlock (use the transaction "
                     "handle instead)"
