@@ -368,6 +368,46 @@ def test_redrive_needs_ids_or_all(cli: Cli) -> None:
     assert done.returncode == 2
 
 
+def test_redrive_error_contains_takes_only_dead_jobs_whose_error_matches(
+    cli: Cli, store: Store
+) -> None:
+    matching = make_dead(store, error="Traceback ...\nTimeoutError: upstream took 30 s")
+    other = make_dead(store, error="ValueError: bad address")
+
+    document = cli.json("redrive", "emails", "--error-contains", "timeouterror")
+
+    assert [m["from"] for m in document["redriven"]] == [matching]
+    assert dead_ids(store) == [other]
+
+
+def test_redrive_error_contains_dry_run_changes_nothing(cli: Cli, store: Store) -> None:
+    matching = make_dead(store, error="TimeoutError")
+    make_dead(store, error="ValueError")
+
+    document = cli.json("redrive", "emails", "--error-contains", "Timeout", "--dry-run")
+
+    assert document["redriven"] == [{"from": matching, "to": None}]
+    assert len(dead_ids(store)) == 2
+
+
+def test_redrive_refuses_an_empty_error_text_as_usage(cli: Cli, store: Store) -> None:
+    make_dead(store)
+
+    done = cli.run("redrive", "emails", "--error-contains", " ")
+
+    assert done.returncode == 2
+    assert len(dead_ids(store)) == 1
+
+
+def test_redrive_refuses_two_selections_at_once_as_usage(cli: Cli, store: Store) -> None:
+    dead = make_dead(store)
+
+    done = cli.run("redrive", "emails", "--all", "--error-contains", "boom")
+
+    assert done.returncode == 2
+    assert dead_ids(store) == [dead]
+
+
 # -- purge ------------------------------------------------------------------------
 def test_purge_older_than_deletes_only_jobs_dead_that_long(cli: Cli, store: Store) -> None:
     with closing(cli.open(clock=OffsetClock(-3 * DAY_S))) as past:
@@ -407,6 +447,61 @@ def test_purge_of_ids_that_are_not_dead_is_refused(cli: Cli, store: Store) -> No
 
     assert done.returncode == 1
     assert store.queue("emails").get_job(pending) is not None
+
+
+def test_purge_error_contains_deletes_only_dead_jobs_whose_error_matches(
+    cli: Cli, store: Store
+) -> None:
+    make_dead(store, error="TimeoutError: upstream")
+    kept = make_dead(store, error="ValueError: bad address")
+
+    document = cli.json("purge", "emails", "--error-contains", "TIMEOUT")
+
+    assert document["purged"] == 1
+    assert dead_ids(store) == [kept]
+
+
+# -- cancel -----------------------------------------------------------------------
+def test_cancel_deletes_the_named_live_jobs_and_lists_the_rest(cli: Cli, store: Store) -> None:
+    q = store.queue("emails")
+    pending, kept = q.enqueue("a"), q.enqueue("b")
+    dead = make_dead(store)
+
+    document = cli.json("cancel", "emails", str(pending), str(dead))
+
+    assert document == {"version": 1, "queue": "emails", "cancelled": [pending], "skipped": [dead]}
+    assert q.get_job(pending) is None
+    assert [job.id for job in q.jobs(JobState.PENDING)] == [kept]
+    assert dead_ids(store) == [dead]
+
+
+def test_cancel_of_a_processing_job_makes_its_claim_stale(cli: Cli, store: Store) -> None:
+    q = store.queue("emails")
+    job_id = q.enqueue("a")
+    handle = q.claim("worker-1")
+    assert handle is not None
+
+    done = cli.run("cancel", "emails", str(job_id))
+
+    assert done.returncode == 0, done.stderr
+    assert not handle.ack()
+    assert q.get_job(job_id) is None
+
+
+def test_cancel_of_a_job_of_another_queue_is_refused(cli: Cli, store: Store) -> None:
+    elsewhere = store.queue("reports").enqueue("a")
+
+    done = cli.run("cancel", "emails", str(elsewhere))
+
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert store.queue("reports").get_job(elsewhere) is not None
+
+
+def test_cancel_needs_an_id_as_usage(cli: Cli) -> None:
+    done = cli.run("cancel", "emails")
+
+    assert done.returncode == 2
 
 
 def test_purge_refuses_a_malformed_duration_as_usage(cli: Cli, store: Store) -> None:

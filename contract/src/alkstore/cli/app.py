@@ -19,6 +19,7 @@ import click
 from rich.console import RenderableType
 
 from .. import metrics
+from ..api import QueueConsumer
 from ..constants import MAX_JOBS_PAGE
 from ..errors import (
     AlkstoreError,
@@ -32,7 +33,15 @@ from ..options import EnqueueOpts
 from ..values import JobState
 from . import documents, tables
 from .arguments import DURATION_FORMAT, engine_options, parse_duration, parse_instant, parse_payload
-from .selection import LOOKUP_QUEUE, carry_out, plan_all, plan_named, queue_handle
+from .selection import (
+    LOOKUP_QUEUE,
+    RedrivePlan,
+    carry_out,
+    plan_all,
+    plan_matching,
+    plan_named,
+    queue_handle,
+)
 from .settings import Settings, open_store
 from .worker import worker
 
@@ -231,21 +240,78 @@ def job(ctx: click.Context, job_id: int, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("queue")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, type=click.IntRange(min=0))
+@_json_option
+@click.pass_context
+def cancel(ctx: click.Context, queue: str, job_ids: tuple[int, ...], as_json: bool) -> None:
+    """Delete pending or processing jobs of QUEUE, whoever holds them (a claim of a
+    cancelled job can no longer ack). Dead jobs are left to redrive and purge."""
+    handle = queue_handle(open_store(ctx), queue)
+    named = tuple(dict.fromkeys(job_ids))  # a repeated id names one job
+    cancelled = tuple(job_id for job_id in named if handle.cancel(job_id))
+    if not cancelled:
+        _refuse(f"none of the named jobs is a pending or processing job of queue {handle.name!r}")
+    missed = tuple(job_id for job_id in named if job_id not in cancelled)
+    _emit(
+        as_json,
+        documents.cancel_document(handle.name, cancelled, missed),
+        lambda: f"cancelled {len(cancelled)} job(s) of {handle.name}",
+    )
+    if missed and not as_json:
+        _say(f"not cancelled (not live jobs of {handle.name}): {', '.join(map(str, missed))}")
+
+
+def _error_contains_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--error-contains",
+        metavar="TEXT",
+        callback=_nonempty,
+        help="The dead jobs whose errors contain TEXT (ignoring case).",
+    )(command)
+
+
+def _nonempty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty: it would match every dead job", ctx, param)
+    return value
+
+
+def _dead_plan(
+    handle: QueueConsumer, ids: tuple[int, ...], error_contains: str | None
+) -> RedrivePlan:
+    if ids:
+        return plan_named(handle, ids)
+    if error_contains is not None:
+        return plan_matching(handle, error_contains)
+    return plan_all(handle)
+
+
+@cli.command()
+@click.argument("queue")
 @click.option("--id", "ids", multiple=True, type=click.IntRange(min=0), help="A dead job's id.")
 @click.option("--all", "every", is_flag=True, help="Every dead job of QUEUE.")
+@_error_contains_option
 @click.option("--dry-run", is_flag=True, help="Show which dead jobs would go; change nothing.")
 @_json_option
 @click.pass_context
 def redrive(
-    ctx: click.Context, queue: str, ids: tuple[int, ...], every: bool, dry_run: bool, as_json: bool
+    ctx: click.Context,
+    queue: str,
+    ids: tuple[int, ...],
+    every: bool,
+    error_contains: str | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Give dead jobs of QUEUE another life: each becomes a new pending job (same
     payload, priority and stamps; attempts 0; due now) and its dead row goes."""
-    if bool(ids) == every:
-        raise click.UsageError("name the dead jobs: --id N (repeatable) or --all")
+    if sum((bool(ids), every, error_contains is not None)) != 1:
+        raise click.UsageError(
+            "name the dead jobs: --id N (repeatable), --all, or --error-contains TEXT"
+        )
     handle = queue_handle(open_store(ctx), queue)
     handle.stats()  # an engine without the ops profile refuses here, dry run or not
-    plan = plan_named(handle, ids) if ids else plan_all(handle)
+    plan = _dead_plan(handle, ids, error_contains)
     if dry_run:
         moves: tuple[tuple[int | None, int | None], ...] = tuple((j.id, None) for j in plan.jobs)
         skipped = plan.skipped
@@ -278,6 +344,7 @@ def redrive(
     help=f"Dead jobs that died longer ago than this: {DURATION_FORMAT}.",
 )
 @click.option("--all", "every", is_flag=True, help="Every dead job of QUEUE.")
+@_error_contains_option
 @_json_option
 @click.pass_context
 def purge(
@@ -286,13 +353,20 @@ def purge(
     ids: tuple[int, ...],
     older_than: int | None,
     every: bool,
+    error_contains: str | None,
     as_json: bool,
 ) -> None:
     """Delete dead jobs of QUEUE for good."""
-    if sum((bool(ids), older_than is not None, every)) != 1:
-        raise click.UsageError("say which dead jobs: --id N (repeatable), --older-than, or --all")
+    if sum((bool(ids), older_than is not None, every, error_contains is not None)) != 1:
+        raise click.UsageError(
+            "say which dead jobs: --id N (repeatable), --older-than, --all, "
+            "or --error-contains TEXT"
+        )
     handle = queue_handle(open_store(ctx), queue)
-    if ids:
+    if error_contains is not None:
+        matching = [job.id for job in plan_matching(handle, error_contains).jobs]
+        purged = handle.purge_dead(matching) if matching else 0
+    elif ids:
         purged = handle.purge_dead(list(ids))
         if not purged:
             _refuse(f"none of the named jobs is a dead job of queue {handle.name!r}")

@@ -115,6 +115,15 @@ def redrive_document(
     }
 
 
+def cancel_document(queue: str, cancelled: Sequence[int], missed: Sequence[int]) -> dict[str, Any]:
+    return {
+        "version": SCHEMA_VERSION,
+        "queue": queue,
+        "cancelled": list(cancelled),
+        "skipped": list(missed),
+    }
+
+
 def purge_document(queue: str, purged: int) -> dict[str, Any]:
     return {"version": SCHEMA_VERSION, "queue": queue, "purged": purged}
 

@@ -64,6 +64,19 @@ def plan_all(queue: QueueConsumer) -> RedrivePlan:
     return RedrivePlan(jobs=tuple(dead_jobs(queue)))
 
 
+def error_matches(job: Job, text: str) -> bool:
+    """Whether ``text`` occurs, ignoring case, in why ``job`` died or in any of its
+    attempts' errors (an operator pastes a fragment of a traceback)."""
+    needle = text.casefold()
+    texts = (job.last_error or "", *(failure.error for failure in job.errors))
+    return any(needle in haystack.casefold() for haystack in texts)
+
+
+def plan_matching(queue: QueueConsumer, text: str) -> RedrivePlan:
+    """The dead jobs of ``queue`` now whose errors contain ``text`` (``error_matches``)."""
+    return RedrivePlan(jobs=tuple(job for job in dead_jobs(queue) if error_matches(job, text)))
+
+
 def plan_named(queue: QueueConsumer, ids: Sequence[int]) -> RedrivePlan:
     """The named jobs that are dead jobs of ``queue``, in the order named (once each)."""
     jobs: list[Job] = []
