@@ -10,6 +10,7 @@ runs the installed script against the real engines.
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeDriver
+from fakes import FakeDriver, FakeOpsDriver
 
 import alkstore
 from alkstore.core import CoreStore
@@ -411,3 +412,60 @@ def test_the_command_runs_the_worker_until_it_stops_and_exits_0(
     assert sys.modules[module].handled == [{"to": "a@example.com"}]
     assert [call.args[1] for call in driver.calls if call.name == "ack"] == [job_id]
     assert store.closed
+
+
+@pytest.mark.parametrize("driver", [FakeOpsDriver()])
+def test_metrics_port_serves_the_worker_s_series_while_it_runs(
+    app_dir: Path, store: CoreStore, opened: list[Any]
+) -> None:
+    port = free_loopback_port()
+    store.queue("emails").enqueue({"to": "a@example.com"})
+    module = write_app(
+        app_dir,
+        f"""
+        import urllib.request
+
+        worker = Worker(name="metered")
+        scraped = []
+
+        @worker.task("emails")
+        def send(job):
+            url = "http://127.0.0.1:{port}/metrics"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                scraped.append(response.read().decode("utf-8"))
+            worker.stop()
+        """,
+    )
+
+    result = invoke("worker", f"{module}:worker", "--url", "fake://", "--metrics-port", str(port))
+
+    assert result.exit_code == 0, result.output
+    (text,) = sys.modules[module].scraped
+    assert 'alkstore_worker_jobs_in_flight{queue="emails"} 1.0' in text
+    assert 'alkstore_queue_processing{queue="emails"} 1.0' in text
+    with pytest.raises(OSError):  # the server stopped with the worker
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
+    app_dir: Path, opened: list[Any], ran: list[Worker]
+) -> None:
+    module = write_app(app_dir, STORELESS_APP)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        result = invoke(
+            "worker", f"{module}:worker", "--url", "fake://", "--metrics-port", str(port)
+        )
+
+    assert result.exit_code == 1
+    assert f"127.0.0.1:{port}" in result.output
+    assert ran == []
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

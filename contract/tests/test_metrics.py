@@ -127,3 +127,24 @@ def test_the_wsgi_app_reports_an_unreachable_store_as_503(error: Exception) -> N
 
     assert status.startswith("503")
     assert b"database restarting" in body
+
+
+def test_render_shows_each_named_queue_with_zeros_when_it_holds_nothing() -> None:
+    text = metrics.render(StatsStore([_stats(ready=2)]), queues=["reports"])  # type: ignore[arg-type]
+
+    assert _sample(text, "ready", "emails") == "2"
+    assert _sample(text, "ready", "reports") == "0"
+    assert _sample(text, "paused", "reports") == "0"
+
+
+def test_the_wsgi_app_keeps_a_queue_that_emptied_at_zero() -> None:
+    store = StatsStore([_stats(ready=1)])
+    app = metrics.wsgi_app(store)  # type: ignore[arg-type]
+    _, _, before = _call(app)
+    store._stats = []  # every job of the queue acked: stats() no longer lists it
+
+    _, _, after = _call(app)
+
+    assert _sample(before.decode(), "ready", "emails") == "1"
+    assert _sample(after.decode(), "ready", "emails") == "0"
+    assert _sample(after.decode(), "oldest_ready_age_seconds", "emails") == "0"

@@ -17,11 +17,18 @@ call, which engines answer from their claim indexes::
   due, ``0`` when nothing is ready (so the series never vanishes under an alert);
 * ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
 
+``store.stats()`` lists only queues holding a job or a pause, so a queue that
+empties would drop out and its series vanish from every graph. A queue keeps
+its series (zeros) once exported: ``wsgi_app`` remembers every queue it has
+served (``QueueMemory``), and ``queues=`` names queues shown from the start
+(a worker's). The worker's own metrics are in ``alkstore.prometheus``.
+
 Only the standard library is used: the contract stays dependency-free.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -64,6 +71,26 @@ GAUGES: tuple[Gauge, ...] = (
 )
 
 
+def empty_stats(queue: str) -> QueueStats:
+    """What a queue holding nothing, unpaused, reports."""
+    return QueueStats(queue, 0, 0, 0, 0, 0, None, False)
+
+
+class QueueMemory:
+    """The queues an exporter has shown, so an emptied one keeps its series."""
+
+    def __init__(self, queues: Iterable[str] = ()) -> None:
+        self._known: set[str] = set(queues)
+        self._lock = threading.Lock()
+
+    def fill(self, stats: Sequence[QueueStats]) -> list[QueueStats]:
+        """``stats`` plus an ``empty_stats`` for each remembered queue it lacks, by name."""
+        with self._lock:
+            self._known.update(s.queue for s in stats)
+            missing = self._known.difference(s.queue for s in stats)
+        return sorted([*stats, *map(empty_stats, missing)], key=lambda s: s.queue)
+
+
 def _label_value(text: str) -> str:
     # The format's three escapes; a queue name may hold any character but NUL.
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -80,31 +107,36 @@ def render_stats(stats: Sequence[QueueStats]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(store: Store) -> str:
-    """The exposition text of every queue of ``store``: one ``store.stats()`` call.
+def render(store: Store, queues: Iterable[str] = ()) -> str:
+    """The exposition text of every queue of ``store``: one ``store.stats()`` call;
+    each of ``queues`` is shown too, with zeros when it holds nothing.
 
     Raises:
         ProfileUnavailable: the engine has no ops profile.
         StoreClosed: the store was closed.
         EngineUnavailable: the database cannot be reached.
     """
-    return render_stats(store.stats())
+    return render_stats(QueueMemory(queues).fill(store.stats()))
 
 
-def wsgi_app(store: Store) -> WSGIApplication:
-    """A WSGI app answering ``GET`` (and ``HEAD``) with ``render(store)``, whatever the path.
+def wsgi_app(store: Store, queues: Iterable[str] = ()) -> WSGIApplication:
+    """A WSGI app answering ``GET`` (and ``HEAD``) with the exposition text of every
+    queue of ``store``, whatever the path: each of ``queues``, and every queue it
+    has served before, is shown with zeros when it holds nothing.
 
     When the store cannot answer (``AlkstoreError``: the database is down, the store
     is closed) it responds ``503`` with the reason, so the scrape fails visibly
     instead of reporting stale numbers. Other methods get ``405``.
     """
 
+    memory = QueueMemory(queues)
+
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
         if method not in ("GET", "HEAD"):
             return _respond(start_response, "405 Method Not Allowed", b"", [("Allow", "GET, HEAD")])
         try:
-            body = render(store).encode("utf-8")
+            body = render_stats(memory.fill(store.stats())).encode("utf-8")
         except AlkstoreError as exc:
             reason = f"alkstore metrics unavailable: {exc}\n".encode()
             return _respond(start_response, "503 Service Unavailable", reason)

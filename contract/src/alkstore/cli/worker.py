@@ -23,6 +23,7 @@ import os
 import sys
 import traceback
 from typing import Any, NoReturn
+from wsgiref.simple_server import WSGIServer
 
 import click
 from click.core import ParameterSource
@@ -33,6 +34,8 @@ from ..worker.runtime import MAX_SHUTDOWN_GRACE_S
 from .arguments import engine_options
 from .logs import JobFormatter, StderrHandler
 from .settings import Settings, open_store
+
+log = logging.getLogger("alkstore.worker")
 
 TARGET = "MODULE:OBJECT"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -165,6 +168,30 @@ def _attach_store(
         )
 
 
+def _serve_metrics(loaded: Worker, host: str, port: int) -> WSGIServer:
+    """Observe ``loaded`` with ``WorkerMetrics`` and serve them with its queues' gauges."""
+    try:
+        from prometheus_client import CollectorRegistry
+
+        from .. import prometheus
+    except ImportError as exc:
+        raise click.UsageError(
+            f"--metrics-port needs the 'metrics' extra ({exc.name} is missing): "
+            "pip install 'alkstore[metrics]'"
+        ) from None
+    queues = [task.queue for task in loaded.tasks]
+    registry = CollectorRegistry()  # the app's default registry is served too
+    metrics = prometheus.WorkerMetrics(registry)
+    metrics.declare(queues)
+    loaded.observe(metrics)
+    try:
+        server = prometheus.serve(port, host, registry=registry, store=loaded.store, queues=queues)
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve metrics on {host}:{port}: {exc}") from None
+    log.info("metrics on http://%s:%d/metrics", host, server.server_port)
+    return server
+
+
 @click.command()
 @click.argument("target", metavar=TARGET)
 @click.option(
@@ -216,6 +243,20 @@ def _attach_store(
     help="Snooze the jobs still running when the grace ends, rather than let their "
     "claims lapse (default: as the worker says).",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics (the worker's runs and its queues) on PORT, any path "
+    "(needs the metrics extra).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="HOST",
+    help="The address --metrics-port listens on.",
+)
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -229,6 +270,8 @@ def worker(
     log_level: str,
     shutdown_grace: float | None,
     snooze_on_stop: bool | None,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run the Worker that MODULE:OBJECT names (e.g. app:worker) until SIGTERM or
     Ctrl-C: running jobs finish first (up to the shutdown grace); a second
@@ -249,4 +292,10 @@ def worker(
     settings = _store_settings(ctx, url, options)
     explicit = url is not None or bool(options) or _given(ctx, "url") or _given(ctx, "options")
     _attach_store(ctx, loaded, target, settings, explicit)
-    loaded.run()  # blocks; SIGTERM/SIGINT end it gracefully
+    server = None if metrics_port is None else _serve_metrics(loaded, metrics_host, metrics_port)
+    try:
+        loaded.run()  # blocks; SIGTERM/SIGINT end it gracefully
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()

@@ -17,6 +17,7 @@ Pure contract surface: it runs on any certified engine.
 from __future__ import annotations
 
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE
+from .observe import OUTCOMES, WorkerObserver
 from .outcomes import Fail, Retry, Snooze
 from .runs import JobContext
 from .runtime import DEFAULT_SHUTDOWN_GRACE_S, Worker
@@ -28,10 +29,12 @@ __all__ = [
     "MAINTENANCE_QUEUE",
     "MAINTENANCE_SCHEDULE",
     "MAX_CONCURRENCY",
+    "OUTCOMES",
     "Fail",
     "JobContext",
     "Retry",
     "Snooze",
     "Task",
     "Worker",
+    "WorkerObserver",
 ]

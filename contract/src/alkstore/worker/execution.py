@@ -18,6 +18,7 @@ from ..aio import AsyncStore
 from ..api import JobHandle, Store
 from .executors import DaemonThreads, LoopThread
 from .heartbeats import Heartbeats
+from .observe import Observers
 from .outcomes import ABANDONED, ACK, Outcome, outcome_of
 from .runs import JobRun
 from .settle import Settler
@@ -36,6 +37,7 @@ class Execution:
         slots: Slots,
         heartbeats: Heartbeats,
         stopping: threading.Event,
+        observers: Observers,
     ) -> None:
         threads_needed = sum(task.concurrency for task in tasks if not task.is_async)
         self._threads = DaemonThreads(max(threads_needed, 1), "alkstore-handler")
@@ -48,6 +50,7 @@ class Execution:
         self._slots = slots
         self._heartbeats = heartbeats
         self._stopping = stopping
+        self._observers = observers
 
     def start(self) -> None:
         self._threads.start()
@@ -120,7 +123,10 @@ class Execution:
 
     def _new_run(self, task: Task, handle: JobHandle) -> JobRun:
         aio = self._aio if task.is_async else None
-        return JobRun(task, handle, self._store, aio, self._stopping)
+        run = JobRun(task, handle, self._store, aio, self._stopping, self._observers)
+        if self._observers:
+            self._observers.run_started(handle.job)
+        return run
 
 
 def _arguments(run: JobRun) -> tuple[Any, ...]:

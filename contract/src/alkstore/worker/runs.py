@@ -19,6 +19,7 @@ from ..aio import AsyncStore
 from ..api import JobHandle, Store
 from ..stop import StopToken
 from ..values import Job
+from .observe import Observers
 from .tasks import Task
 
 
@@ -77,6 +78,7 @@ class JobRun:
         store: Store,
         aio: AsyncStore | None,
         worker_stopping: threading.Event,
+        observers: Observers,
     ) -> None:
         self.task = task
         self.handle = handle
@@ -87,6 +89,7 @@ class JobRun:
         self._store = store
         self._aio = aio
         self._worker_stopping = worker_stopping
+        self._observers = observers
         self._context: JobContext | None = None
         visibility = handle.job.visibility_timeout_s
         # Deadlines are whole seconds (``deadline = floor(now) + extend``), so a
@@ -122,6 +125,7 @@ class JobRun:
         self.next_beat = time.monotonic() + self.beat_every_s
         if not ok:
             self.lose()
+            self._observers.heartbeat_lost(self.handle.job)
         return ok
 
     def lose(self) -> None:

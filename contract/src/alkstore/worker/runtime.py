@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..api import JobHandle, Store
@@ -25,6 +25,7 @@ from .dispatch import Dispatcher
 from .execution import Execution
 from .heartbeats import Heartbeats
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenance, check_every
+from .observe import ABANDONED, SNOOZED, Observers, WorkerObserver
 from .outcome_log import OutcomeLog
 from .runs import RunState
 from .settle import Settler
@@ -45,7 +46,7 @@ def default_worker_name() -> str:
 
 
 class Worker:
-    """Runs the handlers registered with ``task`` until stopped (contract §12).
+    r"""Runs the handlers registered with ``task`` until stopped (contract §12).
 
     Args:
         store: any opened store (every certified engine works); may be left
@@ -61,10 +62,13 @@ class Worker:
             whose handlers are still running instead of leaving their claims to
             lapse: another worker takes them at once and no attempt is spent
             (contract §12.5). Needs an engine with the snooze profile.
+        observers: ``WorkerObserver`` objects told about every run (contract §12.8), e.g.
+            ``alkstore.prometheus.WorkerMetrics()``; more with ``observe``.
 
     Raises:
         InvalidName: ``name`` is malformed.
-        InvalidOptions: ``shutdown_grace_s`` is not a non-negative number.
+        InvalidOptions: ``shutdown_grace_s`` is not a non-negative number, or an
+            observer is not a ``WorkerObserver``.
         InvalidSpec: ``maintenance_every`` is not a schedule spec.
     """
 
@@ -77,6 +81,7 @@ class Worker:
         maintenance: bool = False,
         maintenance_every: str = DEFAULT_MAINTENANCE_EVERY,
         snooze_on_stop: bool = False,
+        observers: Iterable[WorkerObserver] = (),
     ) -> None:
         self.store = store
         self.name = validate_identifier(
@@ -95,6 +100,7 @@ class Worker:
         self._slots = Slots()
         self._heartbeats = Heartbeats()
         self._outcomes = OutcomeLog(log)
+        self._observers = Observers(_observers(observers))
 
     # -- registering -----------------------------------------------------------------
     def task(self, queue: str, *, concurrency: int = 1) -> Callable[[F], F]:
@@ -182,6 +188,19 @@ class Worker:
             if snooze_on_stop is not None:
                 self.snooze_on_stop = bool(snooze_on_stop)
 
+    def observe(self, observer: WorkerObserver) -> None:
+        """Tell ``observer`` about every run from now on (contract §12.8); before ``run``.
+
+        Raises:
+            InvalidOptions: ``observer`` is not a ``WorkerObserver``, or ``run`` has
+                started.
+        """
+        (checked,) = _observers((observer,))
+        with self._lock:
+            if self._started:
+                raise InvalidOptions("observe() must come before run()")
+            self._observers.add(checked)
+
     @property
     def tasks(self) -> list[Task]:
         """The registered tasks, in registration order."""
@@ -246,9 +265,17 @@ class Worker:
         self._slots.open(tasks)
         queues = {task.queue: store.queue(task.queue) for task in tasks}
         settler = Settler(
-            self.name, queues, self._slots, self._heartbeats, self._outcomes, self._stopping
+            self.name,
+            queues,
+            self._slots,
+            self._heartbeats,
+            self._outcomes,
+            self._stopping,
+            self._observers,
         )
-        execution = Execution(store, tasks, settler, self._slots, self._heartbeats, self._stopping)
+        execution = Execution(
+            store, tasks, settler, self._slots, self._heartbeats, self._stopping, self._observers
+        )
         dispatcher = Dispatcher(
             self.name, store, tasks, queues, self._slots, self._stopping, execution.begin
         )
@@ -287,9 +314,11 @@ class Worker:
             if run.cancel is not None:
                 run.cancel()
             self._heartbeats.discard(run)
-            if self.snooze_on_stop and self._snoozed(run.handle):
-                continue
             job = run.handle.job
+            if self.snooze_on_stop and self._snoozed(run.handle):
+                self._observers.run_finished(job, SNOOZED, run.elapsed_s())
+                continue
+            self._observers.run_finished(job, ABANDONED, run.elapsed_s())
             log.warning(
                 "job abandoned: queue=%s id=%d attempt=%d after %.3fs; "
                 "not acked, its claim lapses and it runs again",
@@ -321,6 +350,18 @@ def _require_snooze(store: Store) -> None:
     capabilities = getattr(store, "capabilities", None)
     if isinstance(capabilities, Capabilities) and not capabilities.snooze:
         raise ProfileUnavailable(getattr(store, "engine_name", ""), "snooze")
+
+
+def _observers(observers: Iterable[object]) -> list[WorkerObserver]:
+    checked: list[WorkerObserver] = []
+    for observer in observers:
+        if not isinstance(observer, WorkerObserver):
+            raise InvalidOptions(
+                f"a worker observer needs run_started, run_finished and heartbeat_lost; "
+                f"got {observer!r}"
+            )
+        checked.append(observer)
+    return checked
 
 
 def _grace(seconds: object) -> float:

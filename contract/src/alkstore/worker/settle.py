@@ -18,6 +18,7 @@ from ..api import JobHandle, Queue
 from ..constants import MAX_SNOOZES
 from ..errors import AlkstoreError
 from .heartbeats import Heartbeats
+from .observe import Observers, outcome_label
 from .outcome_log import OutcomeLog
 from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, RetryLater, Snoozed
 from .runs import JobRun, RunState
@@ -74,6 +75,7 @@ class Settler:
         heartbeats: Heartbeats,
         outcomes: OutcomeLog,
         stopping: threading.Event,
+        observers: Observers,
     ) -> None:
         self._worker_id = worker_id
         self._queues = queues
@@ -81,6 +83,7 @@ class Settler:
         self._heartbeats = heartbeats
         self._outcomes = outcomes
         self._stopping = stopping
+        self._observers = observers
 
     def settle(self, run: JobRun, outcome: Outcome) -> JobHandle | None:
         """End ``run`` with ``outcome``: write it, log it, and free its slot, or
@@ -126,12 +129,15 @@ class Settler:
         asked_for = not (isinstance(outcome, RetryLater) and outcome.raised is not None)
         expected = said in ("ack", "snooze") or (said == "retry" and asked_for)
         job = run.handle.job
+        elapsed_s = run.elapsed_s()
         self._outcomes.note(
             logging.INFO if expected else logging.WARNING,
             said,
             job.queue,
             job.id,
             job.attempts,
-            run.elapsed_s(),
+            elapsed_s,
             outcome.why,
         )
+        if self._observers:
+            self._observers.run_finished(job, outcome_label(said), elapsed_s)
