@@ -36,7 +36,7 @@ import signal
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.context import SpawnProcess
@@ -115,14 +115,7 @@ def storm_worker(
     # every error that reaches this worker is logged below and judged instead.
     logging.disable(logging.WARNING)
     stop_file = Path(log_dir) / STOP_FILE
-    # Line buffering: each record reaches the kernel in one write as soon as it
-    # is made, so a SIGKILL loses at most the record being made.
-    with open(Path(log_dir) / f"{worker_id}.log", "a", encoding="utf-8", buffering=1) as log:
-
-        def record(event: str, **fields: Any) -> None:
-            log.write(json.dumps({"event": event, "worker": worker_id, "t": time.time(), **fields}))
-            log.write("\n")
-
+    with line_log(Path(log_dir), worker_id) as record:
         provider = alkstore.load_engine(engine)
         store: alkstore.Store | None = None
         try:
@@ -131,6 +124,23 @@ def storm_worker(
         finally:
             if store is not None:
                 store.close()
+
+
+@contextlib.contextmanager
+def line_log(log_dir: Path, worker_id: str) -> Iterator[Callable[..., None]]:
+    """A worker's own log in ``log_dir``: ``record(event, **fields)`` appends one JSON
+    line with the worker id and the time.
+
+    Line buffering: each record reaches the kernel in one write as soon as it is
+    made, so a SIGKILL loses at most the record being made.
+    """
+    with open(log_dir / f"{worker_id}.log", "a", encoding="utf-8", buffering=1) as log:
+
+        def record(event: str, **fields: Any) -> None:
+            log.write(json.dumps({"event": event, "worker": worker_id, "t": time.time(), **fields}))
+            log.write("\n")
+
+        yield record
 
 
 def _work_once(
@@ -262,7 +272,7 @@ class _Workers:
 
 
 @dataclass
-class _Logs:
+class WorkerLogs:
     """The workers' completion logs, read incrementally (a torn last line is skipped)."""
 
     log_dir: Path
@@ -333,7 +343,7 @@ def run_storm(
         progress(f"{engine}: {len(ids)} jobs enqueued, {config.workers} workers")
 
         log_dir = Path(tmp)
-        logs = _Logs(log_dir)
+        logs = WorkerLogs(log_dir)
         workers = _Workers(multiprocessing.get_context("spawn"), engine, spec, log_dir, config)
         try:
             workers.start_all()
@@ -350,7 +360,7 @@ def run_storm(
 def _storm(
     queue: alkstore.Queue,
     ids: Sequence[int],
-    logs: _Logs,
+    logs: WorkerLogs,
     workers: _Workers,
     disruptions: Sequence[Disruption],
     config: StormConfig,
@@ -379,7 +389,7 @@ def _storm(
 def _drain(
     queue: alkstore.Queue,
     ids: Sequence[int],
-    logs: _Logs,
+    logs: WorkerLogs,
     workers: _Workers,
     config: StormConfig,
 ) -> bool:
@@ -394,7 +404,7 @@ def _drain(
     return False
 
 
-def _all_done(queue: alkstore.Queue, ids: Sequence[int], logs: _Logs) -> bool:
+def _all_done(queue: alkstore.Queue, ids: Sequence[int], logs: WorkerLogs) -> bool:
     """Every job acked per the logs, or -- for the few whose records a kill cut --
     gone from the store."""
     remaining = set(range(len(ids))) - logs.acked_true()
@@ -476,7 +486,7 @@ def _judge(
     config: StormConfig,
     ids: Sequence[int],
     finals: dict[int, alkstore.Job | None],
-    logs: _Logs,
+    logs: WorkerLogs,
     workers: _Workers,
     outages: Sequence[Outage],
     drained: bool,

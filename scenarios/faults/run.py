@@ -2,12 +2,14 @@
 
     python scenarios/faults/run.py [--engine sqlite|postgresql] [--scenario NAME] [--quick]
 
-Three scenarios, each on a fresh store of each engine, through the public API:
+Four scenarios, each on a fresh store of each engine, through the public API:
 
 * ``storm``     -- worker crash storm: SIGKILLed workers, restarted; on
   PostgreSQL the server is also stopped and started twice mid-run;
 * ``atomicity`` -- transactions SIGKILLed mid-flight leave all or nothing;
-* ``hostile``   -- the hostile-input table: the exact error, nothing written.
+* ``hostile``   -- the hostile-input table: the exact error, nothing written;
+* ``long-jobs`` -- ``alkstore.worker`` processes SIGKILLed while 1-5 s jobs run:
+  every cut run re-runs once its claim lapses, none lost, none acked twice.
 
 PostgreSQL runs on a PRIVATE throwaway server (``LocalPostgres``: local server
 binaries required) so the storm can restart it; it is always stopped at the
@@ -27,6 +29,7 @@ from contextlib import ExitStack, contextmanager
 
 from fault_atomicity import AtomicityConfig, run_atomicity
 from fault_hostile import run_hostile
+from fault_long_jobs import LongJobsConfig, run_long_jobs
 from fault_report import ScenarioResult, failure, render
 from fault_storm import Disruption, StormConfig, run_storm
 
@@ -36,12 +39,13 @@ from alkstore_postgres.testing.server import LocalPostgres
 
 ENGINES = ("sqlite", "postgresql")
 ALIASES = {"postgres": "postgresql"}
-SCENARIOS = ("storm", "atomicity", "hostile")
+SCENARIOS = ("storm", "atomicity", "hostile", "long-jobs")
 PG_SCHEMA_PREFIX = "alkstore_faults_"
 PG_CONNECT_TIMEOUT_S = 2
 """Workers give up on a dead server quickly and retry, instead of blocking 10 s."""
 PG_DOWN_S = 2.0
 """How long the second (fast) restart keeps the server down."""
+QUICK_LONG_JOBS = LongJobsConfig(jobs=20, workers=3, concurrency=2, kills=3)
 QUICK_STORM = StormConfig(jobs=300, workers=3, storm_s=30.0, drain_s=30.0)
 QUICK_ATOMICITY = AtomicityConfig(kills=8)
 
@@ -74,6 +78,16 @@ def storm_config(args: argparse.Namespace) -> StormConfig:
         batch=base.batch,
         storm_s=base.storm_s,
         drain_s=base.drain_s,
+        seed=args.seed,
+    )
+
+
+def long_jobs_config(args: argparse.Namespace) -> LongJobsConfig:
+    base = QUICK_LONG_JOBS if args.quick else LongJobsConfig()
+    return LongJobsConfig(
+        jobs=base.jobs,
+        workers=args.workers or base.workers,
+        kills=base.kills,
         seed=args.seed,
     )
 
@@ -156,6 +170,8 @@ def run_scenario(
                 )
             if name == "atomicity":
                 return run_atomicity(engine, spec, atomicity_config(args), progress)
+            if name == "long-jobs":
+                return run_long_jobs(engine, spec, long_jobs_config(args), progress)
             return run_hostile(engine, spec, progress)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
