@@ -43,7 +43,7 @@ from bench_sides import (
     open_side,
     plain_location,
 )
-from bench_unique import Overhead, render_unique_overhead, unique_overhead
+from bench_unique import Overhead, floor_overhead, render_unique_overhead, unique_overhead
 from bench_worker import render_worker_overhead, worker_overhead_json
 from bench_workloads import Bench
 
@@ -277,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             started = time.perf_counter()
             unique[engine] = unique_overhead(providers[engine], args.jobs, args.quick)
+            if baselines and has_plain(engine):  # the driver's floor, right after
+                unique[engine] += floor_overhead(engine, providers[engine], args.jobs, args.quick)
             print(
                 f"  {'unique':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
                 file=sys.stderr,
