@@ -62,7 +62,8 @@ class Overhead:
     """Median over rounds of unique seconds / plain seconds - 1."""
     costs: tuple[float, ...]
     side: str = "engine"
-    """``engine`` (the public API) or ``raw`` (the bare driver: the floor)."""
+    """``engine`` (the public API), ``raw`` (the bare driver: the floor) or ``before``
+    (plain enqueue on the code before unique jobs, ``plain``, against now's, ``unique``)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -284,6 +285,12 @@ def render_unique_overhead(overheads: dict[str, Sequence[Overhead]]) -> str:
     ]
     for engine, rows in overheads.items():
         for o in rows:
+            if o.side == "before":
+                lines.append(
+                    f"  {'':<16} {o.workload}, N={o.jobs:,}: before {o.plain_rate:,.0f}/s, "
+                    f"now {o.unique_rate:,.0f}/s: {o.cost:+.0%} time"
+                )
+                continue
             verdict = ""
             if o.side == "engine" and o.workload.startswith("1 "):
                 verdict = "  ok" if o.cost <= TARGET else "  ABOVE"
