@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_unique import QUICK_ROUNDS, ROUNDS, SINGLE_CAP, Overhead, _overhead
+from bench_unique import QUICK_ROUNDS, ROUNDS, SINGLE_CAP, Overhead, Timing, _overhead
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE_UNIQUE = "d48d860"
@@ -38,11 +38,11 @@ items = [{"n": n, "pad": "x" * 80} for n in range(jobs)]
 with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
     queue = store.queue("bench-plain")
     queue.enqueue({"warm": True})
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for item in items:
         queue.enqueue(item)
-    seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "from": alkstore.__file__}))
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu": cpu, "from": alkstore.__file__}))
 """
 
 
@@ -65,7 +65,7 @@ def _tree(revision: str) -> Iterator[Path | str]:
         yield Path(where)
 
 
-def _timed(paths: list[str], engine: str, jobs: int) -> float:
+def _timed(paths: list[str], engine: str, jobs: int) -> Timing:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(paths), engine, str(jobs)],
@@ -78,7 +78,7 @@ def _timed(paths: list[str], engine: str, jobs: int) -> float:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if not str(result["from"]).startswith(paths[0]):
         raise RuntimeError(f"the child imported alkstore from {result['from']}, not {paths[0]}")
-    return float(result["seconds"])
+    return float(result["seconds"]), float(result["cpu"])
 
 
 def plain_before_after(engine: str, jobs: int, quick: bool) -> Overhead | str:
@@ -91,8 +91,8 @@ def plain_before_after(engine: str, jobs: int, quick: bool) -> Overhead | str:
         if isinstance(tree, str):
             return tree
         before_paths = [str(tree / source) for source in SOURCES]
-        before: list[float] = []
-        after: list[float] = []
+        before: list[Timing] = []
+        after: list[Timing] = []
         for number in range(rounds):
             sides = [(before_paths, before), (now_paths, after)]
             if number % 2:
