@@ -144,7 +144,7 @@ PG = {
         WITH jobs AS (
             INSERT INTO {schema}.jobs (queue, payload, created_at, run_at, max_attempts)
             SELECT q, p, c, r, m FROM (SELECT %s AS q, %s::bigint AS c, %s::bigint AS r,
-                                              %s::int AS m) AS stamps,
+                                                   %s::int AS m) AS stamps,
                    unnest(%s::text[]) AS p
             RETURNING queue
         )
@@ -185,4 +185,61 @@ PG = {
         SELECT event_offset, payload FROM {schema}.events
          WHERE stream = %s AND event_offset > %s ORDER BY event_offset LIMIT %s
     """,
+}
+
+# ----------------------------------------------------------- the unique key's floor
+# The plain tables again, with a key column: the floor of a unique enqueue is the
+# same insert with the key held by a partial unique index (ON CONFLICT DO NOTHING),
+# against that insert into the same table without the index.
+
+SQLITE_UNIQUE_COLUMN = "ALTER TABLE jobs ADD COLUMN unique_key TEXT"
+SQLITE_UNIQUE_INDEX = (
+    "CREATE UNIQUE INDEX jobs_unique ON jobs (queue, unique_key) WHERE unique_key IS NOT NULL"
+)
+_SQLITE_INSERT_KEYED = """
+INSERT INTO jobs (queue, payload, created_at, run_at, max_attempts, visibility_timeout_s,
+                  unique_key)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+_SQLITE_ON_CONFLICT = "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+SQLITE_INSERT_KEYED = {
+    False: _SQLITE_INSERT_KEYED + "RETURNING id",
+    True: _SQLITE_INSERT_KEYED + _SQLITE_ON_CONFLICT + " RETURNING id",
+}
+"""By whether the table has the unique index: one row, its id back."""
+SQLITE_INSERT_KEYED_MANY = {
+    False: _SQLITE_INSERT_KEYED,
+    True: _SQLITE_INSERT_KEYED + _SQLITE_ON_CONFLICT,
+}
+
+PG_UNIQUE_COLUMN = 'ALTER TABLE {schema}.jobs ADD COLUMN unique_key text COLLATE "C"'
+PG_UNIQUE_INDEX = (
+    "CREATE UNIQUE INDEX ON {schema}.jobs (queue, unique_key) WHERE unique_key IS NOT NULL"
+)
+_PG_ON_CONFLICT = "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+_PG_INSERT_KEYED = """
+    WITH job AS (
+        INSERT INTO {{schema}}.jobs (queue, payload, created_at, run_at, max_attempts, unique_key)
+        VALUES (%s, %s, %s, %s, %s, %s) {conflict} RETURNING id, queue
+    )
+    SELECT id, pg_notify('bench', queue) FROM job
+"""
+_PG_INSERT_KEYED_MANY = """
+    WITH jobs AS (
+        INSERT INTO {{schema}}.jobs (queue, payload, created_at, run_at, max_attempts, unique_key)
+        SELECT q, j.p, c, r, m, j.k FROM (SELECT %s AS q, %s::bigint AS c, %s::bigint AS r,
+                                                 %s::int AS m) AS stamps,
+               unnest(%s::text[], %s::text[]) AS j (p, k)
+        {conflict}
+        RETURNING queue
+    )
+    SELECT count(*), pg_notify('bench', min(queue)) FROM jobs
+"""
+PG_INSERT_KEYED = {
+    indexed: _PG_INSERT_KEYED.format(conflict=_PG_ON_CONFLICT if indexed else "")
+    for indexed in (False, True)
+}
+PG_INSERT_KEYED_MANY = {
+    indexed: _PG_INSERT_KEYED_MANY.format(conflict=_PG_ON_CONFLICT if indexed else "")
+    for indexed in (False, True)
 }

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_report import (
     Measurement,
@@ -43,7 +44,7 @@ from bench_sides import (
     open_side,
     plain_location,
 )
-from bench_unique import Overhead, render_unique_overhead, unique_overhead
+from bench_unique import Overhead, floor_overhead, render_unique_overhead, unique_overhead
 from bench_worker import render_worker_overhead, worker_overhead_json
 from bench_workloads import Bench
 
@@ -277,6 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             started = time.perf_counter()
             unique[engine] = unique_overhead(providers[engine], args.jobs, args.quick)
+            if baselines and has_plain(engine):  # the driver's floor, right after
+                unique[engine] += floor_overhead(engine, providers[engine], args.jobs, args.quick)
+                before = plain_before_after(engine, args.jobs, args.quick)
+                if isinstance(before, str):
+                    skipped = f"  plain enqueue before unique jobs: skipped ({before})"
+                    print(skipped, file=sys.stderr)
+                else:
+                    unique[engine].append(before)
             print(
                 f"  {'unique':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
                 file=sys.stderr,

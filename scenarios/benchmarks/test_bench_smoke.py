@@ -18,8 +18,10 @@ RUN = Path(__file__).with_name("run.py")
 sys.path.insert(0, str(RUN.parent))  # the harness's modules, as run.py sees them
 
 import bench_pgqueuer  # noqa: E402
+from bench_before import BEFORE_UNIQUE  # noqa: E402
 from bench_catalog import WORKLOADS  # noqa: E402
 from bench_report import cell  # noqa: E402
+from bench_scheduler import QUICK_SCHEDULES, SCHEDULES, TICK_ROUNDS  # noqa: E402
 from bench_sides import Side, SideSpec  # noqa: E402
 from bench_workloads import Bench  # noqa: E402
 
@@ -27,6 +29,15 @@ ENGINE_ONLY = {entry.key for entry in WORKLOADS if not entry.baseline}
 """Workloads with no plain twin (latencies, the stats scrape)."""
 NOT_ON_SQLITE = {entry.key for entry in WORKLOADS if entry.only not in (None, "sqlite")}
 """Rows of another engine only (the pgqueuer peer rows run on PostgreSQL)."""
+
+
+def _has_revision(revision: str) -> bool:
+    found = subprocess.run(
+        ["git", "-C", str(RUN.parent), "cat-file", "-e", f"{revision}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    return found.returncode == 0
 
 
 @pytest.fixture(scope="module")
@@ -76,15 +87,36 @@ def test_quick_sqlite_run_sets_the_worker_beside_the_hand_loop_in_one_and_four_p
     assert "`alkstore worker " in document["results"]["sqlite"]["worker_4p"]["notes"][0]
 
 
-def test_quick_sqlite_run_sets_unique_enqueue_beside_plain_enqueue(
+def test_quick_sqlite_run_sets_unique_enqueue_beside_plain_enqueue_and_the_drivers_floor(
     quick_run: tuple[subprocess.CompletedProcess[str], Any],
 ) -> None:
     done, document = quick_run
     rows = document["unique_overhead"]["sqlite"]
-    assert [row["workload"] for row in rows] == ["1 enqueue", "2 enqueue_many (1,000)"]
+    expected = [
+        ("engine", "1 enqueue"),
+        ("engine", "2 enqueue_many (1,000)"),
+        ("raw", "1 insert"),
+        ("raw", "2 insert, batches of 1,000"),
+    ]
+    if _has_revision(BEFORE_UNIQUE):
+        expected.append(("before", f"1 plain enqueue, {BEFORE_UNIQUE} vs now"))
+    else:  # a shallow clone: the row says why it did not run
+        assert "plain enqueue before unique jobs: skipped" in done.stderr
+    assert [(row["side"], row["workload"]) for row in rows] == expected
     assert all(row["plain_rate_per_s"] > 0 and row["unique_rate_per_s"] > 0 for row in rows)
     assert all(len(row["costs"]) == 2 for row in rows)  # the quick run's rounds
     assert "Unique enqueue against plain enqueue" in done.stdout
+    assert "plain enqueue against the bare insert" in done.stdout
+
+
+def test_quick_sqlite_run_ticks_a_thousand_cron_schedules_in_the_full_run_and_fewer_in_quick(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    _, document = quick_run
+    tick = document["results"]["sqlite"]["cron_tick"]
+    assert tick["failure"] is None
+    assert tick["jobs"] == QUICK_SCHEDULES * TICK_ROUNDS  # every schedule fired each tick
+    assert SCHEDULES == 1_000  # the full run's row is the issue's thousand schedules
 
 
 def test_a_peer_row_whose_package_is_missing_is_skipped_with_the_reason_not_failed(

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_helpers import StoreFactory
+from pg_helpers import VERSIONS, StoreFactory
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts
@@ -68,7 +68,7 @@ def test_reopening_a_current_schema_changes_nothing(
     first = _migrations(admin, schema)
     open_store().close()
     assert _migrations(admin, schema) == first
-    assert [version for version, _ in first] == list(range(1, LATEST_VERSION + 1))
+    assert [version for version, _ in first] == VERSIONS
 
 
 def test_concurrent_opens_migrate_once_without_errors(
@@ -96,9 +96,7 @@ def test_concurrent_opens_migrate_once_without_errors(
 
     assert errors == []
     assert len(stores) == openers
-    assert [version for version, _ in _migrations(admin, schema)] == list(
-        range(1, LATEST_VERSION + 1)
-    )
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
 def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
@@ -114,9 +112,7 @@ def test_a_schema_of_the_queue_release_is_upgraded_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == "kept"
         assert store.stream("s").append(1) == 1
-    assert [version for version, _ in _migrations(admin, schema)] == list(
-        range(1, LATEST_VERSION + 1)
-    )
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
     assert {"alkstore_schedules", "alkstore_streams", "alkstore_messages"} <= _tables(admin, schema)
 
 
@@ -144,9 +140,7 @@ def test_a_schema_of_the_snooze_release_keeps_its_schedules_firing_in_utc_replay
         )
         assert (cron.interval_s, cron.timezone) == (None, "Asia/Tokyo")
         assert store.get_schedule("digest") == cron
-    assert [version for version, _ in _migrations(admin, schema)] == list(
-        range(1, LATEST_VERSION + 1)
-    )
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
 def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_zero_times(
@@ -171,9 +165,7 @@ def test_a_schema_of_the_operations_release_is_upgraded_with_every_job_snoozed_z
         dead = queue.get_job(job.id)
         assert dead is not None
         assert (dead.state, dead.snoozes) == (alkstore.JobState.DEAD, 1)
-    assert [version for version, _ in _migrations(admin, schema)] == list(
-        range(1, LATEST_VERSION + 1)
-    )
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
 def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
@@ -199,9 +191,7 @@ def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
         assert handle.fail("broken")  # the move to dead keeps the key of a dead-holding job
         again = queue.enqueue("again", alkstore.EnqueueOpts(unique="k"))
         assert (again, again.duplicate) == (first, True)
-    assert [version for version, _ in _migrations(admin, schema)] == list(
-        range(1, LATEST_VERSION + 1)
-    )
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
     assert "alkstore_insert_unique" in {
         name
         for (name,) in admin.execute(
@@ -210,6 +200,42 @@ def test_a_schema_of_the_snooze_release_is_upgraded_with_no_job_holding_a_key(
             (schema,),
         )
     }
+
+
+def test_a_schema_of_the_unique_release_is_upgraded_with_its_held_keys_still_held(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, 6)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s, unique_key, unique_hold)"
+        " VALUES ('q', '\"held\"', 0, 1, 1, 1, 30, 1, 'k', 'k')"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (held,) = queue.jobs()
+        again = queue.enqueue("again", EnqueueOpts(unique="k"))
+        assert (again, again.duplicate) == (held.id, True)
+        batch = queue.enqueue_many(["k2", "k3", "k2"], EnqueueOpts(unique=alkstore.Unique()))
+        assert [result.duplicate for result in batch] == [False, False, True]
+        assert batch[2] == batch[0]
+        assert [job.payload for job in queue.jobs()] == ["held", "k2", "k3"]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+    functions = {
+        name
+        for (name,) in admin.execute(
+            "SELECT p.proname FROM pg_catalog.pg_proc AS p"
+            " JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace WHERE n.nspname = %s",
+            (schema,),
+        )
+    }
+    # The release's own functions stay (a store of that release may still be open).
+    assert {
+        "alkstore_insert_unique_one",
+        "alkstore_insert_unique",
+        "alkstore_enqueue_unique",
+        "alkstore_enqueue_unique_many",
+    } <= functions
 
 
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(

@@ -5,7 +5,7 @@ index guards its key) to the dead table (where it does not). An insert of the
 same key that meets the live row while that move is uncommitted waits for it,
 then finds the row gone and goes in: its own snapshot, taken before the wait,
 cannot see the dead row. The engine looks again after its insert, with a newer
-snapshot (``alkstore_insert_unique``; the redrive's ``TAKE_BACK_REDRIVEN``).
+snapshot (``alkstore_enqueue_unique``; the redrive's ``TAKE_BACK_REDRIVEN``).
 These tests hold the move open in a transaction of their own, make the insert
 wait on it, and commit: there must never be two holders.
 """
@@ -61,7 +61,7 @@ def test_an_enqueue_that_waited_on_a_holder_moving_to_dead_keeping_its_key_is_it
     with psycopg.connect(pg_dsn) as mover:
         _move_to_dead(mover, schema, handle)
         racer = BackgroundCall(lambda: queue.enqueue({"n": 2}, EnqueueOpts(unique="k")))
-        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_insert_unique"))
+        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_enqueue_unique"))
         mover.commit()
     got = racer.result()
     assert (got, got.duplicate) == (holder, True)
@@ -78,11 +78,38 @@ def test_an_enqueue_that_waited_on_a_holder_moving_to_dead_freeing_its_key_makes
     with psycopg.connect(pg_dsn) as mover:
         _move_to_dead(mover, schema, handle)
         racer = BackgroundCall(lambda: queue.enqueue({"n": 2}, EnqueueOpts(unique="k")))
-        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_insert_unique"))
+        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_enqueue_unique"))
         mover.commit()
     got = racer.result()
     assert (got.duplicate, got != holder) == (False, True)
     assert _holders(admin, schema) == ([got], [])
+
+
+def test_an_enqueue_many_that_waited_on_a_holder_moving_to_dead_keeping_its_key_is_its_duplicate(
+    open_store: StoreFactory, pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    # The batch inserts set-based, so its look at the dead table is a statement of
+    # its own too: the item whose key the dying holder keeps must come back duplicate.
+    queue = open_store().queue("q")
+    keeps = Unique(states=("pending", "processing", "dead"))  # each payload its own key
+    holder = queue.enqueue({"n": 1}, EnqueueOpts(unique=keeps))
+    held = queue.get_job(holder)
+    assert held is not None
+    handle = queue.claim("w1")
+    assert handle is not None
+    with psycopg.connect(pg_dsn) as mover:
+        _move_to_dead(mover, schema, handle)
+        racer = BackgroundCall(
+            lambda: queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(unique=Unique()))
+        )
+        assert wait_until(lambda: blocked_on_a_lock(admin, "alkstore_enqueue_unique_many"))
+        mover.commit()
+    same, other = racer.result()
+    assert (same, same.duplicate, other.duplicate) == (holder, True, False)
+    live = admin.execute(
+        f'SELECT id FROM "{schema}".alkstore_jobs WHERE unique_hold = %s', (held.unique_key,)
+    ).fetchall()
+    assert live == []
 
 
 def test_a_redrive_that_waited_on_a_holder_moving_to_dead_keeping_its_key_takes_its_job_back(

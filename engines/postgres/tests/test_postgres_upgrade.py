@@ -10,10 +10,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_helpers import StoreFactory
+from pg_helpers import VERSIONS, StoreFactory
 
 from alkstore.values import JobState
-from alkstore_postgres import LATEST_VERSION
 from alkstore_postgres.statements import render
 
 RELEASED_V2_SCHEMA = (
@@ -190,7 +189,7 @@ def test_a_v2_schema_is_upgraded_in_place_keeping_its_jobs(
     versions = admin.execute(
         f'SELECT version FROM "{schema}".alkstore_migrations ORDER BY version'
     ).fetchall()
-    assert [v for (v,) in versions] == list(range(1, LATEST_VERSION + 1))
+    assert [v for (v,) in versions] == VERSIONS
     pending, dead = queue.get_job(pending_id), queue.get_job(dead_id)
     assert pending is not None
     assert dead is not None

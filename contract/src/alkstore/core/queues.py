@@ -50,7 +50,7 @@ from .checks import (
 )
 from .claiming import claim_waiting
 from .context import StoreContext
-from .unique import any_new, insert_unique
+from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
 
 _BY_RUN_AT_THEN_ID = attrgetter("run_at", "id")
@@ -239,8 +239,9 @@ class CoreQueue:
         self._context.check_open()
         resolved = enqueue_opts(opts)
         text = self._context.encode(payload)
-        if resolved.unique is not None:
-            return self._insert_unique([text], resolved, resolved.unique)[0]
+        unique = resolved.unique
+        if unique is not None:
+            return self._insert_unique_one(text, resolved, unique)
         return Enqueued(self._insert([text], resolved)[0])
 
     def enqueue_many(
@@ -267,6 +268,16 @@ class CoreQueue:
         ids = ctx.write(lambda c: driver.insert_jobs(c, stamps, texts))
         ctx.hub.notify(self._topic)
         return ids
+
+    def _insert_unique_one(self, text: str, resolved: EnqueueOpts, unique: Unique) -> Enqueued:
+        """``_insert_unique`` of one payload (the hot path of a unique enqueue)."""
+        ctx = self._context
+        driver = ctx.unique()
+        stamps = resolve_stamps(self._name, self._opts, resolved, ctx.now())
+        result = ctx.write(lambda c: insert_unique_one(driver, c, stamps, text, unique))
+        if not result.duplicate:
+            ctx.hub.notify(self._topic)
+        return result
 
     def _insert_unique(
         self, texts: list[str], resolved: EnqueueOpts, unique: Unique

@@ -23,7 +23,7 @@ from ..params import GetJob, Publish, StreamAppend
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
-from .unique import any_new, insert_unique
+from .unique import insert_unique_one
 
 
 @implements(api.Transaction)
@@ -118,10 +118,10 @@ class CoreTransaction:
             (job_id,) = ctx.driver.insert_jobs(self._handle, stamps, [text])
             self._woken.add(queue_topic(queue))  # the insert announced it to other processes
             return job_id, False
-        results = insert_unique(driver, self._handle, stamps, [text], unique)
-        if any_new(results):
+        result = insert_unique_one(driver, self._handle, stamps, text, unique)
+        if not result.duplicate:
             self._woken.add(queue_topic(queue))
-        return results[0].id, results[0].duplicate
+        return result.id, result.duplicate
 
     def _check_live(self) -> None:
         if self._finished:

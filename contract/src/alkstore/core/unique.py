@@ -23,14 +23,16 @@ from ..values import Enqueued
 PAYLOAD_KEY_PREFIX = "payload:sha256:"
 """A payload's own key (``Unique(key=None)``): this, then the SHA-256 of its canonical JSON."""
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""Made once: ``json.dumps`` with options builds a new encoder on every call."""
+_DECODE = json.JSONDecoder().decode
+
 
 def payload_key(text: str) -> str:
     """The key of the payload whose stored JSON text is ``text``: of the payload as it
     comes back (contract §0.4), with object keys sorted and no whitespace, so payloads
     that read back equal have equal keys whatever their keys' order."""
-    canonical = json.dumps(
-        json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    canonical = _CANONICAL(_DECODE(text))
     return PAYLOAD_KEY_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -41,16 +43,33 @@ def keys_of(unique: Unique, texts: Sequence[str]) -> list[str]:
     return [payload_key(text) for text in texts]
 
 
+def insert_unique_one(
+    driver: UniqueDriver[Any], c: Any, stamps: JobStamps, text: str, unique: Unique
+) -> Enqueued:
+    """Inside a write unit: the lone enqueue of ``text`` under ``unique`` (checked), a
+    new job or the duplicate of the job holding its key. The hot path of a unique
+    enqueue: nothing to sort out between items, so no lists beyond the engine's."""
+    key = unique.key
+    period = unique.period
+    params = InsertUnique(
+        stamps,
+        (text,),
+        (payload_key(text) if key is None else key,),
+        None if period is None else stamps.created_at + period,
+        unique.holds_dead,
+    )
+    ((job_id, duplicate),) = driver.insert_unique_jobs(c, params)
+    return Enqueued.of(job_id, duplicate)
+
+
 def insert_unique(
     driver: UniqueDriver[Any], c: Any, stamps: JobStamps, texts: Sequence[str], unique: Unique
 ) -> list[Enqueued]:
     """Inside a write unit: the ids of ``texts`` enqueued under ``unique`` (checked), in
     order, each a new job or the duplicate of the job holding its key."""
+    if len(texts) == 1:
+        return [insert_unique_one(driver, c, stamps, texts[0], unique)]
     hold_until = None if unique.period is None else stamps.created_at + unique.period
-    if len(texts) == 1:  # a lone enqueue: nothing to sort out between items
-        params = InsertUnique(stamps, texts, keys_of(unique, texts), hold_until, unique.holds_dead)
-        ((job_id, duplicate),) = driver.insert_unique_jobs(c, params)
-        return [Enqueued.of(job_id, duplicate)]
     first: dict[str, int] = {}
     """Each distinct key -> its position among the rows the engine is given."""
     distinct_texts: list[str] = []

@@ -313,27 +313,38 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return [row[0] for row in rows]
 
     def insert_unique_jobs(self, c: PgHandle, params: InsertUnique) -> list[tuple[int, bool]]:
-        """One statement, whatever the number of keys: ``alkstore_insert_unique_one``
-        (or, for many keys, ``alkstore_insert_unique``: functions of the schema,
-        migration 6) and the NOTIFY of the queue when a row went in (unless this unit
-        already announced it)."""
+        """One statement, whatever the number of keys: ``alkstore_enqueue_unique`` (or,
+        for many keys, ``alkstore_enqueue_unique_many``: functions of the schema,
+        migration 11), which NOTIFY the queue when a row went in (unless this unit
+        already announced it). Each gives a signed id: minus the holder's for a key
+        found held."""
         stamps = params.stamps
         topic = queue_topic(stamps.queue)
         wake = None if topic in c.announced else notify_payload(topic)
-        common = {
-            "hold_until": params.hold_until,
-            "hold_dead": params.hold_dead,
-            "wake_channel": self.channel,
-            "topic": wake,
-        }
         if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
-            bound = by_name(stamps, payload=params.payloads[0], key=params.keys[0], **common)
-            query = self._sql.insert_unique_one
+            bound = by_name(
+                stamps,
+                hold_until=params.hold_until,
+                hold_dead=params.hold_dead,
+                payload=params.payloads[0],
+                key=params.keys[0],
+                wake_channel=self.channel,
+                topic=wake,
+            )
+            ((signed,),) = execute(c, self._sql.insert_unique_one, bound).fetchall()
+            outcomes = [(-signed, True) if signed < 0 else (signed, False)]
         else:
-            many = {"payloads": list(params.payloads), "keys": list(params.keys)}
-            bound = by_name(stamps, **many, **common)
-            query = self._sql.insert_unique
-        outcomes = [(row[0], row[1]) for row in execute(c, query, bound)]
+            bound = by_name(
+                stamps,
+                hold_until=params.hold_until,
+                hold_dead=params.hold_dead,
+                payloads=list(params.payloads),
+                keys=list(params.keys),
+                wake_channel=self.channel,
+                topic=wake,
+            )
+            rows = execute(c, self._sql.insert_unique, bound).fetchall()
+            outcomes = [(-signed, True) if signed < 0 else (signed, False) for (signed,) in rows]
         if not all(duplicate for _, duplicate in outcomes):
             c.announced.add(topic)
         return outcomes

@@ -388,6 +388,151 @@ V6_UNIQUE_JOBS = Migration(
     ),
 )
 
+_ENQUEUE_UNIQUE_PARAMS = """
+            p_queue text, p_priority integer, p_created_at bigint, p_run_at bigint,
+            p_expires_at bigint, p_max_attempts integer, p_visibility_timeout_s bigint,
+            p_backoff_base_s bigint, p_dead_letter_retention_s bigint,
+            p_hold_until bigint, p_hold_dead boolean"""
+"""The stamps and the hold of a unique enqueue, as migration 6's functions take them."""
+
+V11_UNIQUE_ENQUEUE_FAST_PATH = Migration(
+    11,
+    "unique enqueue: the free key's insert without a record to build, a batch set-based",
+    (
+        # The lone unique enqueue as one scalar: the new job's id, or minus the id of
+        # the job holding the key (ids are positive). Measured against migration 6's
+        # alkstore_insert_unique_one called with its record and a lateral NOTIFY, this
+        # spares the function scan and the join of every call. The free key, the
+        # common case, is inlined: the insert (ON CONFLICT: the unique index decides),
+        # then, in a new statement and so a new snapshot, the look at the dead table
+        # that catches a holder whose move there committed while the insert waited.
+        # A held key goes to alkstore_insert_unique_one, whose loop settles it.
+        """
+        CREATE FUNCTION {schema}.alkstore_enqueue_unique("""
+        + _ENQUEUE_UNIQUE_PARAMS
+        + """,
+            p_payload text, p_key text, p_wake_channel text, p_topic text)
+        RETURNS bigint
+        LANGUAGE plpgsql VOLATILE
+        AS $alkstore$
+        DECLARE
+            inserted bigint;
+            holder bigint;
+            made record;
+        BEGIN
+            INSERT INTO {schema}.alkstore_jobs AS job (
+                payload, queue, priority, created_at, run_at, expires_at,
+                max_attempts, visibility_timeout_s, backoff_base_s,
+                dead_letter_retention_s, unique_key, unique_hold, hold_until, hold_dead)
+            VALUES (
+                p_payload, p_queue, p_priority, p_created_at, p_run_at, p_expires_at,
+                p_max_attempts, p_visibility_timeout_s, p_backoff_base_s,
+                p_dead_letter_retention_s, p_key, p_key, p_hold_until, p_hold_dead)
+            ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+            RETURNING job.id INTO inserted;
+            IF inserted IS NOT NULL THEN
+                SELECT dead.id INTO holder FROM {schema}.alkstore_dead_jobs AS dead
+                WHERE dead.queue = p_queue AND dead.unique_hold = p_key
+                  AND (dead.hold_until IS NULL OR dead.hold_until > p_created_at)
+                LIMIT 1;
+                IF holder IS NOT NULL THEN
+                    DELETE FROM {schema}.alkstore_jobs WHERE id = inserted;
+                    RETURN -holder;
+                END IF;
+            ELSE
+                SELECT * INTO made FROM {schema}.alkstore_insert_unique_one(
+                    p_queue, p_priority, p_created_at, p_run_at, p_expires_at,
+                    p_max_attempts, p_visibility_timeout_s, p_backoff_base_s,
+                    p_dead_letter_retention_s, p_hold_until, p_hold_dead, p_payload, p_key);
+                IF made.duplicate THEN
+                    RETURN -made.job_id;
+                END IF;
+                inserted := made.job_id;
+            END IF;
+            IF p_topic IS NOT NULL THEN
+                PERFORM pg_notify(p_wake_channel, p_topic);
+            END IF;
+            RETURN inserted;
+        END
+        $alkstore$
+        """,
+        # The keys of one enqueue_many (distinct), set-based: one insert of every row
+        # (the held keys skipped by ON CONFLICT), then one look at the dead table for
+        # the rows that went in (a new statement: a new snapshot, as above), then
+        # alkstore_insert_unique_one for each key found held, the rare case. One
+        # signed id per key, in key order, as alkstore_enqueue_unique gives it.
+        """
+        CREATE FUNCTION {schema}.alkstore_enqueue_unique_many("""
+        + _ENQUEUE_UNIQUE_PARAMS
+        + """,
+            p_payloads text[], p_keys text[], p_wake_channel text, p_topic text)
+        RETURNS SETOF bigint
+        LANGUAGE plpgsql VOLATILE
+        AS $alkstore$
+        DECLARE
+            made bigint[] := array_fill(NULL::bigint, ARRAY[coalesce(cardinality(p_keys), 0)]);
+            hit record;
+            fresh boolean := false;
+        BEGIN
+            FOR hit IN
+                WITH inserted AS (
+                    INSERT INTO {schema}.alkstore_jobs AS job (
+                        payload, queue, priority, created_at, run_at, expires_at,
+                        max_attempts, visibility_timeout_s, backoff_base_s,
+                        dead_letter_retention_s, unique_key, unique_hold, hold_until,
+                        hold_dead)
+                    SELECT item.payload, p_queue, p_priority, p_created_at, p_run_at,
+                        p_expires_at, p_max_attempts, p_visibility_timeout_s,
+                        p_backoff_base_s, p_dead_letter_retention_s, item.key, item.key,
+                        p_hold_until, p_hold_dead
+                    FROM unnest(p_payloads, p_keys) WITH ORDINALITY
+                        AS item (payload, key, position)
+                    ORDER BY item.position
+                    ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+                    RETURNING job.id, job.unique_hold
+                )
+                SELECT inserted.id, item.position
+                FROM inserted
+                JOIN unnest(p_keys) WITH ORDINALITY AS item (key, position)
+                  ON item.key = inserted.unique_hold
+            LOOP
+                made[hit.position] := hit.id;
+            END LOOP;
+            FOR hit IN
+                SELECT item.position, holder.id AS holder
+                FROM unnest(p_keys) WITH ORDINALITY AS item (key, position)
+                CROSS JOIN LATERAL (
+                    SELECT dead.id FROM {schema}.alkstore_dead_jobs AS dead
+                    WHERE dead.queue = p_queue AND dead.unique_hold = item.key
+                      AND (dead.hold_until IS NULL OR dead.hold_until > p_created_at)
+                    LIMIT 1
+                ) AS holder
+                WHERE made[item.position] IS NOT NULL
+            LOOP
+                DELETE FROM {schema}.alkstore_jobs WHERE id = made[hit.position];
+                made[hit.position] := -hit.holder;
+            END LOOP;
+            FOR item IN 1 .. coalesce(cardinality(p_keys), 0) LOOP
+                IF made[item] IS NULL THEN
+                    SELECT * INTO hit FROM {schema}.alkstore_insert_unique_one(
+                        p_queue, p_priority, p_created_at, p_run_at, p_expires_at,
+                        p_max_attempts, p_visibility_timeout_s, p_backoff_base_s,
+                        p_dead_letter_retention_s, p_hold_until, p_hold_dead,
+                        p_payloads[item], p_keys[item]);
+                    made[item] := CASE WHEN hit.duplicate THEN -hit.job_id ELSE hit.job_id END;
+                END IF;
+                fresh := fresh OR made[item] > 0;
+            END LOOP;
+            IF fresh AND p_topic IS NOT NULL THEN
+                PERFORM pg_notify(p_wake_channel, p_topic);
+            END IF;
+            RETURN QUERY SELECT id FROM unnest(made) AS id;
+        END
+        $alkstore$
+        """,
+    ),
+)
+
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
@@ -396,6 +541,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V4_SNOOZES,
     V5_CRON_SCHEDULES,
     V6_UNIQUE_JOBS,
+    V11_UNIQUE_ENQUEUE_FAST_PATH,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

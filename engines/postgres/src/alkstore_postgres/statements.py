@@ -108,43 +108,28 @@ scalars. Ids come from one identity sequence in ``position`` order, so
 ``ORDER BY id`` is input order."""
 
 
-INSERT_UNIQUE: Final = """
-WITH outcome AS (
-    SELECT job_id, duplicate, position
-    FROM {schema}.alkstore_insert_unique(
-        %(queue)s, %(priority)s, %(created_at)s, %(run_at)s, %(expires_at)s::bigint,
-        %(max_attempts)s, %(visibility_timeout_s)s, %(backoff_base_s)s,
-        %(dead_letter_retention_s)s::bigint, %(hold_until)s::bigint, %(hold_dead)s,
-        %(payloads)s::text[], %(keys)s::text[]
-    ) WITH ORDINALITY AS made (job_id, duplicate, position)
-), woken AS (
-    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
-    WHERE %(topic)s::text IS NOT NULL AND EXISTS (SELECT FROM outcome WHERE NOT duplicate)
-)
-SELECT job_id, duplicate FROM outcome, (SELECT count(*) FROM woken) AS wake
-ORDER BY position
-"""
-INSERT_UNIQUE_ONE: Final = """
-SELECT made.job_id, made.duplicate
-FROM {schema}.alkstore_insert_unique_one(
+_UNIQUE_ARGUMENTS = """
     %(queue)s, %(priority)s, %(created_at)s, %(run_at)s, %(expires_at)s::bigint,
     %(max_attempts)s, %(visibility_timeout_s)s, %(backoff_base_s)s,
-    %(dead_letter_retention_s)s::bigint, %(hold_until)s::bigint, %(hold_dead)s,
-    %(payload)s, %(key)s
-) AS made
-LEFT JOIN LATERAL (
-    SELECT pg_notify(%(wake_channel)s, %(topic)s::text)
-    WHERE %(topic)s::text IS NOT NULL AND NOT made.duplicate
-) AS woken ON true
-"""
-"""The lone unique enqueue: ``alkstore_insert_unique_one`` (migration 6) gives
-``(id, duplicate)``, and the queue is NOTIFYed in the same statement when the row
-went in. No arrays and no set to build: the hot path of a unique enqueue."""
+    %(dead_letter_retention_s)s::bigint, %(hold_until)s::bigint, %(hold_dead)s"""
+"""The stamps and the hold, as the unique enqueue functions take them."""
 
-"""The unique enqueue: ``alkstore_insert_unique`` (migration 6) inserts each payload
-whose key no job of the queue holds and gives ``(id, duplicate)`` per key, in order;
-the queue is NOTIFYed in the same statement when a row went in (unless ``topic`` is
-NULL: this transaction already announced it)."""
+INSERT_UNIQUE: Final = f"""
+SELECT {{schema}}.alkstore_enqueue_unique_many({_UNIQUE_ARGUMENTS},
+    %(payloads)s::text[], %(keys)s::text[], %(wake_channel)s, %(topic)s::text)
+"""
+"""The unique enqueue of many keys: ``alkstore_enqueue_unique_many`` (migration 11)
+inserts each payload whose key no job of the queue holds, set-based, and gives one
+signed id per key, in order (see ``INSERT_UNIQUE_ONE``); it NOTIFYs the queue when a
+row went in (unless ``topic`` is NULL: this transaction already announced it)."""
+
+INSERT_UNIQUE_ONE: Final = f"""
+SELECT {{schema}}.alkstore_enqueue_unique({_UNIQUE_ARGUMENTS},
+    %(payload)s, %(key)s, %(wake_channel)s, %(topic)s::text)
+"""
+"""The lone unique enqueue, the hot path: ``alkstore_enqueue_unique`` (migration 11)
+gives one scalar, the new job's id or minus the id of the job holding the key (ids
+are positive), and NOTIFYs the queue (unless ``topic`` is NULL) when the row went in."""
 
 
 _CLAIM_SET = """SET state = 'processing',
