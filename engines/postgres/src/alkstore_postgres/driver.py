@@ -315,7 +315,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
     def insert_unique_jobs(self, c: PgHandle, params: InsertUnique) -> list[tuple[int, bool]]:
         """One statement, whatever the number of keys: ``alkstore_enqueue_unique`` (or,
         for many keys, ``alkstore_enqueue_unique_many``: functions of the schema,
-        migration 11), which NOTIFY the queue when a row went in (unless this unit
+        migration 7), which NOTIFY the queue when a row went in (unless this unit
         already announced it). Each gives a signed id: minus the holder's for a key
         found held."""
         stamps = params.stamps

@@ -395,8 +395,8 @@ _ENQUEUE_UNIQUE_PARAMS = """
             p_hold_until bigint, p_hold_dead boolean"""
 """The stamps and the hold of a unique enqueue, as migration 6's functions take them."""
 
-V11_UNIQUE_ENQUEUE_FAST_PATH = Migration(
-    11,
+V7_UNIQUE_ENQUEUE_FAST_PATH = Migration(
+    7,
     "unique enqueue: the free key's insert without a record to build, a batch set-based",
     (
         # The lone unique enqueue as one scalar: the new job's id, or minus the id of
@@ -541,7 +541,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V4_SNOOZES,
     V5_CRON_SCHEDULES,
     V6_UNIQUE_JOBS,
-    V11_UNIQUE_ENQUEUE_FAST_PATH,
+    V7_UNIQUE_ENQUEUE_FAST_PATH,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -118,7 +118,7 @@ INSERT_UNIQUE: Final = f"""
 SELECT {{schema}}.alkstore_enqueue_unique_many({_UNIQUE_ARGUMENTS},
     %(payloads)s::text[], %(keys)s::text[], %(wake_channel)s, %(topic)s::text)
 """
-"""The unique enqueue of many keys: ``alkstore_enqueue_unique_many`` (migration 11)
+"""The unique enqueue of many keys: ``alkstore_enqueue_unique_many`` (migration 7)
 inserts each payload whose key no job of the queue holds, set-based, and gives one
 signed id per key, in order (see ``INSERT_UNIQUE_ONE``); it NOTIFYs the queue when a
 row went in (unless ``topic`` is NULL: this transaction already announced it)."""
@@ -127,7 +127,7 @@ INSERT_UNIQUE_ONE: Final = f"""
 SELECT {{schema}}.alkstore_enqueue_unique({_UNIQUE_ARGUMENTS},
     %(payload)s, %(key)s, %(wake_channel)s, %(topic)s::text)
 """
-"""The lone unique enqueue, the hot path: ``alkstore_enqueue_unique`` (migration 11)
+"""The lone unique enqueue, the hot path: ``alkstore_enqueue_unique`` (migration 7)
 gives one scalar, the new job's id or minus the id of the job holding the key (ids
 are positive), and NOTIFYs the queue (unless ``topic`` is NULL) when the row went in."""
 
