@@ -57,8 +57,9 @@ nox.options.reuse_existing_virtualenvs = True
 
 
 def _install_all(session: nox.Session, *extra: str) -> None:
-    # The contract with its CLI extra (click, rich): the operator CLI is tested too.
-    packages = (f"{CONTRACT}[cli]", SQLITE, POSTGRES, KIT, MEMORY)
+    # The contract with its CLI extra (click, rich) and its dashboard extra (Starlette,
+    # Jinja2, uvicorn): the operator CLI and the web dashboard are tested too.
+    packages = (f"{CONTRACT}[cli,dashboard]", SQLITE, POSTGRES, KIT, MEMORY)
     session.install(
         *(arg for path in packages for arg in ("-e", path)),
         "sqlalchemy",

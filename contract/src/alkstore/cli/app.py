@@ -32,6 +32,7 @@ from ..options import EnqueueOpts
 from ..values import JobState
 from . import documents, tables
 from .arguments import DURATION_FORMAT, engine_options, parse_duration, parse_instant, parse_payload
+from .dashboard import dashboard
 from .selection import LOOKUP_QUEUE, carry_out, plan_all, plan_named, queue_handle
 from .settings import Settings, open_store
 from .worker import worker
@@ -121,6 +122,7 @@ def cli(ctx: click.Context, url: str | None, options: tuple[str, ...]) -> None:
 
 
 cli.add_command(worker)
+cli.add_command(dashboard)
 
 
 @cli.command()
