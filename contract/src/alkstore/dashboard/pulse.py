@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Hashable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -96,13 +97,16 @@ class Pulse:
             with waiter if waiter is not None else nullcontext(None) as wake:
                 self.wakes += 1
                 now = self._snapshot()
+                first = last is None
                 if now != last:
-                    if last is not None:
+                    if not first:
                         for listener in listeners:
                             listener.tell()
                     last = now
                     queues = [stats.queue for stats in now] if isinstance(now, tuple) else []
+                if first:
+                    continue  # straight to a waiter on the queues just read
                 if wake is None:
-                    threading.Event().wait(self._poll_s)
+                    time.sleep(self._poll_s)
                 else:
                     wake.wait(self._poll_s)

@@ -42,6 +42,8 @@ def redact_url(url: str) -> str:
         query = urlencode(
             [(k, HIDDEN if k.lower() in SECRET_QUERY_KEYS else v) for k, v in pairs], safe="*/"
         )
+    if netloc == parts.netloc and query == parts.query:
+        return url  # nothing hidden: as given (urlunsplit would drop an empty "//")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
