@@ -44,6 +44,7 @@ UNIT_TEST_DIRS = (
     "scenarios/test_async_sqlalchemy_app.py",
     "scenarios/test_cli.py",
     "scenarios/test_worker_cli.py",
+    "scenarios/browser",  # the web dashboard in Chromium (Selenium; .ci/run installs both)
     "scenarios/benchmarks/test_bench_smoke.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
@@ -68,6 +69,9 @@ def _install_all(session: nox.Session, *extra: str) -> None:
         "fastapi",  # the async guide's FastAPI lifespan example (scenarios/test_docs_examples.py)
         "httpx",  # fastapi.testclient needs it
         "nox",  # scenarios/test_engine_outside_repo.py runs `nox -s conformance -- --install`
+        # scenarios/browser drives Debian's chromium through /usr/bin/chromedriver: the
+        # driver path is explicit, so Selenium Manager never downloads one.
+        "selenium",
         *extra,
     )
 

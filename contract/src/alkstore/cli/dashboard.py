@@ -18,6 +18,7 @@ from .settings import Settings, open_store
 DEFAULT_PORT = 8790
 PASSWORD_ENV = "ALKSTORE_DASHBOARD_PASSWORD"
 TOKEN_ENV = "ALKSTORE_DASHBOARD_TOKEN"
+GRACEFUL_STOP_S = 2
 
 
 @click.command()
@@ -122,4 +123,13 @@ def dashboard(
     )
     mode = "read-only" if read_only else "read & write"
     click.echo(f"alkstore dashboard ({mode}) on http://{host}:{port}{root_path}/", err=True)
-    uvicorn.run(app, host=host, port=port, root_path=root_path, log_level="warning")
+    # Open pages hold their event streams open: a stop cuts them after a moment
+    # instead of waiting for every browser tab to close.
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        root_path=root_path,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_STOP_S,
+    )
