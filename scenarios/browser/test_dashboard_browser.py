@@ -269,7 +269,7 @@ def test_without_credentials_the_dashboard_refuses(served: Served) -> None:
         assert "private-queue" not in stranger.page_source
         statuses = [
             event["params"]["response"]["status"]
-            for entry in stranger.get_log("performance")
+            for entry in stranger.get_log("performance")  # type: ignore[no-untyped-call]
             for event in [json.loads(entry["message"])["message"]]
             if event["method"] == "Network.responseReceived"
             and event["params"]["response"]["url"] == served.url("/")
