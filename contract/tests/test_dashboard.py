@@ -237,17 +237,18 @@ def test_the_overview_shows_every_queues_counts(store: Store) -> None:
     assert 'class="dead"><a' in row_b.group(1)
 
 
-def test_the_queue_page_pages_by_keyset(store: Store) -> None:
+def test_the_queue_page_pages_newest_first_by_keyset(store: Store) -> None:
     ids = store.queue("q").enqueue_many([{"n": n} for n in range(60)])
     c = client(store)
     first = c.get("/queue?name=q").text
     assert first.count('class="job"') == 50
     following = re.search(r'class="next" href="([^"]+)"', first)
     assert following is not None
+    assert f'data-id="{ids[-1]}"' in first  # newest first
     second = c.get(following.group(1).replace("&amp;", "&")).text
     assert second.count('class="job"') == 10
-    assert f'data-id="{ids[-1]}"' in second
-    assert f'data-id="{ids[0]}"' not in second
+    assert f'data-id="{ids[0]}"' in second
+    assert f'data-id="{ids[-1]}"' not in second
 
 
 def test_the_queue_page_finds_a_job_by_payload_text(store: Store) -> None:

@@ -266,10 +266,12 @@ def create_app(
         state = request.query_params.get("state", "pending")
         if state not in views.STATES:
             raise InvalidOptions(f"state must be one of {', '.join(views.STATES)}, got {state!r}")
-        after = _int(request.query_params.get("after", "0"), "after")
+        before = _cursor(request)
         text = request.query_params.get("q", "")
         found = (
-            views.search(queue, state, text, after) if text else views.job_page(queue, state, after)
+            views.search(queue, state, text, before)
+            if text
+            else views.job_page(queue, state, before)
         )
         context = {
             "queue": name,
@@ -277,7 +279,7 @@ def create_app(
             "state": state,
             "states": views.STATES,
             "q": text,
-            "after": after,
+            "before": None if before == views.TOP else before,
             "page": found,
             "live": "queue_live.html",
             "title": f"Queue {name}",
@@ -303,14 +305,14 @@ def create_app(
         name = _queue_name(request.query_params.get("queue"))
         queue = views.handle(dash.store, name)
         error = request.query_params.get("error", "")
-        after = _int(request.query_params.get("after", "0"), "after")
-        found = views.search_dead(queue, error, after)
+        before = _cursor(request)
+        found = views.search_dead(queue, error, before)
         context = {
             "queue": name,
             "stats": queue.stats(),
             "error": error,
             "page": found,
-            "after": after,
+            "before": None if before == views.TOP else before,
             "notice": request.query_params.get("notice", ""),
             "live": "dead_live.html",
             "title": f"Dead letters of {name}",
@@ -459,6 +461,14 @@ def _queue_name(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidOptions("which queue? the request names none")
     return value
+
+
+def _cursor(request: Request) -> int:
+    """The ``before`` cursor of a newest-first listing (its top when absent)."""
+    before = _int(request.query_params.get("before", str(views.TOP)), "before")
+    if not 1 <= before <= views.TOP:
+        raise InvalidOptions(f"before must be within 1..{views.TOP}, got {before}")
+    return before
 
 
 def _int(value: str, field: str) -> int:

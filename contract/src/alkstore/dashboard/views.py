@@ -73,13 +73,17 @@ def error_matches(job: Job, text: str) -> bool:
     )
 
 
+TOP = 2**63 - 1
+"""The cursor of a listing's first page: above every id (ids are int64)."""
+
+
 @dataclass(frozen=True, slots=True)
 class JobPage:
-    """One page of a queue's jobs: ``next_after`` is the cursor of the next page
-    (``None`` on the last); ``scanned_to`` the last id a search read."""
+    """One page of a queue's jobs, newest first: ``next_before`` is the cursor of the
+    next, older page (``None`` on the last); ``scanned`` how many jobs a search read."""
 
     jobs: tuple[Job, ...]
-    next_after: int | None
+    next_before: int | None
     scanned: int = 0
 
 
@@ -87,24 +91,25 @@ def _state(state: str) -> JobState | None:
     return None if state == "all" else JobState(state)
 
 
-def job_page(queue: QueueConsumer, state: str, after: int) -> JobPage:
-    """A keyset page of ``queue``'s jobs in ``state`` (``"all"``), in id order."""
-    page = queue.jobs(_state(state), after_id=after, limit=PAGE + 1)
+def job_page(queue: QueueConsumer, state: str, before: int) -> JobPage:
+    """A keyset page of ``queue``'s jobs in ``state`` (``"all"``) below ``before``,
+    newest first."""
+    page = queue.jobs(_state(state), before_id=before, limit=PAGE + 1)
     more = len(page) > PAGE
     page = page[:PAGE]
-    return JobPage(jobs=tuple(page), next_after=page[-1].id if more and page else None)
+    return JobPage(jobs=tuple(page), next_before=page[-1].id if more and page else None)
 
 
-def _scan(queue: QueueConsumer, state: JobState | None, after: int) -> Iterator[Job]:
+def _scan(queue: QueueConsumer, state: JobState | None, before: int) -> Iterator[Job]:
     while True:
-        page = queue.jobs(state, after_id=after, limit=MAX_JOBS_PAGE)
+        page = queue.jobs(state, before_id=before, limit=MAX_JOBS_PAGE)
         yield from page
         if len(page) < MAX_JOBS_PAGE:
             return
-        after = page[-1].id
+        before = page[-1].id
 
 
-def search(queue: QueueConsumer, state: str, text: str, after: int) -> JobPage:
+def search(queue: QueueConsumer, state: str, text: str, before: int) -> JobPage:
     """Jobs of ``queue`` in ``state`` whose id is ``text``, or whose payload, error
     text or unique key contains it; at most ``PAGE`` matches and ``SCAN_LIMIT`` jobs
     read per call (the cursor goes on from the last job read)."""
@@ -112,18 +117,16 @@ def search(queue: QueueConsumer, state: str, text: str, after: int) -> JobPage:
         job = queue.get_job(int(text.strip()))  # id-global: the queue is checked here
         hit = job is not None and job.queue == queue.name
         hit = hit and (state == "all" or (job is not None and job.state.value == state))
-        return JobPage(jobs=(job,) if hit and job is not None else (), next_after=None, scanned=1)
+        return JobPage(jobs=(job,) if hit and job is not None else (), next_before=None, scanned=1)
     found: list[Job] = []
     scanned = 0
-    last = after
-    for job in _scan(queue, _state(state), after):
+    for job in _scan(queue, _state(state), before):
         scanned += 1
-        last = job.id
         if matches(job, text):
             found.append(job)
         if len(found) == PAGE or scanned == SCAN_LIMIT:
-            return JobPage(jobs=tuple(found), next_after=last, scanned=scanned)
-    return JobPage(jobs=tuple(found), next_after=None, scanned=scanned)
+            return JobPage(jobs=tuple(found), next_before=job.id, scanned=scanned)
+    return JobPage(jobs=tuple(found), next_before=None, scanned=scanned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,19 +203,17 @@ LOOKUP_QUEUE = "alkstore-dashboard"
 """The queue handle a job page reads through: ``get_job`` is id-global, any name does."""
 
 
-def search_dead(queue: QueueConsumer, error: str, after: int) -> JobPage:
+def search_dead(queue: QueueConsumer, error: str, before: int) -> JobPage:
     """A page of ``queue``'s dead jobs whose error text contains ``error`` (every dead
-    job with an empty filter), keyset from ``after``."""
+    job with an empty filter), newest first below ``before``."""
     if not error:
-        return job_page(queue, "dead", after)
+        return job_page(queue, "dead", before)
     found: list[Job] = []
     scanned = 0
-    last = after
-    for job in _scan(queue, JobState.DEAD, after):
+    for job in _scan(queue, JobState.DEAD, before):
         scanned += 1
-        last = job.id
         if error_matches(job, error):
             found.append(job)
         if len(found) == PAGE or scanned == SCAN_LIMIT:
-            return JobPage(jobs=tuple(found), next_after=last, scanned=scanned)
-    return JobPage(jobs=tuple(found), next_after=None, scanned=scanned)
+            return JobPage(jobs=tuple(found), next_before=job.id, scanned=scanned)
+    return JobPage(jobs=tuple(found), next_before=None, scanned=scanned)
