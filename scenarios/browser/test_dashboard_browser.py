@@ -149,8 +149,17 @@ def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str
         raise AssertionError(f"the page never showed {what}") from None
 
 
+STALE_TRIES = 20
+
+
 def text_of(driver: WebDriver, css: str) -> str:
-    return str(driver.find_element(By.CSS_SELECTOR, css).text)
+    """The element's text; found again when a live refresh swapped it meanwhile."""
+    for _ in range(STALE_TRIES):
+        try:
+            return str(driver.find_element(By.CSS_SELECTOR, css).text)
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{css} was swapped {STALE_TRIES} times in a row")
 
 
 def shoot(served: Served, driver: WebDriver, name: str) -> None:
@@ -239,7 +248,8 @@ def test_a_job_enqueued_elsewhere_appears_without_a_reload(
     served.store.queue("live").enqueue({"n": 1})
     browser.get(served.url("/"))
     ready = '[data-queue="live"] .ready'
-    assert text_of(browser, ready) == "1"
+    # Read through the wait: the live part may be swapped at any moment.
+    wait_for(browser, lambda d: text_of(d, ready) == "1", "the first job")
     wait_for(browser, lambda d: text_of(d, "#live-status") == "live", "its event stream open")
     browser.execute_script("window.__notReloaded = true;")
     enqueue_elsewhere(served, "live", {"n": 2})
