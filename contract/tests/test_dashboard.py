@@ -141,13 +141,25 @@ def test_a_post_with_the_pages_csrf_token_pauses_the_queue(store: Store) -> None
     assert store.queue("q").paused()
 
 
-def test_pause_never_redirects_off_the_dashboard(store: Store) -> None:
+@pytest.mark.parametrize(
+    "back", ["//evil.example/", "/\\evil.example/", "https://evil.example/", "/\t/evil.example"]
+)
+def test_pause_never_redirects_off_the_dashboard(store: Store, back: str) -> None:
     store.queue("q").enqueue({"n": 1})
     c = client(store)
     token = csrf_of(c.get("/").text)
-    data = {"queue": "q", CSRF_FIELD: token, "back": "//evil.example/"}
+    data = {"queue": "q", CSRF_FIELD: token, "back": back}
     response = c.post("/pause", data=data, follow_redirects=False)
     assert response.headers["location"] == "/"
+
+
+def test_pause_goes_back_to_the_page_it_came_from(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store)
+    token = csrf_of(c.get("/").text)
+    data = {"queue": "q", CSRF_FIELD: token, "back": "/queue?name=q&state=all"}
+    response = c.post("/pause", data=data, follow_redirects=False)
+    assert response.headers["location"] == "/queue?name=q&state=all"
 
 
 # -- escaping and secrets --------------------------------------------------------

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -375,8 +375,8 @@ def create_app(
             queue.pause()
         else:
             queue.resume()
-        back = str(request.state.form.get("back", "")) or dash.path(request, "overview")
-        if not back.startswith(request.scope.get("root_path", "") + "/") or back.startswith("//"):
+        back = str(request.state.form.get("back", ""))
+        if not _own_path(back, request.scope.get("root_path", "")):
             back = dash.path(request, "overview")  # never an open redirect
         return RedirectResponse(back, status_code=303)
 
@@ -455,6 +455,20 @@ async def _form(request: Request) -> dict[str, str]:
         raise HTTPException(415, "The dashboard's forms are sent urlencoded.")
     body = (await request.body()).decode("utf-8", errors="replace")
     return {key: values[0] for key, values in parse_qs(body, keep_blank_values=True).items()}
+
+
+def _own_path(target: str, root: str) -> bool:
+    """Whether ``target`` is a path of this dashboard: no scheme, no host, and none of
+    the backslashes or doubled slashes a browser reads as another host."""
+    parts = urlsplit(target)
+    return (
+        not parts.scheme
+        and not parts.netloc
+        and "\\" not in target
+        and target.startswith(root + "/")
+        and not target[len(root) :].startswith("//")
+        and all(ord(ch) > 0x20 for ch in target)
+    )
 
 
 def _queue_name(value: object) -> str:
