@@ -44,6 +44,7 @@ UNIT_TEST_DIRS = (
     "scenarios/test_async_sqlalchemy_app.py",
     "scenarios/test_cli.py",
     "scenarios/test_worker_cli.py",
+    "scenarios/browser",  # the web dashboard in Chromium (Selenium; .ci/run installs both)
     "scenarios/benchmarks/test_bench_smoke.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
@@ -57,9 +58,10 @@ nox.options.reuse_existing_virtualenvs = True
 
 
 def _install_all(session: nox.Session, *extra: str) -> None:
-    # The contract with its CLI (click, rich) and metrics (prometheus_client) extras:
-    # the operator CLI and the worker's metrics are tested too.
-    packages = (f"{CONTRACT}[cli,metrics]", SQLITE, POSTGRES, KIT, MEMORY)
+    # The contract with its CLI (click, rich), metrics (prometheus_client) and dashboard
+    # (Starlette, Jinja2, uvicorn) extras: the operator CLI, the worker's metrics and
+    # the web dashboard are tested too.
+    packages = (f"{CONTRACT}[cli,metrics,dashboard]", SQLITE, POSTGRES, KIT, MEMORY)
     session.install(
         *(arg for path in packages for arg in ("-e", path)),
         "sqlalchemy",
@@ -68,6 +70,9 @@ def _install_all(session: nox.Session, *extra: str) -> None:
         "fastapi",  # the async guide's FastAPI lifespan example (scenarios/test_docs_examples.py)
         "httpx",  # fastapi.testclient needs it
         "nox",  # scenarios/test_engine_outside_repo.py runs `nox -s conformance -- --install`
+        # scenarios/browser drives Debian's chromium through /usr/bin/chromedriver: the
+        # driver path is explicit, so Selenium Manager never downloads one.
+        "selenium",
         *extra,
     )
 

@@ -411,7 +411,12 @@ class QueueConsumer(Protocol):
         """
 
     def jobs(
-        self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
+        self,
+        state: JobState | str | None = None,
+        *,
+        after_id: int = 0,
+        before_id: int | None = None,
+        limit: int = 100,
     ) -> list[Job]:
         """A keyset page of this queue's jobs, in id order (contract §11).
 
@@ -421,10 +426,13 @@ class QueueConsumer(Protocol):
             after_id: only ids greater than this: pass the last id of a page to get
                 the next one. Pages never skip or repeat a job, even while jobs are
                 added.
+            before_id: newest first (contract 1.2): only ids smaller than this, in
+                descending id order; pass the last (smallest) id of a page to get
+                the next, older one. ``None``: oldest first.
             limit: 1..1000 jobs per page.
 
         Raises:
-            InvalidOptions: a malformed ``state``, ``after_id`` or ``limit``.
+            InvalidOptions: a malformed ``state``, ``after_id``, ``before_id`` or ``limit``.
             ProfileUnavailable: the engine has no ops profile.
             StoreClosed: the store was closed.
         """

@@ -459,7 +459,9 @@ class OpsDriver(Protocol[C_contra]):
 
     def list_jobs(self, c: C_contra, params: ListJobs) -> list[Job]:
         """Up to ``limit`` jobs of ``params.queue`` (live and dead, or only ``state``)
-        with ``id > after_id``, in id order: a keyset page."""
+        with ``id > after_id``, in id order: a keyset page. With ``before_id`` (not
+        ``None``): the jobs with ``after_id < id < before_id``, the largest ids first,
+        in descending id order (contract 1.2, newest first)."""
         ...
 
     def redrive(self, c: C_contra, params: Redrive) -> list[int]:

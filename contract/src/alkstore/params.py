@@ -255,12 +255,14 @@ class QueueStatsAt:
 
 @dataclass(frozen=True, slots=True)
 class ListJobs:
-    """``list_jobs``: a keyset page of ``queue``'s jobs (only ``state`` when given)."""
+    """``list_jobs``: a keyset page of ``queue``'s jobs (only ``state`` when given);
+    newest first below ``before_id`` when it is given."""
 
     queue: str
     state: JobState | None
     after_id: int
     limit: int
+    before_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -372,6 +372,22 @@ def test_purging_every_dead_row_of_a_queue_reads_only_that_queue(
     assert plan == [f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=?)"]
 
 
+def test_a_newest_first_page_of_live_jobs_is_one_range_of_the_primary_key(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.LIST_LIVE_JOBS_NEWEST, {**OPS, "before": 10**6}))
+    assert plan == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"]
+
+
+def test_a_newest_first_page_of_dead_jobs_is_one_range_of_the_dead_queue_index(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    plan = _details(query_plan(dead_rows, sql.LIST_DEAD_JOBS_NEWEST, {**OPS, "before": 10**6}))
+    assert plan == [
+        f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=? AND rowid>? AND rowid<?)"
+    ]
+
+
 @pytest.mark.parametrize("statement", [sql.IS_PAUSED, sql.RESUME], ids=["is_paused", "resume"])
 def test_a_pause_is_found_by_its_key(dead_rows: sqlite3.Connection, statement: str) -> None:
     reads = [d for d in _details(query_plan(dead_rows, statement, OPS)) if PAUSED in d]

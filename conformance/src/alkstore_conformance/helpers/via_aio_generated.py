@@ -480,6 +480,7 @@ class AioQueueConsumer:
         state: JobState | str | None = None,
         *,
         after_id: int = 0,
+        before_id: int | None = None,
         limit: int = 100,
     ) -> list[Job]:
         """A keyset page of this queue's jobs, in id order (contract §11).
@@ -492,14 +493,22 @@ class AioQueueConsumer:
             after_id: only ids greater than this: pass the last id of a page to get
                 the next one. Pages never skip or repeat a job, even while jobs are
                 added.
+            before_id: newest first (contract 1.2): only ids smaller than this, in
+                descending id order; pass the last (smallest) id of a page to get
+                the next, older one. ``None``: oldest first.
             limit: 1..1000 jobs per page.
 
         Raises:
-            InvalidOptions: a malformed ``state``, ``after_id`` or ``limit``.
+            InvalidOptions: a malformed ``state``, ``after_id``, ``before_id`` or ``limit``.
             ProfileUnavailable: the engine has no ops profile.
             StoreClosed: the store was closed.
         """
-        return self._loop.run(self.aio.jobs(state, after_id=after_id, limit=limit))
+        return self._loop.run(self.aio.jobs(
+            state,
+            after_id=after_id,
+            before_id=before_id,
+            limit=limit,
+        ))
 
     def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
         """Turn dead jobs of this queue back into pending work, in one transaction.

@@ -41,6 +41,7 @@ from .operations import (
     BatchClaimIgnoresPauseDriver,
     BuryForgetsErrorDriver,
     LapsedAsProcessingDriver,
+    NewestPagesAscendingDriver,
     OffsetPagesDriver,
     PauseInProcessDriver,
     PurgeIgnoresQueueDriver,
@@ -234,6 +235,13 @@ OFFSET_PAGES = MutantEngine(
     catches="OPS-JOBS-PAGES-UNDER-INSERTS",
     bug="jobs() pages by position: jobs finished behind the reader shift the next page",
     driver=OffsetPagesDriver,
+)
+NEWEST_PAGES_ASCENDING = MutantEngine(
+    "newest-pages-ascending",
+    catches="OPS-JOBS-NEWEST-FIRST",
+    bug="jobs(before_id=) reads the cursor as a bound only: its page is the oldest jobs "
+    "below it, oldest first, so a newest-first listing starts at the queue's oldest job",
+    driver=NewestPagesAscendingDriver,
 )
 BURY_FORGETS_ERROR = MutantEngine(
     "bury-forgets-error",
@@ -484,6 +492,7 @@ MUTANTS: dict[str, MutantEngine] = {
         BATCH_CLAIM_IGNORES_PAUSE,
         PURGE_IGNORES_QUEUE,
         OFFSET_PAGES,
+        NEWEST_PAGES_ASCENDING,
         BURY_FORGETS_ERROR,
         WAIT_ANY_FIRST_QUEUE,
         WAIT_ANY_FIRST_TOPIC,

@@ -242,6 +242,22 @@ class OffsetPagesDriver(SqliteDriver):
         return page
 
 
+# -- newest first, oldest first ----------------------------------------------------------------
+
+
+class NewestPagesAscendingDriver(SqliteDriver):
+    """Reads ``before_id`` as a bound only: a newest-first page is the *oldest* jobs
+    below the cursor, in id order, as if the listing had no direction."""
+
+    def list_jobs(self, c: sqlite3.Connection, params: ListJobs) -> list[Job]:
+        if params.before_id is None:
+            return super().list_jobs(c, params)
+        every = super().list_jobs(
+            c, ListJobs(params.queue, params.state, params.after_id, EVERY_ROW)
+        )
+        return [job for job in every if job.id < params.before_id][: params.limit]
+
+
 # -- a history that forgets the final failure --------------------------------------------------
 
 

@@ -17,6 +17,9 @@ REFUSED: dict[str, Callable[[Queue, int], Any]] = {
     "jobs-state-not-a-state": lambda q, d: q.jobs(3),  # type: ignore[arg-type]
     "jobs-negative-after-id": lambda q, d: q.jobs(after_id=-1),
     "jobs-after-id-not-an-int": lambda q, d: q.jobs(after_id="0"),  # type: ignore[arg-type]
+    "jobs-before-id-zero": lambda q, d: q.jobs(before_id=0),
+    "jobs-before-id-not-an-int": lambda q, d: q.jobs(before_id="9"),  # type: ignore[arg-type]
+    "jobs-before-id-bool": lambda q, d: q.jobs(before_id=True),
     "jobs-limit-zero": lambda q, d: q.jobs(limit=0),
     "jobs-limit-above-1000": lambda q, d: q.jobs(limit=1001),
     "jobs-limit-bool": lambda q, d: q.jobs(limit=True),

@@ -165,3 +165,64 @@ def test_pages_read_while_other_connections_write_never_skip_or_repeat(
     missing = sorted(set(before) - set(seen))
     assert missing == [], f"jobs that existed throughout were skipped: {missing}"
     assert every_job(store.queue(name))  # the store still reads whole
+
+
+# -- newest first (contract 1.2: before_id) ---------------------------------------------
+def _newest_pages(queue: Queue, state: JobState | None, *, after: int = 0) -> list[int]:
+    """Every id of a newest-first listing, page by page from the top, each page's ids
+    checked to fall, and the walk bounded (a cursor ignored fails, never loops)."""
+    ids: list[int] = []
+    before = 2**63 - 1
+    for _ in range(MOST_PAGES):
+        page = [job.id for job in queue.jobs(state, after_id=after, before_id=before, limit=PAGE)]
+        assert len(page) <= PAGE
+        if not page:
+            return ids
+        assert page == sorted(page, reverse=True), (
+            f"a newest-first page is not newest first: {page}"
+        )
+        assert page[0] < before, f"before_id={before} returned {page[0]}: not below the cursor"
+        ids.extend(page)
+        before = page[-1]
+    raise AssertionError(f"queue.jobs(before_id=) never returned an empty page after {MOST_PAGES}")
+
+
+@pytest.mark.property("OPS-JOBS-NEWEST-FIRST")
+def test_newest_first_pages_give_every_job_once_largest_id_first(store: Store) -> None:
+    queue, other = store.queue("newest"), store.queue("beside")
+    dead = make_dead(queue, 2)
+    mine: list[int] = []
+    for n in range(8):
+        mine.append(queue.enqueue({"n": n}))
+        other.enqueue({"n": n})
+    assert _newest_pages(queue, None) == sorted([*mine, *dead], reverse=True)
+
+
+@pytest.mark.property("OPS-JOBS-NEWEST-FIRST")
+def test_a_newest_first_page_is_the_largest_ids_below_the_cursor(store: Store) -> None:
+    queue = store.queue("top")
+    ids = queue.enqueue_many([{"n": n} for n in range(10)])
+    page = queue.jobs(before_id=ids[7], limit=3)
+    assert [job.id for job in page] == [ids[6], ids[5], ids[4]]
+    assert page == [queue.get_job(job.id) for job in page]
+
+
+@pytest.mark.property("OPS-JOBS-NEWEST-FIRST")
+@pytest.mark.parametrize("state", [JobState.PENDING, JobState.PROCESSING, JobState.DEAD])
+def test_newest_first_with_a_state_lists_only_that_state(store: Store, state: JobState) -> None:
+    queue = store.queue("newest-filtered")
+    by_state: dict[JobState, Sequence[int]] = {JobState.DEAD: make_dead(queue, 4)}
+    claimed = [queue.enqueue({"claimed": n}) for n in range(4)]
+    assert len(queue.claim_batch("w", 4)) == 4
+    by_state[JobState.PROCESSING] = claimed
+    by_state[JobState.PENDING] = [queue.enqueue({"pending": n}) for n in range(4)]
+    assert _newest_pages(queue, state) == sorted(by_state[state], reverse=True)
+
+
+@pytest.mark.property("OPS-JOBS-NEWEST-FIRST")
+def test_newest_first_stays_above_after_id(store: Store) -> None:
+    queue = store.queue("window")
+    make_dead(queue, 1)
+    ids = queue.enqueue_many([{"n": n} for n in range(9)])
+    assert _newest_pages(queue, JobState.PENDING, after=ids[2]) == sorted(ids[3:], reverse=True)
+    assert queue.jobs(after_id=ids[4], before_id=ids[5]) == []

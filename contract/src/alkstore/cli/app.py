@@ -33,6 +33,7 @@ from ..options import EnqueueOpts
 from ..values import JobState
 from . import documents, tables
 from .arguments import DURATION_FORMAT, engine_options, parse_duration, parse_instant, parse_payload
+from .dashboard import dashboard
 from .selection import (
     LOOKUP_QUEUE,
     RedrivePlan,
@@ -130,6 +131,7 @@ def cli(ctx: click.Context, url: str | None, options: tuple[str, ...]) -> None:
 
 
 cli.add_command(worker)
+cli.add_command(dashboard)
 
 
 @cli.command()

@@ -404,19 +404,32 @@ class CoreQueue:
         return stats
 
     def jobs(
-        self, state: JobState | str | None = None, *, after_id: int = 0, limit: int = 100
+        self,
+        state: JobState | str | None = None,
+        *,
+        after_id: int = 0,
+        before_id: int | None = None,
+        limit: int = 100,
     ) -> list[Job]:
         wanted = check_state(state)
         check_job_id(after_id)
+        if before_id is not None and (
+            isinstance(before_id, bool) or not isinstance(before_id, int)
+        ):
+            raise InvalidOptions(
+                f"before_id must be an int or None, got {type(before_id).__name__}"
+            )
         check_page_limit(limit)
         ctx = self._context
         driver = ctx.ops()
         ctx.check_open()
         if after_id < 0 or not storable_id(after_id):
             raise InvalidOptions(f"after_id must be within 0..{MAX_JOB_ID}, got {after_id}")
-        return ctx.read(
-            lambda c: driver.list_jobs(c, ListJobs(self._name, wanted, after_id, limit))
-        )
+        if before_id is not None and not 1 <= before_id <= MAX_JOB_ID:
+            # One past the largest id is no id: a cursor is an id a page handed out.
+            raise InvalidOptions(f"before_id must be within 1..{MAX_JOB_ID}, got {before_id}")
+        params = ListJobs(self._name, wanted, after_id, limit, before_id)
+        return ctx.read(lambda c: driver.list_jobs(c, params))
 
     def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
         chosen = None if ids is None else _ids(ids)

@@ -46,12 +46,14 @@ class OpsStatements:
 
     def list_jobs(self, c: PgHandle, params: ListJobs) -> list[Job]:
         state = params.state
+        sql = self._sql
+        newest = params.before_id is not None
         if state is None:
-            query = self._sql.list_jobs
+            query = sql.list_jobs_newest if newest else sql.list_jobs
         elif state is JobState.DEAD:
-            query = self._sql.list_dead_jobs
+            query = sql.list_dead_jobs_newest if newest else sql.list_dead_jobs
         else:
-            query = self._sql.list_live_jobs
+            query = sql.list_live_jobs_newest if newest else sql.list_live_jobs
         bound = by_name(params, state=None if state is None else state.value)
         return [job_from_row(row) for row in execute(c, query, bound)]
 

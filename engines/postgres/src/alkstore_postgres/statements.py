@@ -472,6 +472,27 @@ LIMIT %(limit)s
 """
 """A keyset page of the dead rows."""
 
+# Newest first (``before_id``): the same ranges walked backwards from before_id.
+_NEWEST = (
+    ("id > %(after_id)s", "id > %(after_id)s AND id < %(before_id)s"),
+    ("ORDER BY id", "ORDER BY id DESC"),
+)
+
+
+def _newest(page: str) -> str:
+    for oldest, newest in _NEWEST:
+        assert oldest in page, page
+        page = page.replace(oldest, newest)
+    return page
+
+
+LIST_JOBS_NEWEST: Final = _newest(LIST_JOBS)
+"""``LIST_JOBS`` below ``before_id``, the largest ids first."""
+LIST_LIVE_JOBS_NEWEST: Final = _newest(LIST_LIVE_JOBS)
+"""``LIST_LIVE_JOBS`` below ``before_id``, the largest ids first."""
+LIST_DEAD_JOBS_NEWEST: Final = _newest(LIST_DEAD_JOBS)
+"""``LIST_DEAD_JOBS`` below ``before_id``, the largest ids first."""
+
 
 _REDRIVEN_STAMPS = restamped(
     "dead",
@@ -849,6 +870,9 @@ class Statements:
     list_jobs: bytes
     list_live_jobs: bytes
     list_dead_jobs: bytes
+    list_jobs_newest: bytes
+    list_live_jobs_newest: bytes
+    list_dead_jobs_newest: bytes
     redrive_named: bytes
     redrive_oldest: bytes
     give_up_passed_holds: bytes
@@ -911,6 +935,9 @@ class Statements:
             list_jobs=render(LIST_JOBS, schema),
             list_live_jobs=render(LIST_LIVE_JOBS, schema),
             list_dead_jobs=render(LIST_DEAD_JOBS, schema),
+            list_jobs_newest=render(LIST_JOBS_NEWEST, schema),
+            list_live_jobs_newest=render(LIST_LIVE_JOBS_NEWEST, schema),
+            list_dead_jobs_newest=render(LIST_DEAD_JOBS_NEWEST, schema),
             redrive_named=render(REDRIVE_NAMED, schema),
             redrive_oldest=render(REDRIVE_OLDEST, schema),
             give_up_passed_holds=render(GIVE_UP_PASSED_HOLDS, schema),

@@ -40,12 +40,15 @@ class OperationStatements:
             "after": params.after_id,
             "limit": params.limit,
         }
+        newest = params.before_id is not None
+        if newest:
+            named["before"] = params.before_id
         if state is None:
-            statement = sql.LIST_JOBS
+            statement = sql.LIST_JOBS_NEWEST if newest else sql.LIST_JOBS
         elif state is JobState.DEAD:
-            statement = sql.LIST_DEAD_JOBS
+            statement = sql.LIST_DEAD_JOBS_NEWEST if newest else sql.LIST_DEAD_JOBS
         else:
-            statement = sql.LIST_LIVE_JOBS
+            statement = sql.LIST_LIVE_JOBS_NEWEST if newest else sql.LIST_LIVE_JOBS
             named["state"] = state.value
         return [job_from_row(row) for row in _cursor(c).execute(statement, named)]
 

@@ -536,6 +536,26 @@ LIST_LIVE_JOBS = _LIVE_PAGE.format(state=" AND state = :state")
 
 LIST_DEAD_JOBS = _DEAD_PAGE
 
+# Newest first (``before_id``): the same ranges walked backwards from :before.
+_NEWEST = (("id > :after", "id > :after AND id < :before"), ("ORDER BY id", "ORDER BY id DESC"))
+
+
+def _newest(page: str) -> str:
+    for oldest, newest in _NEWEST:
+        assert page.count(oldest) >= 1, page
+        page = page.replace(oldest, newest)
+    return page
+
+
+LIST_JOBS_NEWEST = _newest(LIST_JOBS)
+"""Live and dead jobs of ``:queue`` with ``:after < id < :before``, the last ``:limit``
+by id, largest first."""
+
+LIST_LIVE_JOBS_NEWEST = _newest(LIST_LIVE_JOBS)
+"""Jobs of ``:queue`` in ``:state`` with ``:after < id < :before``, largest id first."""
+
+LIST_DEAD_JOBS_NEWEST = _newest(LIST_DEAD_JOBS)
+
 
 # Redrive: one INSERT makes the new rows from the dead ones, in the order given
 # (AUTOINCREMENT numbers them in insert order), and returns each new id with the

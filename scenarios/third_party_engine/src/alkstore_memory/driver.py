@@ -436,16 +436,19 @@ class MemoryDriver:
 
     def list_jobs(self, c: Tx, params: ListJobs) -> list[Job]:
         queue, state, after_id, limit = params.queue, params.state, params.after_id, params.limit
+        before_id = params.before_id
         rows = itertools.chain(c.tables.jobs.values(), c.tables.dead.values())
-        page = heapq.nsmallest(
-            limit,
-            (
-                r
-                for r in rows
-                if r.queue == queue and r.id > after_id and (state is None or r.state == state)
-            ),
-            key=lambda r: r.id,
+        wanted = (
+            r
+            for r in rows
+            if r.queue == queue
+            and after_id < r.id
+            and (before_id is None or r.id < before_id)
+            and (state is None or r.state == state)
         )
+        # Newest first below before_id: the largest ids, largest first.
+        pick = heapq.nsmallest if before_id is None else heapq.nlargest
+        page = pick(limit, wanted, key=lambda r: r.id)
         return [row.to_job() for row in page]
 
     def redrive(self, c: Tx, params: Redrive) -> list[int]:

@@ -1,0 +1,396 @@
+"""The web dashboard (alkstore.dashboard) through Starlette's TestClient, on the
+memory engine: access, CSRF, escaping, hidden secrets, missing profiles, and what
+each page shows and does."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
+
+import alkstore
+from alkstore import ScheduleOpts, Store
+from alkstore.cli.app import cli
+from alkstore.dashboard import Credentials, create_app, redact_url
+from alkstore.dashboard.pulse import Pulse
+from alkstore.dashboard.security import CSRF_FIELD
+
+XSS = "<script>alert('x')</script>"
+
+
+@pytest.fixture
+def store() -> Iterator[Store]:
+    with alkstore.open(f"memory://dash-{uuid.uuid4().hex}") as opened:
+        yield opened
+
+
+def client(store: Store, access: str | None = "write", **kwargs: Any) -> TestClient:
+    app = create_app(store, authorize=lambda request: access, **kwargs)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(rf'name="{CSRF_FIELD}" value="([0-9a-f]+)"', page)
+    assert found is not None, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+def dead_job(store: Store, queue: str, error: str, payload: Any = None) -> int:
+    q = store.queue(queue)
+    job_id = q.enqueue(payload if payload is not None else {"n": 1})
+    handle = q.claim("w")
+    assert handle is not None
+    assert handle.id == job_id
+    handle.fail(error)
+    return int(job_id)
+
+
+# -- access ----------------------------------------------------------------------
+def test_a_request_the_hook_refuses_gets_403_and_sees_nothing_of_the_store(store: Store) -> None:
+    store.queue("secret-queue").enqueue({"n": 1})
+    response = client(store, access=None, url="memory://hidden-name").get("/")
+    assert response.status_code == 403
+    assert "secret-queue" not in response.text
+    assert "hidden-name" not in response.text
+
+
+def test_a_refusal_with_a_challenge_is_401_asking_for_basic_credentials(store: Store) -> None:
+    response = client(store, access=None, challenge=Credentials.challenge).get("/")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Basic ")
+
+
+def test_credentials_grant_their_access_to_the_right_password_only() -> None:
+    creds = Credentials(user="op", password="pw", access="write")
+
+    def basic(user: str, password: str) -> dict[str, str]:
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        return {"authorization": f"Basic {token}"}
+
+    assert creds(basic("op", "pw")) == "write"
+    assert creds(basic("op", "wrong")) is None
+    assert creds({}) is None
+
+
+def test_a_bearer_token_grants_its_access_and_a_wrong_one_nothing() -> None:
+    creds = Credentials(token="t0ken", access="read")
+    assert creds({"authorization": "Bearer t0ken"}) == "read"
+    assert creds({"authorization": "Bearer other"}) is None
+
+
+def test_empty_credentials_are_refused_as_letting_anyone_in() -> None:
+    with pytest.raises(ValueError, match="anyone"):
+        Credentials(user="op", password="")
+
+
+def test_read_access_shows_no_action_and_refuses_a_post(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store, access="read")
+    page = c.get("/")
+    assert page.status_code == 200
+    assert "Pause" not in page.text
+    refused = c.post("/pause", data={"queue": "q", CSRF_FIELD: "x"})
+    assert refused.status_code == 403
+    assert not store.queue("q").paused()
+
+
+def test_read_only_mode_caps_write_access_to_read(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store, access="write", read_only=True)
+    assert "Pause" not in c.get("/").text
+    assert c.post("/pause", data={"queue": "q"}).status_code == 403
+    assert not store.queue("q").paused()
+
+
+# -- CSRF ------------------------------------------------------------------------
+def test_a_post_without_a_csrf_token_is_refused_and_changes_nothing(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store)
+    c.get("/")  # the CSRF cookie
+    response = c.post("/pause", data={"queue": "q"})
+    assert response.status_code == 403
+    assert not store.queue("q").paused()
+
+
+def test_a_post_with_a_token_for_another_cookie_is_refused(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    other = client(store)
+    forged = csrf_of(other.get("/").text)
+    c = client(store)
+    c.get("/")
+    response = c.post("/pause", data={"queue": "q", CSRF_FIELD: forged})
+    assert response.status_code == 403
+    assert not store.queue("q").paused()
+
+
+def test_a_post_with_the_pages_csrf_token_pauses_the_queue(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store)
+    token = csrf_of(c.get("/").text)
+    response = c.post("/pause", data={"queue": "q", CSRF_FIELD: token}, follow_redirects=False)
+    assert response.status_code == 303
+    assert store.queue("q").paused()
+
+
+@pytest.mark.parametrize(
+    "back", ["//evil.example/", "/\\evil.example/", "https://evil.example/", "/\t/evil.example"]
+)
+def test_pause_never_redirects_off_the_dashboard(store: Store, back: str) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store)
+    token = csrf_of(c.get("/").text)
+    data = {"queue": "q", CSRF_FIELD: token, "back": back}
+    response = c.post("/pause", data=data, follow_redirects=False)
+    assert response.headers["location"] == "/"
+
+
+def test_pause_goes_back_to_the_page_it_came_from(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    c = client(store)
+    token = csrf_of(c.get("/").text)
+    data = {"queue": "q", CSRF_FIELD: token, "back": "/queue?name=q&state=all"}
+    response = c.post("/pause", data=data, follow_redirects=False)
+    assert response.headers["location"] == "/queue?name=q&state=all"
+
+
+# -- escaping and secrets --------------------------------------------------------
+def test_a_payload_with_a_script_renders_as_text(store: Store) -> None:
+    job_id = store.queue("q").enqueue({"html": XSS})
+    for path in (f"/jobs/{job_id}", "/queue?name=q"):
+        page = client(store).get(path).text
+        assert "<script>alert" not in page
+        assert "&lt;script&gt;alert" in page
+
+
+def test_an_error_with_a_script_renders_as_text(store: Store) -> None:
+    job_id = dead_job(store, "q", XSS)
+    for path in (f"/jobs/{job_id}", "/dead?queue=q"):
+        page = client(store).get(path).text
+        assert "<script>alert" not in page
+        assert "&lt;script&gt;alert" in page
+
+
+def test_a_queue_name_with_html_renders_as_text(store: Store) -> None:
+    store.queue("<b>q</b>").enqueue({"n": 1})
+    page = client(store).get("/").text
+    assert "<b>q</b>" not in page
+    assert "&lt;b&gt;q&lt;/b&gt;" in page
+
+
+def test_pages_forbid_inline_scripts(store: Store) -> None:
+    policy = client(store).get("/").headers["content-security-policy"]
+    assert "script-src 'self'" in policy
+
+
+def test_the_store_urls_password_is_never_shown(store: Store) -> None:
+    url = "postgresql://alk:s3cr3t-pw@db.internal:5432/jobs?sslmode=require&password=qp-s3cret"
+    page = client(store, url=url).get("/").text
+    assert "s3cr3t-pw" not in page
+    assert "qp-s3cret" not in page
+    assert "db.internal" in page
+
+
+def test_redact_url_hides_the_password_and_secret_parameters() -> None:
+    assert redact_url("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert redact_url("postgresql://h/db?password=pw&sslmode=require") == (
+        "postgresql://h/db?password=***&sslmode=require"
+    )
+    assert redact_url("sqlite:///var/lib/jobs.db") == "sqlite:///var/lib/jobs.db"
+
+
+# -- what a store cannot serve ---------------------------------------------------
+def test_a_store_without_the_ops_profile_shows_what_is_missing() -> None:
+    engine = alkstore.load_engine("alkstore_memory.without:ops")
+    with engine.open(f"memory://dash-{uuid.uuid4().hex}") as lacking:
+        response = client(lacking).get("/")
+    assert response.status_code == 501
+    assert "ops" in response.text
+    assert "Traceback" not in response.text
+
+
+def test_a_store_without_the_scheduler_shows_what_is_missing() -> None:
+    engine = alkstore.load_engine("alkstore_memory.without:scheduler+cron")
+    with engine.open(f"memory://dash-{uuid.uuid4().hex}") as lacking:
+        response = client(lacking).get("/schedules")
+    assert response.status_code == 501
+    assert "scheduler" in response.text
+
+
+def test_an_unexpected_error_is_a_page_without_a_trace(store: Store) -> None:
+    def broken(request: Any) -> Any:
+        raise RuntimeError("internal detail 42")
+
+    app = create_app(store, authorize=broken)
+    response = TestClient(app, raise_server_exceptions=False).get("/")
+    assert response.status_code == 500
+    assert "internal detail 42" not in response.text
+    assert "Traceback" not in response.text
+
+
+# -- pages -----------------------------------------------------------------------
+def test_the_overview_shows_every_queues_counts(store: Store) -> None:
+    store.queue("a").enqueue_many([{"n": 1}, {"n": 2}])
+    dead_job(store, "b", "boom")
+    page = client(store).get("/").text
+    row_a = re.search(r'data-queue="a">(.*?)</tr>', page, re.S)
+    row_b = re.search(r'data-queue="b">(.*?)</tr>', page, re.S)
+    assert row_a is not None
+    assert row_b is not None
+    assert '<td class="ready">2</td>' in row_a.group(1)
+    assert 'class="dead"><a' in row_b.group(1)
+
+
+def test_the_queue_page_pages_newest_first_by_keyset(store: Store) -> None:
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(60)])
+    c = client(store)
+    first = c.get("/queue?name=q").text
+    assert first.count('class="job"') == 50
+    following = re.search(r'class="next" href="([^"]+)"', first)
+    assert following is not None
+    assert f'data-id="{ids[-1]}"' in first  # newest first
+    second = c.get(following.group(1).replace("&amp;", "&")).text
+    assert second.count('class="job"') == 10
+    assert f'data-id="{ids[0]}"' in second
+    assert f'data-id="{ids[-1]}"' not in second
+
+
+def test_the_queue_page_finds_a_job_by_payload_text(store: Store) -> None:
+    q = store.queue("q")
+    q.enqueue({"order": "A-1"})
+    wanted = q.enqueue({"order": "B-2"})
+    page = client(store).get("/queue?name=q&state=all&q=b-2").text
+    assert page.count('class="job"') == 1
+    assert f'data-id="{wanted}"' in page
+
+
+def test_the_queue_page_finds_a_job_by_id(store: Store) -> None:
+    q = store.queue("q")
+    wanted = q.enqueue({"n": 1})
+    q.enqueue({"n": 2})
+    page = client(store).get(f"/queue?name=q&state=all&q={wanted}").text
+    assert page.count('class="job"') == 1
+    assert f'data-id="{wanted}"' in page
+
+
+def test_the_queue_page_finds_a_job_by_error_text(store: Store) -> None:
+    dead_job(store, "q", "connection reset")
+    wanted = dead_job(store, "q", "disk full")
+    page = client(store).get("/queue?name=q&state=dead&q=DISK").text
+    assert page.count('class="job"') == 1
+    assert f'data-id="{wanted}"' in page
+
+
+def test_the_job_page_shows_payload_stamps_and_error_history(store: Store) -> None:
+    q = store.queue("q")
+    job_id = q.enqueue({"n": 1}, alkstore.EnqueueOpts(unique=alkstore.Unique(key="k-1")))
+    handle = q.claim("w")
+    assert handle is not None
+    handle.retry("Traceback (most recent call last):\n  first failure", delay=0)
+    page = client(store).get(f"/jobs/{job_id}").text
+    assert "k-1" in page
+    assert "first failure" in page
+    assert "attempt 1" in page
+
+
+def test_the_dead_letter_filter_keeps_the_matching_errors(store: Store) -> None:
+    dead_job(store, "q", "timeout talking to smtp")
+    wanted = dead_job(store, "q", "invalid address")
+    page = client(store).get("/dead?queue=q&error=invalid").text
+    assert page.count('class="job"') == 1
+    assert f'data-id="{wanted}"' in page
+
+
+def test_a_bulk_redrive_shows_its_count_then_redrives_those_jobs(store: Store) -> None:
+    matching = [dead_job(store, "q", "smtp down") for _ in range(3)]
+    other = dead_job(store, "q", "bad input")
+    c = client(store)
+    confirm = c.get("/dead/confirm?queue=q&action=redrive&error=smtp").text
+    assert "<strong>3</strong>" in confirm
+    assert store.queue("q").stats().dead == 4  # nothing happens before the POST
+    ids = re.search(r'name="ids" value="([^"]*)"', confirm)
+    assert ids is not None
+    done = c.post(
+        "/dead/redrive",
+        data={"queue": "q", "ids": ids.group(1), CSRF_FIELD: csrf_of(confirm)},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303
+    q = store.queue("q")
+    assert [job.id for job in q.jobs("dead")] == [other]
+    assert sorted(job.redriven_from for job in q.jobs("pending")) == matching
+
+
+def test_a_bulk_purge_deletes_only_the_confirmed_jobs(store: Store) -> None:
+    gone = dead_job(store, "q", "purge me")
+    kept = dead_job(store, "q", "keep me")
+    c = client(store)
+    confirm = c.get("/dead/confirm?queue=q&action=purge&error=purge").text
+    assert "<strong>1</strong>" in confirm
+    c.post("/dead/purge", data={"queue": "q", "ids": str(gone), CSRF_FIELD: csrf_of(confirm)})
+    assert [job.id for job in store.queue("q").jobs("dead")] == [kept]
+
+
+def test_the_schedules_page_shows_the_next_fire_in_its_zone(store: Store) -> None:
+    store.schedule("nightly", "0 3 * * *", "q", {"n": 1}, ScheduleOpts(timezone="Asia/Kolkata"))
+    page = client(store).get("/schedules").text
+    assert "Asia/Kolkata" in page
+    assert "03:00:00 IST (UTC+0530)" in page
+
+
+def test_a_mounted_dashboard_links_under_its_path(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    host = Starlette(
+        routes=[Mount("/ops/jobs", create_app(store, authorize=lambda request: "read"))]
+    )
+    page = TestClient(host).get("/ops/jobs/").text
+    assert 'href="/ops/jobs/queue?name=q"' in page
+    assert 'src="/ops/jobs/static/live.js"' in page
+
+
+def test_a_partial_request_renders_only_the_live_part(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    response = client(store).get("/", headers={"x-alkstore-partial": "1"})
+    assert "<html" not in response.text
+    assert 'data-queue="q"' in response.text
+
+
+# -- live updates ----------------------------------------------------------------
+def test_the_pulse_tells_a_listener_when_a_job_is_enqueued(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    pulse = Pulse(store, poll_s=30.0)  # the wake, not the poll, must deliver it
+
+    async def watch() -> bool:
+        listener = pulse.listen()
+        try:
+            while pulse.wakes < 2:  # the watcher has read the store and waits on its wake
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(store.queue("q").enqueue, {"n": 2})
+            await asyncio.wait_for(listener.changed.wait(), 10)
+            return True
+        finally:
+            pulse.forget(listener)
+
+    assert asyncio.run(watch())
+
+
+# -- the standalone command ------------------------------------------------------
+def test_the_command_refuses_to_serve_without_credentials(tmp_path: Any) -> None:
+    result = CliRunner().invoke(cli, ["--url", f"sqlite:///{tmp_path}/s.db", "dashboard"])
+    assert result.exit_code == 2
+    assert "without credentials" in result.output
+
+
+def test_the_command_refuses_read_only_without_credentials_off_loopback(tmp_path: Any) -> None:
+    args = ["--url", f"sqlite:///{tmp_path}/s.db", "dashboard", "--read-only", "--host", "0.0.0.0"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert "loopback" in result.output

@@ -1,0 +1,302 @@
+"""The web dashboard in a real browser: Debian's Chromium driven by Selenium through
+Debian's chromedriver (``.ci/run`` installs both; nothing downloads a browser or a
+driver), against a dashboard served by uvicorn, on SQLite, PostgreSQL
+(``$ALKSTORE_PG_DSN`` or a throwaway server, as the engine provisions) and the
+memory engine.
+
+The SQLite run saves the screenshots docs/operations.md shows
+(docs/images/dashboard/*.png).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from selenium import webdriver
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+import alkstore
+from alkstore import EngineSpec, ScheduleOpts, Store
+from alkstore.dashboard import Credentials, create_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ENGINES = ("sqlite", "postgresql", "memory")
+USER, PASSWORD = "operator", "correct horse battery staple"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images" / "dashboard"
+# Bounds only so that a broken page fails the test instead of hanging the run.
+PAGE_WAIT_S = 20
+SERVER_START_S = 20
+HANG_GUARD_S = 60
+
+
+@dataclass
+class Served:
+    """A dashboard served on loopback over one provisioned store."""
+
+    engine: str
+    spec: EngineSpec
+    store: Store
+    base: str
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+    provider = alkstore.load_engine(request.param)
+    with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
+        credentials = Credentials(user=USER, password=PASSWORD)
+        app = create_app(
+            store,
+            authorize=lambda req: credentials(req.headers),
+            url=spec.url,
+            poll_s=1.0,
+            challenge=credentials.challenge,
+        )
+        sock = _free_socket()
+        # Open pages hold their event streams: a stop cuts them after a second.
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + SERVER_START_S
+        while not server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+        port = sock.getsockname()[1]
+        try:
+            yield Served(request.param, spec, store, f"http://127.0.0.1:{port}")
+        finally:
+            server.should_exit = True
+            thread.join(HANG_GUARD_S)
+            sock.close()
+
+
+def _browser(authorization: str | None) -> webdriver.Chrome:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        # Not a skip: these tests are how a broken page fails the run.
+        pytest.fail(
+            "needs Debian's chromium and chromium-driver: "
+            "apt-get install -y chromium chromium-driver (.ci/run does)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1280,860")
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    # An explicit driver path: Selenium Manager never runs, so nothing is downloaded.
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(PAGE_WAIT_S)
+    if authorization is not None:
+        # Every request of the page (its fetches and its event stream too) carries it.
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd(
+            "Network.setExtraHTTPHeaders", {"headers": {"Authorization": authorization}}
+        )
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    driver = _browser(f"Basic {token}")
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+    try:
+        # The live part is swapped while the wait looks at it: a vanished element
+        # only means "look again".
+        swapped = (StaleElementReferenceException, NoSuchElementException)
+        wait = WebDriverWait(driver, PAGE_WAIT_S, poll_frequency=0.1, ignored_exceptions=swapped)
+        return wait.until(condition)
+    except TimeoutException:
+        raise AssertionError(f"the page never showed {what}") from None
+
+
+STALE_TRIES = 20
+
+
+def text_of(driver: WebDriver, css: str) -> str:
+    """The element's text; found again when a live refresh swapped it meanwhile."""
+    for _ in range(STALE_TRIES):
+        try:
+            return str(driver.find_element(By.CSS_SELECTOR, css).text)
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{css} was swapped {STALE_TRIES} times in a row")
+
+
+def shoot(served: Served, driver: WebDriver, name: str) -> None:
+    if served.engine == "sqlite":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def dead_job(store: Store, queue: str, error: str, payload: Any) -> int:
+    q = store.queue(queue)
+    # Top priority: claimed before any job already waiting in the queue.
+    job_id = int(q.enqueue(payload, alkstore.EnqueueOpts(priority=2**31 - 1)))
+    handle = q.claim("browser-test")
+    assert handle is not None
+    assert handle.id == job_id
+    handle.fail(error)
+    return job_id
+
+
+def enqueue_elsewhere(served: Served, queue: str, payload: Any) -> None:
+    """An enqueue from another process (the memory engine has one process: another
+    thread, which its wake hub serves the same way)."""
+    if served.engine == "memory":
+        worker = threading.Thread(target=served.store.queue(queue).enqueue, args=(payload,))
+        worker.start()
+        worker.join(HANG_GUARD_S)
+        return
+    script = (
+        "import json, sys, alkstore\n"
+        "spec = json.loads(sys.argv[1])\n"
+        "with alkstore.open(spec['url'], **spec['opts']) as store:\n"
+        "    store.queue(spec['queue']).enqueue(spec['payload'])\n"
+    )
+    spec = {"url": served.spec.url, "opts": dict(served.spec.opts), "queue": queue}
+    spec["payload"] = payload
+    subprocess.run(
+        [sys.executable, "-c", script, json.dumps(spec)], check=True, timeout=HANG_GUARD_S
+    )
+
+
+# -- tests -----------------------------------------------------------------------
+def test_each_page_loads(served: Served, browser: WebDriver) -> None:
+    store = served.store
+    emails = store.queue("emails")
+    emails.enqueue_many([{"to": f"user{n}@example.com", "template": "welcome"} for n in range(7)])
+    emails.enqueue({"to": "later@example.com"}, alkstore.EnqueueOpts(delay=3600))
+    first = emails.claim("worker-1")
+    assert first is not None
+    first.retry("SMTPServerDisconnected: Connection unexpectedly closed", delay=0)
+    dead = dead_job(
+        store,
+        "emails",
+        'Traceback (most recent call last):\n  File "app.py", line 12, in send\n'
+        "smtplib.SMTPRecipientsRefused: {'bad@': (550, 'no such user')}",
+        {"to": "bad@", "template": "welcome"},
+    )
+    store.queue("reports").enqueue({"report": "daily"})
+    store.schedule(
+        "nightly-report",
+        "0 3 * * *",
+        "reports",
+        {"report": "nightly"},
+        ScheduleOpts(timezone="Europe/Berlin"),
+    )
+    pages = [
+        ("overview", "/", "Queues"),
+        ("queue", "/queue?name=emails&state=all", "Queue emails"),
+        ("job", f"/jobs/{dead}", f"Job {dead}"),
+        ("dead-letters", "/dead?queue=emails", "Dead letters of emails"),
+        ("confirm-redrive", "/dead/confirm?queue=emails&action=redrive", "Redrive dead jobs"),
+        ("schedules", "/schedules", "Schedules"),
+    ]
+    for name, path, title in pages:
+        browser.get(served.url(path))
+        heading = text_of(browser, "h1")
+        assert heading.startswith(title), f"{path}: {heading!r}"
+        assert not browser.find_elements(By.ID, "problem"), f"{path} shows a problem"
+        shoot(served, browser, name)
+    browser.get(served.url("/schedules"))
+    assert "Europe/Berlin" in text_of(browser, "table.schedules")
+
+
+def test_a_job_enqueued_elsewhere_appears_without_a_reload(
+    served: Served, browser: WebDriver
+) -> None:
+    served.store.queue("live").enqueue({"n": 1})
+    browser.get(served.url("/"))
+    ready = '[data-queue="live"] .ready'
+    # Read through the wait: the live part may be swapped at any moment.
+    wait_for(browser, lambda d: text_of(d, ready) == "1", "the first job")
+    wait_for(browser, lambda d: text_of(d, "#live-status") == "live", "its event stream open")
+    browser.execute_script("window.__notReloaded = true;")
+    enqueue_elsewhere(served, "live", {"n": 2})
+    wait_for(browser, lambda d: text_of(d, ready) == "2", "the second job")
+    assert browser.execute_script("return window.__notReloaded === true;")
+
+
+def test_a_dead_job_is_redriven_through_the_page(served: Served, browser: WebDriver) -> None:
+    dead = dead_job(served.store, "redrive", "boom", {"n": 1})
+    browser.get(served.url(f"/jobs/{dead}"))
+    browser.find_element(By.ID, "redrive-job").click()
+    wait_for(browser, lambda d: "1" in text_of(d, "#confirm-count strong"), "the count")
+    assert served.store.queue("redrive").get_job(dead) is not None  # asked, not done
+    browser.find_element(By.ID, "confirm").click()
+    notice = wait_for(browser, lambda d: d.find_elements(By.ID, "notice"), "the notice")
+    assert notice[0].text.startswith("Redrove 1 dead job")
+    q = served.store.queue("redrive")
+    assert q.get_job(dead) is None
+    assert [job.redriven_from for job in q.jobs("pending")] == [dead]
+
+
+def test_without_credentials_the_dashboard_refuses(served: Served) -> None:
+    served.store.queue("private-queue").enqueue({"n": 1})
+    stranger = _browser(None)
+    try:
+        stranger.get(served.url("/"))
+        assert "private-queue" not in stranger.page_source
+        statuses = [
+            event["params"]["response"]["status"]
+            for entry in stranger.get_log("performance")  # type: ignore[no-untyped-call]
+            for event in [json.loads(entry["message"])["message"]]
+            if event["method"] == "Network.responseReceived"
+            and event["params"]["response"]["url"] == served.url("/")
+        ]
+        # A headless browser asks for the user and password (the page stays empty).
+        assert statuses == [401]
+    finally:
+        stranger.quit()
+
+
+def test_an_xss_payload_shows_as_text(served: Served, browser: WebDriver) -> None:
+    # No double quote: the payload shows as JSON, which would escape it.
+    attack = "<script>document.title='owned'</script><img src=x onerror=document.title='owned'>"
+    dead = dead_job(served.store, "xss", attack, {"html": attack})
+    browser.get(served.url(f"/jobs/{dead}"))
+    assert attack in text_of(browser, "#payload")
+    assert attack in text_of(browser, "#last-error")
+    assert browser.title != "owned"
+    assert not browser.find_elements(By.CSS_SELECTOR, "main img")
+    shoot(served, browser, "xss-as-text")
