@@ -193,6 +193,8 @@ def test_a_poll_only_store_behind_pgbouncer_declares_no_pubsub(
         assert store.capabilities.pubsub is False
         with pytest.raises(ProfileUnavailable):
             store.subscribe("news")
+        with pytest.raises(ProfileUnavailable):
+            store.notify("news", {"n": 1})
 
 
 def test_listen_url_gives_a_store_behind_pgbouncer_wakes_and_pubsub(

@@ -206,7 +206,8 @@ class LocalPgBouncer:
                 user=self._uid_gid[0] if self._uid_gid else None,
                 group=self._uid_gid[1] if self._uid_gid else None,
                 extra_groups=[] if self._uid_gid else None,
-                start_new_session=True,  # a Ctrl-C of the tests is not sent to it too
+                # Its own process group is ours: a Ctrl-C or a kill of the run's group
+                # stops it too, even when no finalizer gets to run.
             )
             self._process = process
             self._cleanup = weakref.finalize(self, _stop, process, tmp)
