@@ -24,12 +24,14 @@ from pg_helpers import BackgroundClaim, wait_until
 import alkstore
 import alkstore.aio
 from alkstore import (
+    EngineMisconfigured,
     EngineSpec,
     EngineUnavailable,
     InvalidOptions,
     ProfileUnavailable,
 )
 from alkstore.core import CoreStore
+from alkstore_postgres.errors import contract_error
 from alkstore_postgres.testing import pgbouncer as pgbouncer_module
 from alkstore_postgres.testing.contention import hold_write_path
 from alkstore_postgres.testing.pgbouncer import (
@@ -118,6 +120,30 @@ def test_an_undeclared_transaction_pooler_is_engine_misconfigured_naming_the_opt
     for module, name, message in raised:
         assert (module, name) == ("alkstore.errors", "EngineMisconfigured")
         assert "pooler='transaction'" in message
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        psycopg.errors.InvalidSqlStatementName('prepared statement "_pg3_1" does not exist'),
+        psycopg.errors.DuplicatePreparedStatement('prepared statement "_pg3_0" already exists'),
+        psycopg.errors.ProtocolViolation(
+            'bind message supplies 4 parameters, but prepared statement "_pg3_0" requires 2'
+        ),
+    ],
+    ids=["missing", "duplicate", "bind-mismatch"],
+)
+def test_each_error_of_an_undeclared_pooler_maps_to_engine_misconfigured(
+    error: psycopg.Error,
+) -> None:
+    mapped = contract_error(error, "running a statement")
+    assert isinstance(mapped, EngineMisconfigured)
+    assert "pooler='transaction'" in str(mapped)
+
+
+def test_a_protocol_violation_naming_no_prepared_statement_stays_unavailable() -> None:
+    mapped = contract_error(psycopg.errors.ProtocolViolation("query_wait_timeout"), "waiting")
+    assert isinstance(mapped, EngineUnavailable)
 
 
 def test_a_statement_behind_pgbouncer_waits_for_a_lock_no_longer_than_lock_timeout_s(
