@@ -3,6 +3,7 @@
     nox -s conformance [-- --engine NAME ...]   the conformance kit against one engine
                        [--install PATH]         (one outside this repository: installed first)
     nox -s tests                                 every unit test + the kit on every reference engine
+                                                 (PostgreSQL also behind PgBouncer)
     nox -s lint                                  ruff + mypy
     nox -s bench                                 benchmarks, both engines side by side
     nox -s faults [-- --quick]                   fault runs on both engines (crash storm,
@@ -52,6 +53,9 @@ UNIT_TEST_DIRS = (
     "scenarios/faults/test_faults.py",
 )
 POSTGRES_ENGINES = {"postgresql", "postgres"}
+PGBOUNCER_ENGINE = "alkstore_postgres.testing.behind_pgbouncer:ENGINE"
+"""The PostgreSQL engine with every store behind a real PgBouncer in transaction pooling
+mode (``pooler="transaction"``, LISTEN on a direct ``listen_url``): issue 27."""
 
 nox.options.sessions = ["conformance"]
 nox.options.reuse_existing_virtualenvs = True
@@ -77,10 +81,11 @@ def _install_all(session: nox.Session, *extra: str) -> None:
     )
 
 
-def _server_module() -> Any:
-    # The provisioner is stdlib-only, so the nox process can load it from source.
-    path = ROOT / POSTGRES / "src" / "alkstore_postgres" / "testing" / "server.py"
-    spec = importlib.util.spec_from_file_location("_alkstore_pg_server", path)
+def _server_module(name: str = "server") -> Any:
+    # The provisioner (and the PgBouncer fixture) is stdlib-only, so the nox process
+    # can load it from source.
+    path = ROOT / POSTGRES / "src" / "alkstore_postgres" / "testing" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_alkstore_pg_{name}", path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -95,6 +100,15 @@ def _postgres(session: nox.Session) -> Iterator[dict[str, str]]:
     with _server_module().provision_server() as server:
         session.log(f"PostgreSQL via {server.route}: {server.server_version or 'external'}")
         yield {"ALKSTORE_PG_DSN": server.dsn}
+
+
+def _require_pgbouncer(session: nox.Session) -> None:
+    """Fail at once, saying how to install it, when no pgbouncer binary is found."""
+    module = _server_module("pgbouncer")
+    try:
+        session.log(f"PgBouncer: {module.find_pgbouncer()}")
+    except module.PgBouncerNotFoundError as exc:
+        session.error(str(exc))
 
 
 def _engine_from(posargs: list[str]) -> tuple[str, list[str], list[str]]:
@@ -143,15 +157,17 @@ def conformance(session: nox.Session) -> None:
     _install_all(session)
     engine, installs, rest = _engine_from(session.posargs)
     _install_engines(session, installs)
-    needs_pg = engine in POSTGRES_ENGINES
+    needs_pg = engine in POSTGRES_ENGINES or engine == PGBOUNCER_ENGINE
     with _postgres(session) if needs_pg else nullcontext({}) as env:
         session.run("alkstore-conformance", "run", "--engine", engine, *rest, env=env)
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every package's unit tests, then the kit against every reference engine."""
+    """Every package's unit tests, then the kit against every reference engine (and the
+    PostgreSQL engine once more behind PgBouncer)."""
     _install_all(session)
+    _require_pgbouncer(session)  # the PostgreSQL engine's tests and the kit start one
     with _postgres(session) as env:
         # One pytest run per package: each has its own conftest and helpers.
         for tests_dir in UNIT_TEST_DIRS:
@@ -185,6 +201,19 @@ def tests(session: nox.Session) -> None:
                 f"reports/{engine}-aio-conformance-report.json",
                 env=env,
             )
+        # Every profile once more through a real PgBouncer in transaction pooling mode,
+        # started by the provider in front of the session's server (issue 27).
+        session.run(
+            "alkstore-conformance",
+            "run",
+            "--engine",
+            PGBOUNCER_ENGINE,
+            "--certify",
+            "--reduced",
+            "--report",
+            "reports/postgresql-pgbouncer-conformance-report.json",
+            env=env,
+        )
 
 
 @nox.session

@@ -105,6 +105,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=2_000,
         help="jobs per second the sustained run's producer offers",
     )
+    parser.add_argument(
+        "--pgbouncer",
+        action="store_true",
+        help="run only the wake latency behind PgBouncer (transaction pooling) beside the "
+        "direct engine, on a throwaway cluster; writes reports/pgbouncer-wake.json",
+    )
     parser.add_argument("--json", type=Path, default=REPORT, help="where to write the results")
     args = parser.parse_args(argv)
     if args.quick:
@@ -222,10 +228,25 @@ def run_sustained(args: argparse.Namespace) -> int:
     return 0 if series.ok else 1
 
 
+def run_pgbouncer(args: argparse.Namespace) -> int:
+    from bench_pgbouncer import PGBOUNCER_JSON, pgbouncer_wake
+
+    print(
+        f"Wake latency behind PgBouncer: {args.wake_rounds} samples per configuration, "
+        f"load average {_loadavg()}",
+        flush=True,
+    )
+    pgbouncer_wake(args.wake_rounds)
+    print(f"Written to {PGBOUNCER_JSON}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.sustained is not None:
         return run_sustained(args)
+    if args.pgbouncer:
+        return run_pgbouncer(args)
     engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
     entries = [e for e in WORKLOADS if not args.workload or e.key in args.workload]
     keys = [e.key for e in entries]

@@ -17,6 +17,7 @@ from pg_helpers import StoreFactory, fresh_schema_name
 
 import alkstore
 from alkstore.core import CoreStore
+from alkstore_postgres.testing.pgbouncer import LocalPgBouncer
 from alkstore_postgres.testing.provisioning import drop_schema
 from alkstore_postgres.testing.server import LocalPostgres, provision_server
 
@@ -72,6 +73,14 @@ def running_pg(private_pg: LocalPostgres) -> Iterator[LocalPostgres]:
     private_pg.start()
     yield private_pg
     private_pg.start()
+
+
+@pytest.fixture(scope="module")
+def pgbouncer(private_pg: LocalPostgres) -> Iterator[LocalPgBouncer]:
+    """A real PgBouncer (``pool_mode = transaction``) on loopback in front of the module's
+    private server; stopped after the module."""
+    with LocalPgBouncer(private_pg.dsn, pool_mode="transaction") as bouncer:
+        yield bouncer
 
 
 @pytest.fixture(autouse=True)

@@ -37,6 +37,16 @@ Connection loss
     missing privilege) ``alkstore.EngineMisconfigured``, with the psycopg error
     chained.
 
+Behind a transaction pooler
+    With ``pooler="transaction"`` (PgBouncer's ``pool_mode = transaction``) each
+    transaction may run on another server connection, so nothing is left in a
+    session: psycopg never prepares a statement (``prepare_threshold=None``), the
+    lock-wait bound is ``SET LOCAL`` per transaction (see ``lock_waits``), and
+    LISTEN -- which needs a session of its own -- runs on ``listen_url`` (a direct
+    URL), or not at all: then the store is poll-only (waiting calls see other
+    processes' work within ``repoll_s``; no pub/sub). Migrations already hold their
+    advisory lock per transaction.
+
 Locks held by other sessions
     A statement waits for a lock another session holds (a migration's ``ALTER
     TABLE``, a ``LOCK TABLE``) at most ``lock_timeout_s``, and a waiting call no
@@ -84,7 +94,7 @@ from .columns import claimed_jobs, job_from_row
 from .connections import Pool, StorePool
 from .errors import contract_error
 from .handle import PgHandle, SqlConnection, execute, rowcount
-from .listener import Listener, NotifyListener, notify_payload
+from .listener import Listener, NotifyListener, PollOnlyListener, notify_payload
 from .lock_waits import LockWaits
 from .migrations import ensure_schema
 from .operations import OpsStatements
@@ -120,6 +130,14 @@ def message_channel(schema: str) -> str:
     return _store_channel(schema, "message")
 
 
+def listen_conninfo_of(conninfo: str, options: PostgresOptions) -> str | None:
+    """Where the store LISTENs: ``listen_url`` (already in libpq's form); the store's
+    own URL without a transaction pooler; nowhere (poll-only) behind one without it."""
+    if options.listen_url is not None:
+        return options.listen_url
+    return None if options.pooler is not None else conninfo
+
+
 def check_attachable(native: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     """Refuse a connection ``attach`` cannot join: a failed transaction, or autocommit
     outside a transaction."""
@@ -145,19 +163,30 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         self.message_channel = message_channel(options.schema)
         self.messages_keep = options.messages_keep
         self._sql = Statements.for_schema(options.schema)
-        self._plan_ages = PlanAges()
+        pooled = options.pooler is not None
+        self._plan_ages = PlanAges(kept=not pooled)
         self._server_clock = server_clock
-        self._lock_waits = LockWaits(options.lock_timeout_s)
+        self._lock_waits = LockWaits(options.lock_timeout_s, per_transaction=pooled)
         connect_kwargs: dict[str, Any] = {
             # libpq takes whole seconds (and treats 1 as 2).
             "connect_timeout": max(2, math.ceil(options.connect_timeout_s)),
             # Shows in pg_stat_activity unless the URL names an application_name.
             "fallback_application_name": APPLICATION_NAME,
         }
+        listen_kwargs = dict(connect_kwargs)
+        if pooled:
+            # A statement prepared on one server connection is unknown on the next.
+            connect_kwargs["prepare_threshold"] = None
         self._prepare(conninfo, connect_kwargs, options)
         self._pool: Pool = self._open_pool(conninfo, connect_kwargs, options)
-        self.listener: Listener = self._open_listener(conninfo, connect_kwargs, options)
-        """The store's LISTEN connection and thread (started by ``start_watching``)."""
+        listen_conninfo = listen_conninfo_of(conninfo, options)
+        self.listener: Listener = (
+            PollOnlyListener()
+            if listen_conninfo is None
+            else self._open_listener(listen_conninfo, listen_kwargs, options)
+        )
+        """The store's LISTEN connection and thread (started by ``start_watching``);
+        none behind a transaction pooler without ``listen_url`` (poll-only)."""
 
     # The two places where a store opened on an event loop differs (``loop_io``).
     def _open_pool(
@@ -191,7 +220,12 @@ class PostgresDriver(ProfileStatements, OpsStatements):
                 # Opening waits for a lock (a migration of another opener, a table
                 # another session holds) no longer than any other call.
                 self._lock_waits.for_transaction(conn)
-                ensure_schema(conn, options.schema, migrate=options.migrate)
+                ensure_schema(
+                    conn,
+                    options.schema,
+                    migrate=options.migrate,
+                    begun=self._lock_waits.in_transaction,
+                )
                 # Pub/sub's stored messages are pruned here and when publishing,
                 # never on a timer (the store runs no timers of its own).
                 conn.execute(self._sql.prune_messages, {"keep": options.messages_keep})
@@ -234,9 +268,12 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             clock = self._server_clock
             if clock is not None and clock.due():
                 clock.refresh(conn)
-            lock_waits.for_unit(conn, wait_s)
             handle = PgHandle(
-                conn, standalone=True, lock_waits=lock_waits, lock_deadline=lock_deadline
+                conn,
+                standalone=True,
+                lock_waits=lock_waits,
+                lock_deadline=lock_deadline,
+                local_lock_ms=lock_waits.for_unit(conn, wait_s),
             )
             # The unit's exit stack closes a transaction a statement began mid-unit
             # (commit on return, rollback on raise) before the connection goes back.
@@ -261,6 +298,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
     @contextmanager
     def transaction(self) -> Iterator[PgHandle]:
         with self._pooled() as conn, conn.transaction():
+            self._lock_waits.in_transaction(conn)
             yield PgHandle(conn, standalone=False, lock_waits=self._lock_waits)
 
     @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -46,6 +47,14 @@ attach, locks, ...), and ``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)
+
+
+def capabilities_of(options: PostgresOptions) -> Capabilities:
+    """What a store opened with ``options`` implements: every profile, but pub/sub
+    when it has nowhere to LISTEN (behind a transaction pooler, no ``listen_url``)."""
+    if options.pooler is not None and options.listen_url is None:
+        return dataclasses.replace(CAPABILITIES, pubsub=False)
+    return CAPABILITIES
 
 
 def libpq_url(url: str) -> str:
@@ -115,6 +124,8 @@ def _open(
     options = parse_options(opts)  # before any connection: bad options touch nothing
     check_clock(clock)
     conninfo = libpq_url(url)
+    if options.listen_url is not None:
+        options = dataclasses.replace(options, listen_url=libpq_url(options.listen_url))
     # The default clock follows the server; a ServerClock passed in is kept measured too.
     server_clock = clock if isinstance(clock, ServerClock) else None
     if clock is None:
@@ -128,7 +139,7 @@ def _open(
             wrap(driver) if wrap is not None else driver,
             clock=clock if clock is not None else server_clock,
             repoll_s=options.repoll_s,
-            capabilities=CAPABILITIES,
+            capabilities=capabilities_of(options),
             engine_name=ENGINE_NAME,
             max_payload_bytes=options.max_payload_bytes,
         )

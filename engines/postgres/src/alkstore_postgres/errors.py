@@ -68,11 +68,40 @@ _MISCONFIGURED_MESSAGES = re.compile(
 )
 
 
+# SQLSTATEs a transaction pooler causes when the store was not told it is there: a
+# statement psycopg prepared on one server connection is missing on the next
+# (26000 invalid_sql_statement_name) or already there under the same name,
+# prepared by another client (42P05 duplicate_prepared_statement). The engine
+# never names a prepared statement itself, so only a pooler makes these. A Bind
+# that reaches another client's statement of the same name fails as a protocol
+# violation (08P01) naming psycopg's statement ("_pg3_0"): that too.
+_POOLER_STATES = frozenset({"26000", "42P05"})
+_POOLER_PROTOCOL_VIOLATION = re.compile(r'prepared statement "_pg3_\d+"')
+
+POOLER_HINT = (
+    "a pooler in transaction mode (PgBouncer's pool_mode = transaction) is between the "
+    "store and PostgreSQL, and it hands each transaction another server connection: "
+    "open the store with pooler='transaction' (and a direct listen_url for prompt "
+    "wakes), or point the URL at the server or a session-mode pool"
+)
+
+
+def behind_undeclared_pooler(exc: BaseException) -> bool:
+    """Whether ``exc`` is what a transaction pooler the store was not told of causes."""
+    if not isinstance(exc, psycopg.Error):
+        return False
+    if exc.sqlstate in _POOLER_STATES:
+        return True
+    return exc.sqlstate == "08P01" and bool(_POOLER_PROTOCOL_VIOLATION.search(str(exc)))
+
+
 def is_misconfigured(exc: BaseException) -> bool:
     """Whether ``exc`` says the server refused this configuration (not transient): no
     such database or role, a wrong or missing password, a missing privilege."""
     if not isinstance(exc, psycopg.Error):
         return False
+    if behind_undeclared_pooler(exc):
+        return True
     sqlstate = exc.sqlstate
     if sqlstate is not None:
         return sqlstate in _MISCONFIGURED_STATES
@@ -102,6 +131,8 @@ def unavailable(exc: psycopg.Error, doing: str) -> EngineUnavailable:
 
 def misconfigured(exc: psycopg.Error, doing: str) -> EngineMisconfigured:
     """The contract's error for a refused configuration (chain ``exc`` with ``from``)."""
+    if behind_undeclared_pooler(exc):
+        return EngineMisconfigured(f"PostgreSQL failed while {doing}: {POOLER_HINT}: {exc}")
     return EngineMisconfigured(
         f"PostgreSQL refused this configuration while {doing} (check the URL's database, "
         f"user and password, and the role's privileges): {exc}"

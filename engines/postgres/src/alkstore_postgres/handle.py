@@ -27,6 +27,7 @@ import psycopg
 from alkstore.errors import EngineUnavailable
 
 from .errors import contract_error
+from .lock_waits import set_local
 
 if TYPE_CHECKING:
     from .lock_waits import LockWaits
@@ -90,6 +91,48 @@ class PgHandle:
     lock_deadline: float | None = None
     """Until when (``time.monotonic()``) a standalone statement that waited out
     ``lock_timeout`` is run again (``None``: never)."""
+    local_lock_ms: int | None = None
+    """Behind a transaction pooler: the ``lock_timeout`` a standalone statement sets
+    for itself (``SET LOCAL``, pipelined with it), as no session keeps a setting."""
+
+
+class PipelinedConnection(Protocol):
+    """A connection that sends a statement and then another in one pipeline, in one
+    implicit transaction (``loop_io.LoopConnection``; a ``psycopg.Connection`` does it
+    with ``pipeline()``)."""
+
+    def execute_after(
+        self,
+        prelude: bytes,
+        query: bytes,
+        params: Mapping[str, Any] | None,
+        *,
+        prepare: bool | None,
+        binary: bool,
+    ) -> SqlCursor: ...
+
+
+def _run(
+    c: PgHandle,
+    query: bytes,
+    params: Mapping[str, Any] | None,
+    prepare: bool | None,
+    binary: bool,
+) -> SqlCursor:
+    ms = c.local_lock_ms
+    if ms is None or not c.standalone:
+        return c.conn.execute(query, params, prepare=prepare, binary=binary)
+    # No Sync between them: one implicit transaction, so one server connection of a
+    # transaction pooler, and the SET LOCAL holds for this statement only.
+    prelude = set_local(ms)
+    conn = c.conn
+    if isinstance(conn, psycopg.Connection):
+        with conn.pipeline():
+            conn.execute(prelude, prepare=False)
+            cursor = conn.execute(query, params, prepare=prepare, binary=binary)
+        return cursor
+    pipelined: PipelinedConnection = conn  # type: ignore[assignment]
+    return pipelined.execute_after(prelude, query, params, prepare=prepare, binary=binary)
 
 
 def begin_transaction(c: PgHandle) -> None:
@@ -104,6 +147,8 @@ def begin_transaction(c: PgHandle) -> None:
     # back when it raises, before the connection goes back to the pool.
     c.unit.enter_context(c.conn.transaction())
     c.standalone = False
+    if c.lock_waits is not None:
+        c.lock_waits.in_transaction(c.conn)
 
 
 def execute(
@@ -120,7 +165,7 @@ def execute(
     retries = CONFLICT_RETRIES if c.standalone else 0
     while True:
         try:
-            return c.conn.execute(query, params, prepare=prepare, binary=binary)
+            return _run(c, query, params, prepare, binary)
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             # Safe only for a standalone statement: it rolled back alone.
             if retries <= 0:

@@ -82,6 +82,25 @@ class Listener(Protocol):
     def close(self, timeout: float = 5.0) -> None: ...
 
 
+class PollOnlyListener:
+    """No listener: behind a transaction pooler without ``listen_url`` LISTEN has no
+    session to live in (the pooler would hand its server connection to others and
+    the notifications to nobody). Waiting calls find other processes' work at their
+    next re-poll (``repoll_s``), and the store declares no pub/sub."""
+
+    connections = 0
+
+    @property
+    def running(self) -> bool:
+        return False
+
+    def start(self, sink: WakeSink) -> None:
+        return None
+
+    def close(self, timeout: float = 5.0) -> None:
+        return None
+
+
 def listen_statements(channels: list[str]) -> list[bytes]:
     """The ``LISTEN`` statements for ``channels``."""
     return [sql.SQL("LISTEN {}").format(sql.Identifier(c)).as_bytes(None) for c in channels]

@@ -23,6 +23,14 @@ overruns its caller's time by at most one slice. While nobody holds a lock
 this adds no round trip, except one ``SET`` when a connection goes from one
 setting to the other. (A statement run again joins the back of the lock's
 queue: only under a lock held that long, where order no longer matters.)
+
+Behind a transaction pooler (``pooler="transaction"``) a session's setting would
+stay on whichever server connection the ``SET`` happened to reach, and the next
+statement may run on another: nothing is set per session there. A
+standalone statement is sent in one pipeline after ``SET LOCAL lock_timeout``
+(both in the one implicit transaction the pooler gives a single server
+connection: still one round trip), and a transaction sets it with ``SET LOCAL``
+right after ``BEGIN``.
 """
 
 from __future__ import annotations
@@ -30,9 +38,10 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from .handle import SqlConnection
+if TYPE_CHECKING:
+    from .handle import SqlConnection
 
 SLICE_MS: Final = 100
 """``lock_timeout`` of a connection a waiting call used: how long one statement of a
@@ -45,11 +54,18 @@ def _native(conn: SqlConnection) -> Any:
     return getattr(conn, "native", conn)
 
 
+def set_local(milliseconds: int) -> bytes:
+    """The statement that bounds lock waits for the rest of the current transaction."""
+    return f"SET LOCAL lock_timeout = {int(milliseconds)}".encode()
+
+
 class LockWaits:
     """The store's lock-wait budget, and each pooled connection's ``lock_timeout``."""
 
-    def __init__(self, lock_timeout_s: float) -> None:
+    def __init__(self, lock_timeout_s: float, *, per_transaction: bool = False) -> None:
         self.limit_s = lock_timeout_s
+        self.per_transaction = per_transaction
+        """Behind a transaction pooler: ``SET LOCAL`` per transaction, never per session."""
         # At least 1 ms: PostgreSQL reads 0 as "wait forever".
         self._limit_ms = max(1, round(lock_timeout_s * 1000))
         self._slice_ms = min(SLICE_MS, self._limit_ms)
@@ -62,23 +78,37 @@ class LockWaits:
         budget = self.limit_s if wait_s is None else min(wait_s, self.limit_s)
         return time.monotonic() + budget
 
-    def for_unit(self, conn: SqlConnection, wait_s: float | None) -> None:
+    def for_unit(self, conn: SqlConnection, wait_s: float | None) -> int | None:
         """Before a ``write``/``read`` unit: a call with less time than the limit
         waits for a lock one slice at a time; any other takes the connection as it is
         (its statements are run again until the deadline). A new connection gets the
-        limit."""
+        limit. Behind a transaction pooler nothing is set: the ``lock_timeout`` each
+        standalone statement of the unit sets locally is returned instead."""
         waiting = wait_s is not None and wait_s < self.limit_s
+        if self.per_transaction:
+            return self._slice_ms if waiting else self._limit_ms
         current = self._current(conn)
         if current is None:
             self._set(conn, self._slice_ms if waiting else self._limit_ms)
         elif waiting and current > self._slice_ms:
             self._set(conn, self._slice_ms)
+        return None
 
     def for_transaction(self, conn: SqlConnection) -> None:
         """Before ``BEGIN``: a transaction's statements each wait up to the limit (one
-        that gives up aborts the transaction, so it cannot be run again)."""
+        that gives up aborts the transaction, so it cannot be run again). Behind a
+        transaction pooler: nothing (see ``in_transaction``)."""
+        if self.per_transaction:
+            return
         if self._current(conn) != self._limit_ms:
             self._set(conn, self._limit_ms)
+
+    def in_transaction(self, conn: SqlConnection) -> None:
+        """Right after ``BEGIN``, behind a transaction pooler: the limit for this
+        transaction only (``SET LOCAL``). Without a pooler: nothing (``for_transaction``
+        set the session)."""
+        if self.per_transaction:
+            conn.execute(set_local(self._limit_ms), prepare=False)
 
     def _current(self, conn: SqlConnection) -> int | None:
         with self._lock:

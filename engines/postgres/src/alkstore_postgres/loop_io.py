@@ -145,6 +145,21 @@ async def _execute(
     return BufferedCursor(rows, cursor.rowcount, cursor.description)
 
 
+async def _execute_after(
+    conn: psycopg.AsyncConnection[Any],
+    prelude: bytes,
+    query: Any,
+    params: Any,
+    prepare: bool | None,
+    binary: bool,
+) -> BufferedCursor:
+    async with conn.pipeline():
+        await conn.execute(prelude, prepare=False)
+        cursor = await conn.execute(query, params, prepare=prepare, binary=binary)
+    rows = await cursor.fetchall() if cursor.description is not None else []
+    return BufferedCursor(rows, cursor.rowcount, cursor.description)
+
+
 class LoopConnection:
     """A ``psycopg.AsyncConnection`` as the driver's ``SqlConnection``: each call runs
     on the loop while the calling thread waits."""
@@ -163,6 +178,20 @@ class LoopConnection:
         binary: bool = False,
     ) -> BufferedCursor:
         return self._bridge.run(_execute(self.native, query, params, prepare, binary))
+
+    def execute_after(
+        self,
+        prelude: bytes,
+        query: bytes,
+        params: Any,
+        *,
+        prepare: bool | None,
+        binary: bool,
+    ) -> BufferedCursor:
+        """``prelude`` and then ``query`` in one pipeline (one implicit transaction):
+        ``handle``'s per-statement ``SET LOCAL`` behind a transaction pooler."""
+        pipeline = _execute_after(self.native, prelude, query, params, prepare, binary)
+        return self._bridge.run(pipeline)
 
     def transaction(self) -> LoopTransaction:
         return LoopTransaction(self.native, self._bridge)

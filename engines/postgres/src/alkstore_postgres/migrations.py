@@ -20,6 +20,7 @@ versions at the end of ``MIGRATIONS``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -602,10 +603,18 @@ def applied_version(conn: psycopg.Connection[Any], schema: str) -> int:
     return version
 
 
-def ensure_schema(conn: psycopg.Connection[Any], schema: str, *, migrate: bool) -> int:
+def ensure_schema(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    *,
+    migrate: bool,
+    begun: Callable[[psycopg.Connection[Any]], None] | None = None,
+) -> int:
     """Bring ``schema`` to ``LATEST_VERSION`` (or only check it, with ``migrate=False``).
 
     ``conn`` must be in autocommit mode; returns the version found or reached.
+    ``begun`` runs first inside the migrating transaction (behind a transaction
+    pooler: its ``SET LOCAL lock_timeout``).
     """
     version = applied_version(conn, schema)
     if version >= LATEST_VERSION:
@@ -616,6 +625,8 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str, *, migrate: bool) 
             raise SchemaNotMigrated(schema, legacy, LATEST_VERSION, legacy_layout=True)
         raise SchemaNotMigrated(schema, version, LATEST_VERSION)
     with conn.transaction():
+        if begun is not None:
+            begun(conn)
         conn.execute(LOCK_SCHEMA_FOR_MIGRATION.encode(), {"schema": schema})
         return _upgrade(conn, schema)
 

@@ -30,6 +30,9 @@ SYSTEM_SCHEMAS = frozenset({"information_schema"})
 """PostgreSQL's own schemas besides the ``pg_`` ones (``pg_catalog``, ``pg_toast``, ...):
 tables created there would sit among the server's catalog views."""
 
+POOLERS = frozenset({"transaction"})
+"""The poolers ``pooler`` names (a session pooler needs nothing: leave it ``None``)."""
+
 DEFAULT_RECONNECT_MAX_S = 1.0
 MAX_RECONNECT_S = 60.0
 DEFAULT_LOCK_TIMEOUT_S = 10.0
@@ -62,6 +65,17 @@ class PostgresOptions:
     stored publish prune them to the newest this many."""
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
     """The store's payload size bound (contract §0.4): at most ``MAX_PAYLOAD_BYTES``."""
+    pooler: str | None = None
+    """``"transaction"``: the URL reaches PostgreSQL through a pooler in transaction
+    pooling mode (PgBouncer's ``pool_mode = transaction``), which hands each transaction
+    any server connection: the store then keeps no state in a session (no prepared
+    statements, every setting ``SET LOCAL`` inside the transaction that needs it) and
+    listens only on ``listen_url``. ``None``: a server connection per session."""
+    listen_url: str | None = None
+    """A URL reaching the same database directly (not through a transaction pooler),
+    for the store's one LISTEN connection (wakes and pub/sub). Behind a transaction
+    pooler without it the store is poll-only: a waiting call sees other processes'
+    work within ``repoll_s`` and the pub/sub profile is unavailable."""
 
 
 OPTION_NAMES = frozenset(PostgresOptions.__dataclass_fields__)
@@ -107,6 +121,23 @@ def _check_seconds(value: object, field: str, maximum: float) -> float:
     return float(value)
 
 
+def _check_pooler(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in POOLERS:
+        raise InvalidOptions(
+            f"pooler must be None or one of {', '.join(sorted(POOLERS))}, got {value!r}"
+        )
+    return value
+
+
+def _check_listen_url(value: object) -> str | None:
+    # Its form is checked where URLs are (``engine.libpq_url``), before anything connects.
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidOptions(f"listen_url must be a str or None, got {type(value).__name__}")
+
+
 def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
     """Validate ``open``'s keyword options; unknown names are refused."""
     unknown = sorted(set(opts) - OPTION_NAMES)
@@ -148,4 +179,6 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
         max_payload_bytes=check_max_payload_bytes(
             opts.get("max_payload_bytes", defaults.max_payload_bytes)
         ),
+        pooler=_check_pooler(opts.get("pooler", defaults.pooler)),
+        listen_url=_check_listen_url(opts.get("listen_url", defaults.listen_url)),
     )

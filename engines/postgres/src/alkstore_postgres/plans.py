@@ -38,13 +38,17 @@ _MOST_SESSIONS = 4096
 class PlanAges:
     """When each server session (by backend pid) last let its plans go."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, kept: bool = True) -> None:
         self._clock = clock
+        self._kept = kept
+        """False behind a transaction pooler: nothing is prepared, so no plan is kept."""
         self._since: dict[int, float] = {}
 
     def keep_fresh(self, c: PgHandle) -> None:
         """Before a statement whose plan depends on the table's size: ``DISCARD PLANS``
         on ``c``'s connection when its plans are ``PLAN_REFRESH_S`` old."""
+        if not self._kept:
+            return
         pid = c.conn.info.backend_pid
         now = self._clock()
         since = self._since.get(pid)
