@@ -2,12 +2,15 @@
 
     python scenarios/faults/run.py [--engine sqlite|postgresql] [--scenario NAME] [--quick]
 
-Three scenarios, each on a fresh store of each engine, through the public API:
+Four scenarios, each on a fresh store of each engine, through the public API:
 
 * ``storm``     -- worker crash storm: SIGKILLed workers, restarted; on
   PostgreSQL the server is also stopped and started twice mid-run;
 * ``atomicity`` -- transactions SIGKILLed mid-flight leave all or nothing;
-* ``hostile``   -- the hostile-input table: the exact error, nothing written.
+* ``hostile``   -- the hostile-input table: the exact error, nothing written;
+* ``failover``  -- PostgreSQL only: a primary stopped hard under producers and
+  workers, its standby promoted; synchronous and asynchronous replication, each
+  on a pair of its own (``ReplicatedPostgres``).
 
 PostgreSQL runs on a PRIVATE throwaway server (``LocalPostgres``: local server
 binaries required) so the storm can restart it; it is always stopped at the
@@ -26,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from fault_atomicity import AtomicityConfig, run_atomicity
+from fault_failover import FailoverConfig, run_failover, run_label
 from fault_hostile import run_hostile
 from fault_report import ScenarioResult, failure, render
 from fault_storm import Disruption, StormConfig, run_storm
@@ -36,7 +40,7 @@ from alkstore_postgres.testing.server import LocalPostgres
 
 ENGINES = ("sqlite", "postgresql")
 ALIASES = {"postgres": "postgresql"}
-SCENARIOS = ("storm", "atomicity", "hostile")
+SCENARIOS = ("storm", "atomicity", "hostile", "failover")
 PG_SCHEMA_PREFIX = "alkstore_faults_"
 PG_CONNECT_TIMEOUT_S = 2
 """Workers give up on a dead server quickly and retry, instead of blocking 10 s."""
@@ -44,6 +48,9 @@ PG_DOWN_S = 2.0
 """How long the second (fast) restart keeps the server down."""
 QUICK_STORM = StormConfig(jobs=300, workers=3, storm_s=30.0, drain_s=30.0)
 QUICK_ATOMICITY = AtomicityConfig(kills=8)
+FAILOVER_TAIL_S = 1.0
+QUICK_FAILOVER_S = 4.0
+"""--quick: the run before the stop and after the promotion (else FailoverConfig's)."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -86,6 +93,18 @@ def atomicity_config(args: argparse.Namespace) -> AtomicityConfig:
         max_life_s=base.max_life_s,
         seed=args.seed,
     )
+
+
+def failover_configs(args: argparse.Namespace) -> list[FailoverConfig]:
+    """Synchronous replication first (nothing may be lost), then asynchronous: as it
+    comes on loopback (the standby milliseconds behind), then with the standby cut off
+    ``FAILOVER_TAIL_S`` before the stop (a lagging standby: a real tail to lose)."""
+    span = {"before_s": QUICK_FAILOVER_S, "after_s": QUICK_FAILOVER_S} if args.quick else {}
+    return [
+        FailoverConfig(synchronous=True, **span),
+        FailoverConfig(synchronous=False, **span),
+        FailoverConfig(synchronous=False, tail_s=FAILOVER_TAIL_S, **span),
+    ]
 
 
 def progress(message: str) -> None:
@@ -162,6 +181,25 @@ def run_scenario(
         return failure(name, engine, time.monotonic() - started, exc)
 
 
+def run_failovers(engine: str, args: argparse.Namespace) -> list[ScenarioResult]:
+    """The failover runs: PostgreSQL's replication only, each on its own primary and
+    standby (never the storm's server)."""
+    if engine != "postgresql":
+        return []
+    results = []
+    for config in failover_configs(args):
+        label = run_label(config)
+        progress(f"failover: {label}...")
+        started = time.monotonic()
+        try:
+            results.append(run_failover(config, progress))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            seconds = time.monotonic() - started
+            results.append(failure("failover", label, seconds, exc))
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
@@ -172,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stores = Stores(stack)
         for scenario in scenarios:
             for engine in engines:
+                if scenario == "failover":
+                    results.extend(run_failovers(engine, args))
+                    continue
                 progress(f"{scenario} on {engine}...")
                 results.append(run_scenario(scenario, engine, stores, args))
     print()

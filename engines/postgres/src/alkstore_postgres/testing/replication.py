@@ -14,6 +14,11 @@ start -- stops both clusters and deletes both temp dirs.
 
 ``url`` names both servers in libpq's multi-host form with
 ``target_session_attrs=read-write``: a client reaches whichever accepts writes.
+
+With ``cuttable=True`` the standby streams through a loopback ``CuttableProxy``;
+``cut_replication()`` cuts it, so the standby falls behind: with asynchronous
+replication the primary goes on committing, and what it commits from then on is
+the tail a failover loses.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from .proxy import CuttableProxy
 from .server import HOST, SUPERUSER, LocalPostgres, PostgresStartError, _run, _teardown
 
 __all__ = ["STANDBY_NAME", "ReplicatedPostgres", "StandbyPostgres"]
@@ -38,7 +44,11 @@ class StandbyPostgres(LocalPostgres):
     """A hot standby of ``primary``: its data dir is a ``pg_basebackup -R`` of the
     primary's (``standby.signal`` and ``primary_conninfo`` written by ``-R``)."""
 
-    def __init__(self, primary: LocalPostgres, *, timeout: float = 60.0) -> None:
+    def __init__(
+        self, primary: LocalPostgres, *, upstream_port: int | None = None, timeout: float = 60.0
+    ) -> None:
+        """``upstream_port``: where the standby reaches the primary (a proxy in front of
+        it), by default the primary's own port."""
         # pg_basebackup copies the primary's postgresql.conf: once promoted, a server that
         # kept its synchronous_standby_names would wait forever for a standby of its own
         # at every commit (a real failover's trap: the new primary has no standby yet).
@@ -48,6 +58,7 @@ class StandbyPostgres(LocalPostgres):
             settings={"hot_standby": True, "synchronous_standby_names": ""},
         )
         self._primary = primary
+        self._upstream_port = upstream_port
 
     def _init_cluster(self) -> None:
         # As LocalPostgres does for initdb: the temp dir and its finalizer first, so a
@@ -59,10 +70,8 @@ class StandbyPostgres(LocalPostgres):
         )
         if self._run_as is not None:
             os.chown(tmp, self._run_as.uid, self._run_as.gid)
-        primary = self._primary
-        conninfo = (
-            f"host={HOST} port={primary.port} user={SUPERUSER} application_name={STANDBY_NAME}"
-        )
+        port = self._upstream_port or self._primary.port
+        conninfo = f"host={HOST} port={port} user={SUPERUSER} application_name={STANDBY_NAME}"
         result = _run(
             [
                 str(self.bindir / "pg_basebackup"),
@@ -79,7 +88,7 @@ class StandbyPostgres(LocalPostgres):
         )  # fmt: skip
         if result.returncode:
             raise PostgresStartError(
-                f"pg_basebackup of {HOST}:{primary.port} into {tmp} failed "
+                f"pg_basebackup of {HOST}:{port} into {tmp} failed "
                 f"(exit {result.returncode}):\n{result.stdout}{result.stderr}"
             )
 
@@ -102,6 +111,7 @@ class ReplicatedPostgres:
         self,
         *,
         synchronous: bool,
+        cuttable: bool = False,
         fsync: bool = True,
         settings: Mapping[str, str | int | bool] | None = None,
         timeout: float = 60.0,
@@ -118,11 +128,14 @@ class ReplicatedPostgres:
             primary_settings["synchronous_standby_names"] = STANDBY_NAME
         self.primary = LocalPostgres(fsync=fsync, settings=primary_settings, timeout=timeout)
         self.standby = StandbyPostgres(self.primary, timeout=timeout)
+        self._cuttable = cuttable
+        self._proxy: CuttableProxy | None = None
         self._timeout = timeout
         self.stopped_at: float | None = None
-        """``time.monotonic()`` when the primary was stopped (by ``fail_over``)."""
+        """``time.time()`` when the primary was stopped (by ``fail_over``): wall-clock
+        time, so other processes' records can be compared with it."""
         self.promoted_at: float | None = None
-        """``time.monotonic()`` when ``pg_ctl promote -w`` returned."""
+        """``time.time()`` when ``pg_ctl promote -w`` returned."""
 
     @property
     def url(self) -> str:
@@ -135,6 +148,11 @@ class ReplicatedPostgres:
     def __enter__(self) -> ReplicatedPostgres:
         try:
             self.primary.start()
+            if self._cuttable:
+                self._proxy = CuttableProxy((HOST, self.primary.port))
+                self.standby = StandbyPostgres(
+                    self.primary, upstream_port=self._proxy.port, timeout=self._timeout
+                )
             self.standby.start()
             self.wait_streaming()
         except BaseException:
@@ -155,7 +173,18 @@ class ReplicatedPostgres:
         try:
             self.standby.close()
         finally:
-            self.primary.close()
+            try:
+                self.primary.close()
+            finally:
+                if self._proxy is not None:
+                    self._proxy.close()
+
+    def cut_replication(self) -> None:
+        """Cut the standby off its primary (``cuttable=True`` only): it stops receiving
+        WAL, and keeps retrying in vain until the primary is gone."""
+        if self._proxy is None:
+            raise RuntimeError("cut_replication() needs ReplicatedPostgres(cuttable=True)")
+        self._proxy.cut()
 
     def wait_streaming(self) -> None:
         """Wait until the primary's WAL sender reports the standby streaming (and, when
@@ -190,9 +219,9 @@ class ReplicatedPostgres:
     def fail_over(self) -> None:
         """The scripted failover: stop the primary hard, then promote the standby."""
         self.primary.stop("immediate")
-        self.stopped_at = time.monotonic()
+        self.stopped_at = time.time()
         self.standby.promote()
-        self.promoted_at = time.monotonic()
+        self.promoted_at = time.time()
 
     def _psql(self, server: LocalPostgres, query: str) -> str:
         # psql, not psycopg: like server.py, this fixture needs nothing but the server's
