@@ -7,7 +7,8 @@
     nox -s lint                                  ruff + mypy
     nox -s bench                                 benchmarks, both engines side by side
     nox -s faults [-- --quick]                   fault runs on both engines (crash storm,
-                                                 atomicity under SIGKILL, hostile input)
+                                                 atomicity under SIGKILL, hostile input;
+                                                 PostgreSQL: failover to a standby)
     nox -s docs                                  the docs site, warnings as errors
     nox -s generate [-- --check]                 regenerate the async surface from api.py
     nox -s build                                 sdists + wheels into dist/, twine-checked
@@ -51,6 +52,7 @@ UNIT_TEST_DIRS = (
     "scenarios/test_install.py",
     "scenarios/test_engine_outside_repo.py",
     "scenarios/faults/test_faults.py",
+    "scenarios/faults/test_failover.py",
 )
 POSTGRES_ENGINES = {"postgresql", "postgres"}
 PGBOUNCER_ENGINE = "alkstore_postgres.testing.behind_pgbouncer:ENGINE"
@@ -284,10 +286,12 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def faults(session: nox.Session) -> None:
-    """Fault runs on both engines: crash storm, atomicity under SIGKILL, hostile input.
+    """Fault runs on both engines: crash storm, atomicity under SIGKILL, hostile input;
+    on PostgreSQL, a failover to a standby too.
 
     PostgreSQL runs on a private throwaway server (local server binaries), which
-    the crash storm restarts mid-run; never on ``ALKSTORE_PG_DSN``'s server.
+    the crash storm restarts mid-run, and the failover on a primary and standby of
+    its own; never on ``ALKSTORE_PG_DSN``'s server.
     """
     _install_all(session)
     session.run("python", "scenarios/faults/run.py", *session.posargs)

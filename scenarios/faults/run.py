@@ -2,7 +2,7 @@
 
     python scenarios/faults/run.py [--engine sqlite|postgresql] [--scenario NAME] [--quick]
 
-Four scenarios, each on a fresh store of each engine, through the public API:
+Five scenarios, each on a fresh store of each engine, through the public API:
 
 * ``storm``     -- worker crash storm: SIGKILLed workers, restarted; on
   PostgreSQL the server is also stopped and started twice mid-run;
@@ -10,6 +10,9 @@ Four scenarios, each on a fresh store of each engine, through the public API:
 * ``hostile``   -- the hostile-input table: the exact error, nothing written;
 * ``long-jobs`` -- ``alkstore.worker`` processes SIGKILLed while 1-5 s jobs run:
   every cut run re-runs once its claim lapses, none lost, none acked twice.
+* ``failover``  -- PostgreSQL only: a primary stopped hard under producers and
+  workers, its standby promoted; synchronous and asynchronous replication, each
+  on a pair of its own (``ReplicatedPostgres``).
 
 PostgreSQL runs on a PRIVATE throwaway server (``LocalPostgres``: local server
 binaries required) so the storm can restart it; it is always stopped at the
@@ -28,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from fault_atomicity import AtomicityConfig, run_atomicity
+from fault_failover import FailoverConfig, run_failover, run_label
 from fault_hostile import run_hostile
 from fault_long_jobs import LongJobsConfig, run_long_jobs
 from fault_report import ScenarioResult, failure, render
@@ -39,7 +43,7 @@ from alkstore_postgres.testing.server import LocalPostgres
 
 ENGINES = ("sqlite", "postgresql")
 ALIASES = {"postgres": "postgresql"}
-SCENARIOS = ("storm", "atomicity", "hostile", "long-jobs")
+SCENARIOS = ("storm", "atomicity", "hostile", "long-jobs", "failover")
 PG_SCHEMA_PREFIX = "alkstore_faults_"
 PG_CONNECT_TIMEOUT_S = 2
 """Workers give up on a dead server quickly and retry, instead of blocking 10 s."""
@@ -48,6 +52,9 @@ PG_DOWN_S = 2.0
 QUICK_LONG_JOBS = LongJobsConfig(jobs=20, workers=3, concurrency=2, kills=3)
 QUICK_STORM = StormConfig(jobs=300, workers=3, storm_s=30.0, drain_s=30.0)
 QUICK_ATOMICITY = AtomicityConfig(kills=8)
+FAILOVER_TAIL_S = 1.0
+QUICK_FAILOVER_S = 4.0
+"""--quick: the run before the stop and after the promotion (else FailoverConfig's)."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -100,6 +107,18 @@ def atomicity_config(args: argparse.Namespace) -> AtomicityConfig:
         max_life_s=base.max_life_s,
         seed=args.seed,
     )
+
+
+def failover_configs(args: argparse.Namespace) -> list[FailoverConfig]:
+    """Synchronous replication first (nothing may be lost), then asynchronous: as it
+    comes on loopback (the standby milliseconds behind), then with the standby cut off
+    ``FAILOVER_TAIL_S`` before the stop (a lagging standby: a real tail to lose)."""
+    span = {"before_s": QUICK_FAILOVER_S, "after_s": QUICK_FAILOVER_S} if args.quick else {}
+    return [
+        FailoverConfig(synchronous=True, **span),
+        FailoverConfig(synchronous=False, **span),
+        FailoverConfig(synchronous=False, tail_s=FAILOVER_TAIL_S, **span),
+    ]
 
 
 def progress(message: str) -> None:
@@ -178,6 +197,25 @@ def run_scenario(
         return failure(name, engine, time.monotonic() - started, exc)
 
 
+def run_failovers(engine: str, args: argparse.Namespace) -> list[ScenarioResult]:
+    """The failover runs: PostgreSQL's replication only, each on its own primary and
+    standby (never the storm's server)."""
+    if engine != "postgresql":
+        return []
+    results = []
+    for config in failover_configs(args):
+        label = run_label(config)
+        progress(f"failover: {label}...")
+        started = time.monotonic()
+        try:
+            results.append(run_failover(config, progress))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            seconds = time.monotonic() - started
+            results.append(failure("failover", label, seconds, exc))
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
@@ -188,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stores = Stores(stack)
         for scenario in scenarios:
             for engine in engines:
+                if scenario == "failover":
+                    results.extend(run_failovers(engine, args))
+                    continue
                 progress(f"{scenario} on {engine}...")
                 results.append(run_scenario(scenario, engine, stores, args))
     print()

@@ -58,12 +58,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, Final, TypeVar
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic
 from alkstore.errors import InvalidOptions
@@ -108,6 +110,27 @@ T = TypeVar("T")
 APPLICATION_NAME: Final = "alkstore"
 
 _CHANNEL_MAX_BYTES: Final = 63
+
+TARGET_SESSION_ATTRS: Final = "read-write"
+_WRITABLE_TARGETS: Final = frozenset({"read-write", "primary", "any"})
+
+
+def session_target(conninfo: str) -> dict[str, Any]:
+    """The connect keyword that keeps every connection off a standby: libpq's
+    ``target_session_attrs=read-write`` unless the URL (or ``PGTARGETSESSIONATTRS``)
+    chose one; with several hosts, libpq then skips those that cannot take writes.
+    A choice that targets standbys is refused: a store writes."""
+    chosen = conninfo_to_dict(conninfo).get("target_session_attrs")
+    if chosen is None:
+        chosen = os.environ.get("PGTARGETSESSIONATTRS")
+    if chosen is None:
+        return {"target_session_attrs": TARGET_SESSION_ATTRS}
+    if str(chosen) not in _WRITABLE_TARGETS:
+        raise InvalidOptions(
+            f"target_session_attrs={chosen!s} would connect the store to a standby, which "
+            f"cannot take its writes: use {TARGET_SESSION_ATTRS} (the default), primary or any"
+        )
+    return {}
 
 
 def _store_channel(schema: str, kind: str) -> str:
@@ -172,6 +195,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             "connect_timeout": max(2, math.ceil(options.connect_timeout_s)),
             # Shows in pg_stat_activity unless the URL names an application_name.
             "fallback_application_name": APPLICATION_NAME,
+            **session_target(conninfo),  # never a write sent to a standby (failover)
         }
         listen_kwargs = dict(connect_kwargs)
         if pooled:

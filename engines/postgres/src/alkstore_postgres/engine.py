@@ -22,7 +22,7 @@ from alkstore.engine import Capabilities, EngineSpec
 from alkstore.errors import InvalidOptions
 
 from .clock import ServerClock
-from .driver import PostgresDriver
+from .driver import PostgresDriver, session_target
 from .errors import contract_error
 from .loop_io import LoopDriver
 from .migrations import ensure_schema
@@ -173,9 +173,11 @@ def migrate(url: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout_s: float 
     ``migrate=False``); returns the schema's migration version."""
     name = validate_schema_name(schema)
     timeout = parse_options({"connect_timeout_s": connect_timeout_s}).connect_timeout_s
+    conninfo = libpq_url(url)
+    target = session_target(conninfo)
     try:
         with psycopg.connect(
-            libpq_url(url), autocommit=True, connect_timeout=max(2, math.ceil(timeout))
+            conninfo, autocommit=True, connect_timeout=max(2, math.ceil(timeout)), **target
         ) as conn:
             return ensure_schema(conn, name, migrate=True)
     except psycopg.Error as exc:

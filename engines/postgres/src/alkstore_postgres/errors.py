@@ -48,6 +48,12 @@ class SchemaNotMigrated(AlkstoreError):
 _UNAVAILABLE_PREFIXES = ("08", "57P")
 _UNAVAILABLE_STATES = frozenset({"53300", "55P03"})
 
+# 25006 read_only_sql_transaction: a standby (or a server not yet promoted) refused a
+# write ("cannot execute INSERT in a read-only transaction"). Nothing was written, and
+# a failover may make that server -- or another host of the URL -- the primary soon:
+# unavailable, not misconfigured (docs/engines/postgres.md, Failover and standbys).
+READ_ONLY_STATE = "25006"
+
 # SQLSTATEs meaning "the server was reached and refused this configuration": invalid
 # authorization (28000: no such role, no pg_hba.conf entry, login not allowed), wrong
 # password (28P01), no such database (3D000), insufficient privilege (42501).
@@ -114,6 +120,8 @@ def is_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the database cannot be reached (rather than a bad statement
     or a refused configuration)."""
     if isinstance(exc, PoolTimeout):
+        return True
+    if isinstance(exc, psycopg.Error) and exc.sqlstate == READ_ONLY_STATE:
         return True
     if not isinstance(exc, psycopg.OperationalError) or is_misconfigured(exc):
         return False

@@ -57,13 +57,25 @@ def dsn_as_url(dsn: str) -> str:
     user = quote(params.pop("user", ""), safe="")
     password = params.pop("password", None)
     auth = f"{user}:{quote(password, safe='')}@" if password is not None else f"{user}@"
-    host = quote(params.pop("host", ""), safe="")
-    port = params.pop("port", "")
+    hosts = _url_hosts(params.pop("host", ""), params.pop("port", ""), params)
     dbname = quote(params.pop("dbname", ""), safe="")
     query = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in params.items())
-    return (
-        f"postgresql://{auth if user or password else ''}{host}{':' + port if port else ''}"
-        f"/{dbname}{'?' + query if query else ''}"
+    userinfo = auth if user or password else ""
+    return f"postgresql://{userinfo}{hosts}/{dbname}{'?' + query if query else ''}"
+
+
+def _url_hosts(host: str, port: str, params: dict[str, str]) -> str:
+    """The URL's ``host:port,host:port`` list for libpq's multi-host ``host=a,b
+    port=p,q`` (one port applies to every host). Lists libpq would refuse (more
+    ports than hosts) stay key=value parameters in ``params``, for libpq to judge."""
+    hosts, ports = host.split(","), port.split(",")
+    if len(ports) == 1:
+        ports *= len(hosts)
+    if len(ports) != len(hosts):
+        params.update(host=host, port=port)
+        return ""
+    return ",".join(
+        quote(h, safe="") + (f":{p}" if p else "") for h, p in zip(hosts, ports, strict=True)
     )
 
 

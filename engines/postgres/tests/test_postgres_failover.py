@@ -1,0 +1,197 @@
+"""A primary and a streaming standby (``testing.replication``): multi-host URLs, a store
+that meets only a standby, and a scripted failover (docs/engines/postgres.md, Failover
+and standbys). Each pair is two throwaway clusters, stopped and deleted afterwards."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+import pytest
+from pg_helpers import fresh_schema_name
+from psycopg.conninfo import conninfo_to_dict
+
+import alkstore
+from alkstore import EngineUnavailable, InvalidOptions
+from alkstore_postgres.testing.provisioning import dsn_as_url
+from alkstore_postgres.testing.replication import STANDBY_NAME, ReplicatedPostgres
+
+T = TypeVar("T")
+
+RETRY_S = 30.0
+"""A safety net for waiting out a failover, never a timing assertion."""
+WRITE_REFUSED = "read-only transaction"
+"""What a standby's log says of each write it refused (nothing must reach it)."""
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[ReplicatedPostgres]:
+    """One synchronous pair for the tests that do not fail over."""
+    with ReplicatedPostgres(synchronous=True, fsync=False) as replicated:
+        yield replicated
+
+
+@pytest.fixture
+def failing_pair() -> Iterator[ReplicatedPostgres]:
+    """A synchronous pair of the test's own: it is failed over."""
+    with ReplicatedPostgres(synchronous=True, fsync=False) as replicated:
+        yield replicated
+
+
+def _standby_url(pair: ReplicatedPostgres, query: str = "") -> str:
+    return f"postgresql://postgres@127.0.0.1:{pair.standby.port}/postgres{query}"
+
+
+def _schemas(dsn: str, name: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (name,))
+        return int(row.fetchone()[0])  # type: ignore[index]
+
+
+def _refused_writes(pair: ReplicatedPostgres) -> int:
+    return pair.standby.log_file.read_text(errors="replace").count(WRITE_REFUSED)
+
+
+def _retrying(call: Callable[[], T]) -> T:
+    deadline = time.monotonic() + RETRY_S
+    while True:
+        try:
+            return call()
+        except EngineUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------- the fixture
+
+
+def test_the_pair_streams_synchronously_to_its_standby(pair: ReplicatedPostgres) -> None:
+    with psycopg.connect(pair.primary.dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT sync_state FROM pg_stat_replication WHERE application_name = %s",
+            (STANDBY_NAME,),
+        ).fetchone()
+    with psycopg.connect(pair.standby.dsn, autocommit=True) as conn:
+        in_recovery = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+
+    assert row == ("sync",)
+    assert in_recovery == (True,)
+
+
+def test_the_pair_leaves_no_server_and_no_directory_even_when_the_block_fails() -> None:
+    dirs: list[Path] = []
+    pids: list[int] = []
+
+    with pytest.raises(RuntimeError, match="the test failed"):
+        _fail_inside_a_pair(dirs, pids)
+
+    assert len(dirs) == len(pids) == 2
+    assert [d for d in dirs if d.exists()] == []
+    assert [pid for pid in pids if _running(pid)] == []
+
+
+def _fail_inside_a_pair(dirs: list[Path], pids: list[int]) -> None:
+    with ReplicatedPostgres(synchronous=False, fsync=False) as replicated:
+        for server in (replicated.primary, replicated.standby):
+            dirs.append(server.socket_dir)
+            pids.append(int((server.data_dir / "postmaster.pid").read_text().split()[0]))
+        raise RuntimeError("the test failed")
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process: a server that exited may linger a moment as a
+    zombie of init (pg_ctl detached it), which is no process left running."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+# --------------------------------------------------------------------------- URLs
+
+
+def test_a_multi_host_url_reaches_the_primary_whichever_host_is_listed_first(
+    pair: ReplicatedPostgres,
+) -> None:
+    standby_first = (
+        f"postgresql://postgres@127.0.0.1:{pair.standby.port},127.0.0.1:{pair.primary.port}"
+        "/postgres?target_session_attrs=read-write"
+    )
+    schema = fresh_schema_name()
+
+    with alkstore.open(standby_first, schema=schema) as store:
+        job_id = store.queue("q").enqueue({"n": 1})
+
+    assert job_id >= 1
+    assert _schemas(pair.primary.dsn, schema) == 1
+
+
+def test_a_key_value_multi_host_dsn_becomes_a_url_naming_the_same_hosts_and_ports() -> None:
+    dsn = "host=127.0.0.1,127.0.0.2 port=5433,5434 user=postgres dbname=jobs"
+
+    url = dsn_as_url(dsn)
+
+    assert url == "postgresql://postgres@127.0.0.1:5433,127.0.0.2:5434/jobs"
+    assert conninfo_to_dict(url) == conninfo_to_dict(dsn)
+
+
+@pytest.mark.parametrize("target", ["standby", "read-only", "prefer-standby"])
+def test_a_url_targeting_standbys_is_refused_before_connecting(target: str) -> None:
+    # The host "h" does not resolve: anything that tried to connect would fail otherwise.
+    with pytest.raises(InvalidOptions, match=target) as info:
+        alkstore.open(f"postgresql://u@h/app?target_session_attrs={target}")
+    assert info.value.__cause__ is None
+
+
+# --------------------------------------------------------------------------- standby only
+
+
+def test_a_store_opened_on_a_standby_only_is_unavailable_and_sends_it_no_write(
+    pair: ReplicatedPostgres,
+) -> None:
+    refused_before = _refused_writes(pair)
+    schema = fresh_schema_name()
+
+    with pytest.raises(EngineUnavailable, match="read-only"):
+        alkstore.open(_standby_url(pair), schema=schema, connect_timeout_s=2)
+
+    assert _refused_writes(pair) == refused_before  # libpq turned it away at connect
+    assert _schemas(pair.primary.dsn, schema) == 0
+
+
+def test_a_write_a_standby_refuses_is_unavailable_not_a_raw_driver_error(
+    pair: ReplicatedPostgres,
+) -> None:
+    # target_session_attrs=any: the URL lets the store reach a standby; its first
+    # write (creating the schema) is refused by the server itself.
+    with pytest.raises(EngineUnavailable, match="read-only transaction") as info:
+        alkstore.open(
+            _standby_url(pair, "?target_session_attrs=any"),
+            schema=fresh_schema_name(),
+            connect_timeout_s=2,
+        )
+    assert isinstance(info.value.__cause__, psycopg.errors.ReadOnlySqlTransaction)
+
+
+# --------------------------------------------------------------------------- failover
+
+
+def test_after_a_failover_the_store_claims_every_job_committed_before_it(
+    failing_pair: ReplicatedPostgres,
+) -> None:
+    with alkstore.open(failing_pair.url, schema=fresh_schema_name(), connect_timeout_s=2) as store:
+        queue = store.queue("q")
+        enqueued = set(queue.enqueue_many([{"n": n} for n in range(20)]))
+
+        failing_pair.fail_over()
+        claimed = {handle.id for handle in _retrying(lambda: queue.claim_batch("w", 50))}
+        later = _retrying(lambda: queue.enqueue({"n": 20}))
+
+    assert claimed == enqueued
+    assert later not in enqueued
+    assert _refused_writes(failing_pair) == 0
