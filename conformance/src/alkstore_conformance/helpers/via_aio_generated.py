@@ -503,12 +503,14 @@ class AioQueueConsumer:
             ProfileUnavailable: the engine has no ops profile.
             StoreClosed: the store was closed.
         """
-        return self._loop.run(self.aio.jobs(
-            state,
-            after_id=after_id,
-            before_id=before_id,
-            limit=limit,
-        ))
+        return self._loop.run(
+            self.aio.jobs(
+                state,
+                after_id=after_id,
+                before_id=before_id,
+                limit=limit,
+            )
+        )
 
     def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
         """Turn dead jobs of this queue back into pending work, in one transaction.
