@@ -447,6 +447,18 @@ def statement(head: str, args: list[str], tail: str = ")") -> list[str]:
     one_line = f"        {head}{', '.join(args)}{tail}"
     if len(one_line) <= LINE_LENGTH:
         return [one_line]
+    if tail == "))":  # a call inside a call: ruff splits the outer one first
+        outer, inner = head[:-1].rsplit("(", 1)
+        inner_line = f"            {inner}({', '.join(args)})"
+        if len(inner_line) <= LINE_LENGTH:
+            return [f"        {outer}(", inner_line, "        )"]
+        return [
+            f"        {outer}(",
+            f"            {inner}(",
+            *(f"                {a}," for a in args),
+            "            )",
+            "        )",
+        ]
     return [f"        {head}", *(f"            {a}," for a in args), f"        {tail}"]
 
 

@@ -504,12 +504,7 @@ class AioQueueConsumer:
             StoreClosed: the store was closed.
         """
         return self._loop.run(
-            self.aio.jobs(
-                state,
-                after_id=after_id,
-                before_id=before_id,
-                limit=limit,
-            )
+            self.aio.jobs(state, after_id=after_id, before_id=before_id, limit=limit)
         )
 
     def redrive(self, ids: Sequence[int] | None = None, *, limit: int = MAX_REDRIVE) -> list[int]:
