@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from fault_report import Figure, ScenarioResult, count, must_be_zero
-from fault_storm import JOIN_TIMEOUT_S, NEVER_EXHAUSTED, _error, _Logs, _retrying
+from fault_storm import JOIN_TIMEOUT_S, NEVER_EXHAUSTED, WorkerLogs, _error, _retrying
 
 import alkstore
 from alkstore import EngineSpec, JobState, QueueOpts
@@ -260,7 +260,7 @@ def run_failover(
         spec = EngineSpec(pair.url, opts)
         progress(f"failover ({mode}): primary :{pair.primary.port}, standby :{pair.standby.port}")
         log_dir = Path(tmp)
-        logs = _Logs(log_dir)
+        logs = WorkerLogs(log_dir)
         with alkstore.open(spec.url, **spec.opts) as store:  # creates the schema
             queue = store.queue(QUEUE, _queue_opts(config))
             processes = _Processes(multiprocessing.get_context("spawn"), spec, log_dir, config)
@@ -305,7 +305,7 @@ def run_failover(
         )
 
 
-def _wait_at_work(logs: _Logs, config: FailoverConfig) -> None:
+def _wait_at_work(logs: WorkerLogs, config: FailoverConfig) -> None:
     """``before_s`` after the first ack: the failover lands mid-run."""
     deadline = time.monotonic() + 120.0  # spawned processes boot slowly on a loaded host
     while time.monotonic() < deadline:
@@ -320,7 +320,7 @@ def _ids(records: list[dict[str, Any]]) -> set[int]:
     return {r["id"] for r in records if r["event"] in ("enqueued", "claim")}
 
 
-def _drain(queue: alkstore.Queue, logs: _Logs, config: FailoverConfig) -> bool:
+def _drain(queue: alkstore.Queue, logs: WorkerLogs, config: FailoverConfig) -> bool:
     """Until every job the logs know of is acked ``True`` or gone from the store."""
     deadline = time.monotonic() + config.drain_s
     while time.monotonic() < deadline:
