@@ -37,13 +37,10 @@ promoted server may hand out an id again whose first issue was lost):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import multiprocessing
-import os
 import secrets
-import signal
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -55,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from fault_report import Figure, ScenarioResult, count, must_be_zero
-from fault_storm import JOIN_TIMEOUT_S, NEVER_EXHAUSTED, WorkerLogs, _error, _retrying
+from fault_storm import NEVER_EXHAUSTED, WorkerLogs, _error, _retrying, stop_processes
 
 import alkstore
 from alkstore import EngineSpec, JobState, QueueOpts
@@ -216,26 +213,14 @@ class _Processes:
         return sum(1 for p in [*self.producers, *self.workers] if p.exitcode not in (None, 0))
 
     def stop_producers(self) -> None:
-        _stop(self.log_dir / STOP_PRODUCERS, self.producers)
+        stop_processes(self.log_dir / STOP_PRODUCERS, self.producers)
 
     def stop_workers(self) -> None:
-        _stop(self.log_dir / STOP_WORKERS, self.workers)
+        stop_processes(self.log_dir / STOP_WORKERS, self.workers)
 
     def stop_all(self) -> None:
         self.stop_producers()
         self.stop_workers()
-
-
-def _stop(stop_file: Path, processes: list[SpawnProcess]) -> None:
-    """Ask, then SIGKILL whoever has not stopped within the timeout."""
-    stop_file.touch()
-    deadline = time.monotonic() + JOIN_TIMEOUT_S
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-        if process.is_alive() and process.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-            process.join()
 
 
 # --------------------------------------------------------------------------- the run

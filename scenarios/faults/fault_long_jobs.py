@@ -23,13 +23,10 @@ outcome, line-buffered, so a kill loses at most the line being written. Then:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import multiprocessing
-import os
 import random
-import signal
 import statistics
 import tempfile
 import threading
@@ -42,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from fault_report import ScenarioResult, count, must_be_zero
-from fault_storm import NEVER_EXHAUSTED, WorkerLogs, line_log
+from fault_storm import NEVER_EXHAUSTED, WorkerLogs, line_log, sigkill, stop_processes
 
 import alkstore
 from alkstore import EngineSpec, JobState, QueueOpts
@@ -156,23 +153,14 @@ class _Fleet:
             return False
         slot = rng.choice(candidates)
         worker_id, process = self.slots[slot]
-        if process.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-        self.kills.append((worker_id, time.time()))
-        process.join()
+        killed_at = time.time()
+        sigkill(process)
+        self.kills.append((worker_id, killed_at))
         self.slots[slot] = self._spawn(slot)
         return True
 
     def stop(self) -> None:
-        (self.log_dir / STOP_FILE).touch()
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for _, process in self.slots:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive() and process.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid, signal.SIGKILL)
-                process.join()
+        stop_processes(self.log_dir / STOP_FILE, [p for _, p in self.slots], JOIN_TIMEOUT_S)
 
 
 def _running_workers(records: Sequence[dict[str, Any]]) -> set[str]:

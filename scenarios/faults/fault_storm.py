@@ -36,7 +36,7 @@ import signal
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.context import SpawnProcess
@@ -187,6 +187,27 @@ def _error(exc: BaseException) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": str(exc)[:200]}
 
 
+def sigkill(process: SpawnProcess) -> None:
+    """SIGKILL ``process`` (one already gone is fine) and reap it."""
+    if process.pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+    process.join()
+
+
+def stop_processes(
+    stop_file: Path, processes: Iterable[SpawnProcess], timeout_s: float = JOIN_TIMEOUT_S
+) -> None:
+    """Ask every process to stop (``stop_file`` appears), then SIGKILL whoever has not
+    stopped within ``timeout_s`` of the asking."""
+    stop_file.touch()
+    deadline = time.monotonic() + timeout_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            sigkill(process)
+
+
 # --------------------------------------------------------------------------- supervisor
 
 
@@ -239,11 +260,7 @@ class _Workers:
         if not working:
             return
         slot = rng.choice(working)
-        process = self.slots[slot][1]
-        if process.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-        process.join()
+        sigkill(self.slots[slot][1])
         self.kills += 1
         self.slots[slot] = self._spawn(slot)
 
@@ -261,14 +278,7 @@ class _Workers:
 
     def stop(self) -> None:
         """Ask every worker to stop, then SIGKILL whoever has not within the timeout."""
-        (self.log_dir / STOP_FILE).touch()
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for _, process in self.slots:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive() and process.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid, signal.SIGKILL)
-                process.join()
+        stop_processes(self.log_dir / STOP_FILE, [process for _, process in self.slots])
 
 
 @dataclass
