@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from fakes import FakeDriver
+from running import running  # noqa: F401 (a fixture: a worker run on a thread, stopped after the test)
 
 from alkstore.core import CoreStore
 from alkstore.testing import FakeClock

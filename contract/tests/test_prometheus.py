@@ -13,13 +13,12 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from fakes import FakeDriver, FakeOpsDriver
+from running import SAFETY_NET_S, eventually
 
 from alkstore import QueueOpts
 from alkstore.core import CoreStore
@@ -33,7 +32,6 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 from alkstore.prometheus import StoreCollector, WorkerMetrics, serve  # noqa: E402
 
-SAFETY_NET_S = 10.0
 HANG_GUARD_S = 60
 
 
@@ -54,29 +52,6 @@ def samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str
 
 def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
     return samples(registry).get((name, tuple(sorted(labels.items()))))
-
-
-def eventually(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SAFETY_NET_S
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.005)
-
-
-@pytest.fixture
-def running() -> Iterator[Callable[[Worker], None]]:
-    threads: list[tuple[Worker, threading.Thread]] = []
-
-    def start(worker: Worker) -> None:
-        thread = threading.Thread(target=worker.run, daemon=True)
-        thread.start()
-        threads.append((worker, thread))
-
-    yield start
-    for worker, thread in threads:
-        worker.stop(force=True)
-        thread.join(SAFETY_NET_S)
 
 
 def test_declared_queues_have_every_series_at_zero_before_any_run() -> None:

@@ -16,12 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from fakes import FakeDriver
+from running import SAFETY_NET_S, eventually
 
 from alkstore import EnqueueOpts, QueueOpts
 from alkstore.core import CoreStore
@@ -42,8 +43,6 @@ from alkstore.worker.runs import JobRun
 from alkstore.worker.settle import Settler
 from alkstore.worker.signals import relay_signals
 
-SAFETY_NET_S = 10.0
-
 
 class FakeEverythingDriver(FakeDriver):
     """The fake with the scheduler and operations profiles: what maintenance uses."""
@@ -54,54 +53,6 @@ class FakeEverythingDriver(FakeDriver):
 @pytest.fixture
 def driver() -> FakeDriver:
     return FakeEverythingDriver()
-
-
-def eventually(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SAFETY_NET_S
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.005)
-
-
-class Running:
-    """``worker.run()`` on a thread, stopped (and joined) by the test."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.worker.run()
-        except BaseException as exc:
-            self.error = exc
-
-    def stop(self, *, force: bool = False) -> None:
-        self.worker.stop(force=force)
-        self.join()
-
-    def join(self) -> None:
-        self.thread.join(SAFETY_NET_S)
-        assert not self.thread.is_alive(), "run() did not return"
-        assert self.error is None, self.error
-
-
-@pytest.fixture
-def running() -> Iterator[Callable[[Worker], Running]]:
-    started: list[Running] = []
-
-    def start(worker: Worker) -> Running:
-        run = Running(worker)
-        started.append(run)
-        return run
-
-    yield start
-    for run in started:
-        run.worker.stop(force=True)
-        run.thread.join(SAFETY_NET_S)
 
 
 def job_state(store: CoreStore, queue: str, job_id: int) -> JobState | None:

@@ -9,12 +9,11 @@ a fake clock; handlers run on the worker's real threads. Waits are safety nets.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from fakes import FakeDriver, FakeSnoozeDriver
+from running import SAFETY_NET_S, eventually
 
 from alkstore import QueueOpts
 from alkstore.core import CoreStore
@@ -23,8 +22,6 @@ from alkstore.testing import FakeClock
 from alkstore.values import Job
 from alkstore.worker import OUTCOMES, Fail, JobContext, Retry, Snooze, Worker, WorkerObserver
 from alkstore.worker.observe import outcome_label
-
-SAFETY_NET_S = 10.0
 
 
 @pytest.fixture
@@ -57,33 +54,8 @@ class Recorder:
             return {job_id: outcome for kind, job_id, outcome in self.events if kind == "finished"}
 
 
-def eventually(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SAFETY_NET_S
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.005)
-
-
-@pytest.fixture
-def started() -> Iterator[Callable[[Worker], threading.Thread]]:
-    threads: list[tuple[Worker, threading.Thread]] = []
-
-    def start(worker: Worker) -> threading.Thread:
-        thread = threading.Thread(target=worker.run, daemon=True)
-        thread.start()
-        threads.append((worker, thread))
-        return thread
-
-    yield start
-    for worker, thread in threads:
-        worker.stop(force=True)
-        thread.join(SAFETY_NET_S)
-        assert not thread.is_alive(), "run() did not return"
-
-
 def test_each_run_is_heard_once_as_it_starts_and_once_with_its_outcome(
-    store: CoreStore, started: Any
+    store: CoreStore, running: Any
 ) -> None:
     recorder = Recorder()
     worker = Worker(store, name="w", observers=[recorder])
@@ -102,7 +74,7 @@ def test_each_run_is_heard_once_as_it_starts_and_once_with_its_outcome(
 
     q = store.queue("q", QueueOpts(max_attempts=5))
     ids = {payload: q.enqueue(payload) for payload in ("ack", "retry", "fail", "snooze", "crash")}
-    started(worker)
+    running(worker)
     eventually(lambda: len(recorder.outcomes()) == len(ids), "every run ended")
     worker.stop()
 
@@ -120,18 +92,18 @@ def test_each_run_is_heard_once_as_it_starts_and_once_with_its_outcome(
         assert kinds == ["started", "finished"]
 
 
-def test_a_retry_at_the_attempt_budget_is_heard_as_dead(store: CoreStore, started: Any) -> None:
+def test_a_retry_at_the_attempt_budget_is_heard_as_dead(store: CoreStore, running: Any) -> None:
     recorder = Recorder()
     worker = Worker(store, name="w", observers=[recorder])
     worker.task("q")(lambda job: (_ for _ in ()).throw(Retry()))
     job_id = store.queue("q", QueueOpts(max_attempts=1)).enqueue({})
-    started(worker)
+    running(worker)
     eventually(lambda: job_id in recorder.outcomes(), "the run ended")
     assert recorder.outcomes()[job_id] == "dead"
 
 
 def test_a_refused_heartbeat_is_heard_and_the_run_ends_lost(
-    store: CoreStore, clock: FakeClock, started: Any
+    store: CoreStore, clock: FakeClock, running: Any
 ) -> None:
     recorder = Recorder()
     worker = Worker(store, name="w", observers=[recorder])
@@ -145,7 +117,7 @@ def test_a_refused_heartbeat_is_heard_and_the_run_ends_lost(
 
     queue = store.queue("q", QueueOpts(visibility_timeout_s=1))
     job_id = queue.enqueue({})
-    started(worker)
+    running(worker)
     eventually(lambda: bool(contexts), "handler started")
     clock.advance(5)  # the claim lapses and another worker takes the job
     assert queue.claim("other") is not None
@@ -156,28 +128,27 @@ def test_a_refused_heartbeat_is_heard_and_the_run_ends_lost(
     assert recorder.outcomes()[job_id] == "lost"
 
 
-def test_a_run_a_stop_cuts_off_is_heard_as_abandoned(store: CoreStore, started: Any) -> None:
+def test_a_run_a_stop_cuts_off_is_heard_as_abandoned(store: CoreStore, running: Any) -> None:
     recorder = Recorder()
     worker = Worker(store, name="w", shutdown_grace_s=0, observers=[recorder])
-    running = threading.Event()
+    inside = threading.Event()
     release = threading.Event()
 
     @worker.task("q")
     def handler(job: Job) -> None:
-        running.set()
+        inside.set()
         release.wait(SAFETY_NET_S)
 
     job_id = store.queue("q").enqueue({})
-    thread = started(worker)
-    assert running.wait(SAFETY_NET_S)
-    worker.stop()
-    thread.join(SAFETY_NET_S)
+    run = running(worker)
+    assert inside.wait(SAFETY_NET_S)
+    run.stop()
     release.set()
     assert recorder.outcomes() == {job_id: "abandoned"}
 
 
 def test_an_observer_that_raises_changes_no_outcome_and_others_still_hear(
-    store: CoreStore, started: Any
+    store: CoreStore, running: Any
 ) -> None:
     class Broken(Recorder):
         def run_finished(self, job: Job, outcome: str, duration_s: float) -> None:
@@ -187,21 +158,21 @@ def test_an_observer_that_raises_changes_no_outcome_and_others_still_hear(
     worker = Worker(store, name="w", observers=[Broken(), recorder])
     worker.task("q")(lambda job: None)
     job_id = store.queue("q").enqueue({})
-    started(worker)
+    running(worker)
     eventually(lambda: job_id in recorder.outcomes(), "the run ended")
     assert recorder.outcomes()[job_id] == "acked"
     eventually(lambda: store.queue("q").get_job(job_id) is None, "the job acked")
 
 
 def test_observe_adds_an_observer_before_run_and_refuses_one_after(
-    store: CoreStore, started: Any
+    store: CoreStore, running: Any
 ) -> None:
     recorder = Recorder()
     worker = Worker(store, name="w")
     worker.observe(recorder)
     worker.task("q")(lambda job: None)
     job_id = store.queue("q").enqueue({})
-    started(worker)
+    running(worker)
     eventually(lambda: job_id in recorder.outcomes(), "the run ended")
     with pytest.raises(InvalidOptions, match="before run"):
         worker.observe(Recorder())
