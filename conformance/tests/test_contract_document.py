@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from alkstore_conformance.certify.contract_doc import check, main, outline, parse_document, render
+from alkstore_conformance.certify.contract_doc import (
+    ContractDocError,
+    check,
+    main,
+    outline,
+    parse_document,
+    render,
+)
 from alkstore_conformance.certify.manifest import Manifest, load_manifest, parse_manifest
 
 CONTRACT_DOCUMENT = Path(__file__).resolve().parent.parent.parent / "docs" / "contract.md"
@@ -189,6 +196,29 @@ def test_titles_are_rendered_as_literal_markdown() -> None:
     assert r"'@every &lt;n&gt;&lt;unit&gt;' and run\_at \*ASC\*" in rendered
 
 
+def test_an_unclosed_properties_block_is_detected_where_the_text_resumes() -> None:
+    text = _document().replace(
+        "<!-- properties: none: the kit checks itself -->\n<!-- end properties -->",
+        "<!-- properties: none: the kit checks itself -->",
+    )
+    assert _one_problem_mentions(check(text, MANIFEST), "not closed", "before line")
+
+
+def test_render_refuses_an_unclosed_block_instead_of_eating_the_text_after_it() -> None:
+    text = _document().replace(
+        "<!-- properties: none: the kit checks itself -->\n<!-- end properties -->",
+        "<!-- properties: none: the kit checks itself -->",
+    )
+    with pytest.raises(ContractDocError, match="not closed"):
+        render(text, MANIFEST)
+
+
+def test_render_refuses_a_block_left_open_at_the_end() -> None:
+    text = _document(extra="\n<!-- sections -->\n")
+    with pytest.raises(ContractDocError, match="never closed"):
+        render(text, MANIFEST)
+
+
 # -- the command line ------------------------------------------------------------
 
 
@@ -225,6 +255,19 @@ def test_check_reports_problems_naming_the_document(
 
 def test_a_missing_document_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["--check", str(tmp_path / "absent.md")]) == 2
+
+
+def test_write_leaves_a_document_with_an_unclosed_block_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = _document().replace(
+        "<!-- properties: none: the kit checks itself -->\n<!-- end properties -->",
+        "<!-- properties: none: the kit checks itself -->",
+    )
+    document, manifest = _write(tmp_path, broken)
+    assert main(["--write", str(document), "--manifest", str(manifest)]) == 2
+    assert document.read_text("utf-8") == broken
+    assert "nothing was written" in capsys.readouterr().err
 
 
 def test_list_prints_the_outline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

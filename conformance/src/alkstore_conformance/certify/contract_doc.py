@@ -173,16 +173,22 @@ def parse_document(text: str) -> ContractDocument:
     reader = _Reader()
     in_block = False
     in_table = False
+    opened_at = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
         if in_block or in_table:
             if line == _BLOCK_END and in_block:
                 in_block = False
             elif line == _TABLE_END and in_table:
                 in_table = False
+            elif _written_by_hand(line):
+                reader.problems.append(_unclosed(opened_at, in_block, line_no))
+                in_block = in_table = False
+                _read_line(reader, line, line_no)
             continue
         _read_line(reader, line, line_no)
         in_block = _BLOCK_START.fullmatch(line) is not None
         in_table = line == _TABLE_START
+        opened_at = line_no
     if in_block:
         reader.problems.append(f"a properties block is not closed with {_BLOCK_END!r}")
     if in_table:
@@ -204,6 +210,21 @@ def parse_document(text: str) -> ContractDocument:
         cited=frozenset(reader.cited),
         problems=tuple(reader.problems),
     )
+
+
+def _written_by_hand(line: str) -> bool:
+    """A line no generated part ever holds: seen inside one, that part was never closed."""
+    return (
+        line.startswith("#")
+        or _ANCHOR.fullmatch(line) is not None
+        or _BLOCK_START.fullmatch(line) is not None
+        or line == _TABLE_START
+    )
+
+
+def _unclosed(opened_at: int, block: bool, line_no: int) -> str:
+    what, end = ("properties block", _BLOCK_END) if block else ("sections table", _TABLE_END)
+    return f"the {what} opened at line {opened_at} is not closed with {end!r} before line {line_no}"
 
 
 def _read_line(reader: _Reader, line: str, line_no: int) -> None:
@@ -311,7 +332,11 @@ def check(text: str, manifest: Manifest) -> list[str]:
     for section in document.sections:
         if not any(rule.properties for rule in document.rules_of(section.number)):
             problems.append(f"§{section.number} {section.title}: no property checks any rule")
-    if render(text, manifest) != text:
+    try:
+        stale = render(text, manifest) != text
+    except ContractDocError:
+        stale = False  # an unclosed part: already among the document's problems
+    if stale:
         problems.append(
             "the generated parts are stale; run"
             " `python -m alkstore_conformance.certify.contract_doc --write <document>`"
@@ -327,24 +352,37 @@ def _rules_in(document: ContractDocument, contract: str) -> tuple[Rule, ...]:
 
 
 def render(text: str, manifest: Manifest) -> str:
-    """``text`` with every generated part rebuilt from its markers and ``manifest``."""
+    """``text`` with every generated part rebuilt from its markers and ``manifest``.
+
+    Raises ``ContractDocError`` for a generated part that is never closed, rather
+    than replacing everything up to the next part's end line (text written by hand).
+    """
     document = parse_document(text)
     rule_at = {rule.marker_line: rule for rule in document.rules if rule.marker_line is not None}
     out: list[str] = []
-    skipping = False
+    skipping = block = False
+    opened_at = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
         if skipping:
             if line in (_BLOCK_END, _TABLE_END):
                 skipping = False
                 out.append(line)
+            elif _written_by_hand(line):
+                raise ContractDocError(
+                    _unclosed(opened_at, block, line_no) + "; nothing was written"
+                )
             continue
+        opened_at = line_no
         out.append(line)
         if _BLOCK_START.fullmatch(line) is not None:
             out.extend(_rule_block(rule_at.get(line_no), manifest))
-            skipping = True
+            skipping = block = True
         elif line == _TABLE_START:
             out.extend(_sections_table(document, manifest))
-            skipping = True
+            skipping, block = True, False
+    if skipping:
+        end = _BLOCK_END if block else _TABLE_END
+        raise ContractDocError(f"the part opened at line {opened_at} is never closed with {end!r}")
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
