@@ -4,14 +4,16 @@ driver), against a dashboard served by uvicorn, on SQLite, PostgreSQL
 (``$ALKSTORE_PG_DSN`` or a throwaway server, as the engine provisions) and the
 memory engine.
 
-The SQLite run saves the screenshots docs/operations.md shows
-(docs/images/dashboard/*.png).
+The SQLite run takes the screenshots docs/dashboard.md shows, into a temporary
+directory; ``ALKSTORE_SCREENSHOTS=docs/images/dashboard`` refreshes the committed
+ones (a test run leaves the working tree as it found it).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -43,7 +45,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ENGINES = ("sqlite", "postgresql", "memory")
 USER, PASSWORD = "operator", "correct horse battery staple"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images" / "dashboard"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Bounds only so that a broken page fails the test instead of hanging the run.
 PAGE_WAIT_S = 20
 SERVER_START_S = 20
@@ -58,6 +60,7 @@ class Served:
     spec: EngineSpec
     store: Store
     base: str
+    screenshots: Path
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -70,8 +73,15 @@ def _free_socket() -> socket.socket:
     return sock
 
 
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: a temporary directory, or ``$ALKSTORE_SCREENSHOTS`` when asked."""
+    asked = os.environ.get("ALKSTORE_SCREENSHOTS")
+    return Path(asked) if asked else tmp_path_factory.mktemp("screenshots")
+
+
 @pytest.fixture(scope="module", params=ENGINES)
-def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+def served(request: pytest.FixtureRequest, screenshots: Path) -> Iterator[Served]:
     provider = alkstore.load_engine(request.param)
     with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
         credentials = Credentials(user=USER, password=PASSWORD)
@@ -96,7 +106,7 @@ def served(request: pytest.FixtureRequest) -> Iterator[Served]:
             time.sleep(0.05)
         port = sock.getsockname()[1]
         try:
-            yield Served(request.param, spec, store, f"http://127.0.0.1:{port}")
+            yield Served(request.param, spec, store, f"http://127.0.0.1:{port}", screenshots)
         finally:
             server.should_exit = True
             thread.join(HANG_GUARD_S)
@@ -164,8 +174,10 @@ def text_of(driver: WebDriver, css: str) -> str:
 
 def shoot(served: Served, driver: WebDriver, name: str) -> None:
     if served.engine == "sqlite":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        assert driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+        served.screenshots.mkdir(parents=True, exist_ok=True)
+        path = served.screenshots / f"{name}.png"
+        assert driver.save_screenshot(str(path))
+        assert path.read_bytes().startswith(PNG_SIGNATURE)
 
 
 def dead_job(store: Store, queue: str, error: str, payload: Any) -> int:
