@@ -22,11 +22,19 @@ Every wait is bounded by the caller's remaining time (``wait_s``) and by
 ``connect_timeout_s``, whichever is shorter; then the call raises
 ``EngineUnavailable`` -- or ``EngineMisconfigured`` when the pool's last connect
 was refused for its configuration (a wrong password, a dropped role).
+
+An outage is logged once per change of state (``OutageLog``: a warning when
+connects start failing, an info line when one succeeds again), not once per
+attempt: psycopg_pool's own warnings about an alkstore pool's connects and the
+dead connections it discards are dropped (``QuietPoolLog``); every other
+record of its logger passes.
 """
 
 from __future__ import annotations
 
+import logging
 import select
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -42,6 +50,79 @@ from .options import PostgresOptions
 
 ConnectOutcome = Callable[[psycopg.Error | None], None]
 """Told each connect's error, or ``None`` when it connected."""
+
+logger = logging.getLogger(__name__)
+POOL_NAME_PREFIX = "alkstore"
+"""Every pool the engine makes is named ``alkstore:<schema>`` or ``alkstore-aio:<schema>``."""
+_QUIETED = ("error connecting in ", "reconnection attempt in pool ", "discarding closed connection")
+"""psycopg_pool's per-attempt records that ``OutageLog`` replaces."""
+
+
+def pool_name(options: PostgresOptions, kind: str = "") -> str:
+    return f"{POOL_NAME_PREFIX}{kind}:{options.schema}"
+
+
+class QuietPoolLog(logging.Filter):
+    """Drops psycopg_pool's per-attempt warnings about an alkstore pool or its connections."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not isinstance(record.msg, str) or not record.msg.startswith(_QUIETED):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not any(_ours(arg) for arg in args)
+
+
+def _ours(arg: object) -> bool:
+    if isinstance(arg, str):
+        return arg.startswith(POOL_NAME_PREFIX)
+    return bool(getattr(arg, "alkstore_pool", False))
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def quiet_pool_log() -> None:
+    """Install ``QuietPoolLog`` on psycopg_pool's logger, once per process."""
+    pool_logger = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, QuietPoolLog) for f in pool_logger.filters):
+        pool_logger.addFilter(QuietPoolLog())
+
+
+class OutageLog:
+    """A pool's connect outcomes, logged once per change: down (a warning naming the
+    error), then back (an info line with how long and how many attempts failed)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._failures = 0
+
+    def __call__(self, error: psycopg.Error | None) -> None:
+        with self._lock:
+            if error is None:
+                if self._down_since is not None:
+                    logger.info(
+                        "%s: PostgreSQL accepts connections again after %.1f s"
+                        " (%d failed connects)",
+                        self._name,
+                        time.monotonic() - self._down_since,
+                        self._failures,
+                    )
+                    self._down_since, self._failures = None, 0
+                return
+            self._failures += 1
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                logger.warning(
+                    "%s: cannot connect to PostgreSQL (%s); retrying, quietly until it answers",
+                    self._name,
+                    str(error).strip().splitlines()[0]
+                    if str(error).strip()
+                    else type(error).__name__,
+                )
 
 
 def _has_unread_input(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
@@ -83,6 +164,8 @@ def _reporting_connection_class(report: ConnectOutcome) -> type[psycopg.Connecti
     the pool connects in its own threads and only logs why it could not."""
 
     class ReportingConnection(psycopg.Connection[Any]):
+        alkstore_pool = True  # QuietPoolLog: a connection of ours
+
         @classmethod
         def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
             try:
@@ -133,13 +216,16 @@ class WaitPolicy:
             "open": False,
         }
 
-    def __init__(self, options: PostgresOptions) -> None:
+    def __init__(self, options: PostgresOptions, name: str) -> None:
         self._connect_timeout_s = options.connect_timeout_s
         self._reconnect_max_s = options.reconnect_max_s
         self._last_connect_error: psycopg.Error | None = None
+        self._outages = OutageLog(name)
+        quiet_pool_log()
 
     def _connected(self, error: psycopg.Error | None) -> None:
         self._last_connect_error = error
+        self._outages(error)
 
     def budget(self, wait_s: float | None) -> float:
         """How long a call may wait for a connection: its own remaining time, at most
@@ -173,14 +259,14 @@ class StorePool(WaitPolicy):
         options: PostgresOptions,
         configure: Callable[[psycopg.Connection[Any]], None],
     ) -> None:
-        super().__init__(options)
+        super().__init__(options, pool_name(options))
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo,
             **self.pool_settings(
                 _reporting_connection_class(self._connected), connect_kwargs, options
             ),
             configure=configure,
-            name=f"alkstore:{options.schema}",
+            name=pool_name(options),
         )
         try:
             self._pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)

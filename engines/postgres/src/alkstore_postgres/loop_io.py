@@ -42,7 +42,7 @@ from alkstore.driver import WakeSink
 from alkstore.errors import EngineUnavailable, InvalidOptions
 
 from .clock import ServerClock
-from .connections import ConnectOutcome, Pool, WaitPolicy, idle_verdict
+from .connections import ConnectOutcome, Pool, WaitPolicy, idle_verdict, pool_name
 from .driver import PostgresDriver, check_attachable
 from .errors import unavailable
 from .handle import PgHandle
@@ -231,6 +231,8 @@ def _reporting_connection_class(report: ConnectOutcome) -> type[psycopg.AsyncCon
     policy, which then says why no connection came."""
 
     class ReportingAsyncConnection(psycopg.AsyncConnection[Any]):
+        alkstore_pool = True  # connections.QuietPoolLog: a connection of ours
+
         @classmethod
         async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
             try:
@@ -267,7 +269,7 @@ class LoopPool(WaitPolicy):
         connect_kwargs: dict[str, Any],
         options: PostgresOptions,
     ) -> None:
-        super().__init__(options)
+        super().__init__(options, pool_name(options, "-aio"))
         self._bridge = bridge
         self._pool = bridge.run(self._open(conninfo, connect_kwargs, options))
 
@@ -280,7 +282,7 @@ class LoopPool(WaitPolicy):
             **self.pool_settings(
                 _reporting_connection_class(self._connected), connect_kwargs, options
             ),
-            name=f"alkstore-aio:{options.schema}",
+            name=pool_name(options, "-aio"),
         )
         try:
             await pool.open(wait=options.pool_min_size > 0, timeout=options.connect_timeout_s)
