@@ -53,6 +53,7 @@ UNIT_TEST_DIRS = (
     "scenarios/test_engine_outside_repo.py",
     "scenarios/faults/test_faults.py",
     "scenarios/faults/test_failover.py",
+    "scenarios/faults/test_pressure.py",
 )
 POSTGRES_ENGINES = {"postgresql", "postgres"}
 PGBOUNCER_ENGINE = "alkstore_postgres.testing.behind_pgbouncer:ENGINE"

@@ -78,6 +78,8 @@ class StormConfig:
     drain_s: float = 60.0
     """Cap on the drain phase, after the last kill."""
     seed: int = 0
+    sigkill_workers: bool = True
+    """False: no worker is killed (the pressure scenarios press on the database instead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +393,8 @@ def _storm(
             disruption.action()
             outages.append((disruption.label, down, time.time()))
         workers.replace_dead()
-        workers.kill_one(rng)
+        if config.sigkill_workers:
+            workers.kill_one(rng)
         if not pending and (out_of_time or _all_done(queue, ids, logs)):
             return outages
 
@@ -525,6 +528,8 @@ def _judge(
         count("torn log lines", logs.torn_lines),
         must_be_zero("workers that died on their own", workers.died_alone),
     ]
+    if outages:
+        figures.append(count("acked True during the disruptions", _acked_during(outages, logs)))
     recovery = _recovery_s(outages, logs.records)
     if recovery is not None:
         figures.append(count("max recovery after restart (s)", recovery))
@@ -537,6 +542,17 @@ def _judge(
     notes.extend(f"lost n={n}" for n in sorted(t.lost)[:10])
     return ScenarioResult(
         SCENARIO, engine, tuple(figures), time.monotonic() - started, tuple(notes)
+    )
+
+
+def _acked_during(outages: Sequence[Outage], logs: WorkerLogs) -> int:
+    """Acks that returned ``True`` while a disruption ran: the work went on through it."""
+    return sum(
+        1
+        for r in logs.records
+        if r["event"] == "ack"
+        and r["ack"] is True
+        and any(began <= r["t"] <= ended for _, began, ended in outages)
     )
 
 

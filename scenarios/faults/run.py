@@ -2,7 +2,7 @@
 
     python scenarios/faults/run.py [--engine sqlite|postgresql] [--scenario NAME] [--quick]
 
-Five scenarios, each on a fresh store of each engine, through the public API:
+Seven scenarios, each on a fresh store of each engine, through the public API:
 
 * ``storm``     -- worker crash storm: SIGKILLed workers, restarted; on
   PostgreSQL the server is also stopped and started twice mid-run;
@@ -10,6 +10,11 @@ Five scenarios, each on a fresh store of each engine, through the public API:
 * ``hostile``   -- the hostile-input table: the exact error, nothing written;
 * ``long-jobs`` -- ``alkstore.worker`` processes SIGKILLed while 1-5 s jobs run:
   every cut run re-runs once its claim lapses, none lost, none acked twice.
+* ``backend-kills`` -- PostgreSQL only: ``pg_terminate_backend`` on random
+  client backends several times a second under the storm's workers.
+* ``pool-exhaustion`` -- PostgreSQL only: another party holds every connection
+  slot (about 300) and the engine's backends are cut; calls end within their
+  budget with ``EngineUnavailable``, and nothing is lost once the slots return.
 * ``failover``  -- PostgreSQL only: a primary stopped hard under producers and
   workers, its standby promoted; synchronous and asynchronous replication, each
   on a pair of its own (``ReplicatedPostgres``).
@@ -23,6 +28,7 @@ duplicate, unexpected error or failing hostile-input row.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import sys
 import time
@@ -34,6 +40,7 @@ from fault_atomicity import AtomicityConfig, run_atomicity
 from fault_failover import FailoverConfig, run_failover, run_label
 from fault_hostile import run_hostile
 from fault_long_jobs import LongJobsConfig, run_long_jobs
+from fault_pressure import PressureConfig, run_backend_kills, run_pool_exhaustion
 from fault_report import ScenarioResult, failure, render
 from fault_storm import Disruption, StormConfig, run_storm
 
@@ -43,7 +50,18 @@ from alkstore_postgres.testing.server import LocalPostgres
 
 ENGINES = ("sqlite", "postgresql")
 ALIASES = {"postgres": "postgresql"}
-SCENARIOS = ("storm", "atomicity", "hostile", "long-jobs", "failover")
+SCENARIOS = (
+    "storm",
+    "atomicity",
+    "hostile",
+    "long-jobs",
+    "backend-kills",
+    "pool-exhaustion",
+    "failover",
+)
+POSTGRES_ONLY = ("backend-kills", "pool-exhaustion", "failover")
+PG_MAX_CONNECTIONS = 320
+"""The private server's slots: pool exhaustion has another party hold about 300."""
 PG_SCHEMA_PREFIX = "alkstore_faults_"
 PG_CONNECT_TIMEOUT_S = 2
 """Workers give up on a dead server quickly and retry, instead of blocking 10 s."""
@@ -52,6 +70,13 @@ PG_DOWN_S = 2.0
 QUICK_LONG_JOBS = LongJobsConfig(jobs=20, workers=3, concurrency=2, kills=3)
 QUICK_STORM = StormConfig(jobs=300, workers=3, storm_s=30.0, drain_s=30.0)
 QUICK_ATOMICITY = AtomicityConfig(kills=8)
+QUICK_PRESSURE = PressureConfig(
+    storm=StormConfig(
+        jobs=600, workers=3, work_s=0.02, sigkill_workers=False, storm_s=60.0, drain_s=30.0
+    ),
+    kill_for_s=4.0,
+    exhaust_for_s=4.0,
+)
 FAILOVER_TAIL_S = 1.0
 QUICK_FAILOVER_S = 4.0
 """--quick: the run before the stop and after the promotion (else FailoverConfig's)."""
@@ -109,6 +134,14 @@ def atomicity_config(args: argparse.Namespace) -> AtomicityConfig:
     )
 
 
+def pressure_config(args: argparse.Namespace) -> PressureConfig:
+    base = QUICK_PRESSURE if args.quick else PressureConfig()
+    storm = dataclasses.replace(
+        base.storm, jobs=args.jobs or base.storm.jobs, workers=args.workers or base.storm.workers
+    )
+    return dataclasses.replace(base, storm=storm, seed=args.seed)
+
+
 def failover_configs(args: argparse.Namespace) -> list[FailoverConfig]:
     """Synchronous replication first (nothing may be lost), then asynchronous: as it
     comes on loopback (the standby milliseconds behind), then with the standby cut off
@@ -150,7 +183,9 @@ class Stores:
         if self._pg is None:
             # fsync off: only processes crash here, never the OS, so what reached
             # the kernel survives; fsync would only slow the storm down.
-            self._pg = self._stack.enter_context(LocalPostgres(fsync=False))
+            self._pg = self._stack.enter_context(
+                LocalPostgres(fsync=False, max_connections=PG_MAX_CONNECTIONS)
+            )
             progress(f"private PostgreSQL {self._pg.version} at {self._pg.dsn}")
         return self._pg
 
@@ -191,6 +226,12 @@ def run_scenario(
                 return run_atomicity(engine, spec, atomicity_config(args), progress)
             if name == "long-jobs":
                 return run_long_jobs(engine, spec, long_jobs_config(args), progress)
+            if name == "backend-kills":
+                admin = stores.postgres().dsn
+                return run_backend_kills(admin, engine, spec, pressure_config(args), progress)
+            if name == "pool-exhaustion":
+                admin = stores.postgres().dsn
+                return run_pool_exhaustion(admin, engine, spec, pressure_config(args), progress)
             return run_hostile(engine, spec, progress)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
@@ -226,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stores = Stores(stack)
         for scenario in scenarios:
             for engine in engines:
+                if scenario in POSTGRES_ONLY and engine != "postgresql":
+                    continue
                 if scenario == "failover":
                     results.extend(run_failovers(engine, args))
                     continue
