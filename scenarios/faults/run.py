@@ -2,7 +2,7 @@
 
     python scenarios/faults/run.py [--engine sqlite|postgresql] [--scenario NAME] [--quick]
 
-Seven scenarios, each on a fresh store of each engine, through the public API:
+Nine scenarios, each on a fresh store of each engine, through the public API:
 
 * ``storm``     -- worker crash storm: SIGKILLed workers, restarted; on
   PostgreSQL the server is also stopped and started twice mid-run;
@@ -15,6 +15,11 @@ Seven scenarios, each on a fresh store of each engine, through the public API:
 * ``pool-exhaustion`` -- PostgreSQL only: another party holds every connection
   slot (about 300) and the engine's backends are cut; calls end within their
   budget with ``EngineUnavailable``, and nothing is lost once the slots return.
+* ``xmin-pin`` -- PostgreSQL only: steady load while an idle-in-transaction
+  session pins xmin (10 min): throughput, claim latency, dead tuples and sizes
+  over time, and how long they take to come back; plotted.
+* ``rr-readers`` -- PostgreSQL only: the same with four REPEATABLE READ readers
+  scanning the jobs table.
 * ``failover``  -- PostgreSQL only: a primary stopped hard under producers and
   workers, its standby promoted; synchronous and asynchronous replication, each
   on a pair of its own (``ReplicatedPostgres``).
@@ -42,6 +47,7 @@ from fault_hostile import run_hostile
 from fault_long_jobs import LongJobsConfig, run_long_jobs
 from fault_pressure import PressureConfig, run_backend_kills, run_pool_exhaustion
 from fault_report import ScenarioResult, failure, render
+from fault_snapshots import SnapshotsConfig, run_snapshots
 from fault_storm import Disruption, StormConfig, run_storm
 
 import alkstore
@@ -57,9 +63,12 @@ SCENARIOS = (
     "long-jobs",
     "backend-kills",
     "pool-exhaustion",
+    "xmin-pin",
+    "rr-readers",
     "failover",
 )
-POSTGRES_ONLY = ("backend-kills", "pool-exhaustion", "failover")
+POSTGRES_ONLY = ("backend-kills", "pool-exhaustion", "xmin-pin", "rr-readers", "failover")
+SNAPSHOTS = ("xmin-pin", "rr-readers")
 PG_MAX_CONNECTIONS = 320
 """The private server's slots: pool exhaustion has another party hold about 300."""
 PG_SCHEMA_PREFIX = "alkstore_faults_"
@@ -140,6 +149,14 @@ def pressure_config(args: argparse.Namespace) -> PressureConfig:
         base.storm, jobs=args.jobs or base.storm.jobs, workers=args.workers or base.storm.workers
     )
     return dataclasses.replace(base, storm=storm, seed=args.seed)
+
+
+def snapshots_config(name: str, args: argparse.Namespace) -> SnapshotsConfig:
+    if args.quick:
+        return SnapshotsConfig(pressure=name, baseline_s=10, pressure_s=20, after_s=15)
+    if name == "rr-readers":
+        return SnapshotsConfig(pressure=name, baseline_s=60, pressure_s=180, after_s=120)
+    return SnapshotsConfig(pressure=name)
 
 
 def failover_configs(args: argparse.Namespace) -> list[FailoverConfig]:
@@ -229,6 +246,9 @@ def run_scenario(
             if name == "backend-kills":
                 admin = stores.postgres().dsn
                 return run_backend_kills(admin, engine, spec, pressure_config(args), progress)
+            if name in SNAPSHOTS:
+                admin = stores.postgres().dsn
+                return run_snapshots(admin, spec, snapshots_config(name, args), progress)
             if name == "pool-exhaustion":
                 admin = stores.postgres().dsn
                 return run_pool_exhaustion(admin, engine, spec, pressure_config(args), progress)

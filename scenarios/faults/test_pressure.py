@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from fault_pressure import PressureConfig, run_backend_kills, run_pool_exhaustion
+from fault_snapshots import SnapshotsConfig, run_snapshots
 from fault_storm import StormConfig
 
 from alkstore import EngineSpec
@@ -63,3 +64,20 @@ def test_every_slot_taken_makes_calls_end_in_their_budget_and_nothing_is_lost(
     assert result.value("probe calls hung") == 0
     assert result.value("lost") == 0
     assert any("too many clients" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("pressure", ["xmin-pin", "rr-readers"])
+def test_old_snapshots_under_steady_load_lose_nothing_and_hold_back_vacuum(
+    server: LocalPostgres, pressure: str
+) -> None:
+    config = SnapshotsConfig(
+        pressure=pressure, rate=100, baseline_s=3, pressure_s=6, after_s=3, plot=False
+    )
+    result = run_snapshots(server.dsn, _spec(server), config)
+
+    assert result.notes == ()
+    assert not result.failed
+    assert int(result.value("jobs enqueued")) > 0
+    assert result.value("lost or stranded") == 0
+    # The pressure held an old snapshot: the oldest one aged while it lasted.
+    assert int(result.value("pressure: oldest snapshot age (xids, max)")) > 0
