@@ -287,12 +287,13 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def faults(session: nox.Session) -> None:
-    """Fault runs on both engines: crash storm, atomicity under SIGKILL, hostile input;
-    on PostgreSQL, a failover to a standby too.
+    """Fault runs on both engines: crash storm, atomicity under SIGKILL, hostile input,
+    long jobs killed; on PostgreSQL, backends terminated, every connection slot taken,
+    old snapshots under load (plotted: matplotlib) and a failover to a standby too.
 
     PostgreSQL runs on a private throwaway server (local server binaries), which
     the crash storm restarts mid-run, and the failover on a primary and standby of
     its own; never on ``ALKSTORE_PG_DSN``'s server.
     """
-    _install_all(session)
+    _install_all(session, "matplotlib")
     session.run("python", "scenarios/faults/run.py", *session.posargs)
