@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
+import time
+from typing import Any, cast
 
 import pytest
 
@@ -28,6 +29,7 @@ from alkstore import (
     TickResult,
 )
 from alkstore.testing import FakeClock
+from alkstore.worker import Worker
 from alkstore_conformance.helpers.cron import TICKER
 from alkstore_conformance.helpers.fixtures import StoreFactory
 from alkstore_conformance.helpers.profile_processes import declare_at, declarer_process
@@ -38,6 +40,7 @@ from alkstore_conformance.helpers.profiles import (
     payload_counts,
     payload_key,
 )
+from alkstore_conformance.helpers.workers import RunningWorker, eventually
 
 pytestmark = [
     pytest.mark.requires("scheduler"),
@@ -136,6 +139,60 @@ def test_declarers_in_processes_declare_each_schedule_once_keeping_its_first_bou
             )
         answers = [children.expect("declared") for _ in range(DECLARERS)]
     _check_declared_once(clocked_store, clock, first, answers)
+
+
+class StillClock(FakeClock):
+    """A worker's fake clock that only the test moves: the scheduler's sleeps pass a
+    little real time instead of jumping the clock forward past every lease."""
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(min(max(seconds, 0.0), 0.005))
+
+
+class CountingStore:
+    """The worker's store, counting the declarations the worker made through it."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.declared: list[int] = []
+
+    def declare_schedule(self, *args: Any, **kwargs: Any) -> Any:
+        schedule = self._store.declare_schedule(*args, **kwargs)
+        self.declared.append(schedule.next_fire_at)
+        return schedule
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _fleet_worker(store: CountingStore, index: int) -> Worker:
+    worker = Worker(cast(Store, store), name=f"fleet-{index}")
+    (name, spec, queue, payload), *others = DECLARATIONS
+    worker.periodic(name, spec, queue=queue, payload=payload)(lambda job: None)
+    for name, spec, queue, payload in others:
+        worker.periodic(name, spec, queue=queue, payload=payload)
+    return worker
+
+
+@pytest.mark.property("PERIODIC-UPSERT-ONCE")
+def test_a_fleet_of_workers_starting_at_once_declares_each_schedule_once(
+    open_store: StoreFactory, clocked_store: Store, clock: FakeClock
+) -> None:
+    first = _declare_first(clocked_store)
+    stores = [
+        CountingStore(open_store(clock=StillClock(clock.now() + LATER_S))) for _ in range(DECLARERS)
+    ]
+    runs = [RunningWorker(_fleet_worker(store, i), TIME_LIMIT_S) for i, store in enumerate(stores)]
+    try:
+        eventually(
+            lambda: all(len(store.declared) == len(DECLARATIONS) for store in stores) or None,
+            "every worker declared its schedules",
+            TIME_LIMIT_S,
+        )
+    finally:
+        for run in runs:
+            run.stop()
+    _check_declared_once(clocked_store, clock, first, [store.declared for store in stores])
 
 
 # -- PERIODIC-LEASE-LAPSES -----------------------------------------------------------
