@@ -58,6 +58,7 @@ from alkstore import (
     CATCH_UP_POLICIES,
     DEFAULT_QUEUE_OPTS,
     OUTBOX_QUEUE_OPTS,
+    Capabilities,
     EngineProvider,
     EngineSpec,
     EnqueueOpts,
@@ -703,7 +704,7 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.model.schedule(name, spec, queue, payload, opts),
         )
 
-    @precondition(lambda self: self.capabilities.periodic and self.capabilities.cron)
+    @precondition(lambda self: _declares(self.capabilities))
     @rule(
         name=st.sampled_from(SCHEDULE_NAMES),
         spec=st.sampled_from(SPECS + CRON_SPECS),
@@ -734,7 +735,7 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.model.declare_schedule(name, spec, queue, payload, opts),
         )
 
-    @precondition(lambda self: self.capabilities.periodic and self.capabilities.cron)
+    @precondition(lambda self: _declares(self.capabilities))
     @rule(names=st.lists(st.sampled_from(SCHEDULE_NAMES), max_size=3))
     def renew_schedules(self, names: list[str]) -> None:
         """A running worker renews what it declares; undeclared and gone names are not."""
@@ -978,6 +979,12 @@ def _bind_engine(engine: EngineProvider) -> Iterator[None]:
 
 
 TestQueueModelAgreement = pytest.mark.property(PROPERTY)(QueueModelMachine.TestCase)
+
+
+def _declares(capabilities: Capabilities) -> bool:
+    """Whether the engine takes declared schedules (§5.11): the periodic profile, over
+    the scheduler and the cron profile's schedule row."""
+    return capabilities.scheduler and capabilities.cron and capabilities.periodic
 
 
 def _needs_cron(spec: str, opts: ScheduleOpts | None) -> bool:
