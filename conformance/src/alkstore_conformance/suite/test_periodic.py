@@ -18,11 +18,13 @@ import pytest
 
 from alkstore import (
     DECLARATION_LEASE_S,
+    EngineProvider,
     EngineSpec,
     InvalidName,
     InvalidOptions,
     InvalidSpec,
     PayloadError,
+    ProfileUnavailable,
     ReservedName,
     ScheduleOpts,
     Store,
@@ -42,11 +44,9 @@ from alkstore_conformance.helpers.profiles import (
 )
 from alkstore_conformance.helpers.workers import RunningWorker, eventually
 
-pytestmark = [
-    pytest.mark.requires("scheduler"),
-    pytest.mark.requires("cron"),
-    pytest.mark.requires("periodic"),
-]
+pytestmark = pytest.mark.requires("scheduler")
+"""Every property here but PERIODIC-PROFILE-DECLARED is of the periodic profile (and
+needs cron, as the manifest says): not_applicable on an engine without it."""
 
 TIME_LIMIT_S = 90.0
 DECLARERS = 8
@@ -386,3 +386,29 @@ def test_a_malformed_renewal_is_refused_and_renews_nothing(
     with pytest.raises(error):
         clocked_store.renew_schedules(names)
     assert clocked_store.get_schedule("declared") == declared
+
+
+# -- PERIODIC-PROFILE-DECLARED (every engine with a scheduler) ----------------------------
+
+
+@pytest.mark.property("PERIODIC-PROFILE-DECLARED")
+def test_declaring_works_exactly_when_the_engine_declares_the_profile(
+    clocked_store: Store, engine: EngineProvider
+) -> None:
+    capabilities = engine.capabilities
+    if capabilities.periodic and capabilities.cron:
+        declared = clocked_store.declare_schedule("declared", "@every 60s", "q", {})
+        assert declared.declared_until is not None
+        assert clocked_store.renew_schedules(["declared"]) == ["declared"]
+        return
+    with pytest.raises(ProfileUnavailable):
+        clocked_store.declare_schedule("declared", "@every 60s", "q", {})
+    with pytest.raises(ProfileUnavailable):
+        clocked_store.renew_schedules(["declared"])
+    worker = Worker(clocked_store, name="declaring")
+    worker.periodic("declared", "@every 60s")(lambda job: None)
+    with pytest.raises(ProfileUnavailable):
+        worker.run()
+    assert clocked_store.schedules() == []  # nothing was written
+    plain = clocked_store.schedule("plain", "@every 60s", "q", {})  # the scheduler carries on
+    assert plain.declared_until is None

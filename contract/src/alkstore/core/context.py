@@ -134,8 +134,9 @@ class StoreContext:
 
     def periodic(self) -> PeriodicDriver[Any]:
         """The driver of an engine whose schedule rows carry a declaration's lease
-        (contract 1.2's ``periodic`` profile; declaring also needs ``cron``)."""
-        self.scheduler()
+        (contract 1.2's ``periodic`` profile, which needs ``scheduler`` and ``cron``:
+        an engine declaring it without them is refused it as one without it)."""
+        self.cron()
         driver: PeriodicDriver[Any] = self._profile("periodic")
         return driver
 

@@ -120,7 +120,6 @@ class CoreScheduler:
         ctx = self._context
         driver: SchedulerDriver[Any]
         if declared:
-            ctx.cron()  # the profile needs the schedule row of contract 1.2
             ctx.periodic()
             driver = ctx.scheduler()
         elif _needs_cron_profile(cadence, opts):
@@ -202,7 +201,7 @@ class CoreScheduler:
         """Remove every declared schedule whose lease is at or before ``now``, before
         anything fires (contract §5.11): a lapsed declaration never fires again."""
         ctx = self._context
-        if not ctx.capabilities.periodic:
+        if not (ctx.capabilities.periodic and ctx.capabilities.cron):
             return
         driver = ctx.periodic()
         removed = ctx.write(lambda c: driver.schedules_lapse(c, ScheduleLapse(now)))
