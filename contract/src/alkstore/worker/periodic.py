@@ -70,9 +70,7 @@ def require_periodic(store: Store) -> None:
     """``ProfileUnavailable`` before anything is written, on an engine without the
     periodic profile."""
     capabilities = getattr(store, "capabilities", None)
-    if isinstance(capabilities, Capabilities) and not (
-        capabilities.periodic and capabilities.cron
-    ):
+    if isinstance(capabilities, Capabilities) and not (capabilities.periodic and capabilities.cron):
         raise ProfileUnavailable(getattr(store, "engine_name", ""), "periodic")
 
 
