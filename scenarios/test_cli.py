@@ -574,6 +574,7 @@ def test_the_schedules_document_carries_every_field_of_a_cron_schedule(
         "next_fire_at": stored.next_fire_at,
         "timezone": "Europe/Berlin",
         "catch_up": "latest",
+        "declared_until": None,
     }
     # Every field of alkstore.Schedule, and what it reads from its opts, reaches it.
     assert {f.name for f in fields(Schedule)} - {"opts"} <= set(entry)
@@ -596,6 +597,34 @@ def test_the_schedules_table_shows_the_zone_the_policy_and_both_clocks(
     assert "none" in row
     assert f"{local:%Y-%m-%d} 09:00:00 +0530" in row
     assert f"{utc:%Y-%m-%d} 03:30:00Z" in row
+
+
+def test_the_schedules_document_and_table_show_a_declared_schedule_s_lease(
+    cli: Cli, store: Store
+) -> None:
+    declared = store.declare_schedule("heartbeat", "@every 1h", "pings", {})
+    assert declared.declared_until is not None
+    until = datetime.fromtimestamp(declared.declared_until, UTC)
+
+    (entry,) = cli.json("schedules")["schedules"]
+    done = cli.run("schedules")
+
+    assert entry["declared_until"] == declared.declared_until
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if "heartbeat" in line]
+    assert f"{until:%Y-%m-%d %H:%M:%S}Z" in row
+
+
+def test_the_schedules_table_shows_no_lease_for_an_undeclared_schedule(
+    cli: Cli, store: Store
+) -> None:
+    store.schedule("plain", "@every 1h", "pings", {})
+
+    done = cli.run("schedules")
+
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if "plain" in line]
+    assert row.count("Z") == 1  # the next fire's UTC time, and no lease
 
 
 def test_an_outbox_backing_queue_is_reachable_by_its_listed_name(cli: Cli, store: Store) -> None:

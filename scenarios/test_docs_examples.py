@@ -241,6 +241,25 @@ def test_guide_scheduling_runner_example_registers_leads_and_stops(tmp_path: Pat
         )
 
 
+def test_guide_scheduling_periodic_example_declares_both_schedules_with_the_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = guide_block(
+        "scheduling.md", "import threading\n\nimport alkstore\nfrom alkstore import ScheduleOpts\n"
+    )
+    assert code.count(README_URL) == 1
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    exec(compile(code.replace(README_URL, repr(url)), "scheduling.md", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == [
+        "cleanup maintenance declared",
+        "digest digest declared",
+    ]
+    with alkstore.open(url) as store:
+        digest = store.get_schedule("digest")
+        assert digest is not None
+        assert (digest.spec, digest.timezone) == ("0 9 * * MON-FRI", "Europe/Berlin")
+
+
 UNIQUE_GUIDE = "unique-jobs.md"
 
 

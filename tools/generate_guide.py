@@ -91,6 +91,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "(`alkstore.rows.UNIQUE_JOB_COLUMNS`) and a hold of the key the storage itself keeps "
     "to one job per queue and key (a unique index over live holds, `INSERT ... ON CONFLICT "
     "DO NOTHING`, never a read then a write; the kit races eight processes on one key)",
+    "periodic": "the driver protocol's two methods, `declared_until` on the schedule row "
+    "(`ScheduleRecord.declared_until`, NULL for a schedule `schedule()` wrote) stored by "
+    "`schedule_upsert` as given, and `scheduler` and `cron` (the kit declares eight "
+    "processes at once and lets leases lapse on a fake clock)",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

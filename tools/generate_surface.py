@@ -215,6 +215,8 @@ SURFACE: tuple[Target, ...] = (
             "transaction": HAND,
             "attach": HAND,
             "schedule": CALL,
+            "declare_schedule": CALL,
+            "renew_schedules": CALL,
             "unschedule": CALL,
             "get_schedule": CALL,
             "schedules": CALL,

@@ -82,6 +82,15 @@ class ReferenceWithoutUnique(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, unique=False)
 
 
+class ReferenceWithoutPeriodic(ReferenceWithoutLocks):
+    """The reference engine as a contract 1.2 engine from before declared schedules: its
+    schedule rows have no lease, so no ``periodic`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, periodic=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""
@@ -151,7 +160,8 @@ class ReferenceOnTheNamedServer(ReferenceWithoutLocks):
 class MemoryWithoutCron:
     """A contract 1.1 engine: the memory engine with 1.1's schedule rows -- no zone,
     no catch-up policy, the boundary kept for an unchanged spec -- and no ``cron``
-    profile, as an engine certified before contract 1.2 is."""
+    profile (nor the ``periodic`` one, which needs it), as an engine certified before
+    contract 1.2 is."""
 
     def __init__(self) -> None:
         from alkstore_memory import ENGINE
@@ -160,7 +170,7 @@ class MemoryWithoutCron:
         self.name = "memory-1.1"
         self.version = ENGINE.version
         self.contract_version = ENGINE.contract_version
-        self.capabilities = dataclasses.replace(ENGINE.capabilities, cron=False)
+        self.capabilities = dataclasses.replace(ENGINE.capabilities, cron=False, periodic=False)
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:
         from alkstore.core import CoreStore

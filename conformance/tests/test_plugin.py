@@ -167,6 +167,16 @@ def test_a_1_1_engine_has_every_unique_property_not_applicable(run_in: RunIn) ->
     assert "unique" in report["engine"]["not_applicable_profiles"]
 
 
+def test_an_engine_without_declared_schedules_has_every_periodic_property_not_applicable(
+    run_in: RunIn,
+) -> None:
+    periodic = _profile_ids("periodic")
+    assert len(periodic) >= 4
+    report = _report_of(run_in, "kit_engines:ReferenceWithoutPeriodic", periodic)
+    assert _statuses(report) == dict.fromkeys(periodic, "not_applicable")
+    assert "periodic" in report["engine"]["not_applicable_profiles"]
+
+
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
     result = run_in.pytest(
         "--pyargs",

@@ -282,6 +282,12 @@ class FakeCronDriver(FakeDriver):
     capabilities = Capabilities(scheduler=True, cron=True)
 
 
+class FakePeriodicDriver(FakeDriver):
+    """``FakeDriver`` declaring the scheduler, cron and contract 1.2's periodic profile."""
+
+    capabilities = Capabilities(scheduler=True, cron=True, periodic=True)
+
+
 class FakeOpsDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.1's operations profile too."""
 

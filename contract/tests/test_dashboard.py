@@ -9,6 +9,7 @@ import base64
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -344,6 +345,16 @@ def test_the_schedules_page_shows_the_next_fire_in_its_zone(store: Store) -> Non
     page = client(store).get("/schedules").text
     assert "Asia/Kolkata" in page
     assert "03:00:00 IST (UTC+0530)" in page
+
+
+def test_the_schedules_page_shows_a_declared_schedule_s_lease(store: Store) -> None:
+    declared = store.declare_schedule("heartbeat", "@every 1h", "q", {})
+    store.schedule("plain", "@every 1h", "q", {})
+    assert declared.declared_until is not None
+    page = client(store).get("/schedules").text
+    until = datetime.fromtimestamp(declared.declared_until, UTC)
+    assert f"{until:%Y-%m-%d %H:%M:%S} UTC</td>" in page
+    assert "never lapses" in page
 
 
 def test_a_mounted_dashboard_links_under_its_path(store: Store) -> None:

@@ -94,3 +94,9 @@ the keys derived from payloads (``payload:sha256:`` and 64 hex digits, 79)."""
 
 SCHEDULER_LEASE_S: Final = 30
 """TTL of the scheduler leadership lock; the leader renews it at least every third of it."""
+
+DECLARATION_LEASE_S: Final = 300
+"""How long a declared schedule (contract 1.2 §5.11, the periodic profile) outlives the
+last renewal of its declaration; a running worker renews what it declares every third
+of it. Five minutes: an app that stops declaring a schedule stops its fires within
+that, and a worker paused or cut off for less than two renewals keeps its schedules."""

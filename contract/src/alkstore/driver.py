@@ -47,6 +47,8 @@ from .params import (
     Redrive,
     Reschedule,
     ScheduleAdvance,
+    ScheduleLapse,
+    ScheduleRenew,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -553,6 +555,29 @@ class UniqueDriver(Protocol[C_contra]):
         ...
 
 
+class PeriodicDriver(Protocol[C_contra]):
+    """Contract 1.2's periodic profile (``Capabilities.periodic``): declared schedules.
+
+    Engines with it keep ``declared_until`` on every schedule row (``NULL`` for a
+    schedule made by ``store.schedule``, which never lapses) and read it back in
+    every ``ScheduleRecord``; ``SchedulerDriver.schedule_upsert`` stores the
+    record's ``declared_until`` as given (``None`` included, which makes a declared
+    schedule undeclared) and keeps the boundary as it always does."""
+
+    def schedules_renew(self, c: C_contra, params: ScheduleRenew) -> list[str]:
+        """One statement: set ``declared_until = params.declared_until`` on each
+        schedule named in ``params.names`` whose ``declared_until`` is not ``NULL``;
+        nothing else of the row changes. Returns the names it renewed, ordered by
+        name (a name that is gone or undeclared is left out)."""
+        ...
+
+    def schedules_lapse(self, c: C_contra, params: ScheduleLapse) -> list[str]:
+        """One statement: delete every schedule whose ``declared_until`` is not
+        ``NULL`` and ``<= params.now``. Returns the names it deleted, ordered by
+        name."""
+        ...
+
+
 # -- what the core requires of a driver ------------------------------------------------
 
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
@@ -563,6 +588,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "ops": OpsDriver,
         "snooze": SnoozeDriver,
         "unique": UniqueDriver,
+        "periodic": PeriodicDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's

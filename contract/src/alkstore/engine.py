@@ -49,6 +49,10 @@ class Capabilities:
             takes a ``None`` ``interval_s``. Needs ``scheduler``.
         unique: contract 1.2's unique jobs (``EnqueueOpts(unique=...)``,
             ``UniqueDriver``) and the ``unique_key`` of every job.
+        periodic: contract 1.2's declared schedules (§5.11, ``PeriodicDriver``): the
+            schedule row stores ``ScheduleRecord.declared_until``, a lease renewed
+            by the workers that declare it, and a tick removes a lapsed one. Needs
+            ``scheduler`` and ``cron``.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -71,6 +75,8 @@ class Capabilities:
     """Contract 1.2's cron schedules: cron specs, a time zone and a catch-up policy."""
     unique: bool = False
     """Contract 1.2's unique jobs: at most one job of a queue holds a key at a time."""
+    periodic: bool = False
+    """Contract 1.2's declared schedules: leased by the workers that declare them."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

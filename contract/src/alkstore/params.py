@@ -191,6 +191,23 @@ class ScheduleAdvance:
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleRenew:
+    """``schedules_renew``: extend the lease of the declared schedules ``names`` to
+    ``declared_until``."""
+
+    names: Sequence[str]
+    declared_until: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleLapse:
+    """``schedules_lapse``: remove every declared schedule whose lease is at or before
+    ``now``."""
+
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamAppend:
     """``stream_append``: ``payloads`` (JSON text) onto ``stream``."""
 
@@ -308,6 +325,8 @@ PARAMS: tuple[type, ...] = (
     LockRelease,
     LockHolder,
     ScheduleAdvance,
+    ScheduleRenew,
+    ScheduleLapse,
     StreamAppend,
     StreamRead,
     StreamCommit,

@@ -254,6 +254,9 @@ class ScheduleRecord:
     next_fire_at: int
     timezone: str = UTC_ZONE
     catch_up: str = "all"
+    declared_until: int | None = None
+    """Contract 1.2's periodic profile: the lease of a declared schedule (§5.11);
+    ``None`` for a schedule made by ``store.schedule``, which never lapses."""
 
     def to_schedule(self) -> Schedule:
         return Schedule(
@@ -266,4 +269,5 @@ class ScheduleRecord:
             ),
             interval_s=self.interval_s,
             next_fire_at=self.next_fire_at,
+            declared_until=self.declared_until,
         )

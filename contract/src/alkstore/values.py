@@ -239,6 +239,9 @@ class Schedule:
         interval_s: an ``@every`` spec's interval in seconds; ``None`` for a cron spec,
             whose boundaries are not evenly spaced.
         next_fire_at: the next boundary to fire (epoch seconds).
+        declared_until: when a declared schedule's lease lapses (epoch seconds,
+            contract 1.2 §5.11): a worker that declares it renews it; ``None`` for a
+            schedule made by ``store.schedule``, which never lapses.
     """
 
     name: str
@@ -248,6 +251,7 @@ class Schedule:
     opts: ScheduleOpts
     interval_s: int | None
     next_fire_at: int
+    declared_until: int | None = None
 
     @property
     def timezone(self) -> str:

@@ -238,6 +238,28 @@ def test_a_schema_of_the_unique_release_is_upgraded_with_its_held_keys_still_hel
     } <= functions
 
 
+def test_a_schema_of_the_previous_version_keeps_its_schedules_undeclared_and_takes_declared_ones(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_schedules (name, spec, queue, payload, priority,'
+        " max_attempts, expires_s, interval_s, next_fire_at)"
+        " VALUES ('minutely', '@every 60s', 'q', '{\"n\": 1}', 2, 4, 90, 60, 1700000030)"
+    )
+    clock = FakeClock(NOW)
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        kept = store.get_schedule("minutely")
+        assert kept is not None
+        assert (kept.next_fire_at, kept.declared_until) == (1_700_000_030, None)
+        declared = store.declare_schedule("declared", "@every 60s", "q", {"n": 2})
+        assert declared.declared_until == NOW + alkstore.DECLARATION_LEASE_S
+        clock.set(NOW + alkstore.DECLARATION_LEASE_S)
+        store.tick_schedules("t")  # removes the lapsed declaration, never the old schedule
+        assert [s.name for s in store.schedules()] == ["minutely"]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
 ) -> None:

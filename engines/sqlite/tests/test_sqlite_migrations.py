@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,7 +273,7 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
     added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS]
     assert _columns(db_path, "__alkstore_jobs")[-7:] == added
     assert _columns(db_path, "__alkstore_dead")[-7:] == added
@@ -355,7 +355,7 @@ def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
     names = _tables(db_path)
     assert "__alkstore_jobs_live" in names
     assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
@@ -441,7 +441,7 @@ def test_a_version_4_file_is_upgraded_in_place_with_every_job_snoozed_zero_times
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         jobs = store.queue("q").jobs()
         assert [(job.id, job.snoozes) for job in jobs] == [(1, 0), (2, 0), (3, 0)]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
@@ -500,8 +500,9 @@ def test_a_version_5_file_keeps_its_schedules_in_utc_with_every_boundary_replaye
         assert (minutely.timezone, minutely.catch_up) == ("UTC", "all")
         assert minutely.opts == alkstore.ScheduleOpts(priority=2, max_attempts=4, expires=90)
         assert [s.name for s in store.schedules()] == ["daily", "minutely"]
-    assert _version(db_path) == LATEST_VERSION == 7
-    assert _columns(db_path, "__alkstore_schedules")[-2:] == ["timezone", "catch_up"]
+    assert _version(db_path) == LATEST_VERSION
+    columns = _columns(db_path, "__alkstore_schedules")
+    assert columns[columns.index("next_fire_at") + 1 :][:2] == ["timezone", "catch_up"]
 
 
 def test_an_upgraded_version_5_file_keeps_firing_and_takes_cron_schedules(
@@ -538,7 +539,7 @@ def test_a_version_5_file_is_upgraded_in_place_with_no_job_holding_a_key(
             (2, "processing", None),
             (3, "dead", None),
         ]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
     assert _columns(db_path, "__alkstore_jobs")[-4:] == UNIQUE_COLUMNS
     assert _columns(db_path, "__alkstore_dead")[-4:] == UNIQUE_COLUMNS
 
@@ -567,3 +568,51 @@ def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_de
         dead = queue.get_job(first)
         assert dead is not None
         assert (dead.state, dead.unique_key) == (alkstore.JobState.DEAD, "k")
+
+
+# -- the previous version to the latest: declared schedules (the periodic profile) -------
+
+PERIODIC_VERSION = LATEST_VERSION
+"""The version that adds the declaration lease: the last (the lead renumbers on merge)."""
+
+
+def _make_previous_file(db_path: Path) -> None:
+    """A file at the version before the declaration lease, holding a schedule written by
+    that version: every 60 s from 1_700_000_030."""
+    previous = PERIODIC_VERSION - 1
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        for statements in MIGRATIONS[:previous]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?)", (previous,)
+        )
+        conn.execute(V5_SCHEDULES)
+    finally:
+        conn.close()
+
+
+def test_a_previous_version_file_keeps_its_schedules_undeclared(db_path: Path, url: str) -> None:
+    _make_previous_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1_700_000_000)) as store:
+        minutely = store.get_schedule("minutely")
+        assert minutely is not None
+        assert (minutely.next_fire_at, minutely.declared_until) == (1_700_000_030, None)
+    assert _version(db_path) == PERIODIC_VERSION
+    assert _columns(db_path, "__alkstore_schedules")[-1] == "declared_until"
+    assert "__alkstore_schedules_declared" in _tables(db_path)
+
+
+def test_an_upgraded_previous_version_file_never_lapses_its_schedules_and_takes_declared_ones(
+    db_path: Path, url: str
+) -> None:
+    _make_previous_file(db_path)
+    clock = FakeClock(1_700_000_000)
+    with alkstore.open(url, clock=clock) as store:
+        declared = store.declare_schedule("declared", "@every 60s", "q", {"n": 3})
+        assert declared.declared_until == 1_700_000_000 + alkstore.DECLARATION_LEASE_S
+        clock.set(1_700_000_000 + alkstore.DECLARATION_LEASE_S)
+        store.tick_schedules("t")
+        assert [s.name for s in store.schedules()] == ["daily", "minutely"]

@@ -24,7 +24,14 @@ def test_the_entry_point_sqlite_loads_the_provider() -> None:
 def test_the_provider_names_itself_and_its_capabilities() -> None:
     assert (provider.name, provider.contract_version) == ("sqlite", CONTRACT_VERSION)
     assert provider.capabilities == Capabilities(
-        scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, cron=True, unique=True
+        scheduler=True,
+        streams=True,
+        pubsub=True,
+        ops=True,
+        snooze=True,
+        cron=True,
+        unique=True,
+        periodic=True,
     )
     assert provider.capabilities.profiles() >= {
         "transactions",

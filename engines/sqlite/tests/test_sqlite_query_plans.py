@@ -25,6 +25,7 @@ from alkstore.params import (
     Heartbeat,
     Reschedule,
     ScheduleAdvance,
+    ScheduleLapse,
     StreamOffset,
     StreamRead,
     StreamTrim,
@@ -36,6 +37,7 @@ from alkstore_sqlite.migrations import (
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
     DEAD_UNIQUE_INDEX,
+    DECLARED_INDEX,
     DUE_INDEX,
     EXPIRY_INDEX,
     LIVE_INDEX,
@@ -550,6 +552,8 @@ def _fill_profiles(store: Store, depth: int) -> None:
     """``depth`` schedules, events in each of three streams, and notifications."""
     for n in range(depth):
         store.schedule(f"schedule-{n:05}", f"@every {n % 500 + 1}s", "q", {"n": n})
+    for n in range(depth // 100):  # a few declared among them
+        store.declare_schedule(f"declared-{n:05}", "@every 60s", "q", {"n": n})
     with store.transaction() as tx:
         for n in range(depth):
             for stream in ("s0", "s1", "s2"):
@@ -573,6 +577,24 @@ def test_due_schedules_are_read_off_the_due_index_in_order(profiles: sqlite3.Con
 def test_the_next_fire_at_is_one_seek_of_the_due_index(profiles: sqlite3.Connection) -> None:
     plan = _details(query_plan(profiles, sql.SCHEDULE_NEXT_FIRE_AT, {}))
     assert plan == [f"SEARCH {SCHEDULES} USING COVERING INDEX {DUE_INDEX}"]
+
+
+def test_a_tick_s_lapse_reads_only_declared_schedules_off_their_index(
+    profiles: sqlite3.Connection,
+) -> None:
+    plan = _details(
+        query_plan(profiles, sql.SCHEDULES_LAPSE, sql.SCHEDULES_LAPSE_PARAMS(ScheduleLapse(NOW)))
+    )
+    assert plan == [
+        f"SEARCH {SCHEDULES} USING COVERING INDEX {DECLARED_INDEX} "
+        "(declared_until>? AND declared_until<?)"
+    ]
+
+
+def test_a_renewal_finds_each_schedule_by_its_name(profiles: sqlite3.Connection) -> None:
+    statement = sql.schedules_renew(2)
+    plan = _details(query_plan(profiles, statement, (NOW, "declared-00001", "declared-00002")))
+    assert plan == [f"SEARCH {SCHEDULES} USING PRIMARY KEY (name=?)"]
 
 
 _SCHEDULE = "schedule-00007"

@@ -31,6 +31,7 @@ from alkstore import Capabilities
 from .base import SeamTests
 from .locks import LockStatements
 from .operations import OperationStatements
+from .periodic import PeriodicStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
 from .queue_statements import QueueStatements, ValidClaimRule
 from .scheduler import CronScheduleStatements, SchedulerStatements
@@ -57,6 +58,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     LockStatements,
     SchedulerStatements,
     CronScheduleStatements,
+    PeriodicStatements,
     StreamStatements,
     PubSubStatements,
     PubSubInTransactions,

@@ -18,6 +18,7 @@ from alkstore.driver import (
     Driver,
     JobStamps,
     OpsDriver,
+    PeriodicDriver,
     PubSubDriver,
     SchedulerDriver,
     SnoozeDriver,
@@ -44,6 +45,7 @@ class SeamDriver(
     OpsDriver[Any],
     SnoozeDriver[Any],
     UniqueDriver[Any],
+    PeriodicDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

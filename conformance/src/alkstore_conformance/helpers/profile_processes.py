@@ -462,3 +462,37 @@ def unique_enqueuer_process(
             got = queue.enqueue({"by": name, "key": key}, EnqueueOpts(unique=key))
             outcomes.append((key, int(got), got.duplicate))
     return ("enqueued", outcomes)
+
+
+def declare_at(
+    store: Store,
+    declarations: list[tuple[str, str, str, Any]],
+    barrier: Any,
+    time_limit_s: float,
+) -> list[int]:
+    """Meet the other declarers at the barrier, then declare every ``(name, spec, queue,
+    payload)`` as a starting worker does (``declare_schedule``). Returns the boundary
+    each declaration answered with."""
+    barrier.wait(timeout=time_limit_s)
+    return [
+        store.declare_schedule(name, spec, queue, payload).next_fire_at
+        for name, spec, queue, payload in declarations
+    ]
+
+
+@child_process
+def declarer_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    instant: int,
+    declarations: list[tuple[str, str, str, Any]],
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """``declare_at`` in a child process on its own ``FakeClock`` at ``instant``;
+    reports ``("declared", [next_fire_at, ...])``."""
+    with open_in_child(engine_name, engine_group, spec, FakeClock(instant)) as store:
+        boundaries = declare_at(store, declarations, barrier, time_limit_s)
+    return ("declared", boundaries)

@@ -1008,6 +1008,68 @@ class AioStoreBase:
         """
         return self._loop.run(self.aio.schedule(name, spec, queue, payload, opts))
 
+    def declare_schedule(
+        self,
+        name: str,
+        spec: str,
+        queue: str,
+        payload: Any,
+        opts: ScheduleOpts | None = None,
+    ) -> Schedule:
+        """``schedule``, leased: declare the schedule ``name`` until ``now +
+        DECLARATION_LEASE_S`` (contract 1.2 §5.11).
+
+        Via aio: ``AsyncStore.declare_schedule`` through the test's event loop.
+
+        What ``Worker.periodic`` does for each declaration when the worker starts.
+        Upserts as ``schedule`` does (an unchanged spec in an unchanged zone keeps
+        its boundary, so a fleet starting at once declares each schedule once) and
+        sets its lease; ``renew_schedules`` extends it. A tick removes a declared
+        schedule whose lease has lapsed, before it fires anything; a later
+        ``schedule`` of the name makes it undeclared (never lapsing) again.
+
+        Args:
+            name: the schedule's name.
+            spec: a spec as ``schedule`` takes.
+            queue: the target queue's name.
+            payload: what each fire enqueues.
+            opts: as ``schedule``'s.
+
+        Returns:
+            The stored ``Schedule``, its ``declared_until`` set.
+
+        Raises:
+            InvalidName: ``name`` or ``queue`` is malformed.
+            ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
+            InvalidSpec: ``spec`` is not in the grammar, or the zone is unknown.
+            InvalidOptions: ``opts`` is not a ``ScheduleOpts``.
+            PayloadError: ``payload`` is not JSON-serializable or is too large.
+            ProfileUnavailable: the engine has no ``periodic`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.declare_schedule(name, spec, queue, payload, opts))
+
+    def renew_schedules(self, names: Sequence[str]) -> list[str]:
+        """Extend the lease of the declared schedules among ``names`` to ``now +
+        DECLARATION_LEASE_S`` (contract 1.2 §5.11); nothing else of them changes.
+
+        Via aio: ``AsyncStore.renew_schedules`` through the test's event loop.
+
+        A name that is gone (its lease lapsed and a tick removed it, or it was
+        unscheduled) or undeclared (``schedule`` took it over) is not renewed.
+
+        Returns:
+            The names renewed, ordered by name.
+
+        Raises:
+            InvalidOptions: ``names`` is not a list or tuple.
+            InvalidName: a name is malformed.
+            ReservedName: a name starts with the reserved prefix.
+            ProfileUnavailable: the engine has no ``periodic`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.renew_schedules(names))
+
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; ``True`` if it existed.
 

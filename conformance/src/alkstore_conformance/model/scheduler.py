@@ -14,6 +14,7 @@ from typing import Any
 
 from alkstore import (
     CATCH_UP_CAP,
+    DECLARATION_LEASE_S,
     DEFAULT_QUEUE_OPTS,
     MISFIRE_GRACE_S,
     SCHEDULER_LEASE_S,
@@ -55,11 +56,20 @@ class SchedulerModel(LocksModel):
     """Schedules and ticks; a tick's leadership is a lock (``LocksModel``)."""
 
     def schedule(
-        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None
+        self,
+        name: str,
+        spec: str,
+        queue: str,
+        payload: Any,
+        opts: ScheduleOpts | None,
+        *,
+        declared: bool = False,
     ) -> Schedule:
         """Upsert by name. A new schedule, or one whose spec (the string) or zone
         changed, next fires at its first boundary after now; re-registering the same
-        spec in the same zone keeps its boundary, whatever else changed."""
+        spec in the same zone keeps its boundary, whatever else changed. ``declared``
+        (``declare_schedule``, §5.11) leases it until now + ``DECLARATION_LEASE_S``;
+        otherwise it is undeclared and never lapses."""
         interval = spec_interval(spec)
         opts = opts or ScheduleOpts()
         row = ModelSchedule(
@@ -70,6 +80,7 @@ class SchedulerModel(LocksModel):
             opts=opts,
             interval_s=interval,
             next_fire_at=0,
+            declared_until=self.now + DECLARATION_LEASE_S if declared else None,
         )
         stored = self._schedules.get(name)
         if stored is not None and (stored.spec, stored.opts.timezone) == (spec, opts.timezone):
@@ -78,6 +89,22 @@ class SchedulerModel(LocksModel):
             row.next_fire_at = boundary_after(row, self.now)
         self._schedules[name] = row
         return row.as_schedule()
+
+    def declare_schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None
+    ) -> Schedule:
+        return self.schedule(name, spec, queue, payload, opts, declared=True)
+
+    def renew_schedules(self, names: Sequence[str]) -> list[str]:
+        """The declared ones of ``names`` get a lease until now + ``DECLARATION_LEASE_S``;
+        nothing else changes. Returns them by name."""
+        renewed = []
+        for name in sorted(set(names)):
+            row = self._schedules.get(name)
+            if row is not None and row.declared_until is not None:
+                row.declared_until = self.now + DECLARATION_LEASE_S
+                renewed.append(name)
+        return renewed
 
     def unschedule(self, name: str) -> bool:
         return self._schedules.pop(name, None) is not None
@@ -110,6 +137,9 @@ class SchedulerModel(LocksModel):
         if not self.lock_acquire(SCHEDULER_LOCK, worker_id, SCHEDULER_LEASE_S):
             return TickResult(fired=0, skipped=0)
         now = self.now
+        # A declaration whose lease is at or before now is removed before anything fires.
+        for name in [n for n, r in self._schedules.items() if _lapsed(r, now)]:
+            del self._schedules[name]
         fired = skipped = 0
         for row in self._schedules.values():
             if row.next_fire_at > now:
@@ -176,6 +206,11 @@ class SchedulerModel(LocksModel):
         rows = ", ".join(
             f"{row.name} {row.spec!r} in {row.opts.timezone} ({row.opts.catch_up}) next "
             f"{row.next_fire_at}"
+            + ("" if row.declared_until is None else f" declared until {row.declared_until}")
             for row in self._schedules.values()
         )
         return f"now {self.now}, lock {held}; {rows or 'no schedules'}"
+
+
+def _lapsed(row: ModelSchedule, now: int) -> bool:
+    return row.declared_until is not None and row.declared_until <= now

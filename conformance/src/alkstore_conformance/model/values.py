@@ -162,6 +162,8 @@ class ModelSchedule:
     opts: ScheduleOpts
     interval_s: int | None
     next_fire_at: int
+    declared_until: int | None = None
+    """A declared schedule's lease (§5.11); ``None``: made by ``schedule``, never lapses."""
 
     def as_schedule(self) -> Schedule:
         return Schedule(
@@ -172,6 +174,7 @@ class ModelSchedule:
             opts=self.opts,
             interval_s=self.interval_s,
             next_fire_at=self.next_fire_at,
+            declared_until=self.declared_until,
         )
 
     def fire_opts(self) -> EnqueueOpts:

@@ -50,6 +50,7 @@ from .operations import (
     TwoStepRedriveDriver,
 )
 from .payloads import EnqueueManyOneByOneStore, IgnoresPayloadOptionStore
+from .periodic import LapseIgnoringDriver, ResettingDeclarationDriver
 from .queues import (
     AckIgnoresAttemptDriver,
     EscapingEnqueueDriver,
@@ -410,6 +411,21 @@ CATCH_UP_IGNORED = MutantEngine(
     driver=PolicyDroppingDriver,
 )
 
+# -- declared schedules (contract 1.2 §5.11, the periodic profile) ---------------------
+DECLARATION_RESETS_BOUNDARY = MutantEngine(
+    "declaration-resets-boundary",
+    catches="PERIODIC-UPSERT-ONCE",
+    bug="every declaration restarts the schedule's boundary, so each worker of a fleet "
+    "that starts pushes the next fire one interval further away",
+    driver=ResettingDeclarationDriver,
+)
+LAPSED_DECLARATION_FIRES = MutantEngine(
+    "lapsed-declaration-fires",
+    catches="PERIODIC-LEASE-LAPSES",
+    bug="a tick ignores the declaration lease: a schedule nobody declares any more fires forever",
+    driver=LapseIgnoringDriver,
+)
+
 # -- unique jobs (contract 1.2 §15) ---------------------------------------------------
 CHECK_THEN_INSERT_UNIQUE = MutantEngine(
     "check-then-insert-unique",
@@ -521,6 +537,9 @@ MUTANTS: dict[str, MutantEngine] = {
         CRON_IN_UTC,
         DST_GAP_SKIPPED,
         CATCH_UP_IGNORED,
+        # declared schedules (contract 1.2)
+        DECLARATION_RESETS_BOUNDARY,
+        LAPSED_DECLARATION_FIRES,
         # unique jobs (contract 1.2)
         CHECK_THEN_INSERT_UNIQUE,
         UNIQUE_FORGETS_PROCESSING,

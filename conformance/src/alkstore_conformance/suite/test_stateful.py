@@ -58,6 +58,7 @@ from alkstore import (
     CATCH_UP_POLICIES,
     DEFAULT_QUEUE_OPTS,
     OUTBOX_QUEUE_OPTS,
+    Capabilities,
     EngineProvider,
     EngineSpec,
     EnqueueOpts,
@@ -703,6 +704,48 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.model.schedule(name, spec, queue, payload, opts),
         )
 
+    @precondition(lambda self: _declares(self.capabilities))
+    @rule(
+        name=st.sampled_from(SCHEDULE_NAMES),
+        spec=st.sampled_from(SPECS + CRON_SPECS),
+        keep_spec=st.booleans(),
+        queue=st.sampled_from(SCHEDULE_TARGETS),
+        payload=payloads,
+        opts=schedule_opts,
+    )
+    def declare_schedule(
+        self,
+        name: str,
+        spec: str,
+        keep_spec: bool,
+        queue: str,
+        payload: Any,
+        opts: ScheduleOpts | None,
+    ) -> None:
+        """A worker starting declares a schedule (§5.11): ``schedule`` with a lease, so
+        ``keep_spec`` (a fleet's next worker starting) must keep the boundary."""
+        current = self.model.get_schedule(name)
+        if keep_spec and current is not None:
+            spec = current.spec
+            opts = dataclasses.replace(opts or ScheduleOpts(), timezone=current.timezone)
+        before = self.model.describe_schedules()
+        agree(
+            f"declare_schedule({name!r}, {spec!r}, {queue!r}, {payload!r}, {opts!r}) [{before}]",
+            self.store.declare_schedule(name, spec, queue, payload, opts),
+            self.model.declare_schedule(name, spec, queue, payload, opts),
+        )
+
+    @precondition(lambda self: _declares(self.capabilities))
+    @rule(names=st.lists(st.sampled_from(SCHEDULE_NAMES), max_size=3))
+    def renew_schedules(self, names: list[str]) -> None:
+        """A running worker renews what it declares; undeclared and gone names are not."""
+        before = self.model.describe_schedules()
+        agree(
+            f"renew_schedules({names!r}) [{before}]",
+            self.store.renew_schedules(names),
+            self.model.renew_schedules(names),
+        )
+
     @precondition(lambda self: self.capabilities.scheduler)
     @rule(name=st.sampled_from(SCHEDULE_NAMES))
     def unschedule(self, name: str) -> None:
@@ -936,6 +979,12 @@ def _bind_engine(engine: EngineProvider) -> Iterator[None]:
 
 
 TestQueueModelAgreement = pytest.mark.property(PROPERTY)(QueueModelMachine.TestCase)
+
+
+def _declares(capabilities: Capabilities) -> bool:
+    """Whether the engine takes declared schedules (§5.11): the periodic profile, over
+    the scheduler and the cron profile's schedule row."""
+    return capabilities.scheduler and capabilities.cron and capabilities.periodic
 
 
 def _needs_cron(spec: str, opts: ScheduleOpts | None) -> bool:

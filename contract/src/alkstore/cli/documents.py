@@ -77,6 +77,7 @@ def schedule_entry(schedule: Schedule) -> dict[str, Any]:
         "next_fire_at": schedule.next_fire_at,
         "timezone": schedule.timezone,
         "catch_up": schedule.catch_up,
+        "declared_until": schedule.declared_until,
     }
 
 

@@ -190,6 +190,7 @@ def schedules_table(schedules: Sequence[Schedule]) -> Table:
     table.add_column("next fire (zone)", no_wrap=True, min_width=25)
     table.add_column("next fire (UTC)", no_wrap=True, min_width=20)
     table.add_column("queue", overflow="fold")
+    table.add_column("declared until (UTC)", no_wrap=True)
     table.add_column("payload", overflow="ellipsis", no_wrap=True, min_width=6)
     for s in schedules:
         table.add_row(
@@ -200,6 +201,7 @@ def schedules_table(schedules: Sequence[Schedule]) -> Table:
             zoned_instant(s.next_fire_at, s.timezone),
             instant(s.next_fire_at),
             Text(s.queue),
+            instant(s.declared_until),
             preview(payload_text(s.payload)),
         )
     return table

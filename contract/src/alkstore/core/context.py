@@ -18,6 +18,7 @@ from ..constants import MAX_PAYLOAD_BYTES
 from ..driver import (
     Driver,
     OpsDriver,
+    PeriodicDriver,
     PubSubDriver,
     SchedulerDriver,
     SnoozeDriver,
@@ -129,6 +130,14 @@ class StoreContext:
         zone and a catch-up policy (contract 1.2's ``cron`` profile)."""
         self.scheduler()
         driver: SchedulerDriver[Any] = self._profile("cron")
+        return driver
+
+    def periodic(self) -> PeriodicDriver[Any]:
+        """The driver of an engine whose schedule rows carry a declaration's lease
+        (contract 1.2's ``periodic`` profile, which needs ``scheduler`` and ``cron``:
+        an engine declaring it without them is refused it as one without it)."""
+        self.cron()
+        driver: PeriodicDriver[Any] = self._profile("periodic")
         return driver
 
     def streams(self) -> StreamDriver[Any]:

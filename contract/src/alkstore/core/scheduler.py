@@ -15,18 +15,25 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..cadence import Cadence
 from ..clock import RealtimeClock
-from ..constants import CATCH_UP_CAP, MISFIRE_GRACE_S, SCHEDULER_LEASE_S, SCHEDULER_LOCK
+from ..constants import (
+    CATCH_UP_CAP,
+    DECLARATION_LEASE_S,
+    MISFIRE_GRACE_S,
+    SCHEDULER_LEASE_S,
+    SCHEDULER_LOCK,
+)
 from ..cron_cadence import NEVER
-from ..driver import SCHEDULES_TOPIC, queue_topic
-from ..errors import AlkstoreError, InvalidSpec, LeadershipLost
+from ..driver import SCHEDULES_TOPIC, SchedulerDriver, queue_topic
+from ..errors import AlkstoreError, InvalidOptions, InvalidSpec, LeadershipLost
 from ..names import validate_identifier, validate_name
 from ..options import DEFAULT_QUEUE_OPTS, JobStamps, ScheduleOpts, check_type, resolve_stamps
-from ..params import ScheduleAdvance
+from ..params import ScheduleAdvance, ScheduleLapse, ScheduleRenew
 from ..rows import ScheduleRecord
 from ..spec import parse_spec
 from ..stop import StopToken
@@ -69,6 +76,40 @@ class CoreScheduler:
     def schedule(
         self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
     ) -> Schedule:
+        return self._upsert(name, spec, queue, payload, opts, declared=False)
+
+    def declare(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
+    ) -> Schedule:
+        """``schedule`` with a lease (contract 1.2 §5.11, the periodic profile): the
+        schedule is declared until ``now + DECLARATION_LEASE_S``."""
+        return self._upsert(name, spec, queue, payload, opts, declared=True)
+
+    def renew(self, names: Sequence[str]) -> list[str]:
+        """Extend the lease of those of ``names`` that are declared schedules to
+        ``now + DECLARATION_LEASE_S``; the names renewed, ordered by name."""
+        if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+            raise InvalidOptions(
+                f"names must be a list or tuple of schedule names, got {type(names).__name__}"
+            )
+        wanted = tuple(sorted({validate_name(name, "schedule name") for name in names}))
+        ctx = self._context
+        driver = ctx.periodic()
+        if not wanted:
+            return []
+        params = ScheduleRenew(wanted, ctx.now() + DECLARATION_LEASE_S)
+        return ctx.write(lambda c: driver.schedules_renew(c, params))
+
+    def _upsert(
+        self,
+        name: str,
+        spec: str,
+        queue: str,
+        payload: Any,
+        opts: ScheduleOpts | None,
+        *,
+        declared: bool,
+    ) -> Schedule:
         validate_name(name, "schedule name")
         validate_name(queue, "queue name")
         if opts is None:
@@ -77,7 +118,14 @@ class CoreScheduler:
         cadence = self.cadence(spec, opts.timezone)
         text = self._context.encode(payload)
         ctx = self._context
-        driver = ctx.cron() if _needs_cron_profile(cadence, opts) else ctx.scheduler()
+        driver: SchedulerDriver[Any]
+        if declared:
+            ctx.periodic()
+            driver = ctx.scheduler()
+        elif _needs_cron_profile(cadence, opts):
+            driver = ctx.cron()
+        else:
+            driver = ctx.scheduler()
         now = ctx.now()
         first = cadence.first_after(now)
         if cadence.interval_s is None and first >= NEVER:
@@ -94,6 +142,7 @@ class CoreScheduler:
             next_fire_at=first,
             timezone=opts.timezone,
             catch_up=opts.catch_up,
+            declared_until=now + DECLARATION_LEASE_S if declared else None,
         )
 
         def work(c: Any) -> ScheduleRecord | None:
@@ -140,12 +189,24 @@ class CoreScheduler:
         ctx = self._context
         driver = ctx.scheduler()
         now = ctx.now()
+        self._lapse(now)
         fired = skipped = 0
         for record in ctx.read(lambda c: driver.schedules_due(c, now)):
             n, k = self._fire_schedule(record, now)
             fired += n
             skipped += k
         return TickResult(fired=fired, skipped=skipped)
+
+    def _lapse(self, now: int) -> None:
+        """Remove every declared schedule whose lease is at or before ``now``, before
+        anything fires (contract §5.11): a lapsed declaration never fires again."""
+        ctx = self._context
+        if not (ctx.capabilities.periodic and ctx.capabilities.cron):
+            return
+        driver = ctx.periodic()
+        removed = ctx.write(lambda c: driver.schedules_lapse(c, ScheduleLapse(now)))
+        for name in removed:
+            log.info("declared schedule %r removed: its lease lapsed", name)
 
     def cadence(self, spec: object, timezone: object) -> Cadence:
         """Every boundary of a schedule comes from here (``alkstore.spec.parse_spec``)."""

@@ -182,6 +182,14 @@ class CoreStore:
     ) -> Schedule:
         return self._scheduler_front.schedule(name, spec, queue, payload, opts)
 
+    def declare_schedule(
+        self, name: str, spec: str, queue: str, payload: Any, opts: ScheduleOpts | None = None
+    ) -> Schedule:
+        return self._scheduler_front.declare(name, spec, queue, payload, opts)
+
+    def renew_schedules(self, names: Sequence[str]) -> list[str]:
+        return self._scheduler_front.renew(names)
+
     def unschedule(self, name: str) -> bool:
         return self._scheduler_front.unschedule(name)
 

@@ -85,13 +85,19 @@ class Maintenance:
         return self._store.queue(name) if outbox is None else self._store.outbox(outbox)
 
     def _lead(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._store.run_schedules(self._stop, self._worker_id)
-            except LeadershipLost:
-                log.warning("scheduler leadership lost; waiting to lead again")
-            except AlkstoreError as exc:
-                if self._stop.is_set():
-                    return
-                log.error("scheduler stopped: %s; restarting in %.0f s", exc, RESTART_PAUSE_S)
-                self._stop.wait(RESTART_PAUSE_S)
+        lead_schedules(self._store, self._worker_id, self._stop)
+
+
+def lead_schedules(store: Store, worker_id: str, stop: StopToken) -> None:
+    """Lead the scheduler until ``stop``: ``run_schedules``, again after a lost lead
+    or an error (the maintenance thread, and a worker's declared schedules)."""
+    while not stop.is_set():
+        try:
+            store.run_schedules(stop, worker_id)
+        except LeadershipLost:
+            log.warning("scheduler leadership lost; waiting to lead again")
+        except AlkstoreError as exc:
+            if stop.is_set():
+                return
+            log.error("scheduler stopped: %s; restarting in %.0f s", exc, RESTART_PAUSE_S)
+            stop.wait(RESTART_PAUSE_S)

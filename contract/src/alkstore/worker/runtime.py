@@ -21,12 +21,14 @@ from ..api import JobHandle, Store
 from ..engine import Capabilities
 from ..errors import AlkstoreError, InvalidOptions, ProfileUnavailable
 from ..names import validate_identifier, validate_name
+from ..options import ScheduleOpts
 from .dispatch import Dispatcher
 from .execution import Execution
 from .heartbeats import Heartbeats
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenance, check_every
 from .observe import ABANDONED, SNOOZED, Observers, WorkerObserver
 from .outcome_log import OutcomeLog
+from .periodic import Declaration, Periodic, check_new, make_declaration, require_periodic
 from .runs import RunState
 from .settle import Settler
 from .signals import stopping_on_signals
@@ -92,6 +94,7 @@ class Worker:
         self.maintenance_every = check_every(maintenance_every)
         self.snooze_on_stop = bool(snooze_on_stop)
         self._tasks: dict[str, Task] = {}
+        self._declarations: dict[str, Declaration] = {}
         self._lock = threading.Lock()
         """Guards registering and configuring against ``run``."""
         self._started = False
@@ -126,6 +129,65 @@ class Worker:
             return handler
 
         return register
+
+    def periodic(
+        self,
+        name: str,
+        spec: str,
+        *,
+        queue: str | None = None,
+        payload: Any = None,
+        opts: ScheduleOpts | None = None,
+        concurrency: int = 1,
+    ) -> Callable[[F], F]:
+        """Declare the schedule ``name`` with this worker (contract 1.2 §5.11); as a
+        decorator, also register the function as the handler of its queue.
+
+        ``worker.periodic("digest", "0 9 * * *", opts=ScheduleOpts(timezone="Europe/Berlin"))``
+        over ``def digest(job): ...`` fires ``payload`` into the queue ``"digest"``
+        every day at 09:00 in Berlin and runs ``digest`` for each fire. Called
+        without decorating, it only declares (the queue's handler lives elsewhere).
+
+        When ``run`` starts, before it claims anything, the worker declares every
+        schedule (``store.declare_schedule``: an unchanged declaration keeps its
+        boundary, so a fleet starting at once fires each boundary once), leads the
+        scheduler so they fire, and renews their lease every third of
+        ``DECLARATION_LEASE_S``. A schedule the app stops declaring lapses once no
+        running worker renews it, and the next tick removes it.
+
+        Args:
+            name: the schedule's name.
+            spec: a schedule spec (contract §5.2).
+            queue: the queue its fires go to; default ``name``.
+            payload: what each fire enqueues; default ``None``.
+            opts: ``ScheduleOpts`` (zone, catch-up policy, the fired jobs' stamps).
+            concurrency: the decorated handler's, as for ``task``.
+
+        Raises:
+            InvalidName: ``name`` or ``queue`` is malformed.
+            ReservedName: ``name`` or ``queue`` starts with the reserved prefix.
+            InvalidSpec: ``spec`` is not in the grammar, or the zone is unknown.
+            InvalidOptions: ``opts`` is not a ``ScheduleOpts``, ``name`` is already
+                declared, ``run`` has started, or (decorating) as for ``task``.
+            PayloadError: ``payload`` is not JSON-serializable or is too large.
+        """
+        declaration = make_declaration(name, spec, queue, payload, opts)
+        with self._lock:
+            if self._started:
+                raise InvalidOptions("schedules must be declared before run()")
+            check_new(self._declarations, declaration)
+            self._declarations[declaration.name] = declaration
+
+        def register(handler: F) -> F:
+            self._add(make_task(declaration.queue, handler, concurrency))
+            return handler
+
+        return register
+
+    @property
+    def declarations(self) -> list[Declaration]:
+        """The declared schedules (``periodic``), in declaration order."""
+        return list(self._declarations.values())
 
     def _add(self, task: Task) -> None:
         with self._lock:
@@ -243,7 +305,8 @@ class Worker:
         Raises:
             InvalidOptions: no store or no task, or ``run`` was called before.
             ProfileUnavailable: ``maintenance=True`` on an engine without a
-                scheduler, or ``snooze_on_stop`` on one without snooze.
+                scheduler, ``snooze_on_stop`` on one without snooze, or a
+                declared schedule (``periodic``) on one without the periodic profile.
         """
         with self._lock:
             if self._started:
@@ -255,12 +318,19 @@ class Worker:
                 raise InvalidOptions("no task is registered: decorate a handler with task()")
             if self.snooze_on_stop:
                 _require_snooze(store)
+            if self._declarations:
+                require_periodic(store)
             self._started = True
         maintenance = None
         if self.maintenance:
             maintenance = Maintenance(store, self.name, self.maintenance_every, list(self._tasks))
             if MAINTENANCE_QUEUE not in self._tasks:
                 self._tasks[MAINTENANCE_QUEUE] = make_task(MAINTENANCE_QUEUE, maintenance.sweep, 1)
+        periodic = None
+        if self._declarations:
+            periodic = Periodic(
+                store, self.name, list(self._declarations.values()), lead=maintenance is None
+            )
         tasks = list(self._tasks.values())
         self._slots.open(tasks)
         queues = {task.queue: store.queue(task.queue) for task in tasks}
@@ -282,6 +352,13 @@ class Worker:
         with stopping_on_signals(self._on_signal):
             if maintenance is not None:
                 maintenance.start()  # first: an engine without a scheduler fails here
+            if periodic is not None:
+                try:
+                    periodic.start()  # declared before the first claim
+                except BaseException:
+                    if maintenance is not None:
+                        maintenance.close()
+                    raise
             try:
                 self._outcomes.start()
                 execution.start()
@@ -296,6 +373,8 @@ class Worker:
                 self._drain()
                 if maintenance is not None:
                     maintenance.close()
+                if periodic is not None:
+                    periodic.close()
                 self._heartbeats.close()
                 execution.close()
                 self._outcomes.close()

@@ -40,10 +40,11 @@ CAPABILITIES: Final = Capabilities(
     snooze=True,
     cron=True,
     unique=True,
+    periodic=True,
     async_native=True,
 )
-"""Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique (and
-attach, locks, ...), and ``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
+"""Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,
+periodic (and attach, locks, ...), and ``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)

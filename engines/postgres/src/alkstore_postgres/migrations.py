@@ -534,6 +534,25 @@ V7_UNIQUE_ENQUEUE_FAST_PATH = Migration(
     ),
 )
 
+V8_DECLARED_SCHEDULES = Migration(
+    8,
+    "declared schedules: the lease of each schedule a worker declares",
+    (
+        # NULL on every schedule written before and on every one store.schedule
+        # writes (which never lapses): a nullable column, a catalog-only change. The
+        # partial index is what a tick's removal of lapsed declarations reads; an
+        # undeclared schedule is no entry.
+        """
+        ALTER TABLE {schema}.alkstore_schedules ADD COLUMN declared_until bigint
+        """,
+        """
+        CREATE INDEX alkstore_schedules_declared
+            ON {schema}.alkstore_schedules (declared_until)
+            WHERE declared_until IS NOT NULL
+        """,
+    ),
+)
+
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
@@ -543,6 +562,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V5_CRON_SCHEDULES,
     V6_UNIQUE_JOBS,
     V7_UNIQUE_ENQUEUE_FAST_PATH,
+    V8_DECLARED_SCHEDULES,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

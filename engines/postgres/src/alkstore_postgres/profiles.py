@@ -20,6 +20,8 @@ from alkstore.driver import stream_topic
 from alkstore.params import (
     Publish,
     ScheduleAdvance,
+    ScheduleLapse,
+    ScheduleRenew,
     StreamAppend,
     StreamCommit,
     StreamOffset,
@@ -74,6 +76,18 @@ class ProfileStatements:
     def schedule_next_fire_at(self, c: PgHandle) -> int | None:
         row = execute(c, self._sql.schedule_next_fire_at).fetchone()
         return None if row is None else row[0]
+
+    # -- declared schedules (the periodic profile) -------------------------------------
+    def schedules_renew(self, c: PgHandle, params: ScheduleRenew) -> list[str]:
+        names = sorted(set(params.names))
+        if not names:
+            return []
+        bound = by_name(params, names=names)
+        return sorted(row[0] for row in execute(c, self._sql.schedules_renew, bound))
+
+    def schedules_lapse(self, c: PgHandle, params: ScheduleLapse) -> list[str]:
+        rows = execute(c, self._sql.schedules_lapse, by_name(params))
+        return sorted(row[0] for row in rows)
 
     # -- streams ----------------------------------------------------------------------
     def stream_append(self, c: PgHandle, params: StreamAppend) -> list[int]:
@@ -131,10 +145,15 @@ class ProfileStatements:
 
 
 if TYPE_CHECKING:
-    from alkstore.driver import PubSubDriver, SchedulerDriver, StreamDriver
+    from alkstore.driver import PeriodicDriver, PubSubDriver, SchedulerDriver, StreamDriver
 
     # Static proof that these methods fill every profile the engine declares.
     def _conforms(
         p: ProfileStatements,
-    ) -> tuple[SchedulerDriver[PgHandle], StreamDriver[PgHandle], PubSubDriver[PgHandle]]:
-        return p, p, p
+    ) -> tuple[
+        SchedulerDriver[PgHandle],
+        StreamDriver[PgHandle],
+        PubSubDriver[PgHandle],
+        PeriodicDriver[PgHandle],
+    ]:
+        return p, p, p, p

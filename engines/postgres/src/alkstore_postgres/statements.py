@@ -730,6 +730,22 @@ SCHEDULE_NEXT_FIRE_AT: Final = """
 SELECT min(next_fire_at) FROM {schema}.alkstore_schedules
 """
 
+# -- declared schedules (the periodic profile) ---------------------------------------
+
+SCHEDULES_RENEW: Final = """
+UPDATE {schema}.alkstore_schedules SET declared_until = %(declared_until)s
+WHERE name = ANY(%(names)s::text[]) AND declared_until IS NOT NULL
+RETURNING name
+"""
+"""Renew the lease of the named schedules still declared; one statement for them all."""
+
+SCHEDULES_LAPSE: Final = """
+DELETE FROM {schema}.alkstore_schedules
+WHERE declared_until IS NOT NULL AND declared_until <= %(now)s
+RETURNING name
+"""
+"""Remove the declared schedules whose lease has lapsed (``alkstore_schedules_declared``)."""
+
 # -- streams -------------------------------------------------------------------------
 
 _ALLOCATE_OFFSETS = """
@@ -897,6 +913,8 @@ class Statements:
     schedules_due: bytes
     schedule_advance: bytes
     schedule_next_fire_at: bytes
+    schedules_renew: bytes
+    schedules_lapse: bytes
     stream_append: bytes
     stream_append_many: bytes
     stream_read: bytes
@@ -962,6 +980,8 @@ class Statements:
             schedules_due=render(SCHEDULES_DUE, schema),
             schedule_advance=render(SCHEDULE_ADVANCE, schema),
             schedule_next_fire_at=render(SCHEDULE_NEXT_FIRE_AT, schema),
+            schedules_renew=render(SCHEDULES_RENEW, schema),
+            schedules_lapse=render(SCHEDULES_LAPSE, schema),
             stream_append=render(STREAM_APPEND, schema),
             stream_append_many=render(STREAM_APPEND_MANY, schema),
             stream_read=render(STREAM_READ, schema),

@@ -16,7 +16,8 @@ and claimed rows in one index, so a claim and an ack each change one index
 page instead of two; version 5 adds contract 1.2's snooze count of every job;
 version 6 gives schedules contract 1.2's time zone and catch-up policy, and lets
 a cron schedule's ``interval_s`` be NULL; version 7 adds contract 1.2's unique
-jobs: every job's unique key and its hold, one unique index over the live holds.
+jobs: every job's unique key and its hold, one unique index over the live holds;
+version 8 gives schedules contract 1.2's declaration lease (the periodic profile).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ STREAM_OFFSETS = "__alkstore_stream_offsets"
 NOTIFICATIONS = "__alkstore_notifications"
 
 DUE_INDEX = "__alkstore_schedules_due"
+DECLARED_INDEX = "__alkstore_schedules_declared"
 
 PAUSED = "__alkstore_paused"
 DEAD_QUEUE_INDEX = "__alkstore_dead_queue"
@@ -415,8 +417,20 @@ _V7 = (
     """,
 )
 
+_V8 = (
+    # Declared schedules (the periodic profile): the lease of a schedule a worker
+    # declares, NULL on every schedule written before and on every one store.schedule
+    # writes (which never lapses). The partial index is what a tick's removal of the
+    # lapsed ones reads; a schedule that is not declared is no entry.
+    f"ALTER TABLE {SCHEDULES} ADD COLUMN declared_until INTEGER",
+    f"""
+    CREATE INDEX IF NOT EXISTS {DECLARED_INDEX}
+        ON {SCHEDULES} (declared_until) WHERE declared_until IS NOT NULL
+    """,
+)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

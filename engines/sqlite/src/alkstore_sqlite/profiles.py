@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from alkstore.params import (
     Publish,
     ScheduleAdvance,
+    ScheduleLapse,
+    ScheduleRenew,
     StreamAppend,
     StreamCommit,
     StreamOffset,
@@ -32,6 +34,9 @@ from alkstore.values import StreamEvent
 
 from . import statements as sql
 from .handle import begin_transaction
+
+_RENEW_CHUNK = 10_000
+"""Names per renewal statement, well under SQLite's bound on parameters."""
 
 
 class ProfileStatements:
@@ -63,6 +68,25 @@ class ProfileStatements:
     def schedule_next_fire_at(self, c: sqlite3.Connection) -> int | None:
         (next_fire_at,) = _cursor(c).execute(sql.SCHEDULE_NEXT_FIRE_AT).fetchone()
         return None if next_fire_at is None else int(next_fire_at)
+
+    # -- declared schedules (the periodic profile) -------------------------------------
+    def schedules_renew(self, c: sqlite3.Connection, params: ScheduleRenew) -> list[str]:
+        names = sorted(set(params.names))
+        renewed: list[str] = []
+        if names:
+            # One statement for a worker's declarations (under SQLite's 32,766 bound
+            # parameters: a worker declaring more gets one statement per chunk).
+            for start in range(0, len(names), _RENEW_CHUNK):
+                chunk = names[start : start + _RENEW_CHUNK]
+                rows = _cursor(c).execute(
+                    sql.schedules_renew(len(chunk)), (params.declared_until, *chunk)
+                )
+                renewed.extend(name for (name,) in rows)
+        return sorted(renewed)
+
+    def schedules_lapse(self, c: sqlite3.Connection, params: ScheduleLapse) -> list[str]:
+        rows = _cursor(c).execute(sql.SCHEDULES_LAPSE, sql.SCHEDULES_LAPSE_PARAMS(params))
+        return sorted(name for (name,) in rows)
 
     # -- streams ----------------------------------------------------------------------
     def stream_append(self, c: sqlite3.Connection, params: StreamAppend) -> list[int]:
@@ -112,7 +136,7 @@ def _cursor(c: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 if TYPE_CHECKING:
-    from alkstore.driver import PubSubDriver, SchedulerDriver, StreamDriver
+    from alkstore.driver import PeriodicDriver, PubSubDriver, SchedulerDriver, StreamDriver
 
     # Static proof that these methods fill every profile the engine declares.
     def _conforms(
@@ -121,5 +145,6 @@ if TYPE_CHECKING:
         SchedulerDriver[sqlite3.Connection],
         StreamDriver[sqlite3.Connection],
         PubSubDriver[sqlite3.Connection],
+        PeriodicDriver[sqlite3.Connection],
     ]:
-        return p, p, p
+        return p, p, p, p

@@ -27,6 +27,7 @@ from alkstore.params import (
     Publish,
     Reschedule,
     ScheduleAdvance,
+    ScheduleLapse,
     Snooze,
     StreamCommit,
     StreamOffset,
@@ -690,7 +691,7 @@ LOCK_HOLDER = f"SELECT owner, expires_at FROM {LOCKS} WHERE name = :name AND exp
 
 SCHEDULE_COLUMNS = (
     "name, spec, queue, payload, priority, max_attempts, expires_s, interval_s, next_fire_at, "
-    "timezone, catch_up"
+    "timezone, catch_up, declared_until"
 )
 """In the field order of ``alkstore.driver.ScheduleRecord``, which is built from a row."""
 
@@ -701,7 +702,7 @@ SCHEDULE_COLUMNS = (
 SCHEDULE_UPSERT = f"""
 INSERT INTO {SCHEDULES} ({SCHEDULE_COLUMNS})
 VALUES (:name, :spec, :queue, :payload, :priority, :max_attempts, :expires_s, :interval_s,
-        :next_fire_at, :timezone, :catch_up)
+        :next_fire_at, :timezone, :catch_up, :declared_until)
 ON CONFLICT (name) DO UPDATE
    SET spec = excluded.spec,
        queue = excluded.queue,
@@ -712,6 +713,7 @@ ON CONFLICT (name) DO UPDATE
        interval_s = excluded.interval_s,
        timezone = excluded.timezone,
        catch_up = excluded.catch_up,
+       declared_until = excluded.declared_until,
        next_fire_at = CASE WHEN {SCHEDULES}.spec = excluded.spec
                                 AND {SCHEDULES}.timezone = excluded.timezone
                            THEN {SCHEDULES}.next_fire_at
@@ -741,6 +743,29 @@ UPDATE {SCHEDULES} SET next_fire_at = :new_fire_at
 )
 
 SCHEDULE_NEXT_FIRE_AT = f"SELECT min(next_fire_at) FROM {SCHEDULES}"
+
+# -- declared schedules (the periodic profile) -------------------------------------
+
+
+def schedules_renew(count: int) -> str:
+    """Renew the lease of ``count`` named schedules (``?2`` .. ``?{count + 1}``) to
+    ``?1``: only those still declared."""
+    names = ", ".join(f"?{i}" for i in range(2, count + 2))
+    return f"""
+UPDATE {SCHEDULES} SET declared_until = ?1
+ WHERE name IN ({names}) AND declared_until IS NOT NULL
+RETURNING name
+"""
+
+
+SCHEDULES_LAPSE, SCHEDULES_LAPSE_PARAMS = _bind(
+    f"""
+DELETE FROM {SCHEDULES}
+ WHERE declared_until IS NOT NULL AND declared_until <= :now
+RETURNING name
+""",
+    ScheduleLapse,
+)
 
 # -- streams ----------------------------------------------------------------------
 

@@ -49,6 +49,8 @@ from alkstore.params import (
     Redrive,
     Reschedule,
     ScheduleAdvance,
+    ScheduleLapse,
+    ScheduleRenew,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from alkstore.driver import (
         Driver,
         OpsDriver,
+        PeriodicDriver,
         PubSubDriver,
         SchedulerDriver,
         StreamDriver,
@@ -569,6 +572,28 @@ class MemoryDriver:
     def schedule_next_fire_at(self, c: Tx) -> int | None:
         return min((s.next_fire_at for s in c.tables.schedules.values()), default=None)
 
+    # -- periodic profile (contract 1.2 §5.11) ----------------------------------------
+    def schedules_renew(self, c: Tx, params: ScheduleRenew) -> list[str]:
+        names, until = params.names, params.declared_until
+        renewed = []
+        for name in sorted(set(names)):
+            stored = c.tables.schedules.get(name)
+            if stored is not None and stored.declared_until is not None:
+                c.tables.schedules[name] = replace(stored, declared_until=until)
+                renewed.append(name)
+        return renewed
+
+    def schedules_lapse(self, c: Tx, params: ScheduleLapse) -> list[str]:
+        now = params.now
+        lapsed = sorted(
+            name
+            for name, s in c.tables.schedules.items()
+            if s.declared_until is not None and s.declared_until <= now
+        )
+        for name in lapsed:
+            del c.tables.schedules[name]
+        return lapsed
+
     # -- streams profile --------------------------------------------------------------
     def stream_append(self, c: Tx, params: StreamAppend) -> list[int]:
         stream, payloads, now = params.stream, params.payloads, params.now
@@ -680,5 +705,6 @@ if TYPE_CHECKING:
         PubSubDriver[Tx],
         OpsDriver[Tx],
         UniqueDriver[Tx],
+        PeriodicDriver[Tx],
     ]:
-        return d, d, d, d, d, d
+        return d, d, d, d, d, d, d
