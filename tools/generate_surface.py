@@ -186,6 +186,20 @@ SURFACE: tuple[Target, ...] = (
         facade_complete=False,
     ),
     Target(
+        "WakeWatcher",
+        "AsyncWakeWatcher",
+        "AioWakeWatcher",
+        {
+            "queues": PROPERTY,
+            "wait": WAIT,
+            "close": CALL,
+            "__enter__": HAND,
+            "__exit__": HAND,
+        },
+        aio_complete=False,
+        facade_complete=False,
+    ),
+    Target(
         "Transaction",
         "AsyncTransaction",
         "AioTransaction",
@@ -228,6 +242,7 @@ SURFACE: tuple[Target, ...] = (
             "notify": CALL,
             "stats": CALL,
             "subscribe": HAND,
+            "wake_watcher": HAND,
             "close": HAND_AWAITED,
             "closed": PROPERTY,
             "__enter__": HAND,
@@ -246,6 +261,7 @@ AIO_NAMES = {
     "Lock": "AsyncLock",
     "Stream": "AsyncStream",
     "Subscription": "AsyncSubscription",
+    "WakeWatcher": "AsyncWakeWatcher",
     "Transaction": "AsyncTransaction",
 }
 """How a sync return type reads on the async surface."""
@@ -256,6 +272,7 @@ FACADE_NAMES = {
     "Lock": "AioLock",
     "Stream": "AioStream",
     "Subscription": "AioSubscription",
+    "WakeWatcher": "AioWakeWatcher",
 }
 """How a sync return type reads on the facade. ``JobHandle`` stays as is inside a
 list (a ``list[AioJobHandle]`` is no ``list[JobHandle]``); alone it is mapped below."""

@@ -21,7 +21,8 @@ from starlette.testclient import TestClient
 import alkstore
 from alkstore import ScheduleOpts, Store
 from alkstore.cli.app import cli
-from alkstore.dashboard import Credentials, create_app, redact_url
+from alkstore.constants import MAX_JOBS_PAGE
+from alkstore.dashboard import Credentials, create_app, redact_url, views
 from alkstore.dashboard.pulse import Pulse
 from alkstore.dashboard.security import CSRF_FIELD
 
@@ -372,6 +373,39 @@ def test_a_partial_request_renders_only_the_live_part(store: Store) -> None:
     response = client(store).get("/", headers={"x-alkstore-partial": "1"})
     assert "<html" not in response.text
     assert 'data-queue="q"' in response.text
+
+
+# -- searching -------------------------------------------------------------------
+class _CountedReads:
+    """A queue whose ``jobs`` calls record the page size they asked for."""
+
+    def __init__(self, queue: Any) -> None:
+        self._queue = queue
+        self.limits: list[int] = []
+
+    def jobs(self, state: Any, *, before_id: int, limit: int) -> Any:
+        self.limits.append(limit)
+        return self._queue.jobs(state, before_id=before_id, limit=limit)
+
+
+def test_a_search_whose_matches_are_at_the_top_reads_one_small_page(store: Store) -> None:
+    queue = store.queue("q")
+    queue.enqueue_many([{"word": "needle", "n": n} for n in range(3 * views.PAGE)])
+    counted = _CountedReads(queue)
+    found = views.search(counted, "all", "needle", views.TOP)  # type: ignore[arg-type]
+    assert len(found.jobs) == views.PAGE
+    assert counted.limits == [views.FIRST_SCAN_PAGE]
+
+
+def test_a_search_reads_ever_larger_pages_up_to_the_largest(store: Store) -> None:
+    queue = store.queue("q")
+    queue.enqueue_many([{"n": n} for n in range(3_000)])
+    counted = _CountedReads(queue)
+    found = views.search(counted, "all", "absent", views.TOP)  # type: ignore[arg-type]
+    assert found.jobs == ()
+    largest = min(16 * views.FIRST_SCAN_PAGE, MAX_JOBS_PAGE)
+    assert counted.limits[:3] == [views.FIRST_SCAN_PAGE, 4 * views.FIRST_SCAN_PAGE, largest]
+    assert found.scanned == 3_000
 
 
 # -- live updates ----------------------------------------------------------------

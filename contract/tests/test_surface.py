@@ -21,6 +21,7 @@ import alkstore.aio
 from alkstore import _surface, api, core
 from alkstore.core.pubsub import CoreSubscription
 from alkstore.core.streams import CoreStream
+from alkstore.core.watching import CoreWakeWatcher
 
 ROOT = Path(__file__).resolve().parents[2]
 API_SOURCE = ROOT / "contract/src/alkstore/api.py"
@@ -38,6 +39,7 @@ CORE = {
     "Lock": core.CoreLock,
     "Stream": CoreStream,
     "Subscription": CoreSubscription,
+    "WakeWatcher": CoreWakeWatcher,
     "Transaction": core.CoreTransaction,
     "Store": core.CoreStore,
 }

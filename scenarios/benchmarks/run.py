@@ -2,6 +2,7 @@
 
     python scenarios/benchmarks/run.py [--engine sqlite|postgresql] [--jobs N] [--quick]
     python scenarios/benchmarks/run.py --sustained 300     (the sustained PostgreSQL run only)
+    python scenarios/benchmarks/run.py --dashboard         (the dashboard rows only)
 
 Each workload runs on a freshly provisioned store of each engine, through the
 public API only, and right after it on that engine's plain-driver baseline
@@ -14,6 +15,7 @@ Nothing here asserts on speed: the numbers are for reading.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sqlite3
@@ -27,6 +29,7 @@ from typing import Any
 
 from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
+from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
 from bench_report import (
     Measurement,
     render_backlog_growth,
@@ -110,6 +113,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="run only the wake latency behind PgBouncer (transaction pooling) beside the "
         "direct engine, on a throwaway cluster; writes reports/pgbouncer-wake.json",
+    )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="run only the dashboard rows (its pages' server time at 1,000,000 jobs and "
+        "the CPU of open event streams on an idle store); a full run includes them",
+    )
+    parser.add_argument(
+        "--dashboard-jobs",
+        type=int,
+        metavar="N",
+        help="jobs in the dashboard rows' store (default 1,000,000; --quick: 4,000)",
     )
     parser.add_argument("--json", type=Path, default=REPORT, help="where to write the results")
     args = parser.parse_args(argv)
@@ -241,12 +256,56 @@ def run_pgbouncer(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_dashboard(
+    engines: Sequence[str],
+    providers: dict[str, alkstore.EngineProvider],
+    quick: bool,
+    jobs: int | None = None,
+) -> list[DashboardRun]:
+    runs = []
+    for engine in engines:
+        if not providers[engine].capabilities.ops:
+            continue  # no stats, no job pages: nothing of the dashboard to time
+        started = time.perf_counter()
+        try:
+            runs.append(dashboard_run(engine, providers[engine], quick, jobs))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            failure = f"{type(exc).__name__}: {exc}"[:80]
+            runs.append(DashboardRun(engine=engine, jobs=0, failure=failure))
+        print(render_dashboard(runs[-1:]), file=sys.stderr, flush=True)  # kept if a later one hangs
+        print(
+            f"  {'dashboard':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return runs
+
+
+def run_dashboard_only(args: argparse.Namespace) -> int:
+    engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
+    providers = {engine: alkstore.load_engine(engine) for engine in engines}
+    env = environment(engines, providers)
+    print(environment_line(env), flush=True)
+    runs = run_dashboard(engines, providers, args.quick, args.dashboard_jobs)
+    env["loadavg_end"] = _loadavg()
+    print(f"Load average (1/5/15 min) at start {env['loadavg_start']}, at end {env['loadavg_end']}")
+    print(render_dashboard(runs))
+    document = {"environment": env, "quick": args.quick, "dashboard": [r.as_json() for r in runs]}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    print(f"\nResults written to {args.json}")
+    return 1 if any(run.failure is not None for run in runs) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.sustained is not None:
         return run_sustained(args)
     if args.pgbouncer:
         return run_pgbouncer(args)
+    if args.dashboard:
+        return run_dashboard_only(args)
     engines = list(dict.fromkeys(ALIASES.get(e, e) for e in (args.engine or ENGINES)))
     entries = [e for e in WORKLOADS if not args.workload or e.key in args.workload]
     keys = [e.key for e in entries]
@@ -292,6 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
 
+    dashboard: list[DashboardRun] = []
+    if not args.workload:
+        dashboard = run_dashboard(engines, providers, args.quick)
+
     unique: dict[str, list[Overhead]] = {}
     if not args.workload or {"enqueue", "enqueue_many"} & set(args.workload):
         for engine in engines:
@@ -334,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unique_table:
         print()
         print(unique_table)
+    dashboard_table = render_dashboard(dashboard)
+    if dashboard_table:
+        print()
+        print(dashboard_table)
     notes = [
         f"  {column} / {key}: {note}"
         for key in keys
@@ -366,11 +433,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unique_overhead": {
                 engine: [o.as_json() for o in rows] for engine, rows in unique.items()
             },
+            "dashboard": [run.as_json() for run in dashboard],
         },
     )
     print(f"\nResults written to {args.json}")
     failed = any(m.failure is not None for by_key in results.values() for m in by_key.values())
-    return 1 if failed else 0
+    return 1 if failed or any(run.failure is not None for run in dashboard) else 0
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ sys.path.insert(0, str(RUN.parent))  # the harness's modules, as run.py sees the
 import bench_pgqueuer  # noqa: E402
 from bench_before import BEFORE_UNIQUE  # noqa: E402
 from bench_catalog import WORKLOADS  # noqa: E402
+from bench_dashboard import QUICK_JOBS as DASHBOARD_QUICK_JOBS  # noqa: E402
+from bench_dashboard import SSE_STREAMS, Filled, page_paths  # noqa: E402
 from bench_report import cell  # noqa: E402
 from bench_scheduler import QUICK_SCHEDULES, SCHEDULES, TICK_ROUNDS  # noqa: E402
 from bench_sides import Side, SideSpec  # noqa: E402
@@ -117,6 +119,24 @@ def test_quick_sqlite_run_ticks_a_thousand_cron_schedules_in_the_full_run_and_fe
     assert tick["failure"] is None
     assert tick["jobs"] == QUICK_SCHEDULES * TICK_ROUNDS  # every schedule fired each tick
     assert SCHEDULES == 1_000  # the full run's row is the thousand schedules
+
+
+def test_quick_sqlite_run_times_every_dashboard_page_and_the_idle_event_streams(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    [run] = document["dashboard"]
+    assert (run["engine"], run["jobs"], run["failure"]) == ("sqlite", DASHBOARD_QUICK_JOBS, None)
+    pages = {page["page"]: page for page in run["pages"]}
+    assert list(pages) == [name for name, _ in page_paths(Filled("q", 1, 1))]
+    assert all(page["failure"] is None and page["status"] == 200 for page in pages.values())
+    assert all(page["p50_ms"] > 0 and page["p95_ms"] >= page["p50_ms"] for page in pages.values())
+    sse = run["sse"]
+    assert (sse["streams"], sse["failure"]) == (SSE_STREAMS, None)
+    assert sse["seconds"] > 0
+    assert sse["process_cpu_s"] >= 0
+    assert sse["server_cpu_s"] is None  # no database server: SQLite
+    assert "Dashboard server time at" in done.stdout
 
 
 def test_a_peer_row_whose_package_is_missing_is_skipped_with_the_reason_not_failed(

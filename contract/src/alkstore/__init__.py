@@ -16,6 +16,7 @@ from .api import (
     Stream,
     Subscription,
     Transaction,
+    WakeWatcher,
 )
 from .backoff import retry_delay
 from .clock import Clock, OffsetClock, RealtimeClock, SystemClock
@@ -143,6 +144,7 @@ __all__ = [
     "TickResult",
     "Transaction",
     "Unique",
+    "WakeWatcher",
     "WriteWouldDeadlock",
     "backoff",
     "installed_engines",

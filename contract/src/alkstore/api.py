@@ -713,6 +713,57 @@ class Subscription(Protocol):
         """Close the subscription."""
 
 
+class WakeWatcher(Protocol):
+    """The wakes of some queues, to wait on: ``store.wake_watcher(queues)`` (contract §2.15).
+
+    What a waiting claim hears, without claiming: a commit in any process that
+    announces one of the queues (an enqueue, a release, a retry or snooze to now, a
+    redrive, a resume) ends a ``wait`` within milliseconds. A wake says "look
+    again", never what changed; time alone (a delayed job falling due, a claim
+    lapsing) wakes nobody. Close it (or use it as a context manager) when done.
+    """
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        """The queues watched, in the order given."""
+
+    def wait(self, timeout: Duration | None = None, stop: StopToken | None = None) -> bool:
+        """Block until a wake of a watched queue arrives, ``timeout`` passes or ``stop``
+        is set.
+
+        Wakes since the watcher was made (or since the last ``wait`` that returned
+        ``True``) count: one that came before the call ends it at once. A wake may
+        come without a commit of the watched queues (an engine may report any
+        commit, or wake once as it starts watching), but on an idle store the
+        wakes stop and every ``wait`` runs its timeout out.
+
+        Args:
+            timeout: the longest wait; ``None`` waits until a wake or ``stop``.
+            stop: a ``StopToken`` that ends the wait early.
+
+        Returns:
+            ``True`` on a wake (and when the store closes during the wait);
+            ``False`` on timeout or stop.
+
+        Raises:
+            InvalidOptions: ``timeout`` or ``stop`` is malformed.
+            StoreClosed: the watcher or its store was closed.
+        """
+
+    def close(self) -> None:
+        """Stop watching. Idempotent."""
+
+    def __enter__(self) -> WakeWatcher:
+        """Use the watcher in a ``with`` block; it closes on exit.
+
+        Raises:
+            StoreClosed: the watcher is already closed.
+        """
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the watcher."""
+
+
 class Transaction(Protocol):
     """Work that commits or rolls back with the caller's business writes (contract §3).
 
@@ -1119,6 +1170,24 @@ class Store(Protocol):
         Raises:
             InvalidName: ``channel`` is malformed.
             ProfileUnavailable: the engine has no pubsub profile.
+            StoreClosed: the store was closed.
+        """
+
+    def wake_watcher(self, queues: Sequence[str]) -> WakeWatcher:
+        """A ``WakeWatcher`` of the queues named ``queues`` (contract §2.15).
+
+        It hears every wake from the moment this returns: a commit that announces
+        one of the queues, in this store or any other store or process on the
+        same database, ends its ``wait`` promptly.
+
+        Args:
+            queues: a list or tuple of distinct queue names, as ``stats()`` lists
+                them (the reserved backing queues of outboxes too).
+
+        Raises:
+            InvalidOptions: ``queues`` is not a non-empty list or tuple of
+                distinct names.
+            InvalidName: a name is malformed.
             StoreClosed: the store was closed.
         """
 

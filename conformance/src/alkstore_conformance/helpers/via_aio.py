@@ -31,6 +31,7 @@ from alkstore.aio import (
     AsyncStore,
     AsyncSubscription,
     AsyncTransaction,
+    AsyncWakeWatcher,
     TransactionBlock,
 )
 from alkstore.clock import Clock
@@ -47,6 +48,7 @@ from .via_aio_generated import (
     AioStoreBase,
     AioSubscriptionBase,
     AioTransactionBase,
+    AioWakeWatcherBase,
 )
 from .via_aio_generated import (
     AioLock as AioLock,
@@ -150,6 +152,27 @@ class AioSubscription(AioSubscriptionBase):
         return self
 
     @documented_as(api.Subscription.__exit__, "Via aio: an awaited ``close``.")
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AioWakeWatcher(AioWakeWatcherBase):
+    """``alkstore.WakeWatcher`` over an ``AsyncWakeWatcher``."""
+
+    def __init__(self, loop: LoopThread, watcher: AsyncWakeWatcher) -> None:
+        self._loop = loop
+        self.aio = watcher
+
+    def __enter__(self) -> AioWakeWatcher:
+        """Use the watcher in a ``with`` block; it closes on exit.
+
+        Raises:
+            StoreClosed: the watcher is already closed.
+        """
+        self._loop.run(self.aio.__aenter__())
+        return self
+
+    @documented_as(api.WakeWatcher.__exit__, "Via aio: an awaited ``close``.")
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -260,6 +283,10 @@ class AioStore(AioStoreBase):
     @documented_as(api.Store.subscribe, "Via aio: an awaited ``subscribe``.")
     def subscribe(self, channel: str) -> AioSubscription:
         return AioSubscription(self._loop, self._loop.run(self.aio.subscribe(channel)))
+
+    @documented_as(api.Store.wake_watcher, "Via aio: an awaited ``AsyncStore.wake_watcher``.")
+    def wake_watcher(self, queues: Sequence[str]) -> AioWakeWatcher:
+        return AioWakeWatcher(self._loop, self._loop.run(self.aio.wake_watcher(queues)))
 
     def __enter__(self) -> AioStore:
         """Use the store in a ``with`` block; it closes on exit."""

@@ -23,6 +23,7 @@ from alkstore.aio import (
     AsyncStream,
     AsyncSubscription,
     AsyncTransaction,
+    AsyncWakeWatcher,
 )
 from alkstore.clock import Clock
 from alkstore.constants import MAX_REDRIVE
@@ -826,6 +827,51 @@ class AioSubscriptionBase:
         """Stop receiving; messages not yet read are dropped. Idempotent.
 
         Via aio: ``AsyncSubscription.close`` through the test's event loop.
+        """
+        self._loop.run(self.aio.close())
+
+
+class AioWakeWatcherBase:
+    """The generated members of ``AioWakeWatcher`` (it sets the attributes below)."""
+
+    _loop: LoopThread
+    aio: AsyncWakeWatcher
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        """The queues watched, in the order given."""
+        return self.aio.queues
+
+    def wait(self, timeout: Duration | None = None, stop: StopToken | None = None) -> bool:
+        """Block until a wake of a watched queue arrives, ``timeout`` passes or ``stop``
+        is set.
+
+        Via aio: ``AsyncWakeWatcher.wait`` through the test's event loop.
+
+        Wakes since the watcher was made (or since the last ``wait`` that returned
+        ``True``) count: one that came before the call ends it at once. A wake may
+        come without a commit of the watched queues (an engine may report any
+        commit, or wake once as it starts watching), but on an idle store the
+        wakes stop and every ``wait`` runs its timeout out.
+
+        Args:
+            timeout: the longest wait; ``None`` waits until a wake or ``stop``.
+            stop: a ``StopToken`` that ends the wait early.
+
+        Returns:
+            ``True`` on a wake (and when the store closes during the wait);
+            ``False`` on timeout or stop.
+
+        Raises:
+            InvalidOptions: ``timeout`` or ``stop`` is malformed.
+            StoreClosed: the watcher or its store was closed.
+        """
+        return self._loop.run(self.aio.wait(timeout, stop))
+
+    def close(self) -> None:
+        """Stop watching. Idempotent.
+
+        Via aio: ``AsyncWakeWatcher.close`` through the test's event loop.
         """
         self._loop.run(self.aio.close())
 

@@ -77,6 +77,7 @@ from .wakes import (
     ResumeUnannouncedDriver,
     TimerIgnoresDeadlinesDriver,
 )
+from .watching import OwnCommitsOnlyWatcherStore
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
 
@@ -262,6 +263,13 @@ WAIT_ANY_FIRST_TOPIC = MutantEngine(
     bug="claim_wait_any waits on its first queue's wakes only: "
     "the other queues' work is found by the 1 s re-poll",
     store=FirstTopicWaitStore,
+)
+WATCHER_OWN_COMMITS_ONLY = MutantEngine(
+    "watcher-own-commits-only",
+    catches="WAKE-WATCHER-PROMPT",
+    bug="wake_watcher waits on the store's own hub and never starts the engine's watch: "
+    "another store's or process's enqueue never wakes it",
+    store=OwnCommitsOnlyWatcherStore,
 )
 NUL_RESTORED = MutantEngine(
     "nul-restored",
@@ -512,6 +520,7 @@ MUTANTS: dict[str, MutantEngine] = {
         BURY_FORGETS_ERROR,
         WAIT_ANY_FIRST_QUEUE,
         WAIT_ANY_FIRST_TOPIC,
+        WATCHER_OWN_COMMITS_ONLY,
         RELEASE_COUNTS_ATTEMPT,
         NUL_RESTORED,
         ACK_AND_CLAIM_AFTER_ACK_ONLY,

@@ -24,7 +24,7 @@ from ._generated import (
     AsyncQueue,
     AsyncQueueConsumer,
 )
-from .profiles import AsyncStream, AsyncSubscription
+from .profiles import AsyncStream, AsyncSubscription, AsyncWakeWatcher
 from .store import AsyncStore
 from .transaction import AsyncTransaction, TransactionBlock
 
@@ -119,6 +119,7 @@ __all__ = [
     "AsyncStream",
     "AsyncSubscription",
     "AsyncTransaction",
+    "AsyncWakeWatcher",
     "Opening",
     "TransactionBlock",
     "open",

@@ -23,6 +23,7 @@ from ..api import (
     Stream,
     Subscription,
     Transaction,
+    WakeWatcher,
 )
 from ..clock import Clock
 from ..constants import MAX_REDRIVE
@@ -849,6 +850,53 @@ class AsyncSubscriptionBase:
 
     async def close(self) -> None:
         """Stop receiving; messages not yet read are dropped. Idempotent.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+        """
+        await self._runner.call(self.sync.close)
+
+
+class AsyncWakeWatcherBase:
+    """The generated members of ``AsyncWakeWatcher`` (it sets the attributes below)."""
+
+    _runner: Runner
+    sync: WakeWatcher
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        """The queues watched, in the order given."""
+        return self.sync.queues
+
+    async def wait(self, timeout: Duration | None = None, stop: StopToken | None = None) -> bool:
+        """Block until a wake of a watched queue arrives, ``timeout`` passes or ``stop``
+        is set.
+
+        Async: awaited, on a waiting thread; cancelling the awaiting task ends the wait (its
+        ``StopToken`` is set: no waiter is left registered).
+
+        Wakes since the watcher was made (or since the last ``wait`` that returned
+        ``True``) count: one that came before the call ends it at once. A wake may
+        come without a commit of the watched queues (an engine may report any
+        commit, or wake once as it starts watching), but on an idle store the
+        wakes stop and every ``wait`` runs its timeout out.
+
+        Args:
+            timeout: the longest wait; ``None`` waits until a wake or ``stop``.
+            stop: a ``StopToken`` that ends the wait early.
+
+        Returns:
+            ``True`` on a wake (and when the store closes during the wait);
+            ``False`` on timeout or stop.
+
+        Raises:
+            InvalidOptions: ``timeout`` or ``stop`` is malformed.
+            StoreClosed: the watcher or its store was closed.
+        """
+        token = stop if stop is not None else StopToken()
+        return await self._runner.wait(self.sync.wait, timeout, token, stop=token)
+
+    async def close(self) -> None:
+        """Stop watching. Idempotent.
 
         Async: awaited; the call runs on the store's threads, never on the event loop.
         """

@@ -1,4 +1,5 @@
-"""Async streams and subscriptions (contract §7, §13): the members written by hand.
+"""Async streams, subscriptions and wake watchers (contract §7, §2.15, §13): the
+members written by hand.
 
 Every other member is generated from ``alkstore.api`` (``aio/_generated.py``).
 """
@@ -11,10 +12,10 @@ from typing import Any
 
 from .. import api
 from .._surface import documented_as
-from ..api import Stream, Subscription
+from ..api import Stream, Subscription, WakeWatcher
 from ..stop import StopToken
 from ..values import StreamEvent
-from ._generated import AsyncStreamBase, AsyncSubscriptionBase
+from ._generated import AsyncStreamBase, AsyncSubscriptionBase, AsyncWakeWatcherBase
 from .runner import Runner
 
 SUBSCRIPTION_SLICE_S = 1.0
@@ -103,5 +104,27 @@ class AsyncSubscription(AsyncSubscriptionBase):
         return self
 
     @documented_as(api.Subscription.__exit__, "Async: the end of an ``async with`` block.")
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class AsyncWakeWatcher(AsyncWakeWatcherBase):
+    """``store.wake_watcher(queues)`` of an ``AsyncStore``: ``await watcher.wait(timeout)``."""
+
+    def __init__(self, runner: Runner, watcher: WakeWatcher) -> None:
+        self._runner = runner
+        self.sync = watcher
+        """The sync watcher every call goes to."""
+
+    async def __aenter__(self) -> AsyncWakeWatcher:
+        """Use the watcher in an ``async with`` block; it closes on exit.
+
+        Raises:
+            StoreClosed: the watcher is already closed.
+        """
+        self.sync.__enter__()  # refuses a closed watcher; touches no storage
+        return self
+
+    @documented_as(api.WakeWatcher.__exit__, "Async: the end of an ``async with`` block.")
     async def __aexit__(self, *exc: object) -> None:
         await self.close()

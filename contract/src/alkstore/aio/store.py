@@ -13,7 +13,7 @@ from ..errors import InvalidOptions
 from ..stop import StopToken
 from ..timeconv import Duration
 from ._generated import AsyncJobHandle, AsyncQueueConsumer, AsyncStoreBase
-from .profiles import AsyncStream, AsyncSubscription
+from .profiles import AsyncStream, AsyncSubscription, AsyncWakeWatcher
 from .runner import Runner, one
 from .transaction import TransactionBlock
 
@@ -95,6 +95,15 @@ class AsyncStore(AsyncStoreBase):
         return TransactionBlock(_Deferred(self.sync.attach, connection))
 
     # -- pub/sub (§7) ---------------------------------------------------------------------
+    @documented_as(
+        api.Store.wake_watcher,
+        "Async: awaited, run off the loop (the engine's watch may connect first).",
+    )
+    async def wake_watcher(self, queues: Sequence[str]) -> AsyncWakeWatcher:
+        return AsyncWakeWatcher(
+            self._runner, await self._runner.call(self.sync.wake_watcher, queues)
+        )
+
     @documented_as(api.Store.subscribe, "Async: awaited, run off the loop.")
     async def subscribe(self, channel: str) -> AsyncSubscription:
         return AsyncSubscription(

@@ -31,6 +31,7 @@ from .scheduler import CoreScheduler
 from .streams import CoreStream
 from .transaction import CoreTransaction
 from .waiting import Deadline
+from .watching import CoreWakeWatcher, watched_queues
 
 DEFAULT_REPOLL_S = 1.0
 """Safety-net re-poll of waiting calls when no wake arrives (engine option ``repoll_s``)."""
@@ -223,6 +224,11 @@ class CoreStore:
         validate_name(channel, "channel")
         self._context.pubsub()
         return CoreSubscription(self._context, channel)
+
+    def wake_watcher(self, queues: Sequence[str]) -> CoreWakeWatcher:
+        names = watched_queues(queues)
+        self._context.check_open()
+        return CoreWakeWatcher(self._context, names)
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:

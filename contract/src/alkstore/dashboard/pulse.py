@@ -2,11 +2,10 @@
 listens, that re-reads ``store.stats()`` on each wake and tells the pages when it
 changed.
 
-Where the store is the contract's own core (every engine built on it: SQLite,
-PostgreSQL, the memory engine) the watcher waits on the store's wake hub, so an
-enqueue in any process shows at once; it also re-reads every ``poll_s`` (what
-time alone changes -- a scheduled job coming due, a claim lapsing -- wakes
-nobody), and that poll is all a store without a hub gets.
+The thread waits on ``store.wake_watcher`` of the queues it last read (contract
+§2.15), so an enqueue in any process shows at once; it also re-reads every
+``poll_s``, since what time alone changes -- a scheduled job coming due, a claim
+lapsing -- wakes nobody. Only the public surface: any ``Store`` will do.
 """
 
 from __future__ import annotations
@@ -16,10 +15,8 @@ import threading
 import time
 from collections.abc import Hashable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
-from ..api import Store
-from ..driver import queue_topic
+from ..api import Store, WakeWatcher
 from ..errors import AlkstoreError
 
 
@@ -34,16 +31,11 @@ class Listener:
         self.loop.call_soon_threadsafe(self.changed.set)
 
 
-def _waiter(store: Store, queues: list[str]) -> AbstractContextManager[Any]:
-    """A wake-hub waiter on ``queues``' topics, or a no-op where the store has no hub."""
-    from ..core import CoreStore  # the core is the contract's own: its hub is not a seam
-
-    if not isinstance(store, CoreStore) or not queues:
+def _watcher(store: Store, queues: list[str]) -> AbstractContextManager[WakeWatcher | None]:
+    """A wake watcher of ``queues``, or a no-op while there is no queue to watch."""
+    if not queues:
         return nullcontext(None)
-    context = store._context
-    waiter = context.hub.waiter(*(queue_topic(name) for name in queues))
-    context.driver.start_watching(context.hub)
-    return waiter
+    return store.wake_watcher(queues)
 
 
 class Pulse:
@@ -88,13 +80,13 @@ class Pulse:
                     self._thread = None
                     return
                 listeners = list(self._listeners)
-            # The waiter is in place before the read, so a commit between the read
+            # The watcher is in place before the read, so a commit between the read
             # and the wait still wakes it.
             try:
-                waiter = None if self._store.closed else _waiter(self._store, queues)
+                watcher = None if self._store.closed else _watcher(self._store, queues)
             except AlkstoreError:
-                waiter = None  # the store closed meanwhile, or the engine is out
-            with waiter if waiter is not None else nullcontext(None) as wake:
+                watcher = None  # the store closed meanwhile
+            with watcher if watcher is not None else nullcontext(None) as wake:
                 self.wakes += 1
                 now = self._snapshot()
                 first = last is None
@@ -108,5 +100,8 @@ class Pulse:
                     continue  # straight to a waiter on the queues just read
                 if wake is None:
                     time.sleep(self._poll_s)
-                else:
+                    continue
+                try:
                     wake.wait(self._poll_s)
+                except AlkstoreError:  # the store closed meanwhile: the next read says so
+                    time.sleep(self._poll_s)

@@ -100,13 +100,20 @@ def job_page(queue: QueueConsumer, state: str, before: int) -> JobPage:
     return JobPage(jobs=tuple(page), next_before=page[-1].id if more and page else None)
 
 
+FIRST_SCAN_PAGE = 2 * PAGE
+"""A search's first read; each next one four times larger, up to ``MAX_JOBS_PAGE``: a
+search whose matches are near the top reads a few jobs, not a thousand."""
+
+
 def _scan(queue: QueueConsumer, state: JobState | None, before: int) -> Iterator[Job]:
+    size = FIRST_SCAN_PAGE
     while True:
-        page = queue.jobs(state, before_id=before, limit=MAX_JOBS_PAGE)
+        page = queue.jobs(state, before_id=before, limit=size)
         yield from page
-        if len(page) < MAX_JOBS_PAGE:
+        if len(page) < size:
             return
         before = page[-1].id
+        size = min(size * 4, MAX_JOBS_PAGE)
 
 
 def search(queue: QueueConsumer, state: str, text: str, before: int) -> JobPage:
