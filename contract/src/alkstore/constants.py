@@ -92,5 +92,11 @@ of UTF-8) stays far inside any B-tree's entry limit (PostgreSQL's is about 2.7 k
 whatever the characters, and holds composite keys (``tenant:resource:action``) and
 the keys derived from payloads (``payload:sha256:`` and 64 hex digits, 79)."""
 
+MAX_CONCURRENCY_LIMIT: Final = 100_000
+"""The largest concurrency limit of a queue (contract 1.2 §11.9, the limits profile):
+far above any fleet's slots, so a larger number is a mistake (a unit mixed up, an
+"unlimited" spelled as a huge number) and is refused; ``Queue.clear_limits`` removes a
+limit."""
+
 SCHEDULER_LEASE_S: Final = 30
 """TTL of the scheduler leadership lock; the leader renews it at least every third of it."""

@@ -47,6 +47,7 @@ from .params import (
     Redrive,
     Reschedule,
     ScheduleAdvance,
+    SetLimits,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -236,7 +237,10 @@ class Driver(Protocol[C]):
         ``worker_id``, ``deadline = now + visibility_timeout_s``. Return the claimed
         rows (``alkstore.rows.claimed_jobs`` builds them). A paused queue (ops
         profile: ``OpsDriver.set_paused``) yields no row (its exhausted rows are
-        still moved).
+        still moved). A queue with a concurrency limit (limits profile:
+        ``LimitsDriver``) yields at most ``concurrency`` minus its processing rows
+        with ``deadline > now``, read in the same atomic step as the claim so that
+        no two claimers, in any processes, both take the last free slot.
 
         Folding the dead-lettering into the claim lets an engine do both in one
         round trip; a move and a claim are each atomic on their own (a crash between
@@ -306,7 +310,10 @@ class Driver(Protocol[C]):
 
     def next_wake_at(self, c: C, params: NextWake) -> int | None:
         """The earliest instant ``> now`` at which a row of ``params.queue`` becomes
-        claimable (a pending ``run_at`` or a processing deadline), or ``None``."""
+        claimable (a pending ``run_at`` or a processing deadline), or ``None``. A
+        queue at its concurrency limit (limits profile: as many processing rows with
+        ``deadline > now`` as its limit) frees a slot no sooner than the earliest of
+        those deadlines: that instant, not a pending ``run_at``."""
         ...
 
     # -- locks --------------------------------------------------------------
@@ -553,6 +560,36 @@ class UniqueDriver(Protocol[C_contra]):
         ...
 
 
+class LimitsDriver(Protocol[C_contra]):
+    """Contract 1.2's limits profile (``Capabilities.limits``): a queue's concurrency
+    limit, stored with the queue's other state (as its pause is) and honoured by
+    every process at once.
+
+    Other statements then honour limits too: ``claim`` claims no more than the
+    queue's free slots (its limit minus its processing rows with ``deadline >
+    now``, read atomically with the claim: on a server, claims of a limited queue
+    serialise on something, e.g. the limit row locked before the claim's snapshot,
+    while claims of an unlimited queue keep their own path); ``next_wake_at`` of a
+    queue at its limit is the earliest deadline of its processing rows; and each
+    statement that ends a live claim of a limited queue -- ``ack``, ``ack_batch``,
+    ``bury``, ``cancel`` (as ``release_claim``, ``reschedule`` and ``snooze``
+    already do) -- announces the queue's topic on commit, so a waiter in any
+    process takes the freed slot at once. (An engine whose every commit wakes
+    every process's waiters, as SQLite's watcher does, has nothing to add.)"""
+
+    def set_limits(self, c: C_contra, params: SetLimits) -> bool:
+        """Store ``params.concurrency`` as ``queue``'s limit (durably, for every
+        process), or remove its limit when ``None``; ``True`` if that changed
+        anything. A change announces the queue on commit (a raised or removed limit
+        frees slots)."""
+        ...
+
+    def queue_limits(self, c: C_contra, queue: str | None) -> dict[str, int]:
+        """The concurrency limit of ``queue`` (``{}`` when it has none), or of every
+        queue that has one when ``None``: queue name to limit."""
+        ...
+
+
 # -- what the core requires of a driver ------------------------------------------------
 
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
@@ -563,6 +600,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "ops": OpsDriver,
         "snooze": SnoozeDriver,
         "unique": UniqueDriver,
+        "limits": LimitsDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's
@@ -578,6 +616,7 @@ ANNOUNCES: Final[Mapping[str, str]] = MappingProxyType(
         "stream_append": "its stream",
         "snooze": "the job's queue",
         "insert_unique_jobs": "its queue, when it inserted a row",
+        "set_limits": "its queue, when it changed anything",
     }
 )
 """The statements that announce their own topic to other processes on commit

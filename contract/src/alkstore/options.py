@@ -14,7 +14,12 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, Final
 
-from .constants import CATCH_UP_POLICIES, MAX_UNIQUE_KEY_CHARS, PRIORITY_RANGE
+from .constants import (
+    CATCH_UP_POLICIES,
+    MAX_CONCURRENCY_LIMIT,
+    MAX_UNIQUE_KEY_CHARS,
+    PRIORITY_RANGE,
+)
 from .errors import InvalidOptions
 from .timeconv import Duration, Instant, duration_seconds, instant_seconds
 from .zones import UTC_ZONE, check_timezone
@@ -203,6 +208,38 @@ class Unique:
     def holds_dead(self) -> bool:
         """Whether a dead job keeps holding its key (``"dead"`` in ``states``)."""
         return "dead" in self.states
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Limits:
+    """A queue's fleet-wide limits (contract 1.2 §11.9, the limits profile).
+
+    Set with ``q.set_limits(Limits(concurrency=N))``; stored by the engine and
+    honoured by every process at once. Remove them with ``q.clear_limits()``.
+
+    Attributes:
+        concurrency: at most this many jobs of the queue are processing (claimed,
+            deadline not passed) at any instant, across every process: an int
+            within 1..``MAX_CONCURRENCY_LIMIT``.
+
+    Raises:
+        InvalidOptions: ``concurrency`` is not an int (a bool is not one), or is out
+            of range; the message names the field.
+    """
+
+    concurrency: int
+
+    def __init__(self, concurrency: int) -> None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+            raise InvalidOptions(
+                f"concurrency must be an int, got {type(concurrency).__name__}"
+            )
+        if not 1 <= concurrency <= MAX_CONCURRENCY_LIMIT:
+            raise InvalidOptions(
+                f"concurrency must be within 1..{MAX_CONCURRENCY_LIMIT}, got {concurrency}"
+                " (a queue without a limit: clear_limits())"
+            )
+        object.__setattr__(self, "concurrency", int(concurrency))
 
 
 def _check_unique(value: object) -> Unique | None:

@@ -293,6 +293,14 @@ class SetPaused:
     paused: bool
 
 
+@dataclass(frozen=True, slots=True)
+class SetLimits:
+    """``set_limits``: store ``queue``'s concurrency limit, or remove it (``None``)."""
+
+    queue: str
+    concurrency: int | None
+
+
 PARAMS: tuple[type, ...] = (
     Claim,
     Sweep,
@@ -321,6 +329,7 @@ PARAMS: tuple[type, ...] = (
     SetPaused,
     Snooze,
     InsertUnique,
+    SetLimits,
 )
 """Every statement's params class."""
 

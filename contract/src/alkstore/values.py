@@ -157,6 +157,8 @@ class QueueStats:
         oldest_ready_age_s: ``now`` minus the oldest ready job's ``run_at``; ``None``
             when nothing is ready.
         paused: whether the queue is paused (``Queue.pause``).
+        concurrency_limit: the queue's concurrency limit (contract 1.2 §11.9, the
+            limits profile: ``Queue.set_limits``), ``None`` when it has none.
     """
 
     queue: str
@@ -167,6 +169,7 @@ class QueueStats:
     dead: int
     oldest_ready_age_s: int | None
     paused: bool
+    concurrency_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

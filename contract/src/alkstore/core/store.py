@@ -23,6 +23,7 @@ from ..stop import StopToken
 from ..timeconv import Duration
 from ..values import QueueStats, Schedule, TickResult
 from .claiming import claim_waiting
+from .limits import with_limits
 from .context import StoreContext
 from .locks import CoreLock
 from .pubsub import CoreSubscription
@@ -174,7 +175,9 @@ class CoreStore:
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
-        return ctx.read(lambda c: driver.queue_stats(c, QueueStatsAt(None, now)))
+        return ctx.read(
+            lambda c: with_limits(ctx, c, driver.queue_stats(c, QueueStatsAt(None, now)), every=True)
+        )
 
     # -- scheduler (contract §5) ---------------------------------------
     def schedule(

@@ -49,6 +49,7 @@ from alkstore.params import (
     Redrive,
     Reschedule,
     ScheduleAdvance,
+    SetLimits,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -67,6 +68,7 @@ from .tables import EventRow, JobRow, Tables
 if TYPE_CHECKING:
     from alkstore.driver import (
         Driver,
+        LimitsDriver,
         OpsDriver,
         PubSubDriver,
         SchedulerDriver,
@@ -120,6 +122,22 @@ def _valid_claim(row: JobRow | None, attempt: int, now: int) -> TypeGuard[JobRow
         and row.deadline is not None
         and row.deadline > now
     )
+
+
+def _live(row: JobRow, now: int) -> bool:
+    """A claim whose deadline has not passed: it holds one of its queue's slots."""
+    return row.state == PROCESSING and row.deadline is not None and row.deadline > now
+
+
+def _live_claims(tables: Tables, queue: str, now: int) -> int:
+    return sum(1 for r in tables.jobs.values() if r.queue == queue and _live(r, now))
+
+
+def _slot_freed(c: Tx, queue: str) -> None:
+    """A live claim of ``queue`` ended: if the queue is limited, a slot is free, so
+    its waiters (in every store on this database) try again."""
+    if queue in c.tables.limits:
+        c.topics.add(queue_topic(queue))
 
 
 def _lapsed(row: JobRow, now: int) -> bool:
@@ -254,6 +272,11 @@ class MemoryDriver:
         self.bury_exhausted(c, Sweep(queue, now))
         if queue in c.tables.paused:
             return []
+        concurrency = c.tables.limits.get(queue)
+        if concurrency is not None:  # the limits profile: only the free slots
+            limit = min(limit, concurrency - _live_claims(c.tables, queue, now))
+            if limit <= 0:
+                return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
         claimed = []
         for row in heapq.nsmallest(limit, candidates, key=_claim_order):
@@ -297,9 +320,11 @@ class MemoryDriver:
 
     def ack(self, c: Tx, params: ClaimRef) -> bool:
         job_id, attempt, now = params.job_id, params.attempt, params.now
-        if not _valid_claim(c.tables.jobs.get(job_id), attempt, now):
+        row = c.tables.jobs.get(job_id)
+        if not _valid_claim(row, attempt, now):
             return False
         del c.tables.jobs[job_id]
+        _slot_freed(c, row.queue)
         return True
 
     def ack_batch(self, c: Tx, params: AckBatch) -> int:
@@ -317,6 +342,8 @@ class MemoryDriver:
             ):
                 del c.tables.jobs[job_id]
                 acked += 1
+        if acked:
+            _slot_freed(c, queue)
         return acked
 
     def heartbeat(self, c: Tx, params: Heartbeat) -> bool:
@@ -393,6 +420,7 @@ class MemoryDriver:
         if error is not None:
             row = replace(row, errors=self._with_error(row.errors, attempt, now, error))
         _to_dead(c.tables, row, last_error, now)
+        _slot_freed(c, row.queue)
         return True
 
     def _with_error(self, errors: str | None, attempt: int, at: int, error: str) -> str | None:
@@ -404,6 +432,8 @@ class MemoryDriver:
         if row is None or row.queue != queue:
             return False
         del c.tables.jobs[job_id]
+        if row.state == PROCESSING:
+            _slot_freed(c, queue)
         return True
 
     def get_job(self, c: Tx, params: GetJob) -> Job | None:
@@ -415,6 +445,17 @@ class MemoryDriver:
 
     def next_wake_at(self, c: Tx, params: NextWake) -> int | None:
         queue, now = params.queue, params.now
+        concurrency = c.tables.limits.get(queue)
+        if concurrency is not None and _live_claims(c.tables, queue, now) >= concurrency:
+            # At its limit: nothing is claimable before a claim's deadline frees a slot.
+            return min(
+                (
+                    r.deadline
+                    for r in c.tables.jobs.values()
+                    if r.queue == queue and _live(r, now) and r.deadline is not None
+                ),
+                default=None,
+            )
         instants = [
             r.run_at if r.state == PENDING else r.deadline
             for r in c.tables.jobs.values()
@@ -506,6 +547,27 @@ class MemoryDriver:
 
     def is_paused(self, c: Tx, queue: str) -> bool:
         return queue in c.tables.paused
+
+    # -- limits (the limits profile) ---------------------------------------------------
+    def set_limits(self, c: Tx, params: SetLimits) -> bool:
+        queue, concurrency = params.queue, params.concurrency
+        limits = c.tables.limits
+        if limits.get(queue) == concurrency:
+            return False
+        changed = dict(limits)
+        if concurrency is None:
+            del changed[queue]
+        else:
+            changed[queue] = concurrency
+        c.tables.limits = changed
+        c.topics.add(queue_topic(queue))  # a raised or removed limit frees slots
+        return True
+
+    def queue_limits(self, c: Tx, queue: str | None) -> dict[str, int]:
+        limits = c.tables.limits
+        if queue is None:
+            return dict(sorted(limits.items()))
+        return {queue: limits[queue]} if queue in limits else {}
 
     # -- locks ------------------------------------------------------------------------
     def lock_acquire(self, c: Tx, params: LockLease) -> bool:
@@ -680,5 +742,6 @@ if TYPE_CHECKING:
         PubSubDriver[Tx],
         OpsDriver[Tx],
         UniqueDriver[Tx],
+        LimitsDriver[Tx],
     ]:
-        return d, d, d, d, d, d
+        return d, d, d, d, d, d, d

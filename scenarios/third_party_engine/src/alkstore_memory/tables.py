@@ -103,6 +103,9 @@ class Tables:
     offsets: dict[tuple[str, str], int] = field(default_factory=dict)
     # Paused queues (the ops profile); a frozenset so the snapshot stays shallow.
     paused: frozenset[str] = frozenset()
+    # Queue concurrency limits (the limits profile); replaced whole on a change, so
+    # the snapshot stays shallow.
+    limits: dict[str, int] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -115,4 +118,5 @@ class Tables:
             streams=dict(self.streams),
             offsets=dict(self.offsets),
             paused=self.paused,
+            limits=self.limits,
         )
