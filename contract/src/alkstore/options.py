@@ -231,9 +231,7 @@ class Limits:
 
     def __init__(self, concurrency: int) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int):
-            raise InvalidOptions(
-                f"concurrency must be an int, got {type(concurrency).__name__}"
-            )
+            raise InvalidOptions(f"concurrency must be an int, got {type(concurrency).__name__}")
         if not 1 <= concurrency <= MAX_CONCURRENCY_LIMIT:
             raise InvalidOptions(
                 f"concurrency must be within 1..{MAX_CONCURRENCY_LIMIT}, got {concurrency}"

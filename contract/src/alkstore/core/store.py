@@ -176,7 +176,9 @@ class CoreStore:
         driver = ctx.ops()
         now = ctx.now()
         return ctx.read(
-            lambda c: with_limits(ctx, c, driver.queue_stats(c, QueueStatsAt(None, now)), every=True)
+            lambda c: with_limits(
+                ctx, c, driver.queue_stats(c, QueueStatsAt(None, now)), every=True
+            )
         )
 
     # -- scheduler (contract §5) ---------------------------------------

@@ -534,6 +534,22 @@ V7_UNIQUE_ENQUEUE_FAST_PATH = Migration(
     ),
 )
 
+V8_QUEUE_LIMITS = Migration(
+    8,
+    "queue limits: the concurrency limit of each limited queue",
+    (
+        # A row per limited queue, beside the paused queues. Every claim probes it
+        # (one primary-key probe); a claim of a limited queue locks its row FOR UPDATE
+        # first, so claims of that queue serialise and never share a free slot.
+        """
+        CREATE TABLE {schema}.alkstore_queue_limits (
+            queue text COLLATE "C" PRIMARY KEY,
+            concurrency integer NOT NULL CHECK (concurrency >= 1)
+        )
+        """,
+    ),
+)
+
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
@@ -543,6 +559,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V5_CRON_SCHEDULES,
     V6_UNIQUE_JOBS,
     V7_UNIQUE_ENQUEUE_FAST_PATH,
+    V8_QUEUE_LIMITS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

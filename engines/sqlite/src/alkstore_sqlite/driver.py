@@ -531,8 +531,11 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         return None if row is None else job_from_row(row)
 
     def next_wake_at(self, c: sqlite3.Connection, params: NextWake) -> int | None:
-        row = c.execute(sql.NEXT_WAKE_AT, {"queue": params.queue, "now": params.now}).fetchone()
-        due = [instant for instant in row if instant is not None]  # next run_at, next deadline
+        named = {"queue": params.queue, "now": params.now}
+        run_at, deadline, at_limit = c.execute(sql.NEXT_WAKE_AT, named).fetchone()
+        if at_limit:  # a limited queue at its limit: only a deadline frees a slot
+            return None if deadline is None else int(deadline)
+        due = [instant for instant in (run_at, deadline) if instant is not None]
         return int(min(due)) if due else None
 
     # -- locks ----------------------------------------------------------------------

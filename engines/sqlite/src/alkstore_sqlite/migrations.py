@@ -16,7 +16,8 @@ and claimed rows in one index, so a claim and an ack each change one index
 page instead of two; version 5 adds contract 1.2's snooze count of every job;
 version 6 gives schedules contract 1.2's time zone and catch-up policy, and lets
 a cron schedule's ``interval_s`` be NULL; version 7 adds contract 1.2's unique
-jobs: every job's unique key and its hold, one unique index over the live holds.
+jobs: every job's unique key and its hold, one unique index over the live holds;
+version 8 adds contract 1.2's queue limits: one row per limited queue.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ DEAD_AGE_INDEX = "__alkstore_dead_age"
 MOVE_TO_DEAD_TRIGGER = "__alkstore_jobs_move_to_dead"
 UNIQUE_INDEX = "__alkstore_jobs_unique"
 DEAD_UNIQUE_INDEX = "__alkstore_dead_unique"
+LIMITS = "__alkstore_queue_limits"
 
 _V1 = (
     f"""
@@ -415,8 +417,20 @@ _V7 = (
     """,
 )
 
+# Contract 1.2's queue limits (the limits profile): the concurrency limit of each
+# limited queue, beside the paused queues. A claim reads it in its own statement,
+# under SQLite's one write lock, so no two claimers both see a free slot.
+_V8 = (
+    f"""
+    CREATE TABLE IF NOT EXISTS {LIMITS} (
+        queue       TEXT PRIMARY KEY,
+        concurrency INTEGER NOT NULL CHECK (concurrency >= 1)
+    ) WITHOUT ROWID
+    """,
+)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

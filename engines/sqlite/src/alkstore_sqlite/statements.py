@@ -43,6 +43,7 @@ from .migrations import (
     DEAD_UNIQUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
+    LIMITS,
     LIVE_INDEX,
     LOCKS,
     NOTIFICATIONS,
@@ -202,8 +203,18 @@ UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
 """
 """Every live row of ``:queue`` whose hold passed gives its key up (before a redrive)."""
 
+# A limited queue (the limits profile) claims at most its free slots: its limit less
+# its claims whose deadline has not passed (a lapsed claim holds no slot). Read in the
+# claim's own statement, under the one write lock: no two claimers see one free slot.
+# An unlimited queue pays one seek of the limits table's key, as for the pause.
+_SLOTS = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue) THEN :limit
+              ELSE max(0, min(:limit,
+                  (SELECT concurrency FROM {LIMITS} WHERE queue = :queue)
+                  - (SELECT count(*) FROM {JOBS} INDEXED BY {LIVE_INDEX}
+                      WHERE queue = :queue AND deadline > :now))) END"""
+
 _UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
-                          THEN :limit ELSE 0 END"""
+                          THEN {_SLOTS} ELSE 0 END"""
 
 
 _CLAIM_UPDATE = f"""UPDATE {JOBS}
@@ -284,7 +295,7 @@ def _claim_ready(pick: str) -> str:
      ORDER BY priority DESC, run_at, id
      LIMIT CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
                  AND {_NOTHING_LAPSED}
-                THEN :limit ELSE 0 END)
+                THEN {_SLOTS} ELSE 0 END)
 RETURNING {_CLAIMED_COLUMNS}
 """
 
@@ -455,8 +466,28 @@ SELECT
        FROM priorities AS p
       WHERE p.priority IS NOT NULL),
     (SELECT min(deadline) FROM {JOBS} INDEXED BY {LIVE_INDEX}
-      WHERE queue = :queue AND deadline > :now)
+      WHERE queue = :queue AND deadline > :now),
+    CASE WHEN EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue)
+         THEN (SELECT concurrency FROM {LIMITS} WHERE queue = :queue)
+              <= (SELECT count(*) FROM {JOBS} INDEXED BY {LIVE_INDEX}
+                   WHERE queue = :queue AND deadline > :now)
+         ELSE 0 END
 """
+"""The queue's next pending ``run_at`` and next deadline after ``:now``, and whether it
+is at its concurrency limit (then only a deadline can free a slot)."""
+
+SET_LIMITS = f"""
+INSERT INTO {LIMITS} (queue, concurrency) VALUES (:queue, :concurrency)
+ON CONFLICT (queue) DO UPDATE SET concurrency = excluded.concurrency
+ WHERE concurrency != excluded.concurrency
+"""
+"""A queue's limit stored; no row changed (rowcount 0) when it was already that."""
+
+CLEAR_LIMITS = f"DELETE FROM {LIMITS} WHERE queue = :queue"
+
+QUEUE_LIMITS = f"SELECT queue, concurrency FROM {LIMITS} WHERE queue = :queue"
+
+ALL_QUEUE_LIMITS = f"SELECT queue, concurrency FROM {LIMITS} ORDER BY queue"
 
 # -- operations (the ops profile) ---------------------------------------------------
 
