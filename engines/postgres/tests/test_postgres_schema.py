@@ -56,6 +56,7 @@ def test_open_creates_every_table_in_the_engine_schema(
         "alkstore_stream_consumers",
         "alkstore_messages",
         "alkstore_paused_queues",
+        "alkstore_queue_limits",
         "alkstore_migrations",
     }
     assert _tables(admin, "public") == public_before
@@ -348,8 +349,37 @@ def test_ack_batch_looks_rows_up_by_primary_key_however_many_are_in_flight(
     handles = queue.claim_batch("w", 2500)
 
     statements = Statements.for_schema(schema)
-    params = {"job_ids": [h.id for h in handles[:100]], "queue": "q", "worker_id": "w", "now": NOW}
+    params = {
+        "job_ids": [h.id for h in handles[:100]],
+        "queue": "q",
+        "worker_id": "w",
+        "now": NOW,
+        "wake_channel": "c",
+        "topic": "queue:q",
+    }
     plan = _explain(admin, statements.ack_batch, params)
 
     assert "alkstore_jobs_pkey" in plan
     assert "alkstore_jobs_processing_deadline" not in plan
+
+
+def test_a_schema_of_the_previous_release_is_upgraded_with_no_queue_limited(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 3, 1, 1, 300, 1),"
+        " ('q', '\"next\"', 0, 3, 1, 1, 300, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        assert queue.limits() is None
+        first = queue.claim("w")
+        assert first is not None and first.payload == "kept"
+        assert queue.set_limits(alkstore.Limits(concurrency=1))
+        assert queue.claim("w") is None  # the upgraded store counts the claim against it
+        assert first.ack()
+        second = queue.claim("w")
+        assert second is not None and second.payload == "next"
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,7 +273,7 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
     added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS]
     assert _columns(db_path, "__alkstore_jobs")[-7:] == added
     assert _columns(db_path, "__alkstore_dead")[-7:] == added
@@ -355,7 +355,7 @@ def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
     names = _tables(db_path)
     assert "__alkstore_jobs_live" in names
     assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
@@ -441,7 +441,7 @@ def test_a_version_4_file_is_upgraded_in_place_with_every_job_snoozed_zero_times
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         jobs = store.queue("q").jobs()
         assert [(job.id, job.snoozes) for job in jobs] == [(1, 0), (2, 0), (3, 0)]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
@@ -500,7 +500,7 @@ def test_a_version_5_file_keeps_its_schedules_in_utc_with_every_boundary_replaye
         assert (minutely.timezone, minutely.catch_up) == ("UTC", "all")
         assert minutely.opts == alkstore.ScheduleOpts(priority=2, max_attempts=4, expires=90)
         assert [s.name for s in store.schedules()] == ["daily", "minutely"]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
     assert _columns(db_path, "__alkstore_schedules")[-2:] == ["timezone", "catch_up"]
 
 
@@ -538,7 +538,7 @@ def test_a_version_5_file_is_upgraded_in_place_with_no_job_holding_a_key(
             (2, "processing", None),
             (3, "dead", None),
         ]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
     assert _columns(db_path, "__alkstore_jobs")[-4:] == UNIQUE_COLUMNS
     assert _columns(db_path, "__alkstore_dead")[-4:] == UNIQUE_COLUMNS
 
@@ -567,3 +567,32 @@ def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_de
         dead = queue.get_job(first)
         assert dead is not None
         assert (dead.state, dead.unique_key) == (alkstore.JobState.DEAD, "k")
+
+
+# -- the previous version to the latest: queue limits -------------------------------------
+
+
+def test_the_previous_version_is_upgraded_in_place_with_no_queue_limited(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, LATEST_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.limits() is None
+        assert queue.stats().concurrency_limit is None
+        assert [job.id for job in queue.jobs()] == [1, 2, 3]
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_queue_limits" in _tables(db_path)
+
+
+def test_an_upgraded_previous_version_file_counts_its_claims_against_a_new_limit(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, LATEST_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.set_limits(alkstore.Limits(concurrency=1))
+        assert queue.claim("w2") is None  # job 2's claim, made before the upgrade, holds it
+        assert queue.clear_limits()
+        handle = queue.claim("w2")
+        assert handle is not None and handle.id == 1

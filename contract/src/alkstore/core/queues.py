@@ -50,8 +50,8 @@ from .checks import (
     storable_id,
 )
 from .claiming import claim_waiting
-from .limits import with_limits
 from .context import StoreContext
+from .limits import with_limits
 from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
 

@@ -23,8 +23,8 @@ from ..stop import StopToken
 from ..timeconv import Duration
 from ..values import QueueStats, Schedule, TickResult
 from .claiming import claim_waiting
-from .limits import with_limits
 from .context import StoreContext
+from .limits import with_limits
 from .locks import CoreLock
 from .pubsub import CoreSubscription
 from .queues import CoreOutbox, CoreQueue
