@@ -369,17 +369,19 @@ def test_a_schema_of_the_previous_release_is_upgraded_with_no_queue_limited(
     _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
-        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"kept\"', 0, 3, 1, 1, 300, 1),"
-        " ('q', '\"next\"', 0, 3, 1, 1, 300, 1)"
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " VALUES ('q', '\"kept\"', 0, 3, 1, 1, 300, 1), ('q', '\"next\"', 0, 3, 1, 1, 300, 1)"
     )
     with alkstore.open(pg_dsn, schema=schema) as store:
         queue = store.queue("q")
         assert queue.limits() is None
         first = queue.claim("w")
-        assert first is not None and first.payload == "kept"
+        assert first is not None
+        assert first.payload == "kept"
         assert queue.set_limits(alkstore.Limits(concurrency=1))
         assert queue.claim("w") is None  # the upgraded store counts the claim against it
         assert first.ack()
         second = queue.claim("w")
-        assert second is not None and second.payload == "next"
+        assert second is not None
+        assert second.payload == "next"
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

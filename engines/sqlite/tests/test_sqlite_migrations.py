@@ -595,4 +595,5 @@ def test_an_upgraded_previous_version_file_counts_its_claims_against_a_new_limit
         assert queue.claim("w2") is None  # job 2's claim, made before the upgrade, holds it
         assert queue.clear_limits()
         handle = queue.claim("w2")
-        assert handle is not None and handle.id == 1
+        assert handle is not None
+        assert handle.id == 1
