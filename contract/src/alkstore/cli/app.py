@@ -29,7 +29,7 @@ from ..errors import (
     InvalidSpec,
     PayloadError,
 )
-from ..options import EnqueueOpts
+from ..options import EnqueueOpts, Limits
 from ..values import JobState
 from . import documents, tables
 from .arguments import DURATION_FORMAT, engine_options, parse_duration, parse_instant, parse_payload
@@ -392,6 +392,55 @@ def pause(ctx: click.Context, queue: str, as_json: bool) -> None:
     changed = handle.pause()
     message = f"paused {handle.name}" if changed else f"{handle.name} was already paused"
     _emit(as_json, documents.pause_document(handle.name, True, changed), lambda: message)
+
+
+@cli.command()
+@click.argument("queue")
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Set the limit: at most N of QUEUE's jobs processing at once, in every process.",
+)
+@click.option("--clear", is_flag=True, help="Remove QUEUE's limit.")
+@_json_option
+@click.pass_context
+def limits(
+    ctx: click.Context, queue: str, concurrency: int | None, clear: bool, as_json: bool
+) -> None:
+    """Show QUEUE's concurrency limit, set it (--concurrency N) or remove it (--clear).
+    Every process's claims honour it from their next claim."""
+    if clear and concurrency is not None:
+        raise click.UsageError("--concurrency and --clear: set a limit or remove it, not both")
+    wanted = None
+    if concurrency is not None:
+        try:
+            wanted = Limits(concurrency=concurrency)
+        except InvalidOptions as exc:
+            raise click.BadParameter(str(exc), ctx, param_hint="--concurrency") from None
+    handle = queue_handle(open_store(ctx), queue)
+    changed: bool | None = None
+    if wanted is not None:
+        changed = handle.set_limits(wanted)
+    elif clear:
+        changed = handle.clear_limits()
+    stored = handle.limits()
+    shown = None if stored is None else stored.concurrency
+    if changed is None:
+        message = (
+            f"{handle.name}: no limit" if shown is None else f"{handle.name}: concurrency {shown}"
+        )
+    elif wanted is not None:
+        message = (
+            f"{handle.name}: concurrency {shown}"
+            if changed
+            else f"{handle.name} already had concurrency {shown}"
+        )
+    else:
+        message = (
+            f"removed the limit of {handle.name}" if changed else f"{handle.name} had no limit"
+        )
+    _emit(as_json, documents.limits_document(handle.name, shown, changed), lambda: message)
 
 
 @cli.command()

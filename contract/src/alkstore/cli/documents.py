@@ -28,6 +28,7 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "dead": stats.dead,
         "oldest_ready_age_s": stats.oldest_ready_age_s,
         "paused": stats.paused,
+        "concurrency_limit": stats.concurrency_limit,
     }
 
 
@@ -126,6 +127,18 @@ def cancel_document(queue: str, cancelled: Sequence[int], missed: Sequence[int])
 
 def purge_document(queue: str, purged: int) -> dict[str, Any]:
     return {"version": SCHEMA_VERSION, "queue": queue, "purged": purged}
+
+
+def limits_document(queue: str, concurrency: int | None, changed: bool | None) -> dict[str, Any]:
+    """A queue's limits (``changed``: ``None`` when only shown)."""
+    document: dict[str, Any] = {
+        "version": SCHEMA_VERSION,
+        "queue": queue,
+        "concurrency": concurrency,
+    }
+    if changed is not None:
+        document["changed"] = changed
+    return document
 
 
 def pause_document(queue: str, paused: bool, changed: bool) -> dict[str, Any]:

@@ -85,6 +85,7 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
     for heading in ("ready", "scheduled", "processing", "lapsed", "dead", "oldest ready"):
         table.add_column(heading, justify="right")
     table.add_column("paused")
+    table.add_column("limit", justify="right")
     for s in stats:
         table.add_row(
             Text(s.queue),
@@ -95,6 +96,7 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
             str(s.dead),
             age(s.oldest_ready_age_s),
             "PAUSED" if s.paused else "",
+            "" if s.concurrency_limit is None else str(s.concurrency_limit),
         )
     return table
 
