@@ -91,6 +91,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "(`alkstore.rows.UNIQUE_JOB_COLUMNS`) and a hold of the key the storage itself keeps "
     "to one job per queue and key (a unique index over live holds, `INSERT ... ON CONFLICT "
     "DO NOTHING`, never a read then a write; the kit races eight processes on one key)",
+    "limits": "the driver protocol's methods (and `ops`), and a `claim` that takes at most "
+    "the queue's limit less its processing rows with `deadline > now`, counted atomically "
+    "with the claim (the kit races eight processes); `next_wake_at` at the limit is the "
+    "earliest deadline; ack, ack_batch, bury and cancel of a limited queue announce it",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

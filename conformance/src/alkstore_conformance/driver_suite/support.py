@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from alkstore.driver import (
     Driver,
     JobStamps,
+    LimitsDriver,
     OpsDriver,
     PubSubDriver,
     SchedulerDriver,
@@ -44,6 +45,7 @@ class SeamDriver(
     OpsDriver[Any],
     SnoozeDriver[Any],
     UniqueDriver[Any],
+    LimitsDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""
