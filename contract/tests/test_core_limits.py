@@ -47,7 +47,7 @@ def test_set_limits_is_one_statement_with_the_queue_and_its_concurrency(
 ) -> None:
     assert limits_store.queue("q").set_limits(Limits(4)) is True
     (call,) = limits_driver.calls_named("set_limits")
-    assert call.args == ("q", 4)
+    assert call.args == ("q", 4, None, None)
     assert limits_driver.statement_names() == ["set_limits"]
 
 
@@ -56,7 +56,7 @@ def test_clear_limits_stores_no_concurrency(
 ) -> None:
     limits_store.queue("q").set_limits(Limits(4))
     assert limits_store.queue("q").clear_limits() is True
-    assert limits_driver.calls_named("set_limits")[-1].args == ("q", None)
+    assert limits_driver.calls_named("set_limits")[-1].args == ("q", None, None, None)
     assert limits_store.queue("q").limits() is None
 
 
@@ -101,3 +101,12 @@ def test_store_stats_list_a_limited_queue_holding_nothing_in_name_order(
     limits_store.queue("a").set_limits(Limits(1))
     listed = [(s.queue, s.ready, s.concurrency_limit) for s in limits_store.stats()]
     assert listed == [("a", 0, 1), ("b", 1, None), ("c", 0, 5)]
+
+
+def test_a_rate_limit_is_stored_with_its_window_in_seconds(
+    limits_store: CoreStore, limits_driver: FakeLimitsDriver
+) -> None:
+    assert limits_store.queue("q").set_limits(Limits(rate=5, per=60)) is True
+    (call,) = limits_driver.calls_named("set_limits")
+    assert call.args == ("q", None, 5, 60)
+    assert limits_store.queue("q").limits() == Limits(rate=5, per=60)

@@ -504,13 +504,14 @@ class QueueConsumer(Protocol):
             StoreClosed: the store was closed.
         """
 
-    # -- limits (contract 1.2 §11.9, limits profile) ------------------------------
+    # -- limits (contract 1.2 §16, limits profile) ------------------------------
     def set_limits(self, limits: Limits) -> bool:
         """Set the queue's fleet-wide limits, durably and for every process: at most
         ``limits.concurrency`` of its jobs are processing (claimed, deadline not
-        passed) at any instant; claims past it return nothing, and the jobs held back
-        stay pending, spend no attempt and keep their order (contract §11.9).
-        Replaces any earlier limit; waiters everywhere wake.
+        passed) at any instant, and at most ``limits.rate`` claims start in any
+        ``limits.per`` seconds (a sliding window); claims past them return nothing,
+        and the jobs held back stay pending, spend no attempt and keep their order
+        (contract §16). Replaces any earlier limits; waiters everywhere wake.
 
         Returns:
             ``True`` if that changed the stored limit.

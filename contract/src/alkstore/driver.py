@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol, TypeVar
 from . import _guide
 from .errors import EngineMisconfigured
 from .options import JobStamps as JobStamps
+from .options import Limits
 from .params import SEAM as SEAM
 from .params import (
     AckBatch,
@@ -239,8 +240,11 @@ class Driver(Protocol[C]):
         profile: ``OpsDriver.set_paused``) yields no row (its exhausted rows are
         still moved). A queue with a concurrency limit (limits profile:
         ``LimitsDriver``) yields at most ``concurrency`` minus its processing rows
-        with ``deadline > now``, read in the same atomic step as the claim so that
-        no two claimers, in any processes, both take the last free slot.
+        with ``deadline > now``, and a queue with a rate limit at most ``rate`` minus
+        the claims that started at instants ``t`` with ``now - per < t <= now``
+        (each claimed row is one start, recorded by the claim); both read in the
+        same atomic step as the claim so that no two claimers, in any processes,
+        both take the last free slot.
 
         Folding the dead-lettering into the claim lets an engine do both in one
         round trip; a move and a claim are each atomic on their own (a crash between
@@ -313,7 +317,10 @@ class Driver(Protocol[C]):
         claimable (a pending ``run_at`` or a processing deadline), or ``None``. A
         queue at its concurrency limit (limits profile: as many processing rows with
         ``deadline > now`` as its limit) frees a slot no sooner than the earliest of
-        those deadlines: that instant, not a pending ``run_at``."""
+        those deadlines: that instant, not a pending ``run_at``; a queue at its rate
+        limit (``rate`` starts in its window) frees one no sooner than its oldest
+        start in the window leaves it (that start ``+ per``); at both, the later of
+        the two."""
         ...
 
     # -- locks --------------------------------------------------------------
@@ -569,8 +576,10 @@ class LimitsDriver(Protocol[C_contra]):
     queue's free slots (its limit minus its processing rows with ``deadline >
     now``, read atomically with the claim: on a server, claims of a limited queue
     serialise on something, e.g. the limit row locked before the claim's snapshot,
-    while claims of an unlimited queue keep their own path); ``next_wake_at`` of a
-    queue at its limit is the earliest deadline of its processing rows; and each
+    while claims of an unlimited queue keep their own path), and a claim of a queue
+    with a rate limit records its starts (one per claimed row, at ``now``) in the
+    same step, kept at least ``per`` seconds; ``next_wake_at`` of a queue at its
+    limit is the instant a slot frees (``Driver.next_wake_at``); and each
     statement that ends a live claim of a limited queue -- ``ack``, ``ack_batch``,
     ``bury``, ``cancel`` (as ``release_claim``, ``reschedule`` and ``snooze``
     already do) -- announces the queue's topic on commit, so a waiter in any
@@ -578,15 +587,16 @@ class LimitsDriver(Protocol[C_contra]):
     every process's waiters, as SQLite's watcher does, has nothing to add.)"""
 
     def set_limits(self, c: C_contra, params: SetLimits) -> bool:
-        """Store ``params.concurrency`` as ``queue``'s limit (durably, for every
-        process), or remove its limit when ``None``; ``True`` if that changed
-        anything. A change announces the queue on commit (a raised or removed limit
-        frees slots)."""
+        """Store ``params``' ``concurrency`` and ``rate`` per ``per_s`` as ``queue``'s
+        limits (durably, for every process; ``None`` fields: that limit absent), or
+        remove them when every field is ``None``; ``True`` if that changed anything.
+        A change announces the queue on commit (a raised or removed limit frees
+        slots). Starts already recorded keep counting against a new rate."""
         ...
 
-    def queue_limits(self, c: C_contra, queue: str | None) -> dict[str, int]:
-        """The concurrency limit of ``queue`` (``{}`` when it has none), or of every
-        queue that has one when ``None``: queue name to limit."""
+    def queue_limits(self, c: C_contra, queue: str | None) -> dict[str, Limits]:
+        """The limits of ``queue`` (``{}`` when it has none), or of every queue that
+        has some when ``None``: queue name to ``Limits(concurrency, rate=, per=)``."""
         ...
 
 

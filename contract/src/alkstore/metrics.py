@@ -17,7 +17,7 @@ call, which engines answer from their claim indexes::
   due, ``0`` when nothing is ready (so the series never vanishes under an alert);
 * ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
 * ``alkstore_queue_concurrency_limit``: the queue's concurrency limit (contract 1.2
-  §11.9, the limits profile), ``0`` when it has none.
+  §16, the limits profile), ``0`` when it has none.
 
 ``store.stats()`` lists only queues holding a job or a pause, so a queue that
 empties would drop out and its series vanish from every graph. A queue keeps

@@ -295,10 +295,13 @@ class SetPaused:
 
 @dataclass(frozen=True, slots=True)
 class SetLimits:
-    """``set_limits``: store ``queue``'s concurrency limit, or remove it (``None``)."""
+    """``set_limits``: store ``queue``'s limits, or remove them (every field ``None``):
+    ``concurrency``, and ``rate`` claims per ``per_s`` seconds (given together)."""
 
     queue: str
     concurrency: int | None
+    rate: int | None = None
+    per_s: int | None = None
 
 
 PARAMS: tuple[type, ...] = (

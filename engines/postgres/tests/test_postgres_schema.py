@@ -57,6 +57,7 @@ def test_open_creates_every_table_in_the_engine_schema(
         "alkstore_messages",
         "alkstore_paused_queues",
         "alkstore_queue_limits",
+        "alkstore_claim_starts",
         "alkstore_migrations",
     }
     assert _tables(admin, "public") == public_before

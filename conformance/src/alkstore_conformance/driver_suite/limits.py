@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from alkstore.driver import queue_topic
+from alkstore.options import Limits
 from alkstore.params import Bury, Cancel, ClaimRef, NextWake, SetLimits
 from alkstore.values import Job
 
@@ -31,7 +32,7 @@ def _set(driver: SeamDriver, concurrency: int | None, queue: str = QUEUE) -> boo
     return driver.write(lambda c: driver.set_limits(c, SetLimits(queue, concurrency)))
 
 
-def _limits(driver: SeamDriver, queue: str | None = QUEUE) -> dict[str, int]:
+def _limits(driver: SeamDriver, queue: str | None = QUEUE) -> dict[str, Limits]:
     return driver.read(lambda c: driver.queue_limits(c, queue))
 
 
@@ -61,7 +62,7 @@ class LimitsStatements(SeamTests):
         assert _set(driver, 2) is True
         assert _set(driver, 2) is False
         assert _set(driver, 3) is True
-        assert _limits(driver) == {QUEUE: 3}
+        assert _limits(driver) == {QUEUE: Limits(3)}
         assert _set(driver, None) is True
         assert _set(driver, None) is False
         assert _limits(driver) == {}
@@ -69,7 +70,7 @@ class LimitsStatements(SeamTests):
     def test_queue_limits_of_none_lists_every_limited_queue(self, driver: SeamDriver) -> None:
         _set(driver, 2, "b")
         _set(driver, 5, "a")
-        assert _limits(driver, None) == {"a": 5, "b": 2}
+        assert _limits(driver, None) == {"a": Limits(5), "b": Limits(2)}
         assert _limits(driver, "c") == {}
 
     def test_set_limits_announces_its_queue_when_it_changed_anything(

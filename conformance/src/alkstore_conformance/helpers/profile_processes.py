@@ -464,7 +464,7 @@ def unique_enqueuer_process(
     return ("enqueued", outcomes)
 
 
-# -- queue limits (contract 1.2 §11.9) -----------------------------------------------------
+# -- queue limits (contract 1.2 §16) -----------------------------------------------------
 
 
 @child_process

@@ -37,7 +37,12 @@ from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
 from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
-from .limits import LapsedCountedForeverDriver, LimitPerProcessDriver, LimitReadOnceDriver
+from .limits import (
+    LapsedCountedForeverDriver,
+    LimitPerProcessDriver,
+    LimitReadOnceDriver,
+    RateWindowShortDriver,
+)
 from .operations import (
     BatchClaimIgnoresPauseDriver,
     BuryForgetsErrorDriver,
@@ -433,7 +438,7 @@ UNIQUE_PERIOD_NEVER_ENDS = MutantEngine(
     driver=PeriodNeverEndsDriver,
 )
 
-# -- queue limits (contract 1.2 §11.9) -----------------------------------------------
+# -- queue limits (contract 1.2 §16) -----------------------------------------------
 LIMIT_PER_PROCESS = MutantEngine(
     "limit-per-process",
     catches="LIMITS-ACROSS-PROCESSES",
@@ -454,6 +459,14 @@ LIMIT_READ_ONCE = MutantEngine(
     bug="a store reads the queues' limits at its first claim and never again: a limit "
     "set, changed or cleared later elsewhere is not honoured",
     driver=LimitReadOnceDriver,
+)
+
+RATE_WINDOW_SHORT = MutantEngine(
+    "rate-window-off-by-one",
+    catches="LIMITS-RATE-WINDOW",
+    bug="a rate limit's window is one second short: a claim started at now - per + 1 "
+    "no longer counts, so rate + 1 claims start within per seconds",
+    driver=RateWindowShortDriver,
 )
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
@@ -553,6 +566,7 @@ MUTANTS: dict[str, MutantEngine] = {
         LIMIT_PER_PROCESS,
         LAPSED_COUNTED_FOREVER,
         LIMIT_READ_ONCE,
+        RATE_WINDOW_SHORT,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -1,5 +1,5 @@
-"""Broken queue limits (contract 1.2 §11.9): a limit per process, lapsed claims counted
-forever, a limit read once and never again.
+"""Broken queue limits (contract 1.2 §16): a limit per process, lapsed claims counted
+forever, a limit read once and never again, a rate window off by one second.
 
 Each keeps the stored limit where every process sees it, but out of the reference
 claim's sight (under a shadow name in the limits table), and claims no more than
@@ -10,7 +10,9 @@ its own reckoning of the free slots allows:
 * lapsed claims counted: a processing row holds its slot past its deadline, so a
   lapsed claim never frees it;
 * read once: the limits are read at the first claim and never again, so a limit
-  set, changed or cleared later (through another store) is never seen.
+  set, changed or cleared later (through another store) is never seen;
+* a rate window one second short: a start leaves the window a second early, so
+  one claim more than the rate starts within its window.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from dataclasses import replace
 from typing import Any
 
+from alkstore.options import Limits
 from alkstore.params import Claim, SetLimits
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
-from alkstore_sqlite.migrations import JOBS
+from alkstore_sqlite.handle import begin_transaction
+from alkstore_sqlite.migrations import CLAIM_STARTS, JOBS
 
 SHADOW = "\x00selftest-limit:"
 """Where the mutants keep a queue's limit: no queue name starts with a NUL, so the
@@ -41,14 +46,15 @@ class _ShadowLimitsDriver(SqliteDriver):
     """Stores limits under ``SHADOW`` names; claims up to ``_free`` slots."""
 
     def set_limits(self, c: sqlite3.Connection, params: SetLimits) -> bool:
-        return bool(super().set_limits(c, SetLimits(SHADOW + params.queue, params.concurrency)))
+        return bool(super().set_limits(c, replace(params, queue=SHADOW + params.queue)))
 
-    def queue_limits(self, c: sqlite3.Connection, queue: str | None) -> dict[str, int]:
+    def queue_limits(self, c: sqlite3.Connection, queue: str | None) -> dict[str, Limits]:
         stored = super().queue_limits(c, None if queue is None else SHADOW + queue)
-        return {name.removeprefix(SHADOW): n for name, n in stored.items()}
+        return {name.removeprefix(SHADOW): limits for name, limits in stored.items()}
 
     def _limit(self, c: sqlite3.Connection, queue: str) -> int | None:
-        return self.queue_limits(c, queue).get(queue)
+        limits = self.queue_limits(c, queue).get(queue)
+        return None if limits is None else limits.concurrency
 
     def _free(self, c: sqlite3.Connection, params: Claim, concurrency: int) -> int:
         (live,) = c.execute(LIVE, (params.queue, params.now)).fetchone()
@@ -102,5 +108,35 @@ class LimitReadOnceDriver(_ShadowLimitsDriver):
     def _limit(self, c: sqlite3.Connection, queue: str) -> int | None:
         with self._read_lock:
             if self._read is None:
-                self._read = self.queue_limits(c, None)
+                self._read = {
+                    name: limits.concurrency
+                    for name, limits in self.queue_limits(c, None).items()
+                    if limits.concurrency is not None
+                }
             return self._read.get(queue)
+
+
+STARTS_SINCE = f"SELECT count(*) FROM {CLAIM_STARTS} WHERE queue = ? AND started_at > ?"
+RECORD_START = f"INSERT INTO {CLAIM_STARTS} (queue, started_at) VALUES (?, ?)"
+
+
+class RateWindowShortDriver(_ShadowLimitsDriver):
+    """Counts a rate limit's starts over a window one second short: the claims
+    started at ``now - per + 1`` have already left it, so ``rate + 1`` claims can
+    start within ``per`` seconds."""
+
+    def claim(self, c: sqlite3.Connection, params: Claim) -> list[Job]:
+        limits = self.queue_limits(c, params.queue).get(params.queue)
+        if limits is None or limits.rate is None or limits.per is None:
+            return super().claim(c, params)
+        begin_transaction(c)  # the count, the claim and its starts commit together
+        opens = params.now - limits.per + 1  # the bug: the window opens a second late
+        (started,) = c.execute(STARTS_SINCE, (params.queue, opens)).fetchone()
+        free = limits.rate - int(started)
+        if free <= 0:
+            return []
+        fewer = Claim(params.queue, params.worker_id, params.now, min(free, params.limit))
+        jobs = SqliteDriver.claim(self, c, fewer)
+        for _ in jobs:
+            c.execute(RECORD_START, (params.queue, params.now))
+        return jobs

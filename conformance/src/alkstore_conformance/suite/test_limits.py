@@ -1,4 +1,4 @@
-"""§11.9 (limits profile): fleet-wide concurrency limits per queue.
+"""§16 (limits profile): fleet-wide concurrency limits per queue.
 
 ``q.set_limits(Limits(concurrency=N))`` is queue state, stored by the engine as a
 pause is: at most N jobs of the queue are processing (claimed, deadline not
@@ -468,3 +468,83 @@ def test_a_waiter_at_the_limit_wakes_at_the_holding_claims_deadline(
             assert returned >= deadline - EARLY_TOLERANCE_S, "a slot was taken before it freed"
             lateness.append(returned - deadline)
     assert statistics.median(lateness) < PROMPT_S, median_ms(lateness)
+
+
+# -- LIMITS-RATE-WINDOW ---------------------------------------------------------------------
+
+RATE_PER_S = 10
+
+
+@pytest.mark.property("LIMITS-RATE-WINDOW")
+def test_a_rate_lets_rate_claims_start_in_any_window_of_per_seconds(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    queue = clocked_store.queue(unique_name("rated"))
+    assert queue.set_limits(Limits(rate=2, per=RATE_PER_S)) is True
+    queue.enqueue_many([{"n": n} for n in range(8)])
+    first = queue.claim_batch("w", 5)
+    assert len(first) == 2
+    for handle in first:
+        assert handle.ack() is True  # an ended claim still started in the window
+    clock.advance(RATE_PER_S - 1)
+    assert queue.claim_batch("w", 5) == []  # both starts are still inside the window
+    clock.advance(1)  # now - per: the first starts just left the window
+    assert len(queue.claim_batch("w", 5)) == 2
+
+
+@pytest.mark.property("LIMITS-RATE-WINDOW")
+def test_the_window_slides_with_each_start(clocked_store: Store, clock: FakeClock) -> None:
+    queue = clocked_store.queue(unique_name("sliding"))
+    queue.set_limits(Limits(rate=2, per=RATE_PER_S))
+    queue.enqueue_many([{"n": n} for n in range(8)])
+    assert len(queue.claim_batch("w", 1)) == 1  # a start at t
+    clock.advance(5)
+    assert len(queue.claim_batch("w", 5)) == 1  # a start at t + 5: two in the window
+    clock.advance(4)
+    assert queue.claim_batch("w", 5) == []  # t + 9: both still in
+    clock.advance(1)
+    assert len(queue.claim_batch("w", 5)) == 1  # t + 10: only t's start left
+    clock.advance(4)
+    assert queue.claim_batch("w", 5) == []  # t + 14: t + 5 and t + 10 are in
+    clock.advance(1)
+    assert len(queue.claim_batch("w", 5)) == 1
+
+
+@pytest.mark.property("LIMITS-RATE-WINDOW")
+def test_rate_held_jobs_stay_pending_and_concurrency_still_binds(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    queue = clocked_store.queue(unique_name("both"))
+    queue.set_limits(Limits(1, rate=3, per=RATE_PER_S))
+    ids = queue.enqueue_many([{"n": n} for n in range(4)])
+    holder = _claimed(queue)
+    assert queue.claim("w") is None  # the concurrency limit binds first
+    assert holder.ack() is True
+    second = _claimed(queue)
+    assert second.ack() is True
+    third = _claimed(queue)
+    assert third.ack() is True
+    assert queue.claim("w") is None  # three starts: the rate binds
+    job = queue.get_job(ids[3])
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.PENDING, 0)
+    assert queue.limits() == Limits(1, rate=3, per=RATE_PER_S)
+    assert queue.stats().rate_limit == 3
+    assert queue.stats().rate_per_s == RATE_PER_S
+
+
+@pytest.mark.property("LIMITS-RATE-WINDOW")
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"rate": 0, "per": 1},
+        {"rate": 2},
+        {"per": 5},
+        {"rate": 2, "per": 0},
+        {"rate": 2, "per": 86_401},
+    ],
+    ids=repr,
+)
+def test_a_malformed_rate_is_refused(fields: dict[str, Any]) -> None:
+    with pytest.raises(InvalidOptions, match=r"rate|per"):
+        Limits(**fields)

@@ -1,4 +1,4 @@
-"""Queue limits in the statistics (contract 1.2 §11.9, the limits profile).
+"""Queue limits in the statistics (contract 1.2 §16, the limits profile).
 
 The engine stores each queue's limit and honours it in its claim statement
 (``alkstore.driver.LimitsDriver``); here the core only shows it: ``QueueStats``
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..options import Limits
 from ..values import QueueStats
 from .context import StoreContext
 
@@ -28,15 +29,26 @@ def with_limits(
     limits = driver.queue_limits(c, stats[0].queue if one else None)
     if not limits:
         return stats
-    shown = [replace(s, concurrency_limit=limits.get(s.queue)) for s in stats]
+    shown = [_shown(s, limits.get(s.queue)) for s in stats]
     if every:
         listed = {s.queue for s in stats}
-        shown += [_empty(queue, n) for queue, n in limits.items() if queue not in listed]
+        shown += [_shown(_empty(queue), n) for queue, n in limits.items() if queue not in listed]
         shown.sort(key=lambda s: s.queue)
     return shown
 
 
-def _empty(queue: str, concurrency: int) -> QueueStats:
+def _shown(stats: QueueStats, limits: Limits | None) -> QueueStats:
+    if limits is None:
+        return stats
+    return replace(
+        stats,
+        concurrency_limit=limits.concurrency,
+        rate_limit=limits.rate,
+        rate_per_s=limits.per,
+    )
+
+
+def _empty(queue: str) -> QueueStats:
     return QueueStats(
         queue=queue,
         ready=0,
@@ -46,5 +58,4 @@ def _empty(queue: str, concurrency: int) -> QueueStats:
         dead=0,
         oldest_ready_age_s=None,
         paused=False,
-        concurrency_limit=concurrency,
     )

@@ -484,26 +484,26 @@ class CoreQueue:
             ctx.hub.notify(self._topic)  # waiters here; the statement told other processes
         return changed
 
-    # -- limits (contract 1.2 §11.9, limits profile) --------------------------------
+    # -- limits (contract 1.2 §16, limits profile) --------------------------------
     def set_limits(self, limits: Limits) -> bool:
         check_type(limits, Limits, "limits")
-        return self._store_limits(limits.concurrency)
+        return self._store_limits(
+            SetLimits(self._name, limits.concurrency, limits.rate, limits.per)
+        )
 
     def clear_limits(self) -> bool:
-        return self._store_limits(None)
+        return self._store_limits(SetLimits(self._name, None))
 
     def limits(self) -> Limits | None:
         ctx = self._context
         driver = ctx.limits()
         stored = ctx.read(lambda c: driver.queue_limits(c, self._name))
-        concurrency = stored.get(self._name)
-        return None if concurrency is None else Limits(concurrency)
+        return stored.get(self._name)
 
-    def _store_limits(self, concurrency: int | None) -> bool:
+    def _store_limits(self, params: SetLimits) -> bool:
         ctx = self._context
         driver = ctx.limits()
         ctx.check_open()
-        params = SetLimits(self._name, concurrency)
         changed = ctx.write(lambda c: driver.set_limits(c, params))
         if changed:
             ctx.hub.notify(self._topic)  # waiters here; the statement told other processes

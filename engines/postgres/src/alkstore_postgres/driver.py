@@ -441,10 +441,14 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         row = execute(c, sql.lock_limit, bound).fetchone()
         if row is None:  # the limit was cleared meanwhile: the unlimited claim
             rows = execute(c, sql.claim, bound, binary=True).fetchall()
-        else:
-            bound = {**bound, "concurrency": row[0]}
-            rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
-        return [r for r in rows if r[0] is not None]
+            return [r for r in rows if r[0] is not None]
+        concurrency, rate, per_s = row
+        bound = {**bound, "concurrency": concurrency, "rate": rate, "per_s": per_s}
+        rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
+        claimed = [r for r in rows if r[0] is not None]
+        if rate is not None and claimed:  # its starts count against the rate
+            execute(c, sql.record_starts, {**bound, "claims": len(claimed)})
+        return claimed
 
     def bury_exhausted(self, c: PgHandle, params: Sweep) -> int:
         return rowcount(c, self._sql.bury_exhausted, by_name(params, last_error=ERROR_EXHAUSTED))
@@ -526,8 +530,16 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return None if row is None else job_from_row(row)
 
     def next_wake_at(self, c: PgHandle, params: NextWake) -> int | None:
-        row = execute(c, self._sql.next_wake_at, by_name(params)).fetchone()
-        return None if row is None else row[0]
+        run_at, deadline, at_limit, window_frees = execute(
+            c, self._sql.next_wake_at, by_name(params)
+        ).fetchone()
+        blocked = [] if window_frees is None else [int(window_frees)]
+        if at_limit and deadline is not None:
+            blocked.append(int(deadline))
+        if blocked:  # a limited queue at a limit: nothing is claimable before it frees
+            return max(blocked)
+        due = [instant for instant in (run_at, deadline) if instant is not None]
+        return min(due) if due else None
 
     # -- locks -------------------------------------------------------------------------
     def lock_acquire(self, c: PgHandle, params: LockLease) -> bool:

@@ -536,7 +536,7 @@ V7_UNIQUE_ENQUEUE_FAST_PATH = Migration(
 
 V8_QUEUE_LIMITS = Migration(
     8,
-    "queue limits: the concurrency limit of each limited queue",
+    "queue limits: each limited queue's limits, the claim starts of rate-limited ones",
     (
         # A row per limited queue, beside the paused queues. Every claim probes it
         # (one primary-key probe); a claim of a limited queue locks its row FOR UPDATE
@@ -544,8 +544,26 @@ V8_QUEUE_LIMITS = Migration(
         """
         CREATE TABLE {schema}.alkstore_queue_limits (
             queue text COLLATE "C" PRIMARY KEY,
-            concurrency integer NOT NULL CHECK (concurrency >= 1)
+            concurrency integer CHECK (concurrency >= 1),
+            rate integer CHECK (rate >= 1),
+            per_s integer CHECK (per_s >= 1),
+            CHECK ((rate IS NULL) = (per_s IS NULL)),
+            CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
         )
+        """,
+        # A rate-limited queue's claim starts: how many rows a claim took at its now.
+        # Written by that claim, under the limit row's lock; older than the window,
+        # deleted by the next claim.
+        """
+        CREATE TABLE {schema}.alkstore_claim_starts (
+            queue text COLLATE "C" NOT NULL,
+            started_at bigint NOT NULL,
+            claims integer NOT NULL
+        )
+        """,
+        """
+        CREATE INDEX alkstore_claim_starts_window
+            ON {schema}.alkstore_claim_starts (queue, started_at)
         """,
     ),
 )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from alkstore.driver import queue_topic
+from alkstore.options import Limits
 from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetLimits, SetPaused
 from alkstore.values import Job, JobState, QueueStats
 
@@ -116,18 +117,22 @@ class OpsStatements:
     def set_limits(self, c: PgHandle, params: SetLimits) -> bool:
         topic = queue_topic(params.queue)
         bound = by_name(params, wake_channel=self.channel, topic=notify_payload(topic))
-        statement = self._sql.clear_limits if params.concurrency is None else self._sql.set_limits
+        cleared = params.concurrency is None and params.rate is None
+        statement = self._sql.clear_limits if cleared else self._sql.set_limits
         changed = execute(c, statement, bound).fetchone() is not None
         if changed:
             c.announced.add(topic)  # the statement announced the queue
         return changed
 
-    def queue_limits(self, c: PgHandle, queue: str | None) -> dict[str, int]:
+    def queue_limits(self, c: PgHandle, queue: str | None) -> dict[str, Limits]:
         if queue is None:
             rows = execute(c, self._sql.all_queue_limits).fetchall()
         else:
             rows = execute(c, self._sql.queue_limits, {"queue": queue}).fetchall()
-        return {name: int(concurrency) for name, concurrency in rows}
+        return {
+            name: Limits(concurrency, rate=rate, per=per_s)
+            for name, concurrency, rate, per_s in rows
+        }
 
 
 def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:

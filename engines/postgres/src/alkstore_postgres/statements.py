@@ -276,10 +276,18 @@ apart. Its plan is kept fresh as ``CLAIM``'s."""
 CLAIM_READY_ONE: Final = _claim_ready("= (", ")")
 """``CLAIM_READY`` with ``limit`` 1, prepared as ``CLAIM_ONE``."""
 
+_WINDOW_STARTS = """(SELECT coalesce(sum(claims), 0) FROM {schema}.alkstore_claim_starts
+      WHERE queue = %(queue)s AND started_at > %(now)s - %(per_s)s::bigint)"""
+"""The queue's claim starts in its rate window ``(now - per_s, now]``."""
+
 CLAIM_LIMITED: Final = _claim(
     "= ANY(ARRAY(SELECT row_at FROM chosen))",
     guard="",
-    slots=f"least(%(limit)s, greatest(0, %(concurrency)s::integer - {_LIVE_CLAIMS}))",
+    slots=(
+        "least(%(limit)s,"
+        f" greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),"
+        f" greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))"
+    ),
 )
 """``CLAIM`` of a queue with a concurrency limit (the limits profile): at most its
 free slots, the limit ``concurrency`` less its claims whose deadline has not passed
@@ -287,12 +295,26 @@ free slots, the limit ``concurrency`` less its claims whose deadline has not pas
 ``LOCK_LIMIT`` locked the queue's limit row: claims of the queue serialise there,
 and this statement's snapshot, taken after the lock, sees every claim committed
 before it. (``CLAIM_READY`` and ``CLAIM`` leave a limited queue's rows alone, and
-``CLAIM`` ends with one row of NULLs when the queue has a limit: the driver's cue.)"""
+``CLAIM`` ends with one row of NULLs when the queue has a limit: the driver's cue.)
+A rate limit (``rate`` per ``per_s``) holds it to ``rate`` less the starts in the
+window too."""
 
 LOCK_LIMIT: Final = """
-SELECT concurrency FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s FOR UPDATE
+SELECT concurrency, rate, per_s FROM {schema}.alkstore_queue_limits
+WHERE queue = %(queue)s FOR UPDATE
 """
-"""The queue's limit, its row locked until the claim's transaction ends."""
+"""The queue's limits, its row locked until the claim's transaction ends."""
+
+RECORD_STARTS: Final = """
+WITH gone AS (
+    DELETE FROM {schema}.alkstore_claim_starts
+    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
+)
+INSERT INTO {schema}.alkstore_claim_starts (queue, started_at, claims)
+VALUES (%(queue)s, %(now)s, %(claims)s)
+"""
+"""A rate-limited claim's starts, in its transaction (under the limit row's lock), and
+the queue's starts that left the window gone."""
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
@@ -422,21 +444,27 @@ WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """Live and dead rows share the id sequence, so at most one row matches."""
 
 NEXT_WAKE_AT: Final = """
-SELECT CASE
-    WHEN (SELECT concurrency FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s)
-         <= (SELECT count(*) FROM {schema}.alkstore_jobs
-             WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)
-    THEN (SELECT min(deadline) FROM {schema}.alkstore_jobs
-          WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)
-    ELSE least(
-        (SELECT min(run_at) FROM {schema}.alkstore_jobs
-         WHERE queue = %(queue)s AND state = 'pending' AND run_at > %(now)s),
-        (SELECT min(deadline) FROM {schema}.alkstore_jobs
-         WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s))
-END
+SELECT
+    (SELECT min(run_at) FROM {schema}.alkstore_jobs
+     WHERE queue = %(queue)s AND state = 'pending' AND run_at > %(now)s),
+    (SELECT min(deadline) FROM {schema}.alkstore_jobs
+     WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s),
+    (SELECT limits.concurrency <= (SELECT count(*) FROM {schema}.alkstore_jobs
+                                    WHERE queue = %(queue)s AND state = 'processing'
+                                      AND deadline > %(now)s)
+     FROM {schema}.alkstore_queue_limits AS limits WHERE limits.queue = %(queue)s),
+    (SELECT CASE WHEN limits.rate <= (
+                SELECT coalesce(sum(claims), 0) FROM {schema}.alkstore_claim_starts
+                WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
+            THEN (SELECT min(started_at) FROM {schema}.alkstore_claim_starts
+                  WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
+                 + limits.per_s END
+     FROM {schema}.alkstore_queue_limits AS limits
+     WHERE limits.queue = %(queue)s AND limits.rate IS NOT NULL)
 """
-"""The queue's next due ``run_at`` or deadline; at its concurrency limit (the limits
-profile) only the next deadline, the first instant a slot can free itself."""
+"""The queue's next due ``run_at`` and next deadline; whether it is at its concurrency
+limit (the limits profile: then only a deadline frees a slot) and, at its rate limit,
+when its oldest start in the window leaves it."""
 
 NOTIFY_IF_LIMITED: Final = """
 SELECT pg_notify(%(wake_channel)s, %(topic)s)
@@ -715,10 +743,12 @@ SELECT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue
 
 SET_LIMITS: Final = """
 WITH stored AS (
-    INSERT INTO {schema}.alkstore_queue_limits AS limits (queue, concurrency)
-    VALUES (%(queue)s, %(concurrency)s)
-    ON CONFLICT (queue) DO UPDATE SET concurrency = excluded.concurrency
-    WHERE limits.concurrency <> excluded.concurrency
+    INSERT INTO {schema}.alkstore_queue_limits AS limits (queue, concurrency, rate, per_s)
+    VALUES (%(queue)s, %(concurrency)s, %(rate)s, %(per_s)s)
+    ON CONFLICT (queue) DO UPDATE
+    SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s
+    WHERE (limits.concurrency, limits.rate, limits.per_s)
+          IS DISTINCT FROM (excluded.concurrency, excluded.rate, excluded.per_s)
     RETURNING queue
 )
 SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM stored
@@ -733,11 +763,12 @@ SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM cleared
 """
 
 QUEUE_LIMITS: Final = """
-SELECT queue, concurrency FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s
+SELECT queue, concurrency, rate, per_s FROM {schema}.alkstore_queue_limits
+WHERE queue = %(queue)s
 """
 
 ALL_QUEUE_LIMITS: Final = """
-SELECT queue, concurrency FROM {schema}.alkstore_queue_limits ORDER BY queue
+SELECT queue, concurrency, rate, per_s FROM {schema}.alkstore_queue_limits ORDER BY queue
 """
 
 # -- wakes -------------------------------------------------------------------------
@@ -953,6 +984,7 @@ class Statements:
     claim_ready_one: bytes
     claim_limited: bytes
     lock_limit: bytes
+    record_starts: bytes
     notify_if_limited: bytes
     set_limits: bytes
     clear_limits: bytes
@@ -1025,6 +1057,7 @@ class Statements:
             claim_ready_one=render(CLAIM_READY_ONE, schema),
             claim_limited=render(CLAIM_LIMITED, schema),
             lock_limit=render(LOCK_LIMIT, schema),
+            record_starts=render(RECORD_STARTS, schema),
             notify_if_limited=render(NOTIFY_IF_LIMITED, schema),
             set_limits=render(SET_LIMITS, schema),
             clear_limits=render(CLEAR_LIMITS, schema),

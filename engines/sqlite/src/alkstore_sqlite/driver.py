@@ -532,9 +532,12 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
 
     def next_wake_at(self, c: sqlite3.Connection, params: NextWake) -> int | None:
         named = {"queue": params.queue, "now": params.now}
-        run_at, deadline, at_limit = c.execute(sql.NEXT_WAKE_AT, named).fetchone()
-        if at_limit:  # a limited queue at its limit: only a deadline frees a slot
-            return None if deadline is None else int(deadline)
+        run_at, deadline, at_limit, window_frees = c.execute(sql.NEXT_WAKE_AT, named).fetchone()
+        blocked = [int(window_frees)] if window_frees is not None else []
+        if at_limit and deadline is not None:
+            blocked.append(int(deadline))
+        if blocked:  # a limited queue at a limit: nothing is claimable before it frees
+            return max(blocked)
         due = [instant for instant in (run_at, deadline) if instant is not None]
         return int(min(due)) if due else None
 

@@ -13,6 +13,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
+from alkstore.options import Limits
 from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetLimits, SetPaused
 from alkstore.rows import job_from_row
 from alkstore.values import Job, JobState, QueueStats
@@ -95,16 +96,25 @@ class OperationStatements:
     # -- limits (the limits profile) ---------------------------------------------------
     def set_limits(self, c: sqlite3.Connection, params: SetLimits) -> bool:
         # The commit is its announcement: every process's watcher sees it.
-        named = {"queue": params.queue, "concurrency": params.concurrency}
-        statement = sql.CLEAR_LIMITS if params.concurrency is None else sql.SET_LIMITS
+        named = {
+            "queue": params.queue,
+            "concurrency": params.concurrency,
+            "rate": params.rate,
+            "per_s": params.per_s,
+        }
+        cleared = params.concurrency is None and params.rate is None
+        statement = sql.CLEAR_LIMITS if cleared else sql.SET_LIMITS
         return c.execute(statement, named).rowcount == 1
 
-    def queue_limits(self, c: sqlite3.Connection, queue: str | None) -> dict[str, int]:
+    def queue_limits(self, c: sqlite3.Connection, queue: str | None) -> dict[str, Limits]:
         if queue is None:
             rows = _cursor(c).execute(sql.ALL_QUEUE_LIMITS).fetchall()
         else:
             rows = _cursor(c).execute(sql.QUEUE_LIMITS, {"queue": queue}).fetchall()
-        return {name: int(concurrency) for name, concurrency in rows}
+        return {
+            name: Limits(concurrency, rate=rate, per=per_s)
+            for name, concurrency, rate, per_s in rows
+        }
 
 
 def _queue_stats(

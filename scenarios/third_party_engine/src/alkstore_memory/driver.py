@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
 from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic, stream_topic
-from alkstore.options import JobStamps
+from alkstore.options import JobStamps, Limits
 from alkstore.params import (
     AckBatch,
     Bury,
@@ -131,6 +131,39 @@ def _live(row: JobRow, now: int) -> bool:
 
 def _live_claims(tables: Tables, queue: str, now: int) -> int:
     return sum(1 for r in tables.jobs.values() if r.queue == queue and _live(r, now))
+
+
+def _window(tables: Tables, queue: str, per: int, now: int) -> tuple[int, ...]:
+    """The queue's claim starts inside the window ``(now - per, now]``, oldest first."""
+    return tuple(t for t in tables.starts.get(queue, ()) if t > now - per)
+
+
+def _free_slots(tables: Tables, queue: str, limits: Limits, now: int) -> int:
+    free = []
+    if limits.concurrency is not None:
+        free.append(limits.concurrency - _live_claims(tables, queue, now))
+    if limits.rate is not None and limits.per is not None:
+        free.append(limits.rate - len(_window(tables, queue, limits.per, now)))
+    return min(free)
+
+
+def _slot_frees_at(tables: Tables, queue: str, limits: Limits, now: int) -> list[int]:
+    """When each limit the queue is at frees a slot: its earliest live deadline, its
+    oldest start in the window plus the window; empty when it is at none."""
+    blocked = []
+    if limits.concurrency is not None:
+        deadlines = [
+            r.deadline
+            for r in tables.jobs.values()
+            if r.queue == queue and _live(r, now) and r.deadline is not None
+        ]
+        if len(deadlines) >= limits.concurrency:
+            blocked.append(min(deadlines))
+    if limits.rate is not None and limits.per is not None:
+        window = _window(tables, queue, limits.per, now)
+        if len(window) >= limits.rate:
+            blocked.append(min(window) + limits.per)
+    return blocked
 
 
 def _slot_freed(c: Tx, queue: str) -> None:
@@ -272,9 +305,9 @@ class MemoryDriver:
         self.bury_exhausted(c, Sweep(queue, now))
         if queue in c.tables.paused:
             return []
-        concurrency = c.tables.limits.get(queue)
-        if concurrency is not None:  # the limits profile: only the free slots
-            limit = min(limit, concurrency - _live_claims(c.tables, queue, now))
+        limits = c.tables.limits.get(queue)
+        if limits is not None:  # the limits profile: only the free slots
+            limit = min(limit, _free_slots(c.tables, queue, limits, now))
             if limit <= 0:
                 return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
@@ -290,6 +323,9 @@ class MemoryDriver:
             )
             c.tables.jobs[row.id] = row
             claimed.append(row.to_job())
+        if limits is not None and limits.per is not None and claimed:
+            kept = _window(c.tables, queue, limits.per, now)
+            c.tables.starts[queue] = (*kept, *([now] * len(claimed)))
         return claimed
 
     def bury_exhausted(self, c: Tx, params: Sweep) -> int:
@@ -445,17 +481,10 @@ class MemoryDriver:
 
     def next_wake_at(self, c: Tx, params: NextWake) -> int | None:
         queue, now = params.queue, params.now
-        concurrency = c.tables.limits.get(queue)
-        if concurrency is not None and _live_claims(c.tables, queue, now) >= concurrency:
-            # At its limit: nothing is claimable before a claim's deadline frees a slot.
-            return min(
-                (
-                    r.deadline
-                    for r in c.tables.jobs.values()
-                    if r.queue == queue and _live(r, now) and r.deadline is not None
-                ),
-                default=None,
-            )
+        limits = c.tables.limits.get(queue)
+        blocked = [] if limits is None else _slot_frees_at(c.tables, queue, limits, now)
+        if blocked:  # at a limit: nothing is claimable before a slot frees
+            return max(blocked)
         instants = [
             r.run_at if r.state == PENDING else r.deadline
             for r in c.tables.jobs.values()
@@ -550,20 +579,25 @@ class MemoryDriver:
 
     # -- limits (the limits profile) ---------------------------------------------------
     def set_limits(self, c: Tx, params: SetLimits) -> bool:
-        queue, concurrency = params.queue, params.concurrency
+        queue = params.queue
+        wanted = (
+            None
+            if params.concurrency is None and params.rate is None
+            else Limits(params.concurrency, rate=params.rate, per=params.per_s)
+        )
         limits = c.tables.limits
-        if limits.get(queue) == concurrency:
+        if limits.get(queue) == wanted:
             return False
         changed = dict(limits)
-        if concurrency is None:
+        if wanted is None:
             del changed[queue]
         else:
-            changed[queue] = concurrency
+            changed[queue] = wanted
         c.tables.limits = changed
         c.topics.add(queue_topic(queue))  # a raised or removed limit frees slots
         return True
 
-    def queue_limits(self, c: Tx, queue: str | None) -> dict[str, int]:
+    def queue_limits(self, c: Tx, queue: str | None) -> dict[str, Limits]:
         limits = c.tables.limits
         if queue is None:
             return dict(sorted(limits.items()))
