@@ -75,6 +75,16 @@ GAUGES: tuple[Gauge, ...] = (
         "The queue's concurrency limit: at most this many jobs processing (0: no limit).",
         lambda s: s.concurrency_limit or 0,
     ),
+    Gauge(
+        "rate_limit",
+        "How many claims the queue's rate limit lets start per window (0: no rate limit).",
+        lambda s: s.rate_limit or 0,
+    ),
+    Gauge(
+        "rate_window_seconds",
+        "The sliding window of the queue's rate limit, in seconds (0: no rate limit).",
+        lambda s: s.rate_per_s or 0,
+    ),
 )
 
 

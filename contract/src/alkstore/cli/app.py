@@ -400,24 +400,41 @@ def pause(ctx: click.Context, queue: str, as_json: bool) -> None:
     "--concurrency",
     type=int,
     default=None,
-    help="Set the limit: at most N of QUEUE's jobs processing at once, in every process.",
+    help="At most N of QUEUE's jobs processing at once, in every process.",
 )
-@click.option("--clear", is_flag=True, help="Remove QUEUE's limit.")
+@click.option("--rate", type=int, default=None, help="At most R claims start per --per window.")
+@click.option(
+    "--per",
+    "per",
+    default=None,
+    help=f"The rate's sliding window, a duration ({DURATION_FORMAT}).",
+)
+@click.option("--clear", is_flag=True, help="Remove QUEUE's limits.")
 @_json_option
 @click.pass_context
 def limits(
-    ctx: click.Context, queue: str, concurrency: int | None, clear: bool, as_json: bool
+    ctx: click.Context,
+    queue: str,
+    concurrency: int | None,
+    rate: int | None,
+    per: str | None,
+    clear: bool,
+    as_json: bool,
 ) -> None:
-    """Show QUEUE's concurrency limit, set it (--concurrency N) or remove it (--clear).
-    Every process's claims honour it from their next claim."""
-    if clear and concurrency is not None:
-        raise click.UsageError("--concurrency and --clear: set a limit or remove it, not both")
+    """Show QUEUE's limits, set them (--concurrency N, --rate R --per DURATION) or
+    remove them (--clear). Every process's claims honour them from their next claim."""
+    setting = concurrency is not None or rate is not None or per is not None
+    if clear and setting:
+        raise click.UsageError("--clear removes the limits: give it no limit to set")
     wanted = None
-    if concurrency is not None:
+    if setting:
         try:
-            wanted = Limits(concurrency=concurrency)
-        except InvalidOptions as exc:
-            raise click.BadParameter(str(exc), ctx, param_hint="--concurrency") from None
+            window = None if per is None else parse_duration(per)
+            wanted = Limits(concurrency, rate=rate, per=window)
+        except (InvalidOptions, ValueError) as exc:
+            raise click.BadParameter(
+                str(exc), ctx, param_hint="--concurrency/--rate/--per"
+            ) from None
     handle = queue_handle(open_store(ctx), queue)
     changed: bool | None = None
     if wanted is not None:
@@ -425,22 +442,10 @@ def limits(
     elif clear:
         changed = handle.clear_limits()
     stored = handle.limits()
-    shown = None if stored is None else stored.concurrency
-    if changed is None:
-        message = (
-            f"{handle.name}: no limit" if shown is None else f"{handle.name}: concurrency {shown}"
-        )
-    elif wanted is not None:
-        message = (
-            f"{handle.name}: concurrency {shown}"
-            if changed
-            else f"{handle.name} already had concurrency {shown}"
-        )
-    else:
-        message = (
-            f"removed the limit of {handle.name}" if changed else f"{handle.name} had no limit"
-        )
-    _emit(as_json, documents.limits_document(handle.name, shown, changed), lambda: message)
+    shown = f"{handle.name}: {tables.limits_text(stored) or 'no limit'}"
+    if changed is False:
+        shown += " (unchanged)"
+    _emit(as_json, documents.limits_document(handle.name, stored, changed), lambda: shown)
 
 
 @cli.command()
