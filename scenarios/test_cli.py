@@ -132,6 +132,9 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "dead": 1,
                 "oldest_ready_age_s": document["queues"][0]["oldest_ready_age_s"],
                 "paused": False,
+                "concurrency_limit": None,
+                "rate_limit": None,
+                "rate_per_s": None,
             },
             {
                 "queue": "reports",
@@ -142,6 +145,9 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "dead": 0,
                 "oldest_ready_age_s": None,
                 "paused": True,
+                "concurrency_limit": None,
+                "rate_limit": None,
+                "rate_per_s": None,
             },
         ],
     }
@@ -540,6 +546,92 @@ def test_pausing_a_paused_queue_succeeds_unchanged(cli: Cli, store: Store) -> No
 
     assert document["changed"] is False
     assert document["paused"] is True
+
+
+def test_limits_sets_a_limit_every_process_honours(cli: Cli, store: Store) -> None:
+    store.queue("emails").enqueue_many(["a", "b"])
+
+    document = cli.json("limits", "emails", "--concurrency", "1")
+
+    assert document == {
+        "version": 1,
+        "queue": "emails",
+        "concurrency": 1,
+        "rate": None,
+        "per_s": None,
+        "changed": True,
+    }
+    assert store.queue("emails").claim("worker-1") is not None
+    assert store.queue("emails").claim("worker-1") is None
+
+
+def test_limits_shows_the_stored_limit(cli: Cli, store: Store) -> None:
+    assert cli.json("limits", "emails") == {
+        "version": 1,
+        "queue": "emails",
+        "concurrency": None,
+        "rate": None,
+        "per_s": None,
+    }
+    store.queue("emails").set_limits(alkstore.Limits(concurrency=4))
+
+    assert cli.json("limits", "emails")["concurrency"] == 4
+
+
+def test_limits_sets_a_rate_per_window(cli: Cli, store: Store) -> None:
+    document = cli.json("limits", "emails", "--rate", "10", "--per", "1m")
+
+    assert (document["rate"], document["per_s"], document["changed"]) == (10, 60, True)
+    assert store.queue("emails").limits() == alkstore.Limits(rate=10, per=60)
+    (entry,) = cli.json("stats")["queues"]
+    assert (entry["rate_limit"], entry["rate_per_s"]) == (10, 60)
+
+
+@pytest.mark.parametrize("bad", [["--rate", "10"], ["--per", "1m"], ["--rate", "1", "--per", "x"]])
+def test_limits_refuses_a_rate_without_its_window_as_usage(
+    cli: Cli, store: Store, bad: list[str]
+) -> None:
+    done = cli.run("limits", "emails", *bad)
+
+    assert done.returncode == 2
+    assert store.queue("emails").limits() is None
+
+
+def test_limits_clear_removes_the_limit(cli: Cli, store: Store) -> None:
+    store.queue("emails").set_limits(alkstore.Limits(concurrency=4))
+
+    document = cli.json("limits", "emails", "--clear")
+
+    assert (document["concurrency"], document["changed"]) == (None, True)
+    assert store.queue("emails").limits() is None
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "1000001", "two"])
+def test_limits_refuses_a_malformed_concurrency_as_usage(cli: Cli, store: Store, bad: str) -> None:
+    done = cli.run("limits", "emails", "--concurrency", bad)
+
+    assert done.returncode == 2
+    assert store.queue("emails").limits() is None
+
+
+def test_limits_refuses_setting_and_clearing_at_once(cli: Cli, store: Store) -> None:
+    done = cli.run("limits", "emails", "--concurrency", "2", "--clear")
+
+    assert done.returncode == 2
+    assert store.queue("emails").limits() is None
+
+
+def test_stats_show_a_queues_limit_in_json_table_and_prometheus(cli: Cli, store: Store) -> None:
+    store.queue("emails").set_limits(alkstore.Limits(concurrency=7))
+
+    (entry,) = cli.json("stats")["queues"]
+    table = cli.run("stats")
+    prometheus = cli.run("stats", "--format", "prometheus")
+
+    assert (entry["queue"], entry["concurrency_limit"]) == ("emails", 7)
+    assert "limit" in table.stdout
+    assert " 7 " in table.stdout
+    assert 'alkstore_queue_concurrency_limit{queue="emails"} 7' in prometheus.stdout
 
 
 def test_schedules_lists_every_schedule(cli: Cli, store: Store) -> None:

@@ -290,3 +290,18 @@ def test_guide_unique_jobs_examples_print_what_the_page_says(
 ) -> None:
     _run_guide_block(UNIQUE_GUIDE, first_line, tmp_path)
     assert capsys.readouterr().out == printed
+
+
+LIMITS_GUIDE = "queue-limits.md"
+
+
+def test_guide_queue_limits_example_keeps_eight_workers_within_the_limit(tmp_path: Path) -> None:
+    code = guide_block(LIMITS_GUIDE, "# partner_calls.py")
+    assert code.count(README_URL) == 1, f"docs/guide/{LIMITS_GUIDE} no longer opens app.db"
+    script = tmp_path / "partner_calls.py"
+    script.write_text(code.replace(README_URL, repr(f"sqlite:///{tmp_path / 'app.db'}")))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=180, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "60 calls, at most 3 at once: True\n"

@@ -95,6 +95,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "(`ScheduleRecord.declared_until`, NULL for a schedule `schedule()` wrote) stored by "
     "`schedule_upsert` as given, and `scheduler` and `cron` (the kit declares eight "
     "processes at once and lets leases lapse on a fake clock)",
+    "limits": "the driver protocol's methods (and `ops`), and a `claim` that takes at most "
+    "the queue's limit less its processing rows with `deadline > now`, counted atomically "
+    "with the claim (the kit races eight processes); `next_wake_at` at the limit is the "
+    "earliest deadline; ack, ack_batch, bury and cancel of a limited queue announce it",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

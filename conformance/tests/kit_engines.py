@@ -91,6 +91,14 @@ class ReferenceWithoutPeriodic(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, periodic=False)
 
 
+class ReferenceWithoutLimits(ReferenceWithoutLocks):
+    """The reference engine, claiming to be an engine before the ``limits`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, limits=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

@@ -20,6 +20,7 @@ EVERY_PROFILE = Capabilities(
     cron=True,
     unique=True,
     periodic=True,
+    limits=True,
 )
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 

@@ -177,6 +177,15 @@ def test_an_engine_without_declared_schedules_has_every_periodic_property_not_ap
     assert "periodic" in report["engine"]["not_applicable_profiles"]
 
 
+def test_an_engine_without_limits_has_every_limits_property_not_applicable(
+    run_in: RunIn,
+) -> None:
+    limits = _profile_ids("limits")
+    report = _report_of(run_in, "kit_engines:ReferenceWithoutLimits", limits)
+    assert _statuses(report) == dict.fromkeys(limits, "not_applicable")
+    assert "limits" in report["engine"]["not_applicable_profiles"]
+
+
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
     result = run_in.pytest(
         "--pyargs",

@@ -304,3 +304,9 @@ class FakeUniqueDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.2's unique profile too."""
 
     capabilities = Capabilities(unique=True, transactions=True)
+
+
+class FakeLimitsDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.1's ops and contract 1.2's limits profiles."""
+
+    capabilities = Capabilities(ops=True, limits=True)

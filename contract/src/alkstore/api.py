@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .clock import Clock
 from .constants import MAX_REDRIVE
-from .options import EnqueueOpts, QueueOpts, ScheduleOpts
+from .options import EnqueueOpts, Limits, QueueOpts, ScheduleOpts
 from .stop import StopToken
 from .timeconv import Duration
 from .values import (
@@ -501,6 +501,43 @@ class QueueConsumer(Protocol):
 
         Raises:
             ProfileUnavailable: the engine has no ops profile.
+            StoreClosed: the store was closed.
+        """
+
+    # -- limits (contract 1.2 §16, limits profile) ------------------------------
+    def set_limits(self, limits: Limits) -> bool:
+        """Set the queue's fleet-wide limits, durably and for every process: at most
+        ``limits.concurrency`` of its jobs are processing (claimed, deadline not
+        passed) at any instant, and at most ``limits.rate`` claims start in any
+        ``limits.per`` seconds (a sliding window); claims past them return nothing,
+        and the jobs held back stay pending, spend no attempt and keep their order
+        (contract §16). Replaces any earlier limits; waiters everywhere wake.
+
+        Returns:
+            ``True`` if that changed the stored limit.
+
+        Raises:
+            InvalidOptions: ``limits`` is not a ``Limits``.
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+
+    def clear_limits(self) -> bool:
+        """Remove the queue's limits: claims are bounded only by their ``limit`` again.
+
+        Returns:
+            ``True`` if the queue had a limit.
+
+        Raises:
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+
+    def limits(self) -> Limits | None:
+        """The queue's limits as stored (set by any process), ``None`` when it has none.
+
+        Raises:
+            ProfileUnavailable: the engine has no limits profile.
             StoreClosed: the store was closed.
         """
 

@@ -92,6 +92,19 @@ of UTF-8) stays far inside any B-tree's entry limit (PostgreSQL's is about 2.7 k
 whatever the characters, and holds composite keys (``tenant:resource:action``) and
 the keys derived from payloads (``payload:sha256:`` and 64 hex digits, 79)."""
 
+MAX_CONCURRENCY_LIMIT: Final = 100_000
+"""The largest concurrency limit of a queue (contract 1.2 §16, the limits profile):
+far above any fleet's slots, so a larger number is a mistake (a unit mixed up, an
+"unlimited" spelled as a huge number) and is refused; ``Queue.clear_limits`` removes a
+limit."""
+
+MAX_RATE_LIMIT: Final = 100_000
+"""The most claims a queue's rate limit lets start in one window (contract 1.2 §16)."""
+
+MAX_RATE_WINDOW_S: Final = 86_400
+"""The longest window of a queue's rate limit, in seconds: one day (contract 1.2 §16).
+A rate over a longer span is a quota, not a rate: count it in the application."""
+
 SCHEDULER_LEASE_S: Final = 30
 """TTL of the scheduler leadership lock; the leader renews it at least every third of it."""
 

@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol, TypeVar
 from . import _guide
 from .errors import EngineMisconfigured
 from .options import JobStamps as JobStamps
+from .options import Limits
 from .params import SEAM as SEAM
 from .params import (
     AckBatch,
@@ -49,6 +50,7 @@ from .params import (
     ScheduleAdvance,
     ScheduleLapse,
     ScheduleRenew,
+    SetLimits,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -238,7 +240,13 @@ class Driver(Protocol[C]):
         ``worker_id``, ``deadline = now + visibility_timeout_s``. Return the claimed
         rows (``alkstore.rows.claimed_jobs`` builds them). A paused queue (ops
         profile: ``OpsDriver.set_paused``) yields no row (its exhausted rows are
-        still moved).
+        still moved). A queue with a concurrency limit (limits profile:
+        ``LimitsDriver``) yields at most ``concurrency`` minus its processing rows
+        with ``deadline > now``, and a queue with a rate limit at most ``rate`` minus
+        the claims that started at instants ``t`` with ``now - per < t <= now``
+        (each claimed row is one start, recorded by the claim); both read in the
+        same atomic step as the claim so that no two claimers, in any processes,
+        both take the last free slot.
 
         Folding the dead-lettering into the claim lets an engine do both in one
         round trip; a move and a claim are each atomic on their own (a crash between
@@ -308,7 +316,13 @@ class Driver(Protocol[C]):
 
     def next_wake_at(self, c: C, params: NextWake) -> int | None:
         """The earliest instant ``> now`` at which a row of ``params.queue`` becomes
-        claimable (a pending ``run_at`` or a processing deadline), or ``None``."""
+        claimable (a pending ``run_at`` or a processing deadline), or ``None``. A
+        queue at its concurrency limit (limits profile: as many processing rows with
+        ``deadline > now`` as its limit) frees a slot no sooner than the earliest of
+        those deadlines: that instant, not a pending ``run_at``; a queue at its rate
+        limit (``rate`` starts in its window) frees one no sooner than its oldest
+        start in the window leaves it (that start ``+ per``); at both, the later of
+        the two."""
         ...
 
     # -- locks --------------------------------------------------------------
@@ -578,6 +592,39 @@ class PeriodicDriver(Protocol[C_contra]):
         ...
 
 
+class LimitsDriver(Protocol[C_contra]):
+    """Contract 1.2's limits profile (``Capabilities.limits``): a queue's concurrency
+    limit, stored with the queue's other state (as its pause is) and honoured by
+    every process at once.
+
+    Other statements then honour limits too: ``claim`` claims no more than the
+    queue's free slots (its limit minus its processing rows with ``deadline >
+    now``, read atomically with the claim: on a server, claims of a limited queue
+    serialise on something, e.g. the limit row locked before the claim's snapshot,
+    while claims of an unlimited queue keep their own path), and a claim of a queue
+    with a rate limit records its starts (one per claimed row, at ``now``) in the
+    same step, kept at least ``per`` seconds; ``next_wake_at`` of a queue at its
+    limit is the instant a slot frees (``Driver.next_wake_at``); and each
+    statement that ends a live claim of a limited queue -- ``ack``, ``ack_batch``,
+    ``bury``, ``cancel`` (as ``release_claim``, ``reschedule`` and ``snooze``
+    already do) -- announces the queue's topic on commit, so a waiter in any
+    process takes the freed slot at once. (An engine whose every commit wakes
+    every process's waiters, as SQLite's watcher does, has nothing to add.)"""
+
+    def set_limits(self, c: C_contra, params: SetLimits) -> bool:
+        """Store ``params``' ``concurrency`` and ``rate`` per ``per_s`` as ``queue``'s
+        limits (durably, for every process; ``None`` fields: that limit absent), or
+        remove them when every field is ``None``; ``True`` if that changed anything.
+        A change announces the queue on commit (a raised or removed limit frees
+        slots). Starts already recorded keep counting against a new rate."""
+        ...
+
+    def queue_limits(self, c: C_contra, queue: str | None) -> dict[str, Limits]:
+        """The limits of ``queue`` (``{}`` when it has none), or of every queue that
+        has some when ``None``: queue name to ``Limits(concurrency, rate=, per=)``."""
+        ...
+
+
 # -- what the core requires of a driver ------------------------------------------------
 
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
@@ -589,6 +636,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "snooze": SnoozeDriver,
         "unique": UniqueDriver,
         "periodic": PeriodicDriver,
+        "limits": LimitsDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's
@@ -604,6 +652,7 @@ ANNOUNCES: Final[Mapping[str, str]] = MappingProxyType(
         "stream_append": "its stream",
         "snooze": "the job's queue",
         "insert_unique_jobs": "its queue, when it inserted a row",
+        "set_limits": "its queue, when it changed anything",
     }
 )
 """The statements that announce their own topic to other processes on commit

@@ -53,6 +53,8 @@ class Capabilities:
             schedule row stores ``ScheduleRecord.declared_until``, a lease renewed
             by the workers that declare it, and a tick removes a lapsed one. Needs
             ``scheduler`` and ``cron``.
+        limits: contract 1.2's fleet-wide concurrency limits per queue
+            (``Queue.set_limits``, ``LimitsDriver``), honoured by every claim.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -77,6 +79,8 @@ class Capabilities:
     """Contract 1.2's unique jobs: at most one job of a queue holds a key at a time."""
     periodic: bool = False
     """Contract 1.2's declared schedules: leased by the workers that declare them."""
+    limits: bool = False
+    """Contract 1.2's queue limits: at most N jobs of a queue processing, fleet-wide."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

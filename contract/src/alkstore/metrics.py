@@ -16,6 +16,8 @@ call, which engines answer from their claim indexes::
 * ``alkstore_queue_oldest_ready_age_seconds``: how long the oldest ready job has been
   due, ``0`` when nothing is ready (so the series never vanishes under an alert);
 * ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
+* ``alkstore_queue_concurrency_limit``: the queue's concurrency limit (contract 1.2
+  §16, the limits profile), ``0`` when it has none.
 
 ``store.stats()`` lists only queues holding a job or a pause, so a queue that
 empties would drop out and its series vanish from every graph. A queue keeps
@@ -68,6 +70,21 @@ GAUGES: tuple[Gauge, ...] = (
         lambda s: s.oldest_ready_age_s or 0,
     ),
     Gauge("paused", "1 while the queue is paused, else 0.", lambda s: int(s.paused)),
+    Gauge(
+        "concurrency_limit",
+        "The queue's concurrency limit: at most this many jobs processing (0: no limit).",
+        lambda s: s.concurrency_limit or 0,
+    ),
+    Gauge(
+        "rate_limit",
+        "How many claims the queue's rate limit lets start per window (0: no rate limit).",
+        lambda s: s.rate_limit or 0,
+    ),
+    Gauge(
+        "rate_window_seconds",
+        "The sliding window of the queue's rate limit, in seconds (0: no rate limit).",
+        lambda s: s.rate_per_s or 0,
+    ),
 )
 
 

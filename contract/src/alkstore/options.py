@@ -14,7 +14,14 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, Final
 
-from .constants import CATCH_UP_POLICIES, MAX_UNIQUE_KEY_CHARS, PRIORITY_RANGE
+from .constants import (
+    CATCH_UP_POLICIES,
+    MAX_CONCURRENCY_LIMIT,
+    MAX_RATE_LIMIT,
+    MAX_RATE_WINDOW_S,
+    MAX_UNIQUE_KEY_CHARS,
+    PRIORITY_RANGE,
+)
 from .errors import InvalidOptions
 from .timeconv import Duration, Instant, duration_seconds, instant_seconds
 from .zones import UTC_ZONE, check_timezone
@@ -203,6 +210,69 @@ class Unique:
     def holds_dead(self) -> bool:
         """Whether a dead job keeps holding its key (``"dead"`` in ``states``)."""
         return "dead" in self.states
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Limits:
+    """A queue's fleet-wide limits (contract 1.2 §16, the limits profile).
+
+    Set with ``q.set_limits(Limits(concurrency=N))``, ``Limits(rate=R, per=W)`` or
+    both; stored by the engine and honoured by every process at once. Remove them
+    with ``q.clear_limits()``.
+
+    Attributes:
+        concurrency: at most this many jobs of the queue are processing (claimed,
+            deadline not passed) at any instant, across every process: an int
+            within 1..``MAX_CONCURRENCY_LIMIT``, or ``None``.
+        rate: at most this many claims of the queue start in any window of ``per``
+            seconds (a sliding window: the claims started at instants ``t`` with
+            ``now - per < t <= now``, §16.6): an int within 1..``MAX_RATE_LIMIT``,
+            or ``None``; given with ``per``.
+        per: the window of ``rate``: a duration (§0.2) of 1 s to
+            ``MAX_RATE_WINDOW_S``, in whole seconds; given with ``rate``.
+
+    Raises:
+        InvalidOptions: a field is of the wrong type or out of range, ``rate`` and
+            ``per`` are not given together, or neither a concurrency nor a rate is;
+            the message names the field.
+    """
+
+    concurrency: int | None
+    rate: int | None
+    per: int | None
+
+    def __init__(
+        self,
+        concurrency: int | None = None,
+        *,
+        rate: int | None = None,
+        per: Duration | None = None,
+    ) -> None:
+        if concurrency is not None:
+            concurrency = _check_count(concurrency, "concurrency", MAX_CONCURRENCY_LIMIT)
+        if rate is not None:
+            rate = _check_count(rate, "rate", MAX_RATE_LIMIT)
+        window = None if per is None else duration_seconds(per, "per", minimum=1)
+        if window is not None and window > MAX_RATE_WINDOW_S:
+            raise InvalidOptions(f"per must be at most {MAX_RATE_WINDOW_S} s, got {window} s")
+        if (rate is None) != (window is None):
+            raise InvalidOptions("rate and per go together: at most rate claims per window")
+        if concurrency is None and rate is None:
+            raise InvalidOptions(
+                "Limits needs a concurrency or a rate (a queue without a limit: clear_limits())"
+            )
+        _init(self, concurrency=concurrency, rate=rate, per=window)
+
+
+def _check_count(value: object, field: str, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidOptions(f"{field} must be an int, got {type(value).__name__}")
+    if not 1 <= value <= most:
+        raise InvalidOptions(
+            f"{field} must be within 1..{most}, got {value} (a queue without a limit: "
+            "clear_limits())"
+        )
+    return int(value)
 
 
 def _check_unique(value: object) -> Unique | None:

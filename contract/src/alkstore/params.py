@@ -310,6 +310,17 @@ class SetPaused:
     paused: bool
 
 
+@dataclass(frozen=True, slots=True)
+class SetLimits:
+    """``set_limits``: store ``queue``'s limits, or remove them (every field ``None``):
+    ``concurrency``, and ``rate`` claims per ``per_s`` seconds (given together)."""
+
+    queue: str
+    concurrency: int | None
+    rate: int | None = None
+    per_s: int | None = None
+
+
 PARAMS: tuple[type, ...] = (
     Claim,
     Sweep,
@@ -340,6 +351,7 @@ PARAMS: tuple[type, ...] = (
     SetPaused,
     Snooze,
     InsertUnique,
+    SetLimits,
 )
 """Every statement's params class."""
 

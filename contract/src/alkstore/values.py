@@ -157,6 +157,11 @@ class QueueStats:
         oldest_ready_age_s: ``now`` minus the oldest ready job's ``run_at``; ``None``
             when nothing is ready.
         paused: whether the queue is paused (``Queue.pause``).
+        concurrency_limit: the queue's concurrency limit (contract 1.2 §16, the
+            limits profile: ``Queue.set_limits``), ``None`` when it has none.
+        rate_limit: how many claims its rate limit lets start per ``rate_per_s``
+            seconds (§16), ``None`` when it has none.
+        rate_per_s: the window of its rate limit, in seconds, or ``None``.
     """
 
     queue: str
@@ -167,6 +172,9 @@ class QueueStats:
     dead: int
     oldest_ready_age_s: int | None
     paused: bool
+    concurrency_limit: int | None = None
+    rate_limit: int | None = None
+    rate_per_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

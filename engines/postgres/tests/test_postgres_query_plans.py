@@ -367,7 +367,14 @@ def grown_after_plans_were_kept(
 
 
 BATCH_CLAIM = {**CLAIM_PARAMS, "queue": "q", "limit": 3}
-ACK_BATCH = {"job_ids": [1, 2, 3], "queue": "q", "worker_id": "w", "now": NOW}
+ACK_BATCH = {
+    "job_ids": [1, 2, 3],
+    "queue": "q",
+    "worker_id": "w",
+    "now": NOW,
+    "wake_channel": "c",
+    "topic": "queue:q",
+}
 
 
 def test_a_batch_claims_plan_made_on_a_nearly_empty_table_is_made_again_once_old(

@@ -56,6 +56,8 @@ def test_open_creates_every_table_in_the_engine_schema(
         "alkstore_stream_consumers",
         "alkstore_messages",
         "alkstore_paused_queues",
+        "alkstore_queue_limits",
+        "alkstore_claim_starts",
         "alkstore_migrations",
     }
     assert _tables(admin, "public") == public_before
@@ -238,10 +240,15 @@ def test_a_schema_of_the_unique_release_is_upgraded_with_its_held_keys_still_hel
     } <= functions
 
 
+DECLARED_SCHEDULES_VERSION = 8
+"""The migration that adds the declaration lease (the periodic profile)."""
+
+
 def test_a_schema_of_the_previous_version_keeps_its_schedules_undeclared_and_takes_declared_ones(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
+    before = VERSIONS[VERSIONS.index(DECLARED_SCHEDULES_VERSION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_schedules (name, spec, queue, payload, priority,'
         " max_attempts, expires_s, interval_s, next_fire_at)"
@@ -370,8 +377,39 @@ def test_ack_batch_looks_rows_up_by_primary_key_however_many_are_in_flight(
     handles = queue.claim_batch("w", 2500)
 
     statements = Statements.for_schema(schema)
-    params = {"job_ids": [h.id for h in handles[:100]], "queue": "q", "worker_id": "w", "now": NOW}
+    params = {
+        "job_ids": [h.id for h in handles[:100]],
+        "queue": "q",
+        "worker_id": "w",
+        "now": NOW,
+        "wake_channel": "c",
+        "topic": "queue:q",
+    }
     plan = _explain(admin, statements.ack_batch, params)
 
     assert "alkstore_jobs_pkey" in plan
     assert "alkstore_jobs_processing_deadline" not in plan
+
+
+def test_a_schema_of_the_previous_release_is_upgraded_with_no_queue_limited(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " VALUES ('q', '\"kept\"', 0, 3, 1, 1, 300, 1), ('q', '\"next\"', 0, 3, 1, 1, 300, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        assert queue.limits() is None
+        first = queue.claim("w")
+        assert first is not None
+        assert first.payload == "kept"
+        assert queue.set_limits(alkstore.Limits(concurrency=1))
+        assert queue.claim("w") is None  # the upgraded store counts the claim against it
+        assert first.ack()
+        second = queue.claim("w")
+        assert second is not None
+        assert second.payload == "next"
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

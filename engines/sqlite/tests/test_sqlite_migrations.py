@@ -572,8 +572,8 @@ def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_de
 
 # -- the previous version to the latest: declared schedules (the periodic profile) -------
 
-PERIODIC_VERSION = LATEST_VERSION
-"""The version that adds the declaration lease: the last (the lead renumbers on merge)."""
+PERIODIC_VERSION = 8
+"""The version that adds the declaration lease."""
 
 
 def _make_previous_file(db_path: Path) -> None:
@@ -600,7 +600,7 @@ def test_a_previous_version_file_keeps_its_schedules_undeclared(db_path: Path, u
         minutely = store.get_schedule("minutely")
         assert minutely is not None
         assert (minutely.next_fire_at, minutely.declared_until) == (1_700_000_030, None)
-    assert _version(db_path) == PERIODIC_VERSION
+    assert _version(db_path) == LATEST_VERSION
     assert _columns(db_path, "__alkstore_schedules")[-1] == "declared_until"
     assert "__alkstore_schedules_declared" in _tables(db_path)
 
@@ -616,3 +616,33 @@ def test_an_upgraded_previous_version_file_never_lapses_its_schedules_and_takes_
         clock.set(1_700_000_000 + alkstore.DECLARATION_LEASE_S)
         store.tick_schedules("t")
         assert [s.name for s in store.schedules()] == ["daily", "minutely"]
+
+
+# -- the previous version to the latest: queue limits -------------------------------------
+
+
+def test_the_previous_version_is_upgraded_in_place_with_no_queue_limited(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, LATEST_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.limits() is None
+        assert queue.stats().concurrency_limit is None
+        assert [job.id for job in queue.jobs()] == [1, 2, 3]
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_queue_limits" in _tables(db_path)
+
+
+def test_an_upgraded_previous_version_file_counts_its_claims_against_a_new_limit(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, LATEST_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.set_limits(alkstore.Limits(concurrency=1))
+        assert queue.claim("w2") is None  # job 2's claim, made before the upgrade, holds it
+        assert queue.clear_limits()
+        handle = queue.claim("w2")
+        assert handle is not None
+        assert handle.id == 1

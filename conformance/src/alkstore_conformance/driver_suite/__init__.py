@@ -29,6 +29,7 @@ from __future__ import annotations
 from alkstore import Capabilities
 
 from .base import SeamTests
+from .limits import LimitsStatements
 from .locks import LockStatements
 from .operations import OperationStatements
 from .periodic import PeriodicStatements
@@ -65,6 +66,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     OperationStatements,
     SnoozeStatements,
     UniqueStatements,
+    LimitsStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from alkstore.driver import (
     Driver,
     JobStamps,
+    LimitsDriver,
     OpsDriver,
     PeriodicDriver,
     PubSubDriver,
@@ -46,6 +47,7 @@ class SeamDriver(
     SnoozeDriver[Any],
     UniqueDriver[Any],
     PeriodicDriver[Any],
+    LimitsDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

@@ -496,3 +496,65 @@ def declarer_process(
     with open_in_child(engine_name, engine_group, spec, FakeClock(instant)) as store:
         boundaries = declare_at(store, declarations, barrier, time_limit_s)
     return ("declared", boundaries)
+
+
+# -- queue limits (contract 1.2 §16) -----------------------------------------------------
+
+
+@child_process
+def limited_worker_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_name: str,
+    name: str,
+    seed: int,
+    hold_s: tuple[float, float],
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """Meet the other workers at the barrier, then take jobs of ``queue_name`` until
+    none is left, by every claim path in turn (``claim_wait``, ``claim_batch`` of 2,
+    ``ack_and_claim``), holding each claim a random time within ``hold_s`` before the
+    ack; report ``("intervals", [(claimed, settled), ...])``: ``time.time()`` right
+    after the claim returned and right before its ack was sent. Each recorded
+    interval lies inside the claim's true one, so overlaps of the recorded intervals
+    never exceed the true ones."""
+    import random
+
+    rng = random.Random(seed)
+    intervals: list[tuple[float, float]] = []
+    deadline = time.monotonic() + time_limit_s
+    with open_in_child(engine_name, engine_group, spec) as store:
+        queue = store.queue(queue_name)
+        barrier.wait(timeout=time_limit_s)
+        path = 0
+        held: list[Any] = []
+        while time.monotonic() < deadline:
+            if not held:
+                path += 1
+                if path % 2:
+                    handle = queue.claim_wait(name, timeout=0.5)
+                    held = [] if handle is None else [handle]
+                else:
+                    held = queue.claim_batch(name, 2)
+                claimed = time.time()
+                if not held:
+                    if queue.stats().ready == 0 and queue.stats().processing == 0:
+                        break
+                    continue
+            time.sleep(rng.uniform(*hold_s))
+            settled = time.time()
+            intervals.extend((claimed, settled) for _ in held)
+            last, rest = held[-1], held[:-1]
+            for handle in rest:
+                handle.ack()
+            if path % 3 == 0:
+                outcome = last.ack_and_claim(name)
+                claimed = time.time()
+                held = list(outcome.claimed)
+            else:
+                last.ack()
+                held = []
+    return ("intervals", intervals)

@@ -27,7 +27,7 @@ from alkstore.aio import (
 )
 from alkstore.clock import Clock
 from alkstore.constants import MAX_REDRIVE
-from alkstore.options import EnqueueOpts, QueueOpts, ScheduleOpts
+from alkstore.options import EnqueueOpts, Limits, QueueOpts, ScheduleOpts
 from alkstore.stop import StopToken
 from alkstore.timeconv import Duration
 from alkstore.values import (
@@ -592,6 +592,51 @@ class AioQueueConsumer:
             StoreClosed: the store was closed.
         """
         return self._loop.run(self.aio.paused())
+
+    def set_limits(self, limits: Limits) -> bool:
+        """Set the queue's fleet-wide limits, durably and for every process: at most
+        ``limits.concurrency`` of its jobs are processing (claimed, deadline not
+        passed) at any instant, and at most ``limits.rate`` claims start in any
+        ``limits.per`` seconds (a sliding window); claims past them return nothing,
+        and the jobs held back stay pending, spend no attempt and keep their order
+        (contract §16). Replaces any earlier limits; waiters everywhere wake.
+
+        Via aio: ``AsyncQueueConsumer.set_limits`` through the test's event loop.
+
+        Returns:
+            ``True`` if that changed the stored limit.
+
+        Raises:
+            InvalidOptions: ``limits`` is not a ``Limits``.
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.set_limits(limits))
+
+    def clear_limits(self) -> bool:
+        """Remove the queue's limits: claims are bounded only by their ``limit`` again.
+
+        Via aio: ``AsyncQueueConsumer.clear_limits`` through the test's event loop.
+
+        Returns:
+            ``True`` if the queue had a limit.
+
+        Raises:
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.clear_limits())
+
+    def limits(self) -> Limits | None:
+        """The queue's limits as stored (set by any process), ``None`` when it has none.
+
+        Via aio: ``AsyncQueueConsumer.limits`` through the test's event loop.
+
+        Raises:
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.limits())
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.aio!r}>"

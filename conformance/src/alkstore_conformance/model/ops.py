@@ -30,12 +30,13 @@ class OpsModel(ModelState):
             dead=sum(1 for j in self._dead.values() if j.queue == queue),
             oldest_ready_age_s=now - min(ready) if ready else None,
             paused=queue in self._paused,
+            concurrency_limit=self._limits.get(queue),
         )
 
     def store_stats(self) -> list[QueueStats]:
-        """Every queue with a live row, a dead row or a pause, by name."""
+        """Every queue with a live row, a dead row, a pause or a limit, by name."""
         rows = (*self._live.values(), *self._dead.values())
-        names = {job.queue for job in rows} | self._paused
+        names = {job.queue for job in rows} | self._paused | set(self._limits)
         return [self.stats(name) for name in sorted(names)]
 
     def jobs(self, queue: str, state: JobState | None, after_id: int, limit: int) -> list[Job]:
@@ -140,3 +141,15 @@ class OpsModel(ModelState):
 
     def paused(self, queue: str) -> bool:
         return queue in self._paused
+
+    def set_limits(self, queue: str, concurrency: int | None) -> bool:
+        """Store (or, with ``None``, remove) a queue's limit (§16); whether that changed it."""
+        changed = self._limits.get(queue) != concurrency
+        if concurrency is None:
+            self._limits.pop(queue, None)
+        else:
+            self._limits[queue] = concurrency
+        return changed
+
+    def limits(self, queue: str) -> int | None:
+        return self._limits.get(queue)

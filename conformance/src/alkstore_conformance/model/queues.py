@@ -90,6 +90,16 @@ class QueuesModel(ModelState):
         self._bury_exhausted(queue, now)
         if queue in self._paused:  # §11: nothing is handed out; the sweep above still ran
             return []
+        concurrency = self._limits.get(queue)
+        if concurrency is not None:  # §16: only the free slots; a lapsed claim holds none
+            live = sum(
+                1
+                for j in self._live.values()
+                if j.queue == queue and j.state is JobState.PROCESSING and not j.lapsed(now)
+            )
+            limit = min(limit, concurrency - live)
+            if limit <= 0:
+                return []
         ready = sorted(
             (j for j in self._live.values() if j.queue == queue and j.claimable(now)),
             key=ModelJob.claim_order,

@@ -38,6 +38,8 @@ class ModelState:
         self.ops = ops
         """Whether the engine has the ops profile (contract §11)."""
         self._paused: set[str] = set()
+        self._limits: dict[str, int] = {}
+        """Each limited queue's concurrency limit (contract §16, the limits profile)."""
         self._live: dict[int, ModelJob] = {}
         self._dead: dict[int, ModelJob] = {}
         self._locks: dict[str, ModelLock] = {}

@@ -37,6 +37,12 @@ from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
 from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
+from .limits import (
+    LapsedCountedForeverDriver,
+    LimitPerProcessDriver,
+    LimitReadOnceDriver,
+    RateWindowShortDriver,
+)
 from .operations import (
     BatchClaimIgnoresPauseDriver,
     BuryForgetsErrorDriver,
@@ -456,6 +462,37 @@ UNIQUE_PERIOD_NEVER_ENDS = MutantEngine(
     driver=PeriodNeverEndsDriver,
 )
 
+# -- queue limits (contract 1.2 §16) -----------------------------------------------
+LIMIT_PER_PROCESS = MutantEngine(
+    "limit-per-process",
+    catches="LIMITS-ACROSS-PROCESSES",
+    bug="a claim counts only the claims of its own process against the limit: every "
+    "process takes the whole limit for itself",
+    driver=LimitPerProcessDriver,
+)
+LAPSED_COUNTED_FOREVER = MutantEngine(
+    "lapsed-counted-forever",
+    catches="LIMITS-SLOTS-FREED",
+    bug="a claim counts every claimed row against the limit, lapsed ones too: a lapsed "
+    "claim never frees its slot",
+    driver=LapsedCountedForeverDriver,
+)
+LIMIT_READ_ONCE = MutantEngine(
+    "limit-read-once",
+    catches="LIMITS-CHANGED-AT-RUNTIME",
+    bug="a store reads the queues' limits at its first claim and never again: a limit "
+    "set, changed or cleared later elsewhere is not honoured",
+    driver=LimitReadOnceDriver,
+)
+
+RATE_WINDOW_SHORT = MutantEngine(
+    "rate-window-off-by-one",
+    catches="LIMITS-RATE-WINDOW",
+    bug="a rate limit's window is one second short: a claim started at now - per + 1 "
+    "no longer counts, so rate + 1 claims start within per seconds",
+    driver=RateWindowShortDriver,
+)
+
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
     "endless-pages",
@@ -553,6 +590,11 @@ MUTANTS: dict[str, MutantEngine] = {
         CHECK_THEN_INSERT_UNIQUE,
         UNIQUE_FORGETS_PROCESSING,
         UNIQUE_PERIOD_NEVER_ENDS,
+        # queue limits (contract 1.2)
+        LIMIT_PER_PROCESS,
+        LAPSED_COUNTED_FOREVER,
+        LIMIT_READ_ONCE,
+        RATE_WINDOW_SHORT,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

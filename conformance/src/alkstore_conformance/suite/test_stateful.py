@@ -8,7 +8,8 @@ transactions that commit or roll back, the outbox, locks with two owners, schedu
 ticked by two workers, streams with consumers and trims, the operations of §11 (job
 pages, redrive, purge, pause and resume; every retry and fail records its error),
 unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
-holding states, on engines with the profile) and reopening the store. Every return
+holding states, on engines with the profile), queue limits (§16: limits of 1 to 3
+set and cleared between claims, on engines with the profile) and reopening the store. Every return
 value must equal the model's, and after every step every job ever seen, every lock,
 every schedule and every stream must read back as the model says, and every queue's
 stats (and the store's) count what the model holds. The scheduler, stream and ops
@@ -65,6 +66,7 @@ from alkstore import (
     Job,
     JobHandle,
     JobState,
+    Limits,
     ProfileUnavailable,
     QueueConsumer,
     QueueOpts,
@@ -617,6 +619,23 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.model.set_paused(queue, paused),
         )
 
+    @precondition(lambda self: self.capabilities.limits)
+    @rule(queue=st.sampled_from(CONSUMERS), concurrency=st.none() | st.integers(1, 3))
+    def set_or_clear_limits(self, queue: str, concurrency: int | None) -> None:
+        handle = self.consumers[queue]
+        if concurrency is None:
+            agree(
+                f"{queue!r} clear_limits()",
+                handle.clear_limits(),
+                self.model.set_limits(queue, None),
+            )
+        else:
+            agree(
+                f"{queue!r} set_limits(Limits({concurrency}))",
+                handle.set_limits(Limits(concurrency=concurrency)),
+                self.model.set_limits(queue, concurrency),
+            )
+
     # -- locks -----------------------------------------------------------------------------
     @initialize(
         name=st.sampled_from(LOCK_NAMES), owner=st.sampled_from(LOCK_OWNERS), ttl=boundaries
@@ -908,6 +927,10 @@ class QueueModelMachine(RuleBasedStateMachine):
         for queue in CONSUMERS:
             agree(f"{queue!r} stats()", self.consumers[queue].stats(), self.model.stats(queue))
             agree(f"{queue!r} paused()", self.consumers[queue].paused(), self.model.paused(queue))
+            if self.capabilities.limits:
+                stored = self.consumers[queue].limits()
+                concurrency = None if stored is None else stored.concurrency
+                agree(f"{queue!r} limits()", concurrency, self.model.limits(queue))
         agree("store.stats()", self.store.stats(), self.model.store_stats())
 
     @precondition(lambda self: self.capabilities.locks)

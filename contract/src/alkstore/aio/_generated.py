@@ -27,7 +27,7 @@ from ..api import (
 )
 from ..clock import Clock
 from ..constants import MAX_REDRIVE
-from ..options import EnqueueOpts, QueueOpts, ScheduleOpts
+from ..options import EnqueueOpts, Limits, QueueOpts, ScheduleOpts
 from ..stop import StopToken
 from ..timeconv import Duration
 from ..values import (
@@ -620,6 +620,51 @@ class AsyncQueueConsumer:
             StoreClosed: the store was closed.
         """
         return await self._runner.call(self.sync.paused)
+
+    async def set_limits(self, limits: Limits) -> bool:
+        """Set the queue's fleet-wide limits, durably and for every process: at most
+        ``limits.concurrency`` of its jobs are processing (claimed, deadline not
+        passed) at any instant, and at most ``limits.rate`` claims start in any
+        ``limits.per`` seconds (a sliding window); claims past them return nothing,
+        and the jobs held back stay pending, spend no attempt and keep their order
+        (contract §16). Replaces any earlier limits; waiters everywhere wake.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Returns:
+            ``True`` if that changed the stored limit.
+
+        Raises:
+            InvalidOptions: ``limits`` is not a ``Limits``.
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.set_limits, limits)
+
+    async def clear_limits(self) -> bool:
+        """Remove the queue's limits: claims are bounded only by their ``limit`` again.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Returns:
+            ``True`` if the queue had a limit.
+
+        Raises:
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.clear_limits)
+
+    async def limits(self) -> Limits | None:
+        """The queue's limits as stored (set by any process), ``None`` when it has none.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Raises:
+            ProfileUnavailable: the engine has no limits profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.limits)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.sync!r}>"

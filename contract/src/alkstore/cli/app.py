@@ -29,7 +29,7 @@ from ..errors import (
     InvalidSpec,
     PayloadError,
 )
-from ..options import EnqueueOpts
+from ..options import EnqueueOpts, Limits
 from ..values import JobState
 from . import documents, tables
 from .arguments import DURATION_FORMAT, engine_options, parse_duration, parse_instant, parse_payload
@@ -392,6 +392,60 @@ def pause(ctx: click.Context, queue: str, as_json: bool) -> None:
     changed = handle.pause()
     message = f"paused {handle.name}" if changed else f"{handle.name} was already paused"
     _emit(as_json, documents.pause_document(handle.name, True, changed), lambda: message)
+
+
+@cli.command()
+@click.argument("queue")
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="At most N of QUEUE's jobs processing at once, in every process.",
+)
+@click.option("--rate", type=int, default=None, help="At most R claims start per --per window.")
+@click.option(
+    "--per",
+    "per",
+    default=None,
+    help=f"The rate's sliding window, a duration ({DURATION_FORMAT}).",
+)
+@click.option("--clear", is_flag=True, help="Remove QUEUE's limits.")
+@_json_option
+@click.pass_context
+def limits(
+    ctx: click.Context,
+    queue: str,
+    concurrency: int | None,
+    rate: int | None,
+    per: str | None,
+    clear: bool,
+    as_json: bool,
+) -> None:
+    """Show QUEUE's limits, set them (--concurrency N, --rate R --per DURATION) or
+    remove them (--clear). Every process's claims honour them from their next claim."""
+    setting = concurrency is not None or rate is not None or per is not None
+    if clear and setting:
+        raise click.UsageError("--clear removes the limits: give it no limit to set")
+    wanted = None
+    if setting:
+        try:
+            window = None if per is None else parse_duration(per)
+            wanted = Limits(concurrency, rate=rate, per=window)
+        except (InvalidOptions, ValueError) as exc:
+            raise click.BadParameter(
+                str(exc), ctx, param_hint="--concurrency/--rate/--per"
+            ) from None
+    handle = queue_handle(open_store(ctx), queue)
+    changed: bool | None = None
+    if wanted is not None:
+        changed = handle.set_limits(wanted)
+    elif clear:
+        changed = handle.clear_limits()
+    stored = handle.limits()
+    shown = f"{handle.name}: {tables.limits_text(stored) or 'no limit'}"
+    if changed is False:
+        shown += " (unchanged)"
+    _emit(as_json, documents.limits_document(handle.name, stored, changed), lambda: shown)
 
 
 @cli.command()

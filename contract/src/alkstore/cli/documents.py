@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..options import Limits
 from ..payload import UndecodablePayload
 from ..values import Job, QueueStats, Schedule
 
@@ -28,6 +29,9 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "dead": stats.dead,
         "oldest_ready_age_s": stats.oldest_ready_age_s,
         "paused": stats.paused,
+        "concurrency_limit": stats.concurrency_limit,
+        "rate_limit": stats.rate_limit,
+        "rate_per_s": stats.rate_per_s,
     }
 
 
@@ -127,6 +131,20 @@ def cancel_document(queue: str, cancelled: Sequence[int], missed: Sequence[int])
 
 def purge_document(queue: str, purged: int) -> dict[str, Any]:
     return {"version": SCHEMA_VERSION, "queue": queue, "purged": purged}
+
+
+def limits_document(queue: str, limits: Limits | None, changed: bool | None) -> dict[str, Any]:
+    """A queue's limits (``changed``: ``None`` when only shown)."""
+    document: dict[str, Any] = {
+        "version": SCHEMA_VERSION,
+        "queue": queue,
+        "concurrency": None if limits is None else limits.concurrency,
+        "rate": None if limits is None else limits.rate,
+        "per_s": None if limits is None else limits.per,
+    }
+    if changed is not None:
+        document["changed"] = changed
+    return document
 
 
 def pause_document(queue: str, paused: bool, changed: bool) -> dict[str, Any]:

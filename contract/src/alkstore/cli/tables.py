@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import InvalidSpec
+from ..options import Limits
 from ..payload import UndecodablePayload
 from ..values import Job, QueueStats, Schedule
 from ..zones import resolve_zone
@@ -79,12 +80,23 @@ def preview(text: str | None, limit: int = PREVIEW_CHARS) -> Text:
     return Text(one_line if len(one_line) <= limit else one_line[: limit - 1] + "…")
 
 
+def limits_text(limits: Limits | None) -> str:
+    """``3``, ``10/60s`` or ``3, 10/60s``: a queue's limits, blank without any."""
+    if limits is None:
+        return ""
+    parts = [] if limits.concurrency is None else [str(limits.concurrency)]
+    if limits.rate is not None:
+        parts.append(f"{limits.rate}/{limits.per}s")
+    return ", ".join(parts)
+
+
 def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
     table = Table(title="queues", caption=f"at {instant(now)}", caption_justify="left")
     table.add_column("queue", overflow="fold", min_width=12)
     for heading in ("ready", "scheduled", "processing", "lapsed", "dead", "oldest ready"):
         table.add_column(heading, justify="right")
     table.add_column("paused")
+    table.add_column("limit", justify="right")
     for s in stats:
         table.add_row(
             Text(s.queue),
@@ -95,6 +107,11 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
             str(s.dead),
             age(s.oldest_ready_age_s),
             "PAUSED" if s.paused else "",
+            limits_text(
+                None
+                if s.concurrency_limit is None and s.rate_limit is None
+                else Limits(s.concurrency_limit, rate=s.rate_limit, per=s.rate_per_s)
+            ),
         )
     return table
 

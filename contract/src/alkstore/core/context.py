@@ -17,6 +17,7 @@ from ..clock import Clock
 from ..constants import MAX_PAYLOAD_BYTES
 from ..driver import (
     Driver,
+    LimitsDriver,
     OpsDriver,
     PeriodicDriver,
     PubSubDriver,
@@ -158,6 +159,10 @@ class StoreContext:
 
     def unique(self) -> UniqueDriver[Any]:
         driver: UniqueDriver[Any] = self._profile("unique")
+        return driver
+
+    def limits(self) -> LimitsDriver[Any]:
+        driver: LimitsDriver[Any] = self._profile("limits")
         return driver
 
     def require(self, profile: str) -> None:

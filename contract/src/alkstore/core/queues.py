@@ -14,7 +14,7 @@ from ..constants import MAX_REDRIVE, MAX_SNOOZES
 from ..driver import ERROR_EXHAUSTED, ERROR_SNOOZES, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import InvalidOptions
 from ..names import validate_identifier
-from ..options import EnqueueOpts, QueueOpts, Unique, check_type, resolve_stamps
+from ..options import EnqueueOpts, Limits, QueueOpts, Unique, check_type, resolve_stamps
 from ..params import (
     AckBatch,
     Bury,
@@ -29,6 +29,7 @@ from ..params import (
     QueueStatsAt,
     Redrive,
     Reschedule,
+    SetLimits,
     SetPaused,
     Snooze,
     Sweep,
@@ -50,6 +51,7 @@ from .checks import (
 )
 from .claiming import claim_waiting
 from .context import StoreContext
+from .limits import with_limits
 from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
 
@@ -400,7 +402,9 @@ class CoreQueue:
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
-        (stats,) = ctx.read(lambda c: driver.queue_stats(c, QueueStatsAt([self._name], now)))
+        (stats,) = ctx.read(
+            lambda c: with_limits(ctx, c, driver.queue_stats(c, QueueStatsAt([self._name], now)))
+        )
         return stats
 
     def jobs(
@@ -477,6 +481,31 @@ class CoreQueue:
         ctx.check_open()
         changed = ctx.write(lambda c: driver.set_paused(c, SetPaused(self._name, paused)))
         if changed and not paused:
+            ctx.hub.notify(self._topic)  # waiters here; the statement told other processes
+        return changed
+
+    # -- limits (contract 1.2 §16, limits profile) --------------------------------
+    def set_limits(self, limits: Limits) -> bool:
+        check_type(limits, Limits, "limits")
+        return self._store_limits(
+            SetLimits(self._name, limits.concurrency, limits.rate, limits.per)
+        )
+
+    def clear_limits(self) -> bool:
+        return self._store_limits(SetLimits(self._name, None))
+
+    def limits(self) -> Limits | None:
+        ctx = self._context
+        driver = ctx.limits()
+        stored = ctx.read(lambda c: driver.queue_limits(c, self._name))
+        return stored.get(self._name)
+
+    def _store_limits(self, params: SetLimits) -> bool:
+        ctx = self._context
+        driver = ctx.limits()
+        ctx.check_open()
+        changed = ctx.write(lambda c: driver.set_limits(c, params))
+        if changed:
             ctx.hub.notify(self._topic)  # waiters here; the statement told other processes
         return changed
 

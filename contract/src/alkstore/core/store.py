@@ -24,6 +24,7 @@ from ..timeconv import Duration
 from ..values import QueueStats, Schedule, TickResult
 from .claiming import claim_waiting
 from .context import StoreContext
+from .limits import with_limits
 from .locks import CoreLock
 from .pubsub import CoreSubscription
 from .queues import CoreOutbox, CoreQueue
@@ -175,7 +176,11 @@ class CoreStore:
         ctx = self._context
         driver = ctx.ops()
         now = ctx.now()
-        return ctx.read(lambda c: driver.queue_stats(c, QueueStatsAt(None, now)))
+        return ctx.read(
+            lambda c: with_limits(
+                ctx, c, driver.queue_stats(c, QueueStatsAt(None, now)), every=True
+            )
+        )
 
     # -- scheduler (contract §5) ---------------------------------------
     def schedule(

@@ -95,7 +95,7 @@ from .clock import ServerClock
 from .columns import claimed_jobs, job_from_row
 from .connections import Pool, StorePool
 from .errors import contract_error
-from .handle import PgHandle, SqlConnection, execute, rowcount
+from .handle import PgHandle, SqlConnection, begin_transaction, execute, rowcount
 from .listener import Listener, NotifyListener, PollOnlyListener, notify_payload
 from .lock_waits import LockWaits
 from .migrations import ensure_schema
@@ -428,7 +428,27 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         rows = execute(c, ready, bound, binary=True).fetchall()
         if not rows:
             rows = execute(c, either, bound, binary=True).fetchall()
+            if rows and rows[-1][0] is None:  # the queue has a limit: CLAIM left it alone
+                rows = self._claim_limited(c, bound)
         return claimed_jobs(rows, params.queue, params.worker_id, params.now)
+
+    def _claim_limited(self, c: PgHandle, bound: dict[str, Any]) -> list[Any]:
+        """The claim of a queue with a concurrency limit (the limits profile): in one
+        transaction, lock the queue's limit row, then claim at most its free slots
+        with a snapshot taken after the lock, so two claimers never share a slot."""
+        sql = self._sql
+        begin_transaction(c)
+        row = execute(c, sql.lock_limit, bound).fetchone()
+        if row is None:  # the limit was cleared meanwhile: the unlimited claim
+            rows = execute(c, sql.claim, bound, binary=True).fetchall()
+            return [r for r in rows if r[0] is not None]
+        concurrency, rate, per_s = row
+        bound = {**bound, "concurrency": concurrency, "rate": rate, "per_s": per_s}
+        rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
+        claimed = [r for r in rows if r[0] is not None]
+        if rate is not None and claimed:  # its starts count against the rate
+            execute(c, sql.record_starts, {**bound, "claims": len(claimed)})
+        return claimed
 
     def bury_exhausted(self, c: PgHandle, params: Sweep) -> int:
         return rowcount(c, self._sql.bury_exhausted, by_name(params, last_error=ERROR_EXHAUSTED))
@@ -440,14 +460,19 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return rowcount(c, self._sql.purge_dead, by_name(params))
 
     def ack(self, c: PgHandle, params: ClaimRef) -> bool:
-        return rowcount(c, self._sql.ack, by_name(params)) == 1
+        bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
+        (acked, _) = execute(c, self._sql.ack, bound).fetchone()
+        return bool(acked == 1)
 
     def ack_batch(self, c: PgHandle, params: AckBatch) -> int:
         ids = sorted(set(params.job_ids))  # the core drops ids outside int64
         if not ids:
             return 0
         self._plan_ages.keep_fresh(c)  # see ACK_BATCH
-        return execute(c, self._sql.ack_batch, by_name(params, job_ids=ids)).rowcount
+        topic = notify_payload(queue_topic(params.queue))
+        bound = by_name(params, job_ids=ids, wake_channel=self.channel, topic=topic)
+        (acked, _) = execute(c, self._sql.ack_batch, bound).fetchone()
+        return int(acked)
 
     def heartbeat(self, c: PgHandle, params: Heartbeat) -> bool:
         return rowcount(c, self._sql.heartbeat, by_name(params)) == 1
@@ -481,18 +506,40 @@ class PostgresDriver(ProfileStatements, OpsStatements):
     def bury(self, c: PgHandle, params: Bury) -> bool:
         error = params.error
         entry = None if error is None else error_entry(params.attempt, params.now, error)
-        return rowcount(c, self._sql.bury_claim, by_name(params, entry=entry)) == 1
+        row = execute(c, self._sql.bury_claim, by_name(params, entry=entry)).fetchone()
+        if row is None:
+            return False
+        self._wake_if_limited(c, row[0])
+        return True
 
     def cancel(self, c: PgHandle, params: Cancel) -> bool:
-        return rowcount(c, self._sql.cancel, by_name(params)) == 1
+        if rowcount(c, self._sql.cancel, by_name(params)) != 1:
+            return False
+        self._wake_if_limited(c, params.queue)
+        return True
+
+    def _wake_if_limited(self, c: PgHandle, queue: str) -> None:
+        """A claim of ``queue`` may have ended: if the queue has a limit, a slot is
+        free, so NOTIFY its waiters in every process (the limits profile)."""
+        topic = notify_payload(queue_topic(queue))
+        bound = {"queue": queue, "wake_channel": self.channel, "topic": topic}
+        execute(c, self._sql.notify_if_limited, bound).fetchall()
 
     def get_job(self, c: PgHandle, params: GetJob) -> Job | None:
         row = execute(c, self._sql.get_job, by_name(params)).fetchone()
         return None if row is None else job_from_row(row)
 
     def next_wake_at(self, c: PgHandle, params: NextWake) -> int | None:
-        row = execute(c, self._sql.next_wake_at, by_name(params)).fetchone()
-        return None if row is None else row[0]
+        run_at, deadline, at_limit, window_frees = execute(
+            c, self._sql.next_wake_at, by_name(params)
+        ).fetchone()
+        blocked = [] if window_frees is None else [int(window_frees)]
+        if at_limit and deadline is not None:
+            blocked.append(int(deadline))
+        if blocked:  # a limited queue at a limit: nothing is claimable before it frees
+            return max(blocked)
+        due = [instant for instant in (run_at, deadline) if instant is not None]
+        return min(due) if due else None
 
     # -- locks -------------------------------------------------------------------------
     def lock_acquire(self, c: PgHandle, params: LockLease) -> bool:

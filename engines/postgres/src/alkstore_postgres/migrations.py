@@ -554,6 +554,41 @@ V8_DECLARED_SCHEDULES = Migration(
 )
 
 
+V9_QUEUE_LIMITS = Migration(
+    9,
+    "queue limits: each limited queue's limits, the claim starts of rate-limited ones",
+    (
+        # A row per limited queue, beside the paused queues. Every claim probes it
+        # (one primary-key probe); a claim of a limited queue locks its row FOR UPDATE
+        # first, so claims of that queue serialise and never share a free slot.
+        """
+        CREATE TABLE {schema}.alkstore_queue_limits (
+            queue text COLLATE "C" PRIMARY KEY,
+            concurrency integer CHECK (concurrency >= 1),
+            rate integer CHECK (rate >= 1),
+            per_s integer CHECK (per_s >= 1),
+            CHECK ((rate IS NULL) = (per_s IS NULL)),
+            CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
+        )
+        """,
+        # A rate-limited queue's claim starts: how many rows a claim took at its now.
+        # Written by that claim, under the limit row's lock; older than the window,
+        # deleted by the next claim.
+        """
+        CREATE TABLE {schema}.alkstore_claim_starts (
+            queue text COLLATE "C" NOT NULL,
+            started_at bigint NOT NULL,
+            claims integer NOT NULL
+        )
+        """,
+        """
+        CREATE INDEX alkstore_claim_starts_window
+            ON {schema}.alkstore_claim_starts (queue, started_at)
+        """,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -563,6 +598,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V6_UNIQUE_JOBS,
     V7_UNIQUE_ENQUEUE_FAST_PATH,
     V8_DECLARED_SCHEDULES,
+    V9_QUEUE_LIMITS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

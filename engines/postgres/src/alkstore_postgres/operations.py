@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from alkstore.driver import queue_topic
-from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetPaused
+from alkstore.options import Limits
+from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetLimits, SetPaused
 from alkstore.values import Job, JobState, QueueStats
 
 from .binding import by_name
@@ -112,6 +113,27 @@ class OpsStatements:
         row = execute(c, self._sql.is_paused, {"queue": queue}).fetchone()
         return bool(row is not None and row[0])
 
+    # -- limits (the limits profile) ---------------------------------------------------
+    def set_limits(self, c: PgHandle, params: SetLimits) -> bool:
+        topic = queue_topic(params.queue)
+        bound = by_name(params, wake_channel=self.channel, topic=notify_payload(topic))
+        cleared = params.concurrency is None and params.rate is None
+        statement = self._sql.clear_limits if cleared else self._sql.set_limits
+        changed = execute(c, statement, bound).fetchone() is not None
+        if changed:
+            c.announced.add(topic)  # the statement announced the queue
+        return changed
+
+    def queue_limits(self, c: PgHandle, queue: str | None) -> dict[str, Limits]:
+        if queue is None:
+            rows = execute(c, self._sql.all_queue_limits).fetchall()
+        else:
+            rows = execute(c, self._sql.queue_limits, {"queue": queue}).fetchall()
+        return {
+            name: Limits(concurrency, rate=rate, per=per_s)
+            for name, concurrency, rate, per_s in rows
+        }
+
 
 def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:
     queue, ready, scheduled, oldest_ready_at, processing, lapsed, dead, paused = row
@@ -128,8 +150,8 @@ def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:
 
 
 if TYPE_CHECKING:
-    from alkstore.driver import OpsDriver
+    from alkstore.driver import LimitsDriver, OpsDriver
 
-    # Static proof that these methods fill the ops profile.
-    def _conforms(o: OpsStatements) -> OpsDriver[PgHandle]:
-        return o
+    # Static proof that these methods fill the ops and limits profiles.
+    def _conforms(o: OpsStatements) -> tuple[OpsDriver[PgHandle], LimitsDriver[PgHandle]]:
+        return o, o

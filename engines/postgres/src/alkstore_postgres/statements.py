@@ -17,7 +17,7 @@ from typing import Final
 from psycopg import sql
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.rows import ScheduleRecord
+from alkstore.rows import CLAIMED_COLUMNS, ScheduleRecord
 
 from .columns import (
     CLAIMED_JOB,
@@ -66,6 +66,16 @@ _NOT_PAUSED = """
       AND NOT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s)"""
 """A claim's guard: not a row for a paused queue. Uncorrelated, so the planner
 evaluates it once per statement (one primary-key probe), before any row is locked."""
+
+_NOT_LIMITED = """
+      AND NOT EXISTS (SELECT FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s)"""
+"""A claim's guard: not a row for a queue with a concurrency limit (the limits
+profile), whose claims take ``CLAIM_LIMITED`` after locking the limit's row. One
+primary-key probe per statement, as ``_NOT_PAUSED``."""
+
+_LIVE_CLAIMS = """(SELECT count(*) FROM {schema}.alkstore_jobs
+      WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)"""
+"""The queue's claims whose deadline has not passed: each holds one of its slots."""
 
 
 # -- queues ----------------------------------------------------------------------
@@ -143,8 +153,10 @@ _CLAIM_RETURNING = f"RETURNING {CLAIMED_JOB}"
 """``alkstore.rows.CLAIMED_COLUMNS`` of the claimed rows, as updated."""
 
 
-def _claim(pick: str) -> str:
-    """The claim statement; ``pick`` is how its UPDATE takes the chosen rows' ``ctid``."""
+def _claim(pick: str, guard: str = _NOT_LIMITED, slots: str = "%(limit)s") -> str:
+    """The claim statement; ``pick`` is how its UPDATE takes the chosen rows' ``ctid``,
+    ``guard`` what else a candidate row's queue must satisfy, ``slots`` how many rows
+    it claims at most."""
     return f"""
 WITH exhausted AS (
     SELECT id FROM {{schema}}.alkstore_jobs
@@ -164,7 +176,7 @@ WITH exhausted AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
-      AND attempts < max_attempts{_NOT_PAUSED}
+      AND attempts < max_attempts{_NOT_PAUSED}{guard}
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -172,19 +184,24 @@ WITH exhausted AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
-      AND attempts < max_attempts{_NOT_PAUSED}
+      AND attempts < max_attempts{_NOT_PAUSED}{guard}
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), chosen AS (
     SELECT row_at FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) AS candidate
     ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
+    LIMIT {slots}
+), claimed AS (
+    UPDATE {{schema}}.alkstore_jobs AS job
+    {_CLAIM_SET}
+    WHERE job.ctid {pick}
+    {_CLAIM_RETURNING}
 )
-UPDATE {{schema}}.alkstore_jobs AS job
-{_CLAIM_SET}
-WHERE job.ctid {pick}
-{_CLAIM_RETURNING}
+SELECT * FROM claimed
+UNION ALL
+SELECT {", ".join(["NULL"] * len(CLAIMED_COLUMNS))}
+FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s
 """
 
 
@@ -237,7 +254,7 @@ WHERE job.ctid {pick}
     SELECT ctid FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
       AND (expires_at IS NULL OR expires_at > %(now)s)
-      AND attempts < max_attempts{_NOT_PAUSED}
+      AND attempts < max_attempts{_NOT_PAUSED}{_NOT_LIMITED}
       AND NOT EXISTS (SELECT FROM {{schema}}.alkstore_jobs
                       WHERE queue = %(queue)s AND state = 'processing'
                         AND deadline <= %(now)s)
@@ -259,6 +276,46 @@ apart. Its plan is kept fresh as ``CLAIM``'s."""
 CLAIM_READY_ONE: Final = _claim_ready("= (", ")")
 """``CLAIM_READY`` with ``limit`` 1, prepared as ``CLAIM_ONE``."""
 
+_WINDOW_STARTS = """(SELECT coalesce(sum(claims), 0) FROM {schema}.alkstore_claim_starts
+      WHERE queue = %(queue)s AND started_at > %(now)s - %(per_s)s::bigint)"""
+"""The queue's claim starts in its rate window ``(now - per_s, now]``."""
+
+CLAIM_LIMITED: Final = _claim(
+    "= ANY(ARRAY(SELECT row_at FROM chosen))",
+    guard="",
+    slots=(
+        "least(%(limit)s,"
+        f" greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),"
+        f" greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))"
+    ),
+)
+"""``CLAIM`` of a queue with a concurrency limit (the limits profile): at most its
+free slots, the limit ``concurrency`` less its claims whose deadline has not passed
+(a lapsed claim holds none). The driver runs it in one transaction after
+``LOCK_LIMIT`` locked the queue's limit row: claims of the queue serialise there,
+and this statement's snapshot, taken after the lock, sees every claim committed
+before it. (``CLAIM_READY`` and ``CLAIM`` leave a limited queue's rows alone, and
+``CLAIM`` ends with one row of NULLs when the queue has a limit: the driver's cue.)
+A rate limit (``rate`` per ``per_s``) holds it to ``rate`` less the starts in the
+window too."""
+
+LOCK_LIMIT: Final = """
+SELECT concurrency, rate, per_s FROM {schema}.alkstore_queue_limits
+WHERE queue = %(queue)s FOR UPDATE
+"""
+"""The queue's limits, its row locked until the claim's transaction ends."""
+
+RECORD_STARTS: Final = """
+WITH gone AS (
+    DELETE FROM {schema}.alkstore_claim_starts
+    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
+)
+INSERT INTO {schema}.alkstore_claim_starts (queue, started_at, claims)
+VALUES (%(queue)s, %(now)s, %(claims)s)
+"""
+"""A rate-limited claim's starts, in its transaction (under the limit row's lock), and
+the queue's starts that left the window gone."""
+
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
     " AND attempts >= max_attempts"
@@ -267,9 +324,13 @@ BURY_EXHAUSTED: Final = _move_to_dead(
 BURY_EXPIRED: Final = _move_to_dead("queue = %(queue)s AND expires_at <= %(now)s")
 """Every live row is pending or processing, so this covers both states."""
 
-BURY_CLAIM: Final = _move_to_dead(
-    "id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s",
-    errors=f"CASE WHEN %(entry)s::text IS NULL THEN errors ELSE {_APPENDED_ERROR} END",
+BURY_CLAIM: Final = (
+    _move_to_dead(
+        "id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s"
+        " AND deadline > %(now)s",
+        errors=f"CASE WHEN %(entry)s::text IS NULL THEN errors ELSE {_APPENDED_ERROR} END",
+    )
+    + "RETURNING queue\n"
 )
 """``fail`` (and a retry past the budget): the caller's error, when there is one,
 joins the history on the way to the dead table."""
@@ -282,14 +343,33 @@ WHERE queue = %(queue)s
 """
 
 ACK: Final = """
-DELETE FROM {schema}.alkstore_jobs
-WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s AND deadline > %(now)s
+WITH acked AS (
+    DELETE FROM {schema}.alkstore_jobs
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s
+      AND deadline > %(now)s
+    RETURNING queue
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
+    WHERE EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
+                  WHERE limits.queue = acked.queue)
+)
+SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
+"""Delete a valid claim's row; a limited queue's freed slot wakes its waiters in every
+process (the limits profile), in the same round trip."""
 
 ACK_BATCH: Final = """
-DELETE FROM {schema}.alkstore_jobs
-WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
-  AND worker_id = %(worker_id)s AND deadline > %(now)s
+WITH acked AS (
+    DELETE FROM {schema}.alkstore_jobs
+    WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
+      AND worker_id = %(worker_id)s AND deadline > %(now)s
+    RETURNING 1
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic)s)
+    WHERE EXISTS (SELECT FROM acked)
+      AND EXISTS (SELECT FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s)
+)
+SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
 """Looks rows up by primary key. A generic plan made while the table was nearly
 empty can scan the whole table for every batch once it has grown: the driver
@@ -364,13 +444,33 @@ WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """Live and dead rows share the id sequence, so at most one row matches."""
 
 NEXT_WAKE_AT: Final = """
-SELECT least(
+SELECT
     (SELECT min(run_at) FROM {schema}.alkstore_jobs
      WHERE queue = %(queue)s AND state = 'pending' AND run_at > %(now)s),
     (SELECT min(deadline) FROM {schema}.alkstore_jobs
-     WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s)
-)
+     WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s),
+    (SELECT limits.concurrency <= (SELECT count(*) FROM {schema}.alkstore_jobs
+                                    WHERE queue = %(queue)s AND state = 'processing'
+                                      AND deadline > %(now)s)
+     FROM {schema}.alkstore_queue_limits AS limits WHERE limits.queue = %(queue)s),
+    (SELECT CASE WHEN limits.rate <= (
+                SELECT coalesce(sum(claims), 0) FROM {schema}.alkstore_claim_starts
+                WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
+            THEN (SELECT min(started_at) FROM {schema}.alkstore_claim_starts
+                  WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
+                 + limits.per_s END
+     FROM {schema}.alkstore_queue_limits AS limits
+     WHERE limits.queue = %(queue)s AND limits.rate IS NOT NULL)
 """
+"""The queue's next due ``run_at`` and next deadline; whether it is at its concurrency
+limit (the limits profile: then only a deadline frees a slot) and, at its rate limit,
+when its oldest start in the window leaves it."""
+
+NOTIFY_IF_LIMITED: Final = """
+SELECT pg_notify(%(wake_channel)s, %(topic)s)
+FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s
+"""
+"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere."""
 
 # -- operations (the ops profile) --------------------------------------------------
 
@@ -641,6 +741,36 @@ IS_PAUSED: Final = """
 SELECT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue)s)
 """
 
+SET_LIMITS: Final = """
+WITH stored AS (
+    INSERT INTO {schema}.alkstore_queue_limits AS limits (queue, concurrency, rate, per_s)
+    VALUES (%(queue)s, %(concurrency)s, %(rate)s, %(per_s)s)
+    ON CONFLICT (queue) DO UPDATE
+    SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s
+    WHERE (limits.concurrency, limits.rate, limits.per_s)
+          IS DISTINCT FROM (excluded.concurrency, excluded.rate, excluded.per_s)
+    RETURNING queue
+)
+SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM stored
+"""
+"""Store a queue's limit and NOTIFY the queue; a row only if that changed it."""
+
+CLEAR_LIMITS: Final = """
+WITH cleared AS (
+    DELETE FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s RETURNING queue
+)
+SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM cleared
+"""
+
+QUEUE_LIMITS: Final = """
+SELECT queue, concurrency, rate, per_s FROM {schema}.alkstore_queue_limits
+WHERE queue = %(queue)s
+"""
+
+ALL_QUEUE_LIMITS: Final = """
+SELECT queue, concurrency, rate, per_s FROM {schema}.alkstore_queue_limits ORDER BY queue
+"""
+
 # -- wakes -------------------------------------------------------------------------
 
 NOTIFY: Final = """
@@ -868,6 +998,14 @@ class Statements:
     claim_one: bytes
     claim_ready: bytes
     claim_ready_one: bytes
+    claim_limited: bytes
+    lock_limit: bytes
+    record_starts: bytes
+    notify_if_limited: bytes
+    set_limits: bytes
+    clear_limits: bytes
+    queue_limits: bytes
+    all_queue_limits: bytes
     bury_exhausted: bytes
     bury_expired: bytes
     bury_claim: bytes
@@ -935,6 +1073,14 @@ class Statements:
             claim_one=render(CLAIM_ONE, schema),
             claim_ready=render(CLAIM_READY, schema),
             claim_ready_one=render(CLAIM_READY_ONE, schema),
+            claim_limited=render(CLAIM_LIMITED, schema),
+            lock_limit=render(LOCK_LIMIT, schema),
+            record_starts=render(RECORD_STARTS, schema),
+            notify_if_limited=render(NOTIFY_IF_LIMITED, schema),
+            set_limits=render(SET_LIMITS, schema),
+            clear_limits=render(CLEAR_LIMITS, schema),
+            queue_limits=render(QUEUE_LIMITS, schema),
+            all_queue_limits=render(ALL_QUEUE_LIMITS, schema),
             bury_exhausted=render(BURY_EXHAUSTED, schema),
             bury_expired=render(BURY_EXPIRED, schema),
             bury_claim=render(BURY_CLAIM, schema),

@@ -531,8 +531,14 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         return None if row is None else job_from_row(row)
 
     def next_wake_at(self, c: sqlite3.Connection, params: NextWake) -> int | None:
-        row = c.execute(sql.NEXT_WAKE_AT, {"queue": params.queue, "now": params.now}).fetchone()
-        due = [instant for instant in row if instant is not None]  # next run_at, next deadline
+        named = {"queue": params.queue, "now": params.now}
+        run_at, deadline, at_limit, window_frees = c.execute(sql.NEXT_WAKE_AT, named).fetchone()
+        blocked = [int(window_frees)] if window_frees is not None else []
+        if at_limit and deadline is not None:
+            blocked.append(int(deadline))
+        if blocked:  # a limited queue at a limit: nothing is claimable before it frees
+            return max(blocked)
+        due = [instant for instant in (run_at, deadline) if instant is not None]
         return int(min(due)) if due else None
 
     # -- locks ----------------------------------------------------------------------

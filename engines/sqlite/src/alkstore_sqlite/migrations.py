@@ -17,7 +17,9 @@ page instead of two; version 5 adds contract 1.2's snooze count of every job;
 version 6 gives schedules contract 1.2's time zone and catch-up policy, and lets
 a cron schedule's ``interval_s`` be NULL; version 7 adds contract 1.2's unique
 jobs: every job's unique key and its hold, one unique index over the live holds;
-version 8 gives schedules contract 1.2's declaration lease (the periodic profile).
+version 8 gives schedules contract 1.2's declaration lease (the periodic profile);
+version 9 adds contract 1.2's queue limits: one row per limited queue, and the
+claim starts of rate-limited queues (written by a trigger on each claim).
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ DEAD_AGE_INDEX = "__alkstore_dead_age"
 MOVE_TO_DEAD_TRIGGER = "__alkstore_jobs_move_to_dead"
 UNIQUE_INDEX = "__alkstore_jobs_unique"
 DEAD_UNIQUE_INDEX = "__alkstore_dead_unique"
+LIMITS = "__alkstore_queue_limits"
+CLAIM_STARTS = "__alkstore_claim_starts"
+CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
+CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
 
 _V1 = (
     f"""
@@ -430,7 +436,48 @@ _V8 = (
 )
 
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# Contract 1.2's queue limits (the limits profile): the limits of each limited
+# queue, beside the paused queues. A claim reads them in its own statement, under
+# SQLite's one write lock, so no two claimers both see a free slot.
+_V9 = (
+    f"""
+    CREATE TABLE IF NOT EXISTS {LIMITS} (
+        queue       TEXT PRIMARY KEY,
+        concurrency INTEGER CHECK (concurrency >= 1),
+        rate        INTEGER CHECK (rate >= 1),
+        per_s       INTEGER CHECK (per_s >= 1),
+        CHECK ((rate IS NULL) = (per_s IS NULL)),
+        CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
+    ) WITHOUT ROWID
+    """,
+    # A rate-limited queue's claim starts: one row per claimed row, at its claim's
+    # now (claimed_at). Only a claim raises attempts, so the trigger fires on claims
+    # alone; its WHEN is one seek of the limits table's key per claimed row, and it
+    # drops the queue's starts that left the window (they can never count again).
+    f"""
+    CREATE TABLE IF NOT EXISTS {CLAIM_STARTS} (
+        queue      TEXT NOT NULL,
+        started_at INTEGER NOT NULL
+    )
+    """,
+    f"CREATE INDEX IF NOT EXISTS {CLAIM_STARTS_INDEX} ON {CLAIM_STARTS} (queue, started_at)",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {CLAIM_STARTS_TRIGGER}
+    AFTER UPDATE OF attempts ON {JOBS}
+    WHEN NEW.attempts = OLD.attempts + 1
+     AND EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = NEW.queue AND rate IS NOT NULL)
+    BEGIN
+        DELETE FROM {CLAIM_STARTS}
+         WHERE queue = NEW.queue
+           AND started_at <= NEW.claimed_at
+                             - (SELECT per_s FROM {LIMITS} WHERE queue = NEW.queue);
+        INSERT INTO {CLAIM_STARTS} (queue, started_at) VALUES (NEW.queue, NEW.claimed_at);
+    END
+    """,
+)
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

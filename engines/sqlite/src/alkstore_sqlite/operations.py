@@ -13,7 +13,8 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
-from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetPaused
+from alkstore.options import Limits
+from alkstore.params import ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetLimits, SetPaused
 from alkstore.rows import job_from_row
 from alkstore.values import Job, JobState, QueueStats
 
@@ -92,6 +93,29 @@ class OperationStatements:
         (paused,) = _cursor(c).execute(sql.IS_PAUSED, {"queue": queue}).fetchone()
         return bool(paused)
 
+    # -- limits (the limits profile) ---------------------------------------------------
+    def set_limits(self, c: sqlite3.Connection, params: SetLimits) -> bool:
+        # The commit is its announcement: every process's watcher sees it.
+        named = {
+            "queue": params.queue,
+            "concurrency": params.concurrency,
+            "rate": params.rate,
+            "per_s": params.per_s,
+        }
+        cleared = params.concurrency is None and params.rate is None
+        statement = sql.CLEAR_LIMITS if cleared else sql.SET_LIMITS
+        return c.execute(statement, named).rowcount == 1
+
+    def queue_limits(self, c: sqlite3.Connection, queue: str | None) -> dict[str, Limits]:
+        if queue is None:
+            rows = _cursor(c).execute(sql.ALL_QUEUE_LIMITS).fetchall()
+        else:
+            rows = _cursor(c).execute(sql.QUEUE_LIMITS, {"queue": queue}).fetchall()
+        return {
+            name: Limits(concurrency, rate=rate, per=per_s)
+            for name, concurrency, rate, per_s in rows
+        }
+
 
 def _queue_stats(
     queue: str,
@@ -124,8 +148,10 @@ def _cursor(c: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 if TYPE_CHECKING:
-    from alkstore.driver import OpsDriver
+    from alkstore.driver import LimitsDriver, OpsDriver
 
-    # Static proof that these methods fill the profile the engine declares.
-    def _conforms(o: OperationStatements) -> OpsDriver[sqlite3.Connection]:
-        return o
+    # Static proof that these methods fill the profiles the engine declares.
+    def _conforms(
+        o: OperationStatements,
+    ) -> tuple[OpsDriver[sqlite3.Connection], LimitsDriver[sqlite3.Connection]]:
+        return o, o

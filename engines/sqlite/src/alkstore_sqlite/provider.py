@@ -42,6 +42,7 @@ class SqliteEngine:
         cron=True,
         unique=True,
         periodic=True,
+        limits=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

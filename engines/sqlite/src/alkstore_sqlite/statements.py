@@ -38,12 +38,14 @@ from alkstore.params import (
 from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
 
 from .migrations import (
+    CLAIM_STARTS,
     DEAD,
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
     DEAD_UNIQUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
+    LIMITS,
     LIVE_INDEX,
     LOCKS,
     NOTIFICATIONS,
@@ -203,8 +205,23 @@ UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
 """
 """Every live row of ``:queue`` whose hold passed gives its key up (before a redrive)."""
 
+# A limited queue (the limits profile) claims at most its free slots: its concurrency
+# limit less its claims whose deadline has not passed (a lapsed claim holds no slot),
+# and its rate less its claim starts in the window (now - per_s, now]. Read in the
+# claim's own statement, under the one write lock: no two claimers see one free slot.
+# An unlimited queue pays one seek of the limits table's key, as for the pause.
+_LIVE_CLAIMS = f"""(SELECT count(*) FROM {JOBS} INDEXED BY {LIVE_INDEX}
+                      WHERE queue = :queue AND deadline > :now)"""
+_WINDOW_STARTS = f"""(SELECT count(*) FROM {CLAIM_STARTS}
+                      WHERE queue = :queue AND started_at > :now - limits.per_s)"""
+_SLOTS = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue) THEN :limit
+              ELSE (SELECT max(0, min(:limit,
+                        coalesce(limits.concurrency - {_LIVE_CLAIMS}, :limit),
+                        coalesce(limits.rate - {_WINDOW_STARTS}, :limit)))
+                      FROM {LIMITS} AS limits WHERE limits.queue = :queue) END"""
+
 _UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
-                          THEN :limit ELSE 0 END"""
+                          THEN {_SLOTS} ELSE 0 END"""
 
 
 _CLAIM_UPDATE = f"""UPDATE {JOBS}
@@ -285,7 +302,7 @@ def _claim_ready(pick: str) -> str:
      ORDER BY priority DESC, run_at, id
      LIMIT CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
                  AND {_NOTHING_LAPSED}
-                THEN :limit ELSE 0 END)
+                THEN {_SLOTS} ELSE 0 END)
 RETURNING {_CLAIMED_COLUMNS}
 """
 
@@ -456,8 +473,39 @@ SELECT
        FROM priorities AS p
       WHERE p.priority IS NOT NULL),
     (SELECT min(deadline) FROM {JOBS} INDEXED BY {LIVE_INDEX}
-      WHERE queue = :queue AND deadline > :now)
+      WHERE queue = :queue AND deadline > :now),
+    CASE WHEN EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue)
+         THEN (SELECT limits.concurrency <= {_LIVE_CLAIMS}
+                 FROM {LIMITS} AS limits WHERE limits.queue = :queue)
+         ELSE 0 END,
+    CASE WHEN EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue AND rate IS NOT NULL)
+         THEN (SELECT CASE WHEN limits.rate <= {_WINDOW_STARTS}
+                           THEN (SELECT min(started_at) FROM {CLAIM_STARTS}
+                                  WHERE queue = :queue
+                                    AND started_at > :now - limits.per_s) + limits.per_s
+                      END
+                 FROM {LIMITS} AS limits WHERE limits.queue = :queue)
+         END
 """
+"""The queue's next pending ``run_at`` and next deadline after ``:now``, whether it is
+at its concurrency limit (then only a deadline can free a slot), and, at its rate
+limit, when its oldest start in the window leaves it."""
+
+SET_LIMITS = f"""
+INSERT INTO {LIMITS} (queue, concurrency, rate, per_s)
+VALUES (:queue, :concurrency, :rate, :per_s)
+ON CONFLICT (queue) DO UPDATE
+   SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s
+ WHERE concurrency IS NOT excluded.concurrency OR rate IS NOT excluded.rate
+    OR per_s IS NOT excluded.per_s
+"""
+"""A queue's limits stored; no row changed (rowcount 0) when they were already those."""
+
+CLEAR_LIMITS = f"DELETE FROM {LIMITS} WHERE queue = :queue"
+
+QUEUE_LIMITS = f"SELECT queue, concurrency, rate, per_s FROM {LIMITS} WHERE queue = :queue"
+
+ALL_QUEUE_LIMITS = f"SELECT queue, concurrency, rate, per_s FROM {LIMITS} ORDER BY queue"
 
 # -- operations (the ops profile) ---------------------------------------------------
 

@@ -73,6 +73,7 @@ class MemoryEngine:
         cron=True,
         unique=True,
         periodic=True,
+        limits=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
 from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic, stream_topic
-from alkstore.options import JobStamps
+from alkstore.options import JobStamps, Limits
 from alkstore.params import (
     AckBatch,
     Bury,
@@ -51,6 +51,7 @@ from alkstore.params import (
     ScheduleAdvance,
     ScheduleLapse,
     ScheduleRenew,
+    SetLimits,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -69,6 +70,7 @@ from .tables import EventRow, JobRow, Tables
 if TYPE_CHECKING:
     from alkstore.driver import (
         Driver,
+        LimitsDriver,
         OpsDriver,
         PeriodicDriver,
         PubSubDriver,
@@ -123,6 +125,55 @@ def _valid_claim(row: JobRow | None, attempt: int, now: int) -> TypeGuard[JobRow
         and row.deadline is not None
         and row.deadline > now
     )
+
+
+def _live(row: JobRow, now: int) -> bool:
+    """A claim whose deadline has not passed: it holds one of its queue's slots."""
+    return row.state == PROCESSING and row.deadline is not None and row.deadline > now
+
+
+def _live_claims(tables: Tables, queue: str, now: int) -> int:
+    return sum(1 for r in tables.jobs.values() if r.queue == queue and _live(r, now))
+
+
+def _window(tables: Tables, queue: str, per: int, now: int) -> tuple[int, ...]:
+    """The queue's claim starts inside the window ``(now - per, now]``, oldest first."""
+    return tuple(t for t in tables.starts.get(queue, ()) if t > now - per)
+
+
+def _free_slots(tables: Tables, queue: str, limits: Limits, now: int) -> int:
+    free = []
+    if limits.concurrency is not None:
+        free.append(limits.concurrency - _live_claims(tables, queue, now))
+    if limits.rate is not None and limits.per is not None:
+        free.append(limits.rate - len(_window(tables, queue, limits.per, now)))
+    return min(free)
+
+
+def _slot_frees_at(tables: Tables, queue: str, limits: Limits, now: int) -> list[int]:
+    """When each limit the queue is at frees a slot: its earliest live deadline, its
+    oldest start in the window plus the window; empty when it is at none."""
+    blocked = []
+    if limits.concurrency is not None:
+        deadlines = [
+            r.deadline
+            for r in tables.jobs.values()
+            if r.queue == queue and _live(r, now) and r.deadline is not None
+        ]
+        if len(deadlines) >= limits.concurrency:
+            blocked.append(min(deadlines))
+    if limits.rate is not None and limits.per is not None:
+        window = _window(tables, queue, limits.per, now)
+        if len(window) >= limits.rate:
+            blocked.append(min(window) + limits.per)
+    return blocked
+
+
+def _slot_freed(c: Tx, queue: str) -> None:
+    """A live claim of ``queue`` ended: if the queue is limited, a slot is free, so
+    its waiters (in every store on this database) try again."""
+    if queue in c.tables.limits:
+        c.topics.add(queue_topic(queue))
 
 
 def _lapsed(row: JobRow, now: int) -> bool:
@@ -257,6 +308,11 @@ class MemoryDriver:
         self.bury_exhausted(c, Sweep(queue, now))
         if queue in c.tables.paused:
             return []
+        limits = c.tables.limits.get(queue)
+        if limits is not None:  # the limits profile: only the free slots
+            limit = min(limit, _free_slots(c.tables, queue, limits, now))
+            if limit <= 0:
+                return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
         claimed = []
         for row in heapq.nsmallest(limit, candidates, key=_claim_order):
@@ -270,6 +326,9 @@ class MemoryDriver:
             )
             c.tables.jobs[row.id] = row
             claimed.append(row.to_job())
+        if limits is not None and limits.per is not None and claimed:
+            kept = _window(c.tables, queue, limits.per, now)
+            c.tables.starts[queue] = (*kept, *([now] * len(claimed)))
         return claimed
 
     def bury_exhausted(self, c: Tx, params: Sweep) -> int:
@@ -300,9 +359,11 @@ class MemoryDriver:
 
     def ack(self, c: Tx, params: ClaimRef) -> bool:
         job_id, attempt, now = params.job_id, params.attempt, params.now
-        if not _valid_claim(c.tables.jobs.get(job_id), attempt, now):
+        row = c.tables.jobs.get(job_id)
+        if not _valid_claim(row, attempt, now):
             return False
         del c.tables.jobs[job_id]
+        _slot_freed(c, row.queue)
         return True
 
     def ack_batch(self, c: Tx, params: AckBatch) -> int:
@@ -320,6 +381,8 @@ class MemoryDriver:
             ):
                 del c.tables.jobs[job_id]
                 acked += 1
+        if acked:
+            _slot_freed(c, queue)
         return acked
 
     def heartbeat(self, c: Tx, params: Heartbeat) -> bool:
@@ -396,6 +459,7 @@ class MemoryDriver:
         if error is not None:
             row = replace(row, errors=self._with_error(row.errors, attempt, now, error))
         _to_dead(c.tables, row, last_error, now)
+        _slot_freed(c, row.queue)
         return True
 
     def _with_error(self, errors: str | None, attempt: int, at: int, error: str) -> str | None:
@@ -407,6 +471,8 @@ class MemoryDriver:
         if row is None or row.queue != queue:
             return False
         del c.tables.jobs[job_id]
+        if row.state == PROCESSING:
+            _slot_freed(c, queue)
         return True
 
     def get_job(self, c: Tx, params: GetJob) -> Job | None:
@@ -418,6 +484,10 @@ class MemoryDriver:
 
     def next_wake_at(self, c: Tx, params: NextWake) -> int | None:
         queue, now = params.queue, params.now
+        limits = c.tables.limits.get(queue)
+        blocked = [] if limits is None else _slot_frees_at(c.tables, queue, limits, now)
+        if blocked:  # at a limit: nothing is claimable before a slot frees
+            return max(blocked)
         instants = [
             r.run_at if r.state == PENDING else r.deadline
             for r in c.tables.jobs.values()
@@ -509,6 +579,32 @@ class MemoryDriver:
 
     def is_paused(self, c: Tx, queue: str) -> bool:
         return queue in c.tables.paused
+
+    # -- limits (the limits profile) ---------------------------------------------------
+    def set_limits(self, c: Tx, params: SetLimits) -> bool:
+        queue = params.queue
+        wanted = (
+            None
+            if params.concurrency is None and params.rate is None
+            else Limits(params.concurrency, rate=params.rate, per=params.per_s)
+        )
+        limits = c.tables.limits
+        if limits.get(queue) == wanted:
+            return False
+        changed = dict(limits)
+        if wanted is None:
+            del changed[queue]
+        else:
+            changed[queue] = wanted
+        c.tables.limits = changed
+        c.topics.add(queue_topic(queue))  # a raised or removed limit frees slots
+        return True
+
+    def queue_limits(self, c: Tx, queue: str | None) -> dict[str, Limits]:
+        limits = c.tables.limits
+        if queue is None:
+            return dict(sorted(limits.items()))
+        return {queue: limits[queue]} if queue in limits else {}
 
     # -- locks ------------------------------------------------------------------------
     def lock_acquire(self, c: Tx, params: LockLease) -> bool:
@@ -706,5 +802,6 @@ if TYPE_CHECKING:
         OpsDriver[Tx],
         UniqueDriver[Tx],
         PeriodicDriver[Tx],
+        LimitsDriver[Tx],
     ]:
-        return d, d, d, d, d, d, d
+        return d, d, d, d, d, d, d, d

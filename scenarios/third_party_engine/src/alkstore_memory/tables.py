@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from alkstore.options import JOB_STAMP_FIELDS, JobStamps
+from alkstore.options import JOB_STAMP_FIELDS, JobStamps, Limits
 from alkstore.rows import JOB_COLUMNS, ScheduleRecord, job_from_row
 from alkstore.values import Job, JobState, LockInfo
 
@@ -103,6 +103,11 @@ class Tables:
     offsets: dict[tuple[str, str], int] = field(default_factory=dict)
     # Paused queues (the ops profile); a frozenset so the snapshot stays shallow.
     paused: frozenset[str] = frozenset()
+    # Queue limits (the limits profile); replaced whole on a change, so the snapshot
+    # stays shallow.
+    limits: dict[str, Limits] = field(default_factory=dict)
+    # A rate-limited queue's claim starts in its window, oldest first (one per row).
+    starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -115,4 +120,6 @@ class Tables:
             streams=dict(self.streams),
             offsets=dict(self.offsets),
             paused=self.paused,
+            limits=self.limits,
+            starts=dict(self.starts),
         )
