@@ -32,6 +32,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         cron=True,
         unique=True,
         periodic=True,
+        limits=True,
     )
     assert provider.capabilities.profiles() >= {
         "transactions",
