@@ -20,6 +20,24 @@ VERSIONS = [migration.version for migration in migrations.MIGRATIONS]
 """Every migration's version, in order: a migration slot kept for another line of work
 may leave a gap, so not ``range(1, LATEST_VERSION + 1)``."""
 
+ENGINE_TABLES = frozenset(
+    {
+        "alkstore_jobs",
+        "alkstore_dead_jobs",
+        "alkstore_locks",
+        "alkstore_schedules",
+        "alkstore_streams",
+        "alkstore_stream_events",
+        "alkstore_stream_consumers",
+        "alkstore_messages",
+        "alkstore_paused_queues",
+        "alkstore_queue_limits",
+        "alkstore_claim_starts",
+        "alkstore_migrations",
+    }
+)
+"""Every table a current schema holds: the engine creates these and nothing else."""
+
 StoreFactory = Callable[..., CoreStore]
 """``open_store(**opts)``: a store on the test's fresh schema."""
 

@@ -8,25 +8,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_helpers import VERSIONS
+from pg_helpers import ENGINE_TABLES, VERSIONS
 
 import alkstore
 from alkstore import InvalidOptions
 from alkstore_postgres import SchemaNotMigrated
 from alkstore_postgres.testing.server import LocalPostgres
 
-PREFIXED_TABLES = {
-    "alkstore_jobs",
-    "alkstore_dead_jobs",
-    "alkstore_locks",
-    "alkstore_schedules",
-    "alkstore_streams",
-    "alkstore_stream_events",
-    "alkstore_stream_consumers",
-    "alkstore_messages",
-    "alkstore_paused_queues",
-    "alkstore_migrations",
-}
+PREFIXED_TABLES = ENGINE_TABLES
 
 # -- alkstore 0.1.0's layout, as its migrations 1 and 2 created it (a copy: the
 # package no longer has these names anywhere) ---------------------------------------

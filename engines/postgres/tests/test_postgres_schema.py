@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_helpers import VERSIONS, StoreFactory
+from pg_helpers import ENGINE_TABLES, VERSIONS, StoreFactory
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts
@@ -46,20 +46,7 @@ def test_open_creates_every_table_in_the_engine_schema(
 ) -> None:
     public_before = _tables(admin, "public")
     open_store()
-    assert _tables(admin, schema) == {
-        "alkstore_jobs",
-        "alkstore_dead_jobs",
-        "alkstore_locks",
-        "alkstore_schedules",
-        "alkstore_streams",
-        "alkstore_stream_events",
-        "alkstore_stream_consumers",
-        "alkstore_messages",
-        "alkstore_paused_queues",
-        "alkstore_queue_limits",
-        "alkstore_claim_starts",
-        "alkstore_migrations",
-    }
+    assert _tables(admin, schema) == ENGINE_TABLES
     assert _tables(admin, "public") == public_before
 
 
