@@ -49,6 +49,8 @@ class Capabilities:
             takes a ``None`` ``interval_s``. Needs ``scheduler``.
         unique: contract 1.2's unique jobs (``EnqueueOpts(unique=...)``,
             ``UniqueDriver``) and the ``unique_key`` of every job.
+        results: contract 1.2's finished jobs (§16): ``QueueOpts.completed_retention_s``
+            keeps acked jobs as ``completed`` with their result (``ResultsDriver``).
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -71,6 +73,8 @@ class Capabilities:
     """Contract 1.2's cron schedules: cron specs, a time zone and a catch-up policy."""
     unique: bool = False
     """Contract 1.2's unique jobs: at most one job of a queue holds a key at a time."""
+    results: bool = False
+    """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

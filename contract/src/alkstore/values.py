@@ -13,14 +13,17 @@ from .options import ScheduleOpts
 
 
 class JobState(enum.StrEnum):
-    """Where a job is in its life: ``pending -> processing -> dead`` (contract §2).
+    """Where a job is in its life: ``pending -> processing -> dead`` (contract §2), or
+    ``processing -> completed`` when its queue keeps acked jobs (contract 1.2 §16).
 
-    An acked or cancelled job has no state: its row is gone.
+    An acked job without that retention, and a cancelled job, have no state: the row
+    is gone.
     """
 
     PENDING = "pending"
     PROCESSING = "processing"
     DEAD = "dead"
+    COMPLETED = "completed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,13 @@ class Job:
         unique_key: the key it was enqueued with (``EnqueueOpts(unique=...)``, contract
             1.2's unique profile; a payload's own key when ``Unique.key`` was ``None``),
             for its whole life, even once it no longer holds it; ``None`` otherwise.
+        completed_retention_s: how long the job is kept as ``completed`` once acked
+            (``QueueOpts.completed_retention_s``, contract 1.2's results profile);
+            ``None``: an ack deletes it.
+        completed_at: when it was acked; ``None`` unless completed.
+        result: what its handler returned (``ack(result=...)``), decoded; ``None``
+            unless completed with one (``alkstore.payload.UndecodablePayload`` if its
+            stored text cannot be decoded).
     """
 
     id: int
@@ -88,6 +98,9 @@ class Job:
     redriven_from: int | None = None
     snoozes: int = 0
     unique_key: str | None = None
+    completed_retention_s: int | None = None
+    completed_at: int | None = None
+    result: Any = None
 
 
 class Enqueued(int):
@@ -157,6 +170,8 @@ class QueueStats:
         oldest_ready_age_s: ``now`` minus the oldest ready job's ``run_at``; ``None``
             when nothing is ready.
         paused: whether the queue is paused (``Queue.pause``).
+        completed: completed jobs kept (contract 1.2's results profile; ``0`` on an
+            engine without it).
     """
 
     queue: str
@@ -167,6 +182,7 @@ class QueueStats:
     dead: int
     oldest_ready_age_s: int | None
     paused: bool
+    completed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,11 +193,14 @@ class SweepResult:
         expired: jobs moved to dead because they passed ``expires_at``.
         exhausted: lapsed jobs moved to dead because their attempts were spent.
         purged: dead jobs deleted because their retention had passed.
+        purged_completed: completed jobs deleted because their retention had passed
+            (contract 1.2's results profile; ``0`` on an engine without it).
     """
 
     expired: int
     exhausted: int
     purged: int
+    purged_completed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

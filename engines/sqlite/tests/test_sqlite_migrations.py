@@ -99,7 +99,7 @@ def test_a_version_1_file_is_migrated_to_the_latest_keeping_its_jobs(
         assert handle is not None
         assert handle.payload == 7
         assert store.stream("s").append("works") == 1
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_a_schema_newer_than_the_engine_is_refused(
@@ -273,10 +273,10 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         }
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
-    assert _version(db_path) == LATEST_VERSION == 7
-    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS]
-    assert _columns(db_path, "__alkstore_jobs")[-7:] == added
-    assert _columns(db_path, "__alkstore_dead")[-7:] == added
+    assert _version(db_path) == LATEST_VERSION
+    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS, "completed_retention_s"]
+    assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
+    assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added
 
 
 def test_an_upgraded_version_2_file_takes_every_operation(db_path: Path, url: str) -> None:
@@ -355,7 +355,7 @@ def test_version_4_replaces_the_claim_and_lapse_indexes_with_one_live_index(
     names = _tables(db_path)
     assert "__alkstore_jobs_live" in names
     assert not {"__alkstore_jobs_claim", "__alkstore_jobs_lapse"} & names
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_an_upgraded_version_3_file_claims_its_pending_and_lapsed_jobs_in_claim_order(
@@ -441,7 +441,7 @@ def test_a_version_4_file_is_upgraded_in_place_with_every_job_snoozed_zero_times
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         jobs = store.queue("q").jobs()
         assert [(job.id, job.snoozes) for job in jobs] == [(1, 0), (2, 0), (3, 0)]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
 
 
 def test_an_upgraded_version_4_file_carries_the_snooze_count_to_the_dead_table(
@@ -500,7 +500,7 @@ def test_a_version_5_file_keeps_its_schedules_in_utc_with_every_boundary_replaye
         assert (minutely.timezone, minutely.catch_up) == ("UTC", "all")
         assert minutely.opts == alkstore.ScheduleOpts(priority=2, max_attempts=4, expires=90)
         assert [s.name for s in store.schedules()] == ["daily", "minutely"]
-    assert _version(db_path) == LATEST_VERSION == 7
+    assert _version(db_path) == LATEST_VERSION
     assert _columns(db_path, "__alkstore_schedules")[-2:] == ["timezone", "catch_up"]
 
 
@@ -538,9 +538,11 @@ def test_a_version_5_file_is_upgraded_in_place_with_no_job_holding_a_key(
             (2, "processing", None),
             (3, "dead", None),
         ]
-    assert _version(db_path) == LATEST_VERSION == 7
-    assert _columns(db_path, "__alkstore_jobs")[-4:] == UNIQUE_COLUMNS
-    assert _columns(db_path, "__alkstore_dead")[-4:] == UNIQUE_COLUMNS
+    assert _version(db_path) == LATEST_VERSION
+    for table in ("__alkstore_jobs", "__alkstore_dead"):
+        columns = _columns(db_path, table)
+        first = columns.index(UNIQUE_COLUMNS[0])
+        assert columns[first : first + len(UNIQUE_COLUMNS)] == UNIQUE_COLUMNS
 
 
 def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_dead(
@@ -567,3 +569,59 @@ def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_de
         dead = queue.get_job(first)
         assert dead is not None
         assert (dead.state, dead.unique_key) == (alkstore.JobState.DEAD, "k")
+
+
+# -- the version before finished jobs (7) to the latest: completed jobs ---------------
+
+RESULTS_VERSION = 8
+"""The version that adds the results profile's stamp and completed table (the lead
+renumbers it on merge; the tests below start from the version before it)."""
+
+
+def test_a_version_7_file_is_upgraded_with_every_job_acked_as_before(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, RESULTS_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        jobs = queue.jobs()
+        assert [(job.id, job.completed_retention_s) for job in jobs] == [
+            (1, None),
+            (2, None),
+            (3, None),
+        ]
+        (handle,) = queue.claim_batch("w2", 1)  # job 1: 2's claim has not lapsed
+        assert handle.ack(result={"kept": False})
+        assert queue.get_job(1) is None  # stamped before retention existed: deleted
+    assert _version(db_path) == LATEST_VERSION
+    assert "completed_retention_s" in _columns(db_path, "__alkstore_jobs")
+    assert "completed_retention_s" in _columns(db_path, "__alkstore_dead")
+
+
+def test_an_upgraded_version_7_file_keeps_the_jobs_of_a_queue_with_retention(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, RESULTS_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q", QueueOpts(completed_retention_s=60))
+        job_id = queue.enqueue({"n": 4}, EnqueueOpts(priority=9))
+        (handle,) = queue.claim_batch("w2", 1)
+        assert handle.id == job_id
+        assert handle.ack(result=[1, "two"])
+        done = queue.get_job(job_id)
+        assert done is not None
+        assert (done.state, done.completed_at, done.result) == (
+            alkstore.JobState.COMPLETED,
+            1400,
+            [1, "two"],
+        )
+        failing = queue.enqueue({"n": 5}, EnqueueOpts(priority=9))
+        (handle,) = queue.claim_batch("w2", 1)
+        assert handle.id == failing
+        assert handle.fail("broken")  # the new trigger carries the stamp to dead
+        dead = queue.get_job(failing)
+        assert dead is not None
+        assert (dead.state, dead.completed_retention_s) == (alkstore.JobState.DEAD, 60)

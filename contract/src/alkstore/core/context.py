@@ -19,6 +19,7 @@ from ..driver import (
     Driver,
     OpsDriver,
     PubSubDriver,
+    ResultsDriver,
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,
@@ -149,6 +150,10 @@ class StoreContext:
 
     def unique(self) -> UniqueDriver[Any]:
         driver: UniqueDriver[Any] = self._profile("unique")
+        return driver
+
+    def results(self) -> ResultsDriver[Any]:
+        driver: ResultsDriver[Any] = self._profile("results")
         return driver
 
     def require(self, profile: str) -> None:

@@ -76,6 +76,7 @@ from alkstore.params import (
     Cancel,
     Claim,
     ClaimRef,
+    Complete,
     GetJob,
     Heartbeat,
     InsertUnique,
@@ -95,7 +96,7 @@ from .clock import ServerClock
 from .columns import claimed_jobs, job_from_row
 from .connections import Pool, StorePool
 from .errors import contract_error
-from .handle import PgHandle, SqlConnection, execute, rowcount
+from .handle import PgHandle, SqlConnection, begin_transaction, execute, rowcount
 from .listener import Listener, NotifyListener, PollOnlyListener, notify_payload
 from .lock_waits import LockWaits
 from .migrations import ensure_schema
@@ -383,6 +384,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         stamps = params.stamps
         topic = queue_topic(stamps.queue)
         wake = None if topic in c.announced else notify_payload(topic)
+        retention = stamps.completed_retention_s
+        if retention is not None:
+            begin_transaction(c)  # the rows and their stamp commit together
         if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
             bound = by_name(
                 stamps,
@@ -407,6 +411,11 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             )
             rows = execute(c, self._sql.insert_unique, bound).fetchall()
             outcomes = [(-signed, True) if signed < 0 else (signed, False) for (signed,) in rows]
+        if retention is not None:
+            made = [job_id for job_id, duplicate in outcomes if not duplicate]
+            if made:
+                stamp = {"completed_retention_s": retention, "ids": made}
+                execute(c, self._sql.set_completed_retention, stamp)
         if not all(duplicate for _, duplicate in outcomes):
             c.announced.add(topic)
         return outcomes
@@ -447,7 +456,15 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         if not ids:
             return 0
         self._plan_ages.keep_fresh(c)  # see ACK_BATCH
-        return execute(c, self._sql.ack_batch, by_name(params, job_ids=ids)).rowcount
+        row = execute(c, self._sql.ack_batch, by_name(params, job_ids=ids)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    # -- finished jobs (the results profile) ---------------------------------------------
+    def complete(self, c: PgHandle, params: Complete) -> bool:
+        return rowcount(c, self._sql.complete, by_name(params)) == 1
+
+    def purge_completed(self, c: PgHandle, params: Sweep) -> int:
+        return rowcount(c, self._sql.purge_completed, by_name(params))
 
     def heartbeat(self, c: PgHandle, params: Heartbeat) -> bool:
         return rowcount(c, self._sql.heartbeat, by_name(params)) == 1

@@ -40,9 +40,10 @@ CAPABILITIES: Final = Capabilities(
     snooze=True,
     cron=True,
     unique=True,
+    results=True,
     async_native=True,
 )
-"""Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique (and
+"""Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique, results (and
 attach, locks, ...), and ``open_on_loop`` for ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 

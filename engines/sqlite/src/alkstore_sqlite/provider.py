@@ -34,7 +34,14 @@ class SqliteEngine:
     version = __version__
     contract_version = CONTRACT_VERSION
     capabilities = Capabilities(
-        scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, cron=True, unique=True
+        scheduler=True,
+        streams=True,
+        pubsub=True,
+        ops=True,
+        snooze=True,
+        cron=True,
+        unique=True,
+        results=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

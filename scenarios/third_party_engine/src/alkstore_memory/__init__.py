@@ -72,6 +72,7 @@ class MemoryEngine:
         snooze=True,
         cron=True,
         unique=True,
+        results=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:
