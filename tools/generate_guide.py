@@ -91,6 +91,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "(`alkstore.rows.UNIQUE_JOB_COLUMNS`) and a hold of the key the storage itself keeps "
     "to one job per queue and key (a unique index over live holds, `INSERT ... ON CONFLICT "
     "DO NOTHING`, never a read then a write; the kit races eight processes on one key)",
+    "results": "the driver protocol's methods, `completed_retention_s`, `completed_at` and "
+    "`result` on job rows (`alkstore.rows.RESULTS_JOB_COLUMNS`), completed rows kept apart "
+    "from the live ones, and `ack_batch`, `get_job`, `list_jobs` and `queue_stats` that "
+    "know them",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

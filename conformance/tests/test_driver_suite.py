@@ -12,7 +12,14 @@ from alkstore import Capabilities
 from alkstore_conformance.driver_suite import SUITES, driver_suite, suites_for
 
 EVERY_PROFILE = Capabilities(
-    scheduler=True, streams=True, pubsub=True, ops=True, snooze=True, cron=True, unique=True
+    scheduler=True,
+    streams=True,
+    pubsub=True,
+    ops=True,
+    snooze=True,
+    cron=True,
+    unique=True,
+    results=True,
 )
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 

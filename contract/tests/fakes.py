@@ -298,3 +298,9 @@ class FakeUniqueDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.2's unique profile too."""
 
     capabilities = Capabilities(unique=True, transactions=True)
+
+
+class FakeResultsDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.2's results profile (and ops) too."""
+
+    capabilities = Capabilities(results=True, ops=True)

@@ -93,7 +93,7 @@ class JobHandle(Protocol):
             EngineUnavailable: the database cannot be reached.
         """
 
-    def ack_and_claim(self, worker_id: str, limit: int = 1, *, result: Any = None) -> AckAndClaim:
+    def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
         """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
         write (contract §12.7): what a worker does when a job succeeds and its
         slot goes straight to the next one, on one connection and, where one

@@ -102,9 +102,7 @@ class QueueOpts:
                 dead_letter_retention_s, "dead_letter_retention_s"
             ),
             # 0 keeps nothing: the same as None, so a stamp is either off or a period.
-            completed_retention_s=_optional_duration(
-                completed_retention_s, "completed_retention_s"
-            )
+            completed_retention_s=_optional_duration(completed_retention_s, "completed_retention_s")
             or None,
         )
 

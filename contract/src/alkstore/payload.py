@@ -134,7 +134,9 @@ def encode_result(value: object) -> str:
         return encode_payload(value, MAX_RESULT_BYTES)
     except PayloadError as exc:
         message = str(exc).replace("payload", "result", 1)
-        raise ResultError(message.replace("the bound of", "the bound MAX_RESULT_BYTES =", 1)) from None
+        raise ResultError(
+            message.replace("the bound of", "the bound MAX_RESULT_BYTES =", 1)
+        ) from None
 
 
 def _too_deep() -> PayloadError:

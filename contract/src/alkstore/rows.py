@@ -71,8 +71,9 @@ CLAIMED_COLUMNS: tuple[str, ...] = tuple(
     if c not in SET_BY_CLAIM and c not in DEAD_ONLY_COLUMNS and c not in COMPLETED_ONLY_COLUMNS
 )
 """The columns ``claimed_jobs`` reads from a claim's ``RETURNING``: a job row without
-``SET_BY_CLAIM``, ``DEAD_ONLY_COLUMNS`` and ``COMPLETED_ONLY_COLUMNS``. Fewer columns to send and convert per
-claimed row; an engine may as well return ``JOB_COLUMNS`` and use ``job_from_row``."""
+``SET_BY_CLAIM``, ``DEAD_ONLY_COLUMNS`` and ``COMPLETED_ONLY_COLUMNS``. Fewer columns to
+send and convert per claimed row; an engine may as well return ``JOB_COLUMNS`` and use
+``job_from_row``."""
 
 
 def decode_errors(text: str | None) -> tuple[JobError, ...]:

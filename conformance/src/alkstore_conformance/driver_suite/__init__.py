@@ -33,6 +33,7 @@ from .locks import LockStatements
 from .operations import OperationStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
 from .queue_statements import QueueStatements, ValidClaimRule
+from .results import ResultsStatements
 from .scheduler import CronScheduleStatements, SchedulerStatements
 from .snooze import SnoozeStatements
 from .streams import StreamStatements
@@ -63,6 +64,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     OperationStatements,
     SnoozeStatements,
     UniqueStatements,
+    ResultsStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

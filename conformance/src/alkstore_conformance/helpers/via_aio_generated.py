@@ -100,7 +100,7 @@ class AioJobHandle:
         """
         return self._loop.run(self.aio.ack(result))
 
-    def ack_and_claim(self, worker_id: str, limit: int = 1, *, result: Any = None) -> AckAndClaim:
+    def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
         """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
         write (contract §12.7): what a worker does when a job succeeds and its
         slot goes straight to the next one, on one connection and, where one
@@ -124,7 +124,7 @@ class AioJobHandle:
             EngineUnavailable: the database cannot be reached (the ack may have
                 committed: see above).
         """
-        done = self._loop.run(self.aio.ack_and_claim(worker_id, limit, result=result))
+        done = self._loop.run(self.aio.ack_and_claim(worker_id, limit, result))
         claimed: list[JobHandle] = [AioJobHandle(self._loop, h) for h in done.claimed]
         return AckAndClaim(done.acked, claimed)
 

@@ -62,6 +62,7 @@ from .queues import (
     UncappedBackoffDriver,
 )
 from .release import ReleaseCountsAttemptDriver
+from .results import AckBatchDeletesKeptDriver, CompletedNeverSweptDriver, TruncatedResultDriver
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
 from .unique import (
@@ -432,6 +433,28 @@ UNIQUE_PERIOD_NEVER_ENDS = MutantEngine(
     driver=PeriodNeverEndsDriver,
 )
 
+# -- finished jobs (contract 1.2 §16) ------------------------------------------------
+RESULT_TRUNCATED = MutantEngine(
+    "result-truncated",
+    catches="RESULTS-WHOLE",
+    bug="a completed job's result keeps only its first 4000 characters of JSON text, "
+    "so a large result reads back as something else",
+    driver=TruncatedResultDriver,
+)
+COMPLETED_NEVER_SWEPT = MutantEngine(
+    "completed-never-swept",
+    catches="RESULTS-RETENTION",
+    bug="sweep_expired never purges completed jobs: they outlive their retention",
+    driver=CompletedNeverSweptDriver,
+)
+ACK_BATCH_DELETES_KEPT = MutantEngine(
+    "ack-batch-deletes-kept",
+    catches="RESULTS-COMPLETED-VISIBLE",
+    bug="ack_batch deletes every job it acks: a retaining queue's jobs acked in a batch "
+    "are gone instead of completed",
+    driver=AckBatchDeletesKeptDriver,
+)
+
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
     "endless-pages",
@@ -525,6 +548,10 @@ MUTANTS: dict[str, MutantEngine] = {
         CHECK_THEN_INSERT_UNIQUE,
         UNIQUE_FORGETS_PROCESSING,
         UNIQUE_PERIOD_NEVER_ENDS,
+        # finished jobs (contract 1.2)
+        RESULT_TRUNCATED,
+        COMPLETED_NEVER_SWEPT,
+        ACK_BATCH_DELETES_KEPT,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -102,7 +102,6 @@ class AsyncJobHandle:
         self,
         worker_id: str,
         limit: int = 1,
-        *,
         result: Any = None,
     ) -> AsyncAckAndClaim:
         """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
@@ -133,7 +132,7 @@ class AsyncJobHandle:
             self.sync.ack_and_claim,
             worker_id,
             limit,
-            result=result,
+            result,
             handles=ack_and_claim,
         )
         claimed = [AsyncJobHandle(self._runner, handle) for handle in done.claimed]

@@ -118,7 +118,7 @@ class CoreJobHandle:
         now = ctx.now()
         return ctx.write(lambda c: ack(c, now))
 
-    def ack_and_claim(self, worker_id: str, limit: int = 1, *, result: Any = None) -> AckAndClaim:
+    def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
         queue = self._queue
         validate_identifier(worker_id, "worker_id")
         check_limit(limit)

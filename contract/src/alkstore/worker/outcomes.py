@@ -1,7 +1,8 @@
 """A handler's outcome (contract §12.3): what it raises to choose one, and the value
 the worker settles.
 
-Returning acks the job (the return value its result, when the job keeps one); ``Retry``, ``Snooze`` and ``Fail`` say something else on purpose;
+Returning acks the job (the return value its result, when the job keeps one);
+``Retry``, ``Snooze`` and ``Fail`` say something else on purpose;
 any other exception retries the job with the traceback as the error.
 ``outcome_of`` turns any of these into one ``Outcome`` value, the same for a
 sync and an async handler, and ``settle`` applies that value whichever

@@ -101,7 +101,6 @@ DATA_VERSION = "PRAGMA data_version"
 DATABASE_LIST = "PRAGMA database_list"
 
 
-
 def _columns(computed: dict[str, str]) -> str:
     """``JOB_COLUMNS`` as one table's SELECT list: a column it does not store as the
     contract reads it as its expression, every other one by name."""
