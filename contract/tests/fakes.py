@@ -303,4 +303,4 @@ class FakeUniqueDriver(FakeDriver):
 class FakeResultsDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.2's results profile (and ops) too."""
 
-    capabilities = Capabilities(results=True, ops=True)
+    capabilities = Capabilities(results=True, ops=True, transactions=True)

@@ -11,7 +11,13 @@ from fakes import FakeDriver, FakeResultsDriver
 from alkstore.api import JobHandle
 from alkstore.constants import MAX_RESULT_BYTES
 from alkstore.core import CoreStore
-from alkstore.errors import PayloadError, ProfileUnavailable, ResultError
+from alkstore.errors import (
+    InvalidOptions,
+    PayloadError,
+    ProfileUnavailable,
+    ResultError,
+    StaleHandle,
+)
 from alkstore.options import QueueOpts
 from alkstore.testing import FakeClock
 from alkstore.values import JobState
@@ -149,3 +155,60 @@ def test_a_return_value_that_cannot_be_a_result_fails_the_attempt_naming_it(
     assert "cannot be the job's result" in outcome.error
     assert outcome.raised is not None
     assert outcome.raised.startswith("ResultError")
+
+
+# -- tx.ack (contract §3.8) ----------------------------------------------------------
+
+
+def test_tx_ack_runs_the_ack_statement_in_the_transactions_own_unit(
+    results_store: CoreStore, results_driver: FakeResultsDriver
+) -> None:
+    handle = _claimed(results_store)
+    results_driver.calls.clear()
+    with results_store.transaction() as tx:
+        tx.ack(handle)
+    (begin,) = results_driver.calls_named("begin")
+    assert begin.args == ("transaction",)
+    assert results_driver.statement_names_in(begin.txn) == ["ack"]
+    assert results_store.queue("q").get_job(handle.id) is None
+
+
+def test_tx_ack_of_a_retained_job_completes_it_with_its_result_in_the_transaction(
+    results_store: CoreStore, results_driver: FakeResultsDriver
+) -> None:
+    handle = _claimed(results_store, KEEPS)
+    results_driver.calls.clear()
+    with results_store.transaction() as tx:
+        tx.ack(handle, result=[1])
+    (begin,) = results_driver.calls_named("begin")
+    assert results_driver.statement_names_in(begin.txn) == ["complete"]
+    job = results_store.queue("q").get_job(handle.id)
+    assert job is not None
+    assert job.result == [1]
+
+
+def test_tx_ack_of_a_stale_claim_raises_inside_and_the_block_rolls_back(
+    results_store: CoreStore, results_driver: FakeResultsDriver
+) -> None:
+    handle = _claimed(results_store)
+    assert handle.ack()
+    results_driver.calls.clear()
+    stale = pytest.raises(StaleHandle, match=f"job {handle.id}'s claim")
+    with stale, results_store.transaction() as tx:
+        tx.ack(handle)
+    assert results_driver.calls_named("commit") == []
+    assert [c.name for c in results_driver.calls if c.name in ("rollback",)] == ["rollback"]
+
+
+def test_tx_ack_refuses_a_handle_of_another_store_and_what_is_no_handle(
+    results_store: CoreStore, clock: FakeClock
+) -> None:
+    other_driver = FakeResultsDriver()
+    with CoreStore(other_driver, clock=clock, capabilities=other_driver.capabilities) as other:
+        foreign = _claimed(other)
+        with results_store.transaction() as tx:
+            with pytest.raises(InvalidOptions, match="another store"):
+                tx.ack(foreign)
+            with pytest.raises(InvalidOptions, match="JobHandle"):
+                tx.ack(foreign.id)  # type: ignore[arg-type]
+        assert foreign.ack()  # untouched by the refusals

@@ -803,6 +803,34 @@ class Transaction(Protocol):
             StoreClosed: the transaction has finished or the store was closed.
         """
 
+    def ack(self, handle: JobHandle, result: Any = None) -> None:
+        """Ack ``handle``'s job in this transaction (contract 1.2 §3.8): the job's
+        completion commits or rolls back with the business writes made on it, so work
+        whose effect is a write in this database takes effect exactly once.
+
+        The ack is ``handle.ack(result)``'s (§2.12, §16: the job deleted, or kept
+        completed with ``result`` by a queue with a completed retention), run on this
+        transaction's connection; nothing of it is visible outside until the commit,
+        and waiters elsewhere see the claim as it was until then.
+
+        Args:
+            handle: a claim of this store (``claim``, ``claim_batch``, ``claim_wait``,
+                the worker's ``JobContext``'s job handle).
+            result: as for ``JobHandle.ack``.
+
+        Raises:
+            StaleHandle: the claim is no longer valid (its deadline passed, another
+                claim superseded it, or it was finished): raised here, inside the
+                transaction and before it commits, so that the caller rolls back
+                (leaving the ``with`` block with it does) rather than commit the
+                effect of a job that may run again elsewhere.
+            ResultError: ``result`` cannot be stored (nothing written).
+            ProfileUnavailable: a ``result`` on an engine without the results
+                profile (nothing written).
+            InvalidOptions: ``handle`` is not a job handle, or is one of another store.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         """The job ``job_id`` of ``queue`` as this transaction sees it (queue-filtered).
 

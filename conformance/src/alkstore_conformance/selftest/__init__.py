@@ -62,7 +62,12 @@ from .queues import (
     UncappedBackoffDriver,
 )
 from .release import ReleaseCountsAttemptDriver
-from .results import AckBatchDeletesKeptDriver, CompletedNeverSweptDriver, TruncatedResultDriver
+from .results import (
+    AckBatchDeletesKeptDriver,
+    CompletedNeverSweptDriver,
+    TruncatedResultDriver,
+    TxAckOutsideStore,
+)
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
 from .unique import (
@@ -454,6 +459,13 @@ ACK_BATCH_DELETES_KEPT = MutantEngine(
     "are gone instead of completed",
     driver=AckBatchDeletesKeptDriver,
 )
+TX_ACK_OUTSIDE = MutantEngine(
+    "tx-ack-outside-the-transaction",
+    catches="TX-ACK-ROLLBACK",
+    bug="tx.ack acks the job on its own once the transaction ends, committed or not: "
+    "a rolled-back transaction's job is acked anyway, its effect undone",
+    store=TxAckOutsideStore,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -552,6 +564,7 @@ MUTANTS: dict[str, MutantEngine] = {
         RESULT_TRUNCATED,
         COMPLETED_NEVER_SWEPT,
         ACK_BATCH_DELETES_KEPT,
+        TX_ACK_OUTSIDE,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -1,5 +1,6 @@
 """Broken finished jobs (contract §16): a result cut short, completed jobs never swept,
-an ack_batch that forgets the retention.
+an ack_batch that forgets the retention; and a ``tx.ack`` (§3.8) that acks outside
+the caller's transaction.
 
 A result stored in a column too small for it (a ``VARCHAR(4000)``, a driver that
 truncates) reads back as something else than what the handler returned. A sweep
@@ -11,8 +12,14 @@ batch acks, though each one's own ``ack`` would have kept it.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
+from alkstore.api import JobHandle
+from alkstore.core import CoreStore
+from alkstore.core.transaction import CoreTransaction
 from alkstore.params import AckBatch, Complete, Sweep
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
@@ -54,3 +61,38 @@ class AckBatchDeletesKeptDriver(SqliteDriver):
         for job_id in job_ids:
             acked += c.execute(sql.ACK_FOR_WORKER[1], [job_id, *tail]).rowcount
         return acked
+
+
+# -- tx.ack committing outside the transaction (contract §3.8) -------------------------
+
+
+class _AckAfterTheBlock(CoreTransaction):
+    """Checks nothing and writes nothing in the transaction: the handles wait for it to
+    end, then are acked on their own, whether it committed or rolled back."""
+
+    def __init__(self, context: Any, handle: Any) -> None:
+        super().__init__(context, handle)
+        self.later: list[tuple[JobHandle, Any]] = []
+
+    def ack(self, handle: JobHandle, result: Any = None) -> None:
+        self.later.append((handle, result))
+
+
+class TxAckOutsideStore(CoreStore):
+    """``tx.ack`` as a hand-rolled "ack once the transaction is done": the ack is its
+    own write after the block, so a rolled-back transaction's job is acked anyway."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[CoreTransaction]:
+        self._context.require("transactions")
+        tx: _AckAfterTheBlock | None = None
+        try:
+            with self._context.driver.transaction() as handle:
+                tx = _AckAfterTheBlock(self._context, handle)
+                try:
+                    yield tx
+                finally:
+                    tx._finish()
+        finally:
+            for held, result in [] if tx is None else tx.later:
+                held.ack(result)

@@ -108,6 +108,10 @@ class CoreJobHandle:
         """The worker that holds this claim."""
         return self._job.worker_id
 
+    def opened_by(self, context: StoreContext) -> bool:
+        """Whether this claim was made by the store whose context is ``context``."""
+        return self._queue.opened_by(context)
+
     def ack(self, result: Any = None) -> bool:
         ctx = self._queue._context
         job = self._job
