@@ -28,6 +28,7 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "dead": stats.dead,
         "oldest_ready_age_s": stats.oldest_ready_age_s,
         "paused": stats.paused,
+        "completed": stats.completed,
     }
 
 
@@ -61,6 +62,9 @@ def job_entry(job: Job) -> dict[str, Any]:
         "errors": [{"attempt": e.attempt, "at": e.at, "error": e.error} for e in job.errors],
         "redriven_from": job.redriven_from,
         "unique_key": job.unique_key,
+        "completed_retention_s": job.completed_retention_s,
+        "completed_at": job.completed_at,
+        "result": None if isinstance(job.result, UndecodablePayload) else job.result,
     }
 
 
