@@ -135,6 +135,7 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "concurrency_limit": None,
                 "rate_limit": None,
                 "rate_per_s": None,
+                "completed": 0,
             },
             {
                 "queue": "reports",
@@ -148,6 +149,7 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "concurrency_limit": None,
                 "rate_limit": None,
                 "rate_per_s": None,
+                "completed": 0,
             },
         ],
     }
@@ -273,6 +275,40 @@ def test_job_shows_its_unique_key_as_json_and_as_a_table(cli: Cli, store: Store)
     assert shown.returncode == 0
     assert "unique_key" in shown.stdout
     assert "sync-user-42" in shown.stdout
+
+
+def _completed(store: Store, result: object) -> int:
+    queue = store.queue("reports", QueueOpts(completed_retention_s=3600))
+    job_id = queue.enqueue({"month": 11})
+    handle = queue.claim("worker-1")
+    assert handle is not None
+    assert handle.ack(result=result)
+    return job_id
+
+
+def test_job_shows_a_completed_jobs_result_as_json_and_as_a_table(cli: Cli, store: Store) -> None:
+    job_id = _completed(store, {"rows": 1200})
+
+    document = cli.json("job", str(job_id))["job"]
+    shown = cli.run("job", str(job_id))
+
+    assert (document["state"], document["result"]) == ("completed", {"rows": 1200})
+    assert document["completed_retention_s"] == 3600
+    assert isinstance(document["completed_at"], int)
+    assert shown.returncode == 0, shown.stderr
+    assert "completed_at" in shown.stdout
+    assert '{"rows": 1200}' in shown.stdout
+
+
+def test_jobs_lists_completed_jobs_and_stats_count_them(cli: Cli, store: Store) -> None:
+    job_id = _completed(store, None)
+    store.queue("reports").enqueue("waiting")
+
+    listed = cli.json("jobs", "reports", "--state", "completed")
+    stats = cli.json("stats")
+
+    assert [job["id"] for job in listed["jobs"]] == [job_id]
+    assert [(q["queue"], q["completed"]) for q in stats["queues"]] == [("reports", 1)]
 
 
 def test_jobs_refuses_a_page_over_1000_as_usage(cli: Cli) -> None:

@@ -305,3 +305,59 @@ def test_guide_queue_limits_example_keeps_eight_workers_within_the_limit(tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "60 calls, at most 3 at once: True\n"
+
+
+RESULTS_GUIDE = "results.md"
+GUIDE_PG_URL = "postgresql://app@db/app"
+GUIDE_SA_URL = "postgresql+psycopg://app@db/app"
+
+
+@pytest.mark.parametrize(
+    ("first_line", "printed"),
+    [
+        (
+            "import alkstore\nfrom alkstore import QueueOpts\nfrom alkstore.testing",
+            "completed 0 1200\nTrue\n1\n1 None\n",
+        ),
+        (
+            "import alkstore\nfrom alkstore import QueueOpts, StaleHandle\n",
+            "None False\nstale: rolled back\n[(7,)]\n",
+        ),
+    ],
+    ids=["retention", "tx-ack"],
+)
+def test_guide_results_examples_print_what_the_page_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], first_line: str, printed: str
+) -> None:
+    _run_guide_block(RESULTS_GUIDE, first_line, tmp_path)
+    assert capsys.readouterr().out == printed
+
+
+@pytest.mark.parametrize(
+    ("first_line", "order"),
+    [("import alkstore\nimport psycopg\n", 7), ("import alkstore\nimport sqlalchemy", 9)],
+    ids=["psycopg", "sqlalchemy"],
+)
+def test_guide_results_tx_ack_examples_commit_the_charge_with_the_ack_on_postgres(
+    postgres_database: str, capsys: pytest.CaptureFixture[str], first_line: str, order: int
+) -> None:
+    code = guide_block(RESULTS_GUIDE, first_line)
+    url = dsn_as_url(postgres_database)
+    assert GUIDE_PG_URL in code
+    code = code.replace(GUIDE_SA_URL, repr_free(url.replace("postgresql://", GUIDE_SA_PREFIX)))
+    code = code.replace(GUIDE_PG_URL, repr_free(url))
+    exec(compile(code, f"docs/guide/{RESULTS_GUIDE}", "exec"), {})
+    assert capsys.readouterr().out == "None\n"
+    with psycopg.connect(postgres_database) as conn:
+        rows = conn.execute("SELECT order_id FROM charges").fetchall()
+    assert rows == [(order,)]
+
+
+GUIDE_SA_PREFIX = "postgresql+psycopg://"
+
+
+def repr_free(url: str) -> str:
+    """``url`` as it may stand inside the guide's string literal (no quote in it)."""
+    assert '"' not in url, url
+    assert "\\" not in url, url
+    return url

@@ -99,6 +99,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "the queue's limit less its processing rows with `deadline > now`, counted atomically "
     "with the claim (the kit races eight processes); `next_wake_at` at the limit is the "
     "earliest deadline; ack, ack_batch, bury and cancel of a limited queue announce it",
+    "results": "the driver protocol's methods, `completed_retention_s`, `completed_at` and "
+    "`result` on job rows (`alkstore.rows.RESULTS_JOB_COLUMNS`), completed rows kept apart "
+    "from the live ones, and `ack_batch`, `get_job`, `list_jobs` and `queue_stats` that "
+    "know them",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

@@ -210,6 +210,7 @@ SURFACE: tuple[Target, ...] = (
             "connection": How("hand", "property"),
             "execute": HAND,
             "enqueue": HAND,
+            "ack": HAND,
             "outbox_enqueue": CALL,
             "get_job_tx": CALL,
             "stream_append": CALL,

@@ -99,6 +99,14 @@ class ReferenceWithoutLimits(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, limits=False)
 
 
+class ReferenceWithoutResults(ReferenceWithoutLocks):
+    """The reference engine, claiming to be a contract 1.1 engine: no ``results`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, results=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

@@ -186,6 +186,13 @@ def test_an_engine_without_limits_has_every_limits_property_not_applicable(
     assert "limits" in report["engine"]["not_applicable_profiles"]
 
 
+def test_a_1_1_engine_has_every_results_property_not_applicable(run_in: RunIn) -> None:
+    results = _profile_ids("results")
+    report = _report_of(run_in, "kit_engines:ReferenceWithoutResults", results)
+    assert _statuses(report) == dict.fromkeys(results, "not_applicable")
+    assert "results" in report["engine"]["not_applicable_profiles"]
+
+
 def test_an_engine_cannot_opt_out_of_the_queue_core(run_in: RunIn) -> None:
     result = run_in.pytest(
         "--pyargs",

@@ -310,3 +310,9 @@ class FakeLimitsDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.1's ops and contract 1.2's limits profiles."""
 
     capabilities = Capabilities(ops=True, limits=True)
+
+
+class FakeResultsDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.2's results profile (and ops) too."""
+
+    capabilities = Capabilities(results=True, ops=True, transactions=True)

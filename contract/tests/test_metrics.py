@@ -60,6 +60,13 @@ def test_counts_are_exported_per_queue() -> None:
     assert _sample(text, "lapsed", "reports") == "1"
 
 
+def test_completed_jobs_are_exported_per_queue() -> None:
+    text = metrics.render_stats([_stats("reports", completed=4), _stats("emails")])
+
+    assert _sample(text, "completed", "reports") == "4"
+    assert _sample(text, "completed", "emails") == "0"
+
+
 def test_no_ready_job_exports_age_zero() -> None:
     text = metrics.render_stats([_stats(oldest_ready_age_s=None)])
 

@@ -11,6 +11,7 @@ from alkstore.rows import (
     CLAIMED_COLUMNS,
     JOB_COLUMNS,
     OPS_JOB_COLUMNS,
+    RESULTS_JOB_COLUMNS,
     SNOOZE_JOB_COLUMNS,
     UNIQUE_JOB_COLUMNS,
     V1_JOB_COLUMNS,
@@ -44,6 +45,9 @@ STORED: dict[str, Any] = {
     "redriven_from": 4,
     "snoozes": 2,
     "unique_key": "sync-user-42",
+    "completed_retention_s": 60,
+    "completed_at": None,
+    "result": None,
 }
 """One job's stored columns (payload and errors as JSON text)."""
 
@@ -69,6 +73,14 @@ def test_a_row_of_every_column_decodes_to_the_job() -> None:
     assert job_from_row(_row(JOB_COLUMNS)) == JOB
 
 
+def test_a_completed_row_decodes_its_result_and_a_null_one_is_none() -> None:
+    completed = {**STORED, "state": "completed", "completed_at": 140, "result": '{"n":[1]}'}
+    job = job_from_row(tuple(completed[column] for column in JOB_COLUMNS))
+    assert (job.state, job.completed_at, job.result) == (JobState.COMPLETED, 140, {"n": [1]})
+    without = job_from_row(tuple({**completed, "result": None}[c] for c in JOB_COLUMNS))
+    assert without.result is None
+
+
 def test_a_decoder_reads_its_columns_in_any_order() -> None:
     columns = tuple(reversed(JOB_COLUMNS))
     assert job_decoder(columns)(_row(columns)) == JOB
@@ -80,8 +92,8 @@ def test_a_contract_1_0_row_takes_the_ops_snooze_and_unique_fields_defaults() ->
     assert job.last_error == "boom"
 
 
-def test_the_1_0_row_is_every_column_but_the_ops_snooze_and_unique_ones() -> None:
-    profiles = {*OPS_JOB_COLUMNS, *SNOOZE_JOB_COLUMNS, *UNIQUE_JOB_COLUMNS}
+def test_the_1_0_row_is_every_column_but_the_ops_snooze_unique_and_results_ones() -> None:
+    profiles = {*OPS_JOB_COLUMNS, *SNOOZE_JOB_COLUMNS, *UNIQUE_JOB_COLUMNS, *RESULTS_JOB_COLUMNS}
     assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - profiles
     assert SNOOZE_JOB_COLUMNS == ("snoozes",)
     assert UNIQUE_JOB_COLUMNS == ("unique_key",)

@@ -248,6 +248,7 @@ def test_raises_reads_each_entry_of_a_raises_section_and_nothing_after_it() -> N
     assert _surface.raises(api.JobHandle.ack_and_claim.__doc__) == [
         "InvalidName",
         "InvalidOptions",
+        "ResultError",
         "StoreClosed",
         "EngineUnavailable",
     ]

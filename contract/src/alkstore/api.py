@@ -69,26 +69,37 @@ class JobHandle(Protocol):
     def attempts(self) -> int:
         """The attempt number of this claim (``job.attempts``, 1 on the first claim)."""
 
-    def ack(self) -> bool:
-        """Finish the job: delete its row.
+    def ack(self, result: Any = None) -> bool:
+        """Finish the job: delete its row, or, for a job stamped with a
+        ``completed_retention_s`` (contract 1.2 §17, the results profile), keep it as
+        ``completed`` with ``completed_at`` and ``result``.
+
+        Args:
+            result: what the work produced, any JSON value (the payload's rules, at
+                most ``MAX_RESULT_BYTES``); kept only by a job with a completed
+                retention (a job without one is deleted, its result checked and
+                dropped). ``None``: no result.
 
         Returns:
-            ``True`` if the job was deleted; ``False`` if this claim is no longer
+            ``True`` if the job was acked; ``False`` if this claim is no longer
             live (its deadline passed or the job was reclaimed), in which case
             nothing changed (contract §2).
 
         Raises:
+            ResultError: ``result`` cannot be stored (nothing written).
+            ProfileUnavailable: a ``result`` on an engine without the ``results``
+                profile (nothing written).
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
         """
 
-    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
+    def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
         """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
         write (contract §12.7): what a worker does when a job succeeds and its
         slot goes straight to the next one, on one connection and, where one
         commit costs less than two (SQLite), as one commit.
 
-        The ack is exactly ``ack()``: refused (``acked=False``, nothing changed)
+        The ack is exactly ``ack(result)``: refused (``acked=False``, nothing changed)
         once the claim is no longer live; the claim happens either way. Each
         step is correct committed on its own (an engine may commit them one by
         one): an error after the ack leaves the job acked and nothing claimed.
@@ -99,6 +110,7 @@ class JobHandle(Protocol):
         Raises:
             InvalidName: ``worker_id`` is malformed (nothing acked).
             InvalidOptions: ``limit`` is outside 1..10,000 (nothing acked).
+            ResultError: ``result`` cannot be stored (nothing acked).
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached (the ack may have
                 committed: see above).
@@ -371,9 +383,11 @@ class QueueConsumer(Protocol):
         """A snapshot of the job with ``job_id``, whatever its queue (id-global).
 
         Returns:
-            A frozen ``Job`` for a pending, processing or dead job; ``None`` for
-            an id that names no row (acked, cancelled, purged or never issued).
-            ``Transaction.get_job_tx`` is the queue-filtered read (contract §2).
+            A frozen ``Job`` for a pending, processing, dead or completed job;
+            ``None`` for an id that names no row (acked without a completed
+            retention, cancelled, purged or never issued: contract §17 says how to
+            tell "ran" from "never existed"). ``Transaction.get_job_tx`` is the
+            queue-filtered read (contract §2).
 
         Raises:
             InvalidOptions: ``job_id`` is not an int.
@@ -386,12 +400,13 @@ class QueueConsumer(Protocol):
         In order: move every pending or processing job past ``expires_at`` to
         dead (``last_error = "expired"``); dead-letter lapsed jobs whose attempts
         are spent (``"max attempts exceeded"``); delete dead jobs older than
-        their stamped ``dead_letter_retention_s``. Afterwards no job with a
-        passed ``expires_at`` is pending or processing. Nothing runs this for
-        you: call it from a schedule (contract §2, §5).
+        their stamped ``dead_letter_retention_s``; with the results profile,
+        delete completed jobs older than their stamped ``completed_retention_s``.
+        Afterwards no job with a passed ``expires_at`` is pending or processing.
+        Nothing runs this for you: call it from a schedule (contract §2, §5, §17).
 
         Returns:
-            ``SweepResult(expired, exhausted, purged)`` counts.
+            ``SweepResult(expired, exhausted, purged, purged_completed)`` counts.
 
         Raises:
             StoreClosed: the store was closed.
@@ -422,7 +437,8 @@ class QueueConsumer(Protocol):
 
         Args:
             state: only jobs in this state (``JobState`` or its name); ``None`` = all,
-                dead ones included.
+                dead and completed ones included. ``completed`` needs the results
+                profile.
             after_id: only ids greater than this: pass the last id of a page to get
                 the next one. Pages never skip or repeat a job, even while jobs are
                 added.
@@ -872,6 +888,34 @@ class Transaction(Protocol):
             PayloadError: ``payload`` is not JSON-serializable, nests deeper than
                 ``MAX_PAYLOAD_DEPTH``, or its JSON text is over the store's
                 ``max_payload_bytes``.
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def ack(self, handle: JobHandle, result: Any = None) -> None:
+        """Ack ``handle``'s job in this transaction (contract 1.2 §3.8): the job's
+        completion commits or rolls back with the business writes made on it, so work
+        whose effect is a write in this database takes effect exactly once.
+
+        The ack is ``handle.ack(result)``'s (§2.12, §17: the job deleted, or kept
+        completed with ``result`` by a queue with a completed retention), run on this
+        transaction's connection; nothing of it is visible outside until the commit,
+        and waiters elsewhere see the claim as it was until then.
+
+        Args:
+            handle: a claim of this store (``claim``, ``claim_batch``, ``claim_wait``,
+                the worker's ``JobContext``'s job handle).
+            result: as for ``JobHandle.ack``.
+
+        Raises:
+            StaleHandle: the claim is no longer valid (its deadline passed, another
+                claim superseded it, or it was finished): raised here, inside the
+                transaction and before it commits, so that the caller rolls back
+                (leaving the ``with`` block with it does) rather than commit the
+                effect of a job that may run again elsewhere.
+            ResultError: ``result`` cannot be stored (nothing written).
+            ProfileUnavailable: a ``result`` on an engine without the results
+                profile (nothing written).
+            InvalidOptions: ``handle`` is not a job handle, or is one of another store.
             StoreClosed: the transaction has finished or the store was closed.
         """
 

@@ -56,6 +56,13 @@ matches what peers' messages hold (SQS and Google Cloud Tasks: 1 MB, Kafka's
 default: 1 MB). A store may lower it (engine option ``max_payload_bytes``), never
 raise it: a later contract may raise the bound without breaking anyone."""
 
+MAX_RESULT_BYTES: Final = 1_048_576
+"""Largest job result (contract 1.2, the results profile), in bytes of its JSON text
+encoded as UTF-8 (1 MiB), under the payload's encoder rules (§0.4, §0.5): a handler's
+return value or ``ack(result=...)`` over it is refused with ``ResultError`` before
+anything is written. A result is kept for its job's completed retention and read by
+``get_job``: like a payload, it carries an answer, not a document."""
+
 MAX_ERROR_HISTORY: Final = 25
 """A job keeps the latest this many ``JobError``s (contract §11)."""
 

@@ -34,6 +34,7 @@ from .params import (
     Cancel,
     Claim,
     ClaimRef,
+    Complete,
     GetJob,
     Heartbeat,
     InsertUnique,
@@ -275,7 +276,9 @@ class Driver(Protocol[C]):
 
     def ack_batch(self, c: C, params: AckBatch) -> int:
         """Delete rows of ``params.queue`` among ``job_ids`` that are processing under
-        ``worker_id`` with ``deadline > now``; return how many."""
+        ``worker_id`` with ``deadline > now``; return how many. With the results
+        profile, those of them stamped with a ``completed_retention_s`` move to the
+        completed rows instead, without a result (see ``ResultsDriver``)."""
         ...
 
     def heartbeat(self, c: C, params: Heartbeat) -> bool:
@@ -311,7 +314,8 @@ class Driver(Protocol[C]):
         ...
 
     def get_job(self, c: C, params: GetJob) -> Job | None:
-        """The live or dead row ``params.job_id`` (of ``queue`` when given)."""
+        """The live or dead row ``params.job_id`` (of ``queue`` when given); with the
+        results profile, a completed one too."""
         ...
 
     def next_wake_at(self, c: C, params: NextWake) -> int | None:
@@ -625,6 +629,32 @@ class LimitsDriver(Protocol[C_contra]):
         ...
 
 
+class ResultsDriver(Protocol[C_contra]):
+    """Contract 1.2's results profile (``Capabilities.results``): finished jobs kept.
+
+    Engines with it store every job's stamp ``completed_retention_s``
+    (``alkstore.rows.RESULTS_JOB_COLUMNS``; ``NULL``: an ack deletes the job) and keep
+    completed rows apart from the live ones (the claim path never reads them), each
+    with its ``completed_at`` and ``result`` (JSON text or ``NULL``). ``get_job``
+    finds them (state ``completed``), ``OpsDriver.list_jobs`` lists them (with
+    ``state`` ``None`` or ``COMPLETED``), ``queue_stats`` counts them
+    (``QueueStats.completed``) and lists a queue that has one; ``ack_batch`` moves the
+    retained ones there; ``cancel``, ``redrive`` and ``purge_dead_jobs`` leave them
+    alone. A completed job holds no unique key."""
+
+    def complete(self, c: C_contra, params: Complete) -> bool:
+        """If the claim is valid (as ``ack``): in one atomic step, move the row to the
+        completed rows (same id, every column kept) with ``completed_at = now`` and
+        ``result = params.result``. The core calls it only for a job stamped with a
+        ``completed_retention_s``; ``ack`` stays the plain delete."""
+        ...
+
+    def purge_completed(self, c: C_contra, params: Sweep) -> int:
+        """Delete completed rows of ``params.queue`` with ``completed_at +
+        completed_retention_s < now``; return how many (the sweep's step)."""
+        ...
+
+
 # -- what the core requires of a driver ------------------------------------------------
 
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
@@ -637,6 +667,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "unique": UniqueDriver,
         "periodic": PeriodicDriver,
         "limits": LimitsDriver,
+        "results": ResultsDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's

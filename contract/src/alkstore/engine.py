@@ -55,6 +55,8 @@ class Capabilities:
             ``scheduler`` and ``cron``.
         limits: contract 1.2's fleet-wide concurrency limits per queue
             (``Queue.set_limits``, ``LimitsDriver``), honoured by every claim.
+        results: contract 1.2's finished jobs (§17): ``QueueOpts.completed_retention_s``
+            keeps acked jobs as ``completed`` with their result (``ResultsDriver``).
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -81,6 +83,8 @@ class Capabilities:
     """Contract 1.2's declared schedules: leased by the workers that declare them."""
     limits: bool = False
     """Contract 1.2's queue limits: at most N jobs of a queue processing, fleet-wide."""
+    results: bool = False
+    """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

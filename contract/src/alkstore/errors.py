@@ -89,6 +89,21 @@ class PayloadError(AlkstoreError, TypeError):
     """
 
 
+class ResultError(PayloadError):
+    """A job's result cannot be stored (contract 1.2 §17, the results profile): it is
+    not JSON-serializable, nests deeper than 64 levels, or its JSON text is over
+    ``MAX_RESULT_BYTES``; nothing was written. A ``PayloadError`` (so a ``TypeError``)."""
+
+
+class StaleHandle(AlkstoreError):
+    """``tx.ack`` of a claim that is no longer valid (contract 1.2 §3.8): its deadline
+    passed, another claim superseded it, or it was already finished. Raised inside the
+    transaction, before it commits, so the caller's business writes are not committed
+    as the effect of a job someone else may run again: roll the transaction back
+    (leaving the ``with`` block with the exception does). Outside a transaction a stale
+    handle's ``ack`` returns ``False`` (§2.8)."""
+
+
 class LeadershipLost(AlkstoreError):
     """The scheduler leader's lock lapsed or was taken; it stopped before ticking.
 

@@ -12,7 +12,8 @@ call, which engines answer from their claim indexes::
 ``queue`` label (reserved queues included: outboxes' backing queues):
 
 * ``alkstore_queue_ready``, ``alkstore_queue_scheduled``, ``alkstore_queue_processing``,
-  ``alkstore_queue_lapsed``, ``alkstore_queue_dead``: job counts (``QueueStats``);
+  ``alkstore_queue_lapsed``, ``alkstore_queue_dead``, ``alkstore_queue_completed``: job
+  counts (``QueueStats``; completed jobs: the results profile, ``0`` without it);
 * ``alkstore_queue_oldest_ready_age_seconds``: how long the oldest ready job has been
   due, ``0`` when nothing is ready (so the series never vanishes under an alert);
 * ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
@@ -64,6 +65,11 @@ GAUGES: tuple[Gauge, ...] = (
         lambda s: s.lapsed,
     ),
     Gauge("dead", "Dead jobs kept.", lambda s: s.dead),
+    Gauge(
+        "completed",
+        "Completed jobs kept (a queue with a completed retention, contract 1.2 §17).",
+        lambda s: s.completed,
+    ),
     Gauge(
         "oldest_ready_age_seconds",
         "Seconds since the oldest ready job became due (0 when none is ready).",

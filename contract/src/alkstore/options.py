@@ -75,6 +75,9 @@ class QueueOpts:
             Default 5.
         dead_letter_retention_s: how long a dead job is kept before ``sweep_expired``
             deletes it; ``None`` (the default) keeps it forever.
+        completed_retention_s: how long an acked job is kept as ``completed``, with its
+            result, before ``sweep_expired`` deletes it (contract 1.2 §17, the results
+            profile); ``None`` or ``0`` (the default): an ack deletes the job.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
@@ -85,6 +88,7 @@ class QueueOpts:
     max_attempts: int
     backoff_base_s: int
     dead_letter_retention_s: int | None
+    completed_retention_s: int | None
 
     def __init__(
         self,
@@ -92,6 +96,7 @@ class QueueOpts:
         max_attempts: int = 3,
         backoff_base_s: Duration = 5,
         dead_letter_retention_s: Duration | None = None,
+        completed_retention_s: Duration | None = None,
     ) -> None:
         _init(
             self,
@@ -103,6 +108,9 @@ class QueueOpts:
             dead_letter_retention_s=_optional_duration(
                 dead_letter_retention_s, "dead_letter_retention_s"
             ),
+            # 0 keeps nothing: the same as None, so a stamp is either off or a period.
+            completed_retention_s=_optional_duration(completed_retention_s, "completed_retention_s")
+            or None,
         )
 
 
@@ -418,9 +426,11 @@ def _check_catch_up(value: object) -> str:
 
 
 DEFAULT_QUEUE_OPTS = QueueOpts(300, 3, 5, None)
-"""What ``store.queue(name)`` stamps without opts: 300 s, 3 attempts, base 5 s, kept forever."""
+"""What ``store.queue(name)`` stamps without opts: 300 s, 3 attempts, base 5 s, dead jobs
+kept forever, acked ones deleted."""
 OUTBOX_QUEUE_OPTS = QueueOpts(60, 5, 5, None)
-"""What every outbox stamps: 60 s, 5 attempts, base 5 s, kept forever (contract §4)."""
+"""What every outbox stamps: 60 s, 5 attempts, base 5 s, dead jobs kept forever, acked
+ones deleted (contract §4)."""
 DEFAULT_ENQUEUE_OPTS = EnqueueOpts()
 
 
@@ -448,6 +458,7 @@ class JobStamps:
     visibility_timeout_s: int
     backoff_base_s: int
     dead_letter_retention_s: int | None
+    completed_retention_s: int | None = None
 
 
 JOB_STAMP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JobStamps))
@@ -477,4 +488,5 @@ def resolve_stamps(queue: str, queue_opts: QueueOpts, opts: EnqueueOpts, now: in
         visibility_timeout_s=queue_opts.visibility_timeout_s,
         backoff_base_s=queue_opts.backoff_base_s,
         dead_letter_retention_s=queue_opts.dead_letter_retention_s,
+        completed_retention_s=queue_opts.completed_retention_s,
     )

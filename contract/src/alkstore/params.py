@@ -147,6 +147,17 @@ class InsertUnique:
     hold_dead: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Complete:
+    """``complete`` (results profile): the ack of the claim ``(job_id, attempt)`` at
+    ``now`` that keeps the job as completed with ``result`` (JSON text, or ``None``)."""
+
+    job_id: int
+    attempt: int
+    now: int
+    result: str | None
+
+
 # -- locks --------------------------------------------------------------------------
 
 
@@ -352,6 +363,7 @@ PARAMS: tuple[type, ...] = (
     Snooze,
     InsertUnique,
     SetLimits,
+    Complete,
 )
 """Every statement's params class."""
 

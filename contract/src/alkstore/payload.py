@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from .constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
-from .errors import InvalidOptions, PayloadError
+from .constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_RESULT_BYTES
+from .errors import InvalidOptions, PayloadError, ResultError
 
 _encoder = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
@@ -123,6 +123,20 @@ def encode_payload(value: object, max_bytes: int = MAX_PAYLOAD_BYTES) -> str:
             f"payload is {size} bytes of JSON text (UTF-8), over the bound of {max_bytes} bytes"
         )
     return text
+
+
+def encode_result(value: object) -> str:
+    """A job's result (contract 1.2 §17) as its stored text, under the payload's rules
+    (JSON, at most ``MAX_PAYLOAD_DEPTH`` deep) and at most ``MAX_RESULT_BYTES`` in
+    UTF-8; or ``ResultError`` (a ``PayloadError``) naming the rule, before anything
+    is written."""
+    try:
+        return encode_payload(value, MAX_RESULT_BYTES)
+    except PayloadError as exc:
+        message = str(exc).replace("payload", "result", 1)
+        raise ResultError(
+            message.replace("the bound of", "the bound MAX_RESULT_BYTES =", 1)
+        ) from None
 
 
 def _too_deep() -> PayloadError:

@@ -41,13 +41,23 @@ SNOOZE_JOB_COLUMNS: tuple[str, ...] = ("snoozes",)
 UNIQUE_JOB_COLUMNS: tuple[str, ...] = ("unique_key",)
 """The columns only an engine with the unique profile (contract 1.2) shows."""
 
+RESULTS_JOB_COLUMNS: tuple[str, ...] = ("completed_retention_s", "completed_at", "result")
+"""The columns only an engine with the results profile (contract 1.2) keeps: the stamp
+of every job, and what a completed job holds (the result as JSON text, or NULL)."""
+
+COMPLETED_ONLY_COLUMNS: tuple[str, ...] = ("completed_at", "result")
+"""What only a completed row holds (``None`` on a live or dead one)."""
+
 V1_JOB_COLUMNS: tuple[str, ...] = tuple(
     c
     for c in JOB_COLUMNS
-    if c not in OPS_JOB_COLUMNS and c not in SNOOZE_JOB_COLUMNS and c not in UNIQUE_JOB_COLUMNS
+    if c not in OPS_JOB_COLUMNS
+    and c not in SNOOZE_JOB_COLUMNS
+    and c not in UNIQUE_JOB_COLUMNS
+    and c not in RESULTS_JOB_COLUMNS
 )
-"""Contract 1.0's job row: an engine without the ops, snooze and unique profiles may
-select only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
+"""Contract 1.0's job row: an engine without the ops, snooze, unique and results
+profiles may select only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
 
 SET_BY_CLAIM: tuple[str, ...] = ("queue", "state", "claimed_at", "worker_id")
 """What a claim sets itself, so ``claimed_jobs`` takes it from the claim, not the row."""
@@ -56,11 +66,14 @@ DEAD_ONLY_COLUMNS: tuple[str, ...] = ("last_error", "died_at")
 """What only a dead row holds (``None`` on a live one)."""
 
 CLAIMED_COLUMNS: tuple[str, ...] = tuple(
-    c for c in JOB_COLUMNS if c not in SET_BY_CLAIM and c not in DEAD_ONLY_COLUMNS
+    c
+    for c in JOB_COLUMNS
+    if c not in SET_BY_CLAIM and c not in DEAD_ONLY_COLUMNS and c not in COMPLETED_ONLY_COLUMNS
 )
 """The columns ``claimed_jobs`` reads from a claim's ``RETURNING``: a job row without
-``SET_BY_CLAIM`` and ``DEAD_ONLY_COLUMNS``. Fewer columns to send and convert per
-claimed row; an engine may as well return ``JOB_COLUMNS`` and use ``job_from_row``."""
+``SET_BY_CLAIM``, ``DEAD_ONLY_COLUMNS`` and ``COMPLETED_ONLY_COLUMNS``. Fewer columns to
+send and convert per claimed row; an engine may as well return ``JOB_COLUMNS`` and use
+``job_from_row``."""
 
 
 def decode_errors(text: str | None) -> tuple[JobError, ...]:
@@ -100,6 +113,7 @@ _CONVERT = {
     "state": "states[{}]",
     "payload": "decode({})",
     "errors": "(history({0}) if {0} else ())",
+    "result": "(None if {0} is None else decode({0}))",
 }
 
 

@@ -13,14 +13,17 @@ from .options import ScheduleOpts
 
 
 class JobState(enum.StrEnum):
-    """Where a job is in its life: ``pending -> processing -> dead`` (contract §2).
+    """Where a job is in its life: ``pending -> processing -> dead`` (contract §2), or
+    ``processing -> completed`` when its queue keeps acked jobs (contract 1.2 §17).
 
-    An acked or cancelled job has no state: its row is gone.
+    An acked job without that retention, and a cancelled job, have no state: the row
+    is gone.
     """
 
     PENDING = "pending"
     PROCESSING = "processing"
     DEAD = "dead"
+    COMPLETED = "completed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,13 @@ class Job:
         unique_key: the key it was enqueued with (``EnqueueOpts(unique=...)``, contract
             1.2's unique profile; a payload's own key when ``Unique.key`` was ``None``),
             for its whole life, even once it no longer holds it; ``None`` otherwise.
+        completed_retention_s: how long the job is kept as ``completed`` once acked
+            (``QueueOpts.completed_retention_s``, contract 1.2's results profile);
+            ``None``: an ack deletes it.
+        completed_at: when it was acked; ``None`` unless completed.
+        result: what its handler returned (``ack(result=...)``), decoded; ``None``
+            unless completed with one (``alkstore.payload.UndecodablePayload`` if its
+            stored text cannot be decoded).
     """
 
     id: int
@@ -88,6 +98,9 @@ class Job:
     redriven_from: int | None = None
     snoozes: int = 0
     unique_key: str | None = None
+    completed_retention_s: int | None = None
+    completed_at: int | None = None
+    result: Any = None
 
 
 class Enqueued(int):
@@ -162,6 +175,8 @@ class QueueStats:
         rate_limit: how many claims its rate limit lets start per ``rate_per_s``
             seconds (§16), ``None`` when it has none.
         rate_per_s: the window of its rate limit, in seconds, or ``None``.
+        completed: completed jobs kept (contract 1.2's results profile; ``0`` on an
+            engine without it).
     """
 
     queue: str
@@ -175,6 +190,7 @@ class QueueStats:
     concurrency_limit: int | None = None
     rate_limit: int | None = None
     rate_per_s: int | None = None
+    completed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,11 +201,14 @@ class SweepResult:
         expired: jobs moved to dead because they passed ``expires_at``.
         exhausted: lapsed jobs moved to dead because their attempts were spent.
         purged: dead jobs deleted because their retention had passed.
+        purged_completed: completed jobs deleted because their retention had passed
+            (contract 1.2's results profile; ``0`` on an engine without it).
     """
 
     expired: int
     exhausted: int
     purged: int
+    purged_completed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -251,6 +251,39 @@ def test_a_schema_of_the_previous_version_keeps_its_schedules_undeclared_and_tak
         clock.set(NOW + alkstore.DECLARATION_LEASE_S)
         store.tick_schedules("t")  # removes the lapsed declaration, never the old schedule
         assert [s.name for s in store.schedules()] == ["minutely"]
+
+
+RESULTS_MIGRATION = 10
+"""The migration that adds the results profile (the test below starts from the one
+before it)."""
+
+
+def test_a_schema_before_finished_jobs_is_upgraded_with_every_job_acked_as_before(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, RESULTS_MIGRATION - 1)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"old\"', 0, 1, 1, 1, 30, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        plain = store.queue("q")
+        (old,) = plain.jobs()
+        assert (old.payload, old.completed_retention_s) == ("old", None)
+        handle = plain.claim("w")
+        assert handle is not None
+        assert handle.ack(result={"kept": False})
+        assert plain.get_job(old.id) is None  # stamped before retention existed: deleted
+        kept = store.queue("q", alkstore.QueueOpts(completed_retention_s=60))
+        job_id = kept.enqueue("new")
+        again = kept.claim("w")
+        assert again is not None
+        assert again.id == job_id
+        assert again.ack(result=[1, "two"])
+        done = kept.get_job(job_id)
+        assert done is not None
+        assert (done.state, done.result) == (alkstore.JobState.COMPLETED, [1, "two"])
+        assert kept.stats().completed == 1
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 

@@ -274,9 +274,9 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
     assert _version(db_path) == LATEST_VERSION
-    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS]
-    assert _columns(db_path, "__alkstore_jobs")[-7:] == added
-    assert _columns(db_path, "__alkstore_dead")[-7:] == added
+    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS, "completed_retention_s"]
+    assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
+    assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added
 
 
 def test_an_upgraded_version_2_file_takes_every_operation(db_path: Path, url: str) -> None:
@@ -540,8 +540,10 @@ def test_a_version_5_file_is_upgraded_in_place_with_no_job_holding_a_key(
             (3, "dead", None),
         ]
     assert _version(db_path) == LATEST_VERSION
-    assert _columns(db_path, "__alkstore_jobs")[-4:] == UNIQUE_COLUMNS
-    assert _columns(db_path, "__alkstore_dead")[-4:] == UNIQUE_COLUMNS
+    for table in ("__alkstore_jobs", "__alkstore_dead"):
+        columns = _columns(db_path, table)
+        first = columns.index(UNIQUE_COLUMNS[0])
+        assert columns[first : first + len(UNIQUE_COLUMNS)] == UNIQUE_COLUMNS
 
 
 def test_an_upgraded_version_5_file_takes_unique_jobs_and_moves_their_hold_to_dead(
@@ -618,13 +620,16 @@ def test_an_upgraded_previous_version_file_never_lapses_its_schedules_and_takes_
         assert [s.name for s in store.schedules()] == ["daily", "minutely"]
 
 
-# -- the previous version to the latest: queue limits -------------------------------------
+# -- the version before queue limits to the latest ---------------------------------------
+
+LIMITS_VERSION = 9
+"""The version that adds the limits profile's tables."""
 
 
 def test_the_previous_version_is_upgraded_in_place_with_no_queue_limited(
     db_path: Path, url: str
 ) -> None:
-    _make_v4_file(db_path, LATEST_VERSION - 1)
+    _make_v4_file(db_path, LIMITS_VERSION - 1)
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         queue = store.queue("q")
         assert queue.limits() is None
@@ -637,7 +642,7 @@ def test_the_previous_version_is_upgraded_in_place_with_no_queue_limited(
 def test_an_upgraded_previous_version_file_counts_its_claims_against_a_new_limit(
     db_path: Path, url: str
 ) -> None:
-    _make_v4_file(db_path, LATEST_VERSION - 1)
+    _make_v4_file(db_path, LIMITS_VERSION - 1)
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         queue = store.queue("q")
         assert queue.set_limits(alkstore.Limits(concurrency=1))
@@ -646,3 +651,59 @@ def test_an_upgraded_previous_version_file_counts_its_claims_against_a_new_limit
         handle = queue.claim("w2")
         assert handle is not None
         assert handle.id == 1
+
+
+# -- the version before finished jobs to the latest: completed jobs -------------------
+
+RESULTS_VERSION = 10
+"""The version that adds the results profile's stamp and completed table (the tests
+below start from the version before it)."""
+
+
+def test_a_file_before_finished_jobs_is_upgraded_with_every_job_acked_as_before(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, RESULTS_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        jobs = queue.jobs()
+        assert [(job.id, job.completed_retention_s) for job in jobs] == [
+            (1, None),
+            (2, None),
+            (3, None),
+        ]
+        (handle,) = queue.claim_batch("w2", 1)  # job 1: 2's claim has not lapsed
+        assert handle.ack(result={"kept": False})
+        assert queue.get_job(1) is None  # stamped before retention existed: deleted
+    assert _version(db_path) == LATEST_VERSION
+    assert "completed_retention_s" in _columns(db_path, "__alkstore_jobs")
+    assert "completed_retention_s" in _columns(db_path, "__alkstore_dead")
+
+
+def test_an_upgraded_file_before_finished_jobs_keeps_the_jobs_of_a_queue_with_retention(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, RESULTS_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q", QueueOpts(completed_retention_s=60))
+        job_id = queue.enqueue({"n": 4}, EnqueueOpts(priority=9))
+        (handle,) = queue.claim_batch("w2", 1)
+        assert handle.id == job_id
+        assert handle.ack(result=[1, "two"])
+        done = queue.get_job(job_id)
+        assert done is not None
+        assert (done.state, done.completed_at, done.result) == (
+            alkstore.JobState.COMPLETED,
+            1400,
+            [1, "two"],
+        )
+        failing = queue.enqueue({"n": 5}, EnqueueOpts(priority=9))
+        (handle,) = queue.claim_batch("w2", 1)
+        assert handle.id == failing
+        assert handle.fail("broken")  # the new trigger carries the stamp to dead
+        dead = queue.get_job(failing)
+        assert dead is not None
+        assert (dead.state, dead.completed_retention_s) == (alkstore.JobState.DEAD, 60)

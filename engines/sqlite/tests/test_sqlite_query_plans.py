@@ -198,12 +198,13 @@ def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
 
-def test_get_job_looks_up_both_tables_by_primary_key(deep: sqlite3.Connection) -> None:
+def test_get_job_looks_up_every_job_table_by_primary_key(deep: sqlite3.Connection) -> None:
     plan = query_plan(deep, sql.GET_JOB, {"id": 1})
     searches = [d for d in _details(plan) if d.startswith(("SEARCH", "SCAN"))]
     assert searches == [
         "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_dead USING INTEGER PRIMARY KEY (rowid=?)",
+        "SEARCH __alkstore_completed USING INTEGER PRIMARY KEY (rowid=?)",
     ]
 
 
@@ -671,7 +672,9 @@ def test_profile_statement_cost_does_not_grow_with_the_rows(
 
 # -- unique jobs (the unique profile) ------------------------------------------------
 
-UNIQUE_ONE_PARAMS = (QUEUE, 0, NOW, NOW, None, 3, 300, 5, None, None, 0, NOW, '"p"', "k")
+UNIQUE_ONE_PARAMS = (QUEUE, 0, NOW, NOW, None, 3, 300, 5, None, None, None, 0, NOW, '"p"', "k")
+"""The stamps (the last, completed_retention_s, None), hold_until, hold_dead, now, the
+payload and the key."""
 
 
 def test_a_lone_unique_insert_looks_for_a_dead_holder_with_one_search_of_the_dead_holds(

@@ -35,6 +35,7 @@ from .operations import OperationStatements
 from .periodic import PeriodicStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
 from .queue_statements import QueueStatements, ValidClaimRule
+from .results import ResultsStatements
 from .scheduler import CronScheduleStatements, SchedulerStatements
 from .snooze import SnoozeStatements
 from .streams import StreamStatements
@@ -67,6 +68,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     SnoozeStatements,
     UniqueStatements,
     LimitsStatements,
+    ResultsStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

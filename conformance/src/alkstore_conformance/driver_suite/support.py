@@ -21,6 +21,7 @@ from alkstore.driver import (
     OpsDriver,
     PeriodicDriver,
     PubSubDriver,
+    ResultsDriver,
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,
@@ -48,6 +49,7 @@ class SeamDriver(
     UniqueDriver[Any],
     PeriodicDriver[Any],
     LimitsDriver[Any],
+    ResultsDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

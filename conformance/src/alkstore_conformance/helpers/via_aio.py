@@ -221,6 +221,11 @@ class AioTransaction(AioTransactionBase):
         target = queue.aio if isinstance(queue, AioQueue) else queue
         return self._loop.run(self.aio.enqueue(target, payload, opts))
 
+    @documented_as(api.Transaction.ack, "Via aio: an ``AioJobHandle`` reaches it as its twin.")
+    def ack(self, handle: AioJobHandle | Any, result: Any = None) -> None:
+        target = handle.aio if isinstance(handle, AioJobHandle) else handle
+        self._loop.run(self.aio.ack(target, result))
+
 
 class AioTransactionBlock:
     """``with store.transaction() as tx`` over ``async with aio_store.transaction()``:

@@ -1,5 +1,6 @@
 """The queue core of the model (contract §2): enqueue, claim, the handle's
-ack / heartbeat / fail / retry / snooze (§14), ack_batch, cancel and the sweep."""
+ack / heartbeat / fail / retry / snooze (§14), ack_batch, cancel and the sweep; an ack
+keeps a job completed when it is stamped to (§17)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .values import (
     Claim,
     ModelDisagreement,
     ModelJob,
+    json_round_trip,
     whole_seconds,
 )
 
@@ -129,13 +131,27 @@ class QueuesModel(ModelState):
             return None
         return job
 
-    def ack(self, claim: Claim) -> bool:
+    def ack(self, claim: Claim, result: Any = None) -> bool:
+        """§2.12, §17: the job is deleted, or kept completed with ``result`` when it is
+        stamped with a completed retention."""
         self._check_settled()
-        job = self._valid(claim, self.now)
+        now = self.now
+        job = self._valid(claim, now)
         if job is None:
             return False
-        del self._live[job.id]
+        self._finish(job, now, result)
         return True
+
+    def _finish(self, job: ModelJob, now: int, result: Any) -> None:
+        del self._live[job.id]
+        if job.completed_retention_s is None:
+            return
+        job.state = JobState.COMPLETED
+        job.completed_at = now
+        job.result = None if result is None else json_round_trip(result)
+        job.deadline = None
+        job.holding = False  # §15.4: an ack frees the key
+        self._completed[job.id] = job
 
     def heartbeat(self, claim: Claim, extend: int | float | timedelta) -> bool:
         """Absolute renewal: the deadline becomes ``now + extend``, never additive."""
@@ -239,7 +255,7 @@ class QueuesModel(ModelState):
                 and job.deadline is not None
                 and job.deadline > now
             ):
-                del self._live[job_id]
+                self._finish(job, now, None)
                 acked += 1
         return acked
 
@@ -271,4 +287,14 @@ class QueuesModel(ModelState):
         ]
         for job in purged:
             del self._dead[job.id]
-        return SweepResult(expired=len(expired), exhausted=exhausted, purged=len(purged))
+        swept = [
+            j
+            for j in self._completed.values()
+            if j.queue == queue
+            and j.completed_retention_s is not None
+            and j.completed_at is not None
+            and j.completed_at + j.completed_retention_s < now
+        ]
+        for job in swept:
+            del self._completed[job.id]
+        return SweepResult(len(expired), exhausted, len(purged), purged_completed=len(swept))

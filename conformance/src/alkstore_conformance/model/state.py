@@ -42,6 +42,8 @@ class ModelState:
         """Each limited queue's concurrency limit (contract §16, the limits profile)."""
         self._live: dict[int, ModelJob] = {}
         self._dead: dict[int, ModelJob] = {}
+        self._completed: dict[int, ModelJob] = {}
+        """Acked jobs of a queue with a completed retention (§17), until swept."""
         self._locks: dict[str, ModelLock] = {}
         self._seen_ids: set[int] = set()
         self._max_committed_id: int | None = None
@@ -68,7 +70,7 @@ class ModelState:
 
     # -- reads ---------------------------------------------------------------
     def _row(self, job_id: int) -> ModelJob | None:
-        return self._live.get(job_id) or self._dead.get(job_id)
+        return self._live.get(job_id) or self._dead.get(job_id) or self._completed.get(job_id)
 
     def get_job(self, job_id: int) -> Job | None:
         """``Queue.get_job`` is id-global (contract §2)."""
@@ -87,6 +89,8 @@ class ModelState:
             )
         if job.state is JobState.PENDING:
             return f"job {job_id} pending, run_at {job.run_at}, now {self.now}"
+        if job.state is JobState.COMPLETED:
+            return f"job {job_id} completed at {job.completed_at}, now {self.now}"
         return f"job {job_id} dead ({job.last_error!r})"
 
     # -- producing -------------------------------------------------------------
@@ -125,6 +129,7 @@ class ModelState:
         else:
             run_at = now
         retention = queue_opts.dead_letter_retention_s
+        kept = queue_opts.completed_retention_s
         return ModelJob(
             id=job_id,
             queue=queue,
@@ -143,6 +148,7 @@ class ModelState:
             visibility_timeout_s=_stamp(queue_opts.visibility_timeout_s),
             backoff_base_s=_stamp(queue_opts.backoff_base_s),
             dead_letter_retention_s=None if retention is None else _stamp(retention),
+            completed_retention_s=None if kept is None else _stamp(kept),
         )
 
     def _commit_jobs(self, jobs: Iterable[ModelJob]) -> None:

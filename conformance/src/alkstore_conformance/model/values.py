@@ -74,6 +74,10 @@ class ModelJob:
     move to dead unless ``hold_dead``; a passed ``hold_until`` ends it too (``holds``)."""
     hold_until: int | None = None
     hold_dead: bool = False
+    completed_retention_s: int | None = None
+    """The stamp of §17: an ack keeps the job completed for this long (``None``: deleted)."""
+    completed_at: int | None = None
+    result: Any = None
 
     def holds(self, queue: str, key: str, now: int) -> bool:
         """Whether this job holds ``key`` of ``queue`` at ``now`` (§15.3)."""
@@ -107,6 +111,9 @@ class ModelJob:
             redriven_from=self.redriven_from,
             snoozes=self.snoozes,
             unique_key=self.unique_key,
+            completed_retention_s=self.completed_retention_s,
+            completed_at=self.completed_at,
+            result=self.result,
         )
 
     def record_error(self, now: int, error: str) -> None:

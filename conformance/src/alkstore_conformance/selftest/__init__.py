@@ -69,6 +69,12 @@ from .queues import (
     UncappedBackoffDriver,
 )
 from .release import ReleaseCountsAttemptDriver
+from .results import (
+    AckBatchDeletesKeptDriver,
+    CompletedNeverSweptDriver,
+    TruncatedResultDriver,
+    TxAckOutsideStore,
+)
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
 from .unique import (
@@ -493,6 +499,35 @@ RATE_WINDOW_SHORT = MutantEngine(
     driver=RateWindowShortDriver,
 )
 
+# -- finished jobs (contract 1.2 §17) ------------------------------------------------
+RESULT_TRUNCATED = MutantEngine(
+    "result-truncated",
+    catches="RESULTS-WHOLE",
+    bug="a completed job's result keeps only its first 4000 characters of JSON text, "
+    "so a large result reads back as something else",
+    driver=TruncatedResultDriver,
+)
+COMPLETED_NEVER_SWEPT = MutantEngine(
+    "completed-never-swept",
+    catches="RESULTS-RETENTION",
+    bug="sweep_expired never purges completed jobs: they outlive their retention",
+    driver=CompletedNeverSweptDriver,
+)
+ACK_BATCH_DELETES_KEPT = MutantEngine(
+    "ack-batch-deletes-kept",
+    catches="RESULTS-COMPLETED-VISIBLE",
+    bug="ack_batch deletes every job it acks: a retaining queue's jobs acked in a batch "
+    "are gone instead of completed",
+    driver=AckBatchDeletesKeptDriver,
+)
+TX_ACK_OUTSIDE = MutantEngine(
+    "tx-ack-outside-the-transaction",
+    catches="TX-ACK-ROLLBACK",
+    bug="tx.ack acks the job on its own once the transaction ends, committed or not: "
+    "a rolled-back transaction's job is acked anyway, its effect undone",
+    store=TxAckOutsideStore,
+)
+
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
     "endless-pages",
@@ -595,6 +630,11 @@ MUTANTS: dict[str, MutantEngine] = {
         LAPSED_COUNTED_FOREVER,
         LIMIT_READ_ONCE,
         RATE_WINDOW_SHORT,
+        # finished jobs (contract 1.2)
+        RESULT_TRUNCATED,
+        COMPLETED_NEVER_SWEPT,
+        ACK_BATCH_DELETES_KEPT,
+        TX_ACK_OUTSIDE,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -21,8 +21,8 @@ from alkstore.values import Job
 class _ClaimsOnlyAfterAnAck(CoreJobHandle):
     __slots__ = ()
 
-    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
-        if not self.ack():
+    def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
+        if not self.ack(result):
             return AckAndClaim(False, [])
         return AckAndClaim(True, self._queue.claim_batch(worker_id, limit))
 

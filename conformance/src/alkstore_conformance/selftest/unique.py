@@ -14,7 +14,7 @@ import sqlite3
 import time
 from dataclasses import replace
 
-from alkstore.options import stamp_values
+from alkstore.options import JOB_STAMP_FIELDS, stamp_values
 from alkstore.params import Claim, InsertUnique
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
@@ -26,15 +26,14 @@ from .blind_spots import GATE_WAIT_S, commit_so_far
 READ_TO_WRITE_S = 0.005
 """Between the read and the write: long enough for every racer to read first."""
 
-_STAMPS = "queue, priority, created_at, run_at, expires_at, max_attempts, "
-_STAMPS += "visibility_timeout_s, backoff_base_s, dead_letter_retention_s"
+_STAMPS = ", ".join(JOB_STAMP_FIELDS)
 
 # The bug: the holder is looked up by the key alone, then the row goes in with no
 # hold the unique index sees (unique_hold NULL), so nothing stops a second one.
 FIND_HOLDER = f"SELECT id FROM {JOBS} WHERE queue = :queue AND unique_key = :key LIMIT 1"
 INSERT_UNCHECKED = f"""
 INSERT INTO {JOBS} ({_STAMPS}, state, payload, unique_key, hold_until, hold_dead)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)
+VALUES ({", ".join("?" * len(JOB_STAMP_FIELDS))}, 'pending', ?, ?, ?, ?)
 """
 
 # The bug: a claimed row gives its key up, as if only pending jobs held keys.

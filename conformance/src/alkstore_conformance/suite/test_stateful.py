@@ -99,7 +99,15 @@ QUEUES: dict[str, QueueOpts] = {
 # The outbox's stamps (60 s / 5 / 5 s / kept forever) make the third kind of queue.
 OUTBOX = "sync"
 OUTBOX_QUEUE = outbox_queue_name(OUTBOX)
-CONSUMERS = (*QUEUES, OUTBOX_QUEUE)
+# A queue that keeps its acked jobs 30 s (§17, on engines with the results profile;
+# without it, the same queue without the retention): completed jobs, their results
+# and the sweep that ends them.
+KEEPING = "reports"
+KEEPING_OPTS = QueueOpts(
+    visibility_timeout_s=30, max_attempts=2, backoff_base_s=5, completed_retention_s=30
+)
+NOT_KEEPING_OPTS = dataclasses.replace(KEEPING_OPTS, completed_retention_s=None)
+CONSUMERS = (*QUEUES, OUTBOX_QUEUE, KEEPING)
 """Queue names the machine consumes from; the outbox by its backing queue's name."""
 
 WORKERS = ("w1", "w2")
@@ -283,6 +291,7 @@ class QueueModelMachine(RuleBasedStateMachine):
             name: store.queue(name, opts) for name, opts in QUEUES.items()
         }
         self.consumers[OUTBOX_QUEUE] = store.outbox(OUTBOX)
+        self.consumers[KEEPING] = store.queue(KEEPING, self.queue_opts(KEEPING))
         return store
 
     def teardown(self) -> None:
@@ -291,8 +300,9 @@ class QueueModelMachine(RuleBasedStateMachine):
         finally:
             self._resources.close()
 
-    @staticmethod
-    def queue_opts(queue: str) -> QueueOpts:
+    def queue_opts(self, queue: str) -> QueueOpts:
+        if queue == KEEPING:
+            return KEEPING_OPTS if self.capabilities.results else NOT_KEEPING_OPTS
         return OUTBOX_QUEUE_OPTS if queue == OUTBOX_QUEUE else QUEUES[queue]
 
     # -- producing ---------------------------------------------------------------------
@@ -387,7 +397,8 @@ class QueueModelMachine(RuleBasedStateMachine):
                     opts = None if draw is None else draw.build(self.clock.now())
                     if by_handle and self.capabilities.ops:
                         # Contract 1.1: a Queue handle stamps that handle's opts.
-                        job_id = tx.enqueue(self.store.queue(queue, QUEUES[queue]), payload, opts)
+                        handle = self.store.queue(queue, self.queue_opts(queue))
+                        job_id = tx.enqueue(handle, payload, opts)
                         stamped = self.queue_opts(queue)
                     else:
                         # A transaction names a queue without a handle: the defaults.
@@ -456,6 +467,19 @@ class QueueModelMachine(RuleBasedStateMachine):
             return
         before = self.model.describe(held.claim.job_id)
         agree(f"{held}.ack() [{before}]", held.handle.ack(), self.model.ack(held.claim))
+
+    @precondition(lambda self: self.capabilities.results)
+    @rule(held=held, result=payloads)
+    def ack_with_result(self, held: HeldClaim, result: Any) -> None:
+        """§17: kept as the job's result when its queue keeps it, dropped otherwise."""
+        if self._refused_as_closed(held, lambda h: h.ack(result=result)):
+            return
+        before = self.model.describe(held.claim.job_id)
+        agree(
+            f"{held}.ack(result={result!r}) [{before}]",
+            held.handle.ack(result=result),
+            self.model.ack(held.claim, result),
+        )
 
     @rule(target=held, held=held, worker=st.sampled_from(WORKERS), limit=st.integers(1, 3))
     def ack_and_claim(self, held: HeldClaim, worker: str, limit: int) -> MultipleResults[HeldClaim]:
@@ -578,6 +602,10 @@ class QueueModelMachine(RuleBasedStateMachine):
         limit=st.integers(1, 4),
     )
     def list_jobs(self, queue: str, state: JobState | None, after: int, limit: int) -> None:
+        if state is JobState.COMPLETED and not self.capabilities.results:
+            with pytest.raises(ProfileUnavailable):  # §17: no such state without the profile
+                self.consumers[queue].jobs(state, after_id=after, limit=limit)
+            return
         agree(
             f"{queue!r} jobs({state}, after_id={after}, limit={limit})",
             self.consumers[queue].jobs(state, after_id=after, limit=limit),

@@ -72,23 +72,39 @@ class AsyncJobHandle:
         """The attempt number of this claim (``job.attempts``, 1 on the first claim)."""
         return self.sync.attempts
 
-    async def ack(self) -> bool:
-        """Finish the job: delete its row.
+    async def ack(self, result: Any = None) -> bool:
+        """Finish the job: delete its row, or, for a job stamped with a
+        ``completed_retention_s`` (contract 1.2 §17, the results profile), keep it as
+        ``completed`` with ``completed_at`` and ``result``.
 
         Async: awaited; the call runs on the store's threads, never on the event loop.
 
+        Args:
+            result: what the work produced, any JSON value (the payload's rules, at
+                most ``MAX_RESULT_BYTES``); kept only by a job with a completed
+                retention (a job without one is deleted, its result checked and
+                dropped). ``None``: no result.
+
         Returns:
-            ``True`` if the job was deleted; ``False`` if this claim is no longer
+            ``True`` if the job was acked; ``False`` if this claim is no longer
             live (its deadline passed or the job was reclaimed), in which case
             nothing changed (contract §2).
 
         Raises:
+            ResultError: ``result`` cannot be stored (nothing written).
+            ProfileUnavailable: a ``result`` on an engine without the ``results``
+                profile (nothing written).
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached.
         """
-        return await self._runner.call(self.sync.ack)
+        return await self._runner.call(self.sync.ack, result)
 
-    async def ack_and_claim(self, worker_id: str, limit: int = 1) -> AsyncAckAndClaim:
+    async def ack_and_claim(
+        self,
+        worker_id: str,
+        limit: int = 1,
+        result: Any = None,
+    ) -> AsyncAckAndClaim:
         """``ack`` this job, then ``claim_batch(worker_id, limit)`` its queue, in one
         write (contract §12.7): what a worker does when a job succeeds and its
         slot goes straight to the next one, on one connection and, where one
@@ -97,7 +113,7 @@ class AsyncJobHandle:
         Async: awaited, run off the loop; if the awaiting task is cancelled, the jobs the call
         claimed are given back (``release``) and its ack stands.
 
-        The ack is exactly ``ack()``: refused (``acked=False``, nothing changed)
+        The ack is exactly ``ack(result)``: refused (``acked=False``, nothing changed)
         once the claim is no longer live; the claim happens either way. Each
         step is correct committed on its own (an engine may commit them one by
         one): an error after the ack leaves the job acked and nothing claimed.
@@ -108,6 +124,7 @@ class AsyncJobHandle:
         Raises:
             InvalidName: ``worker_id`` is malformed (nothing acked).
             InvalidOptions: ``limit`` is outside 1..10,000 (nothing acked).
+            ResultError: ``result`` cannot be stored (nothing acked).
             StoreClosed: the store was closed.
             EngineUnavailable: the database cannot be reached (the ack may have
                 committed: see above).
@@ -116,6 +133,7 @@ class AsyncJobHandle:
             self.sync.ack_and_claim,
             worker_id,
             limit,
+            result,
             handles=ack_and_claim,
         )
         claimed = [AsyncJobHandle(self._runner, handle) for handle in done.claimed]
@@ -454,9 +472,11 @@ class AsyncQueueConsumer:
         Async: awaited; the call runs on the store's threads, never on the event loop.
 
         Returns:
-            A frozen ``Job`` for a pending, processing or dead job; ``None`` for
-            an id that names no row (acked, cancelled, purged or never issued).
-            ``Transaction.get_job_tx`` is the queue-filtered read (contract §2).
+            A frozen ``Job`` for a pending, processing, dead or completed job;
+            ``None`` for an id that names no row (acked without a completed
+            retention, cancelled, purged or never issued: contract §17 says how to
+            tell "ran" from "never existed"). ``Transaction.get_job_tx`` is the
+            queue-filtered read (contract §2).
 
         Raises:
             InvalidOptions: ``job_id`` is not an int.
@@ -472,12 +492,13 @@ class AsyncQueueConsumer:
         In order: move every pending or processing job past ``expires_at`` to
         dead (``last_error = "expired"``); dead-letter lapsed jobs whose attempts
         are spent (``"max attempts exceeded"``); delete dead jobs older than
-        their stamped ``dead_letter_retention_s``. Afterwards no job with a
-        passed ``expires_at`` is pending or processing. Nothing runs this for
-        you: call it from a schedule (contract §2, §5).
+        their stamped ``dead_letter_retention_s``; with the results profile,
+        delete completed jobs older than their stamped ``completed_retention_s``.
+        Afterwards no job with a passed ``expires_at`` is pending or processing.
+        Nothing runs this for you: call it from a schedule (contract §2, §5, §17).
 
         Returns:
-            ``SweepResult(expired, exhausted, purged)`` counts.
+            ``SweepResult(expired, exhausted, purged, purged_completed)`` counts.
 
         Raises:
             StoreClosed: the store was closed.
@@ -513,7 +534,8 @@ class AsyncQueueConsumer:
 
         Args:
             state: only jobs in this state (``JobState`` or its name); ``None`` = all,
-                dead ones included.
+                dead and completed ones included. ``completed`` needs the results
+                profile.
             after_id: only ids greater than this: pass the last id of a page to get
                 the next one. Pages never skip or repeat a job, even while jobs are
                 added.

@@ -9,10 +9,10 @@ from typing import Any
 
 from .. import api
 from .._surface import documented_as
-from ..api import Queue, Transaction
+from ..api import JobHandle, Queue, Transaction
 from ..options import EnqueueOpts
 from ..values import Enqueued
-from ._generated import AsyncQueue, AsyncTransactionBase
+from ._generated import AsyncJobHandle, AsyncQueue, AsyncTransactionBase
 from .runner import Lane
 
 
@@ -61,6 +61,14 @@ class AsyncTransaction(AsyncTransactionBase):
     ) -> Enqueued:
         target = queue.sync if isinstance(queue, AsyncQueue) else queue
         return await self._lane.call(self.sync.enqueue, target, payload, opts)
+
+    @documented_as(
+        api.Transaction.ack,
+        "Async: awaited, on the transaction's thread; ``handle`` may be an ``AsyncJobHandle`` too.",
+    )
+    async def ack(self, handle: JobHandle | AsyncJobHandle, result: Any = None) -> None:
+        target = handle.sync if isinstance(handle, AsyncJobHandle) else handle
+        await self._lane.call(self.sync.ack, target, result)
 
 
 def _execute_and_fetch(transaction: Transaction, sql: str, params: Any) -> list[Any]:

@@ -32,6 +32,7 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "concurrency_limit": stats.concurrency_limit,
         "rate_limit": stats.rate_limit,
         "rate_per_s": stats.rate_per_s,
+        "completed": stats.completed,
     }
 
 
@@ -65,6 +66,9 @@ def job_entry(job: Job) -> dict[str, Any]:
         "errors": [{"attempt": e.attempt, "at": e.at, "error": e.error} for e in job.errors],
         "redriven_from": job.redriven_from,
         "unique_key": job.unique_key,
+        "completed_retention_s": job.completed_retention_s,
+        "completed_at": job.completed_at,
+        "result": None if isinstance(job.result, UndecodablePayload) else job.result,
     }
 
 

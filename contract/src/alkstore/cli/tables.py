@@ -93,7 +93,8 @@ def limits_text(limits: Limits | None) -> str:
 def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
     table = Table(title="queues", caption=f"at {instant(now)}", caption_justify="left")
     table.add_column("queue", overflow="fold", min_width=12)
-    for heading in ("ready", "scheduled", "processing", "lapsed", "dead", "oldest ready"):
+    headings = ("ready", "scheduled", "processing", "lapsed", "dead", "completed", "oldest ready")
+    for heading in headings:
         table.add_column(heading, justify="right")
     table.add_column("paused")
     table.add_column("limit", justify="right")
@@ -105,6 +106,7 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
             str(s.processing),
             str(s.lapsed),
             str(s.dead),
+            str(s.completed),
             age(s.oldest_ready_age_s),
             "PAUSED" if s.paused else "",
             limits_text(
@@ -124,7 +126,7 @@ def jobs_table(queue: str, jobs: Sequence[Job], next_after: int | None) -> Table
     table.add_column("state", no_wrap=True, min_width=10)
     table.add_column("attempts", justify="right", no_wrap=True, min_width=8)
     table.add_column("priority", justify="right", no_wrap=True, min_width=8)
-    table.add_column("run_at / died_at", no_wrap=True, min_width=20)
+    table.add_column("run_at / died_at / completed_at", no_wrap=True, min_width=20)
     for heading in ("worker", "last error", "payload"):
         table.add_column(heading, overflow="ellipsis", no_wrap=True, min_width=4)
     for job in jobs:
@@ -133,12 +135,20 @@ def jobs_table(queue: str, jobs: Sequence[Job], next_after: int | None) -> Table
             job.state.value,
             f"{job.attempts}/{job.max_attempts}",
             str(job.priority),
-            instant(job.died_at if job.died_at is not None else job.run_at),
+            instant(_when(job)),
             preview(job.worker_id),
             preview(job.last_error or (job.errors[-1].error if job.errors else None)),
             preview(payload_text(job.payload)),
         )
     return table
+
+
+def _when(job: Job) -> int:
+    """The instant a jobs listing shows: when a dead job died, a completed one
+    completed, else when it is (or was) due."""
+    if job.died_at is not None:
+        return job.died_at
+    return job.completed_at if job.completed_at is not None else job.run_at
 
 
 def job_view(job: Job) -> RenderableType:
@@ -164,6 +174,9 @@ def job_view(job: Job) -> RenderableType:
         ("last_error", job.last_error),
         ("redriven_from", _optional(job.redriven_from)),
         ("unique_key", job.unique_key),
+        ("completed_retention_s", _optional(job.completed_retention_s)),
+        ("completed_at", instant(job.completed_at)),
+        ("result", None if job.result is None else payload_text(job.result)),
     ]
     for name, value in rows:
         fields.add_row(name, Text(value if value is not None else NONE))

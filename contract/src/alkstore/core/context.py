@@ -21,6 +21,7 @@ from ..driver import (
     OpsDriver,
     PeriodicDriver,
     PubSubDriver,
+    ResultsDriver,
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,
@@ -163,6 +164,10 @@ class StoreContext:
 
     def limits(self) -> LimitsDriver[Any]:
         driver: LimitsDriver[Any] = self._profile("limits")
+        return driver
+
+    def results(self) -> ResultsDriver[Any]:
+        driver: ResultsDriver[Any] = self._profile("results")
         return driver
 
     def require(self, profile: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..params import (
     Cancel,
     Claim,
     ClaimRef,
+    Complete,
     GetJob,
     Heartbeat,
     ListJobs,
@@ -34,7 +35,7 @@ from ..params import (
     Snooze,
     Sweep,
 )
-from ..payload import UndecodablePayload, is_undecodable
+from ..payload import UndecodablePayload, encode_result, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
 from ..values import Enqueued, Job, JobState, QueueStats, SweepResult
@@ -109,24 +110,32 @@ class CoreJobHandle:
         """The worker that holds this claim."""
         return self._job.worker_id
 
-    def ack(self) -> bool:
-        ctx = self._queue._context
-        now = ctx.now()
-        job = self._job
-        return ctx.write(lambda c: ctx.driver.ack(c, ClaimRef(job.id, job.attempts, now)))
+    def opened_by(self, context: StoreContext) -> bool:
+        """Whether this claim was made by the store whose context is ``context``."""
+        return self._queue.opened_by(context)
 
-    def ack_and_claim(self, worker_id: str, limit: int = 1) -> AckAndClaim:
+    def ack(self, result: Any = None) -> bool:
+        ctx = self._queue._context
+        job = self._job
+        if result is None and job.completed_retention_s is None:
+            now = ctx.now()  # the plain ack: today's statement, at today's cost
+            return ctx.write(lambda c: ctx.driver.ack(c, ClaimRef(job.id, job.attempts, now)))
+        ack = acking(ctx, job, result)
+        now = ctx.now()
+        return ctx.write(lambda c: ack(c, now))
+
+    def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
         queue = self._queue
         validate_identifier(worker_id, "worker_id")
         check_limit(limit)
         ctx = queue._context
-        now = ctx.now()
         job = self._job
-        driver = ctx.driver
+        ack = acking(ctx, job, result)
+        now = ctx.now()
 
         def work(c: Any) -> tuple[bool, list[Job]]:
             ctx.prefer_one_commit(c)  # the ack and the claim change the same pages
-            acked = driver.ack(c, ClaimRef(job.id, job.attempts, now))
+            acked = ack(c, now)
             return acked, queue._claim_rows(c, worker_id, now, limit)
 
         acked, jobs = ctx.write(work)
@@ -395,7 +404,11 @@ class CoreQueue:
         expired = ctx.write(lambda c: driver.bury_expired(c, sweep))
         exhausted = ctx.write(lambda c: driver.bury_exhausted(c, sweep))
         purged = ctx.write(lambda c: driver.purge_dead(c, sweep))
-        return SweepResult(expired=expired, exhausted=exhausted, purged=purged)
+        if not ctx.capabilities.results:
+            return SweepResult(expired=expired, exhausted=exhausted, purged=purged)
+        results = ctx.results()
+        completed = ctx.write(lambda c: results.purge_completed(c, sweep))
+        return SweepResult(expired, exhausted, purged, purged_completed=completed)
 
     # -- operations (contract §11, ops profile) -----------------------------------
     def stats(self) -> QueueStats:
@@ -416,6 +429,8 @@ class CoreQueue:
         limit: int = 100,
     ) -> list[Job]:
         wanted = check_state(state)
+        if wanted is JobState.COMPLETED:
+            self._context.results()  # an engine without the profile has no such state
         check_job_id(after_id)
         if before_id is not None and (
             isinstance(before_id, bool) or not isinstance(before_id, int)
@@ -533,6 +548,24 @@ class CoreOutbox(CoreQueue):
 
     def __repr__(self) -> str:
         return f"<Outbox {self._outbox_name!r}>"
+
+
+def acking(ctx: StoreContext, job: Job, result: Any) -> Callable[[Any, int], bool]:
+    """The ack of ``job``'s claim as a unit of work, its result checked first: for a
+    job stamped with a completed retention, the results profile's ``complete`` (it
+    keeps the job and ``result``); for any other, the plain ``ack`` (a result, once
+    checked, is not kept: the job is gone). ``ResultError`` for a result that cannot
+    be stored, ``ProfileUnavailable`` for one on an engine without the profile, both
+    before anything is written. The unit takes the connection and ``now``."""
+    text = None
+    if result is not None:
+        ctx.results()
+        text = encode_result(result)
+    if job.completed_retention_s is None:
+        driver = ctx.driver
+        return lambda c, now: driver.ack(c, ClaimRef(job.id, job.attempts, now))
+    results = ctx.results()
+    return lambda c, now: results.complete(c, Complete(job.id, job.attempts, now, text))
 
 
 def _storable_ids(job_ids: Sequence[int]) -> list[int]:

@@ -125,6 +125,8 @@ class CoreStore:
         validate_name(name, "queue name")
         if opts is not None:
             check_type(opts, QueueOpts, "opts")
+            if opts.completed_retention_s is not None:
+                self._context.require("results")  # before any job is stamped with it
         self._context.check_open()
         return CoreQueue(self._context, name, opts if opts is not None else DEFAULT_QUEUE_OPTS)
 

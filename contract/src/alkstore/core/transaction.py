@@ -7,9 +7,9 @@ from typing import Any
 
 from .. import _guide, api
 from .._surface import implements
-from ..api import Queue
+from ..api import JobHandle, Queue
 from ..driver import queue_topic, stream_topic
-from ..errors import EngineMisconfigured, StoreClosed
+from ..errors import EngineMisconfigured, InvalidOptions, StaleHandle, StoreClosed
 from ..names import outbox_queue_name, validate_name
 from ..options import (
     DEFAULT_QUEUE_OPTS,
@@ -23,6 +23,7 @@ from ..params import GetJob, Publish, StreamAppend
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
+from .queues import CoreJobHandle, acking
 from .unique import insert_unique_one
 
 
@@ -95,6 +96,25 @@ class CoreTransaction:
         self._check_live()
         ctx = self._context
         ctx.pubsub().publish(self._handle, Publish(channel, text, ctx.now()))
+
+    def ack(self, handle: JobHandle, result: Any = None) -> None:
+        job = getattr(handle, "job", None)
+        if not isinstance(job, Job):
+            raise InvalidOptions(f"handle must be a JobHandle, got {type(handle).__name__}")
+        if isinstance(handle, CoreJobHandle) and not handle.opened_by(self._context):
+            raise InvalidOptions(
+                f"job {job.id}'s handle belongs to another store: ack it in a transaction "
+                "of the store that claimed it"
+            )
+        ctx = self._context
+        ack = acking(ctx, job, result)  # the result is checked before anything is written
+        self._check_live()
+        if not ack(self._handle, ctx.now()):
+            raise StaleHandle(
+                f"job {job.id}'s claim (attempt {job.attempts}, by {job.worker_id!r}) is no "
+                "longer valid: its deadline passed, another claim superseded it, or it was "
+                "already finished; roll this transaction back, the job may run again"
+            )
 
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         validate_name(queue, "queue name")

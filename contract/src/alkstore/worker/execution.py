@@ -19,7 +19,7 @@ from ..api import JobHandle, Store
 from .executors import DaemonThreads, LoopThread
 from .heartbeats import Heartbeats
 from .observe import Observers
-from .outcomes import ABANDONED, ACK, Outcome, outcome_of
+from .outcomes import ABANDONED, Outcome, outcome_of, returned
 from .runs import JobRun
 from .settle import Settler
 from .slots import Slots
@@ -81,11 +81,11 @@ class Execution:
         run: JobRun | None = first
         while run is not None:
             try:
-                run.task.handler(*_arguments(run))
+                value = run.task.handler(*_arguments(run))
             except BaseException as exc:  # every outcome is settled; none escapes the thread
                 outcome: Outcome = outcome_of(exc)
             else:
-                outcome = ACK
+                outcome = returned(run.handle.job, value)
             run = self._follow(run, self._settler.settle(run, outcome), None)
 
     async def _run_async(self, first: JobRun) -> None:
@@ -96,14 +96,14 @@ class Execution:
         cancel = _cancelling_this_task()
         while run is not None:
             try:
-                await run.task.handler(*_arguments(run))
+                value = await run.task.handler(*_arguments(run))
             except asyncio.CancelledError:
                 self._settler.settle(run, ABANDONED)  # writes nothing: fine on the loop
                 raise
             except BaseException as exc:
                 outcome: Outcome = outcome_of(exc)
             else:
-                outcome = ACK
+                outcome = returned(run.handle.job, value)
             # Settling writes to the store: on the async store's threads. A stop
             # never cancels a settling run (it abandons only running handlers).
             claimed = await aio.call(self._settler.settle, run, outcome)

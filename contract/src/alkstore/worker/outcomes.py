@@ -1,7 +1,8 @@
 """A handler's outcome (contract §12.3): what it raises to choose one, and the value
 the worker settles.
 
-Returning acks the job; ``Retry``, ``Snooze`` and ``Fail`` say something else on purpose;
+Returning acks the job (the return value its result, when the job keeps one);
+``Retry``, ``Snooze`` and ``Fail`` say something else on purpose;
 any other exception retries the job with the traceback as the error.
 ``outcome_of`` turns any of these into one ``Outcome`` value, the same for a
 sync and an async handler, and ``settle`` applies that value whichever
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import InvalidOptions
+from ..errors import InvalidOptions, ResultError
+from ..payload import encode_result
 from ..timeconv import Duration, duration_seconds
+from ..values import Job
 
 
 class Retry(Exception):
@@ -69,7 +73,14 @@ class Fail(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Ack:
-    """The handler returned: ack the job."""
+    """The handler returned: ack the job, with what it returned as the job's result
+    when the job keeps one (contract 1.2 §17; ``None`` otherwise).
+
+    Attributes:
+        result: the handler's return value, checked storable, or ``None``.
+    """
+
+    result: Any = None
 
     @property
     def why(self) -> str:
@@ -145,6 +156,23 @@ one case in ``settle.write``."""
 ACK = Ack()
 RELEASED = Released()
 ABANDONED = Abandoned()
+
+
+def returned(job: Job, value: Any) -> Outcome:
+    """The outcome of a handler that returned ``value`` for ``job``: an ack; with the
+    value as its result when the job is stamped to keep one (its queue's
+    ``completed_retention_s``; otherwise the value is ignored, as it always was). A
+    value that cannot be a result (not JSON, too deep, over ``MAX_RESULT_BYTES``)
+    fails the attempt instead: a retry with the ``ResultError``'s message, as any
+    exception of the handler's would be."""
+    if value is None or job.completed_retention_s is None:
+        return ACK
+    try:
+        encode_result(value)
+    except ResultError as exc:
+        error = f"the handler's return value cannot be the job's result: {exc}"
+        return RetryLater(error, raised=f"ResultError: {exc}")
+    return Ack(value)
 
 
 def outcome_of(raised: BaseException | None) -> Outcome:

@@ -35,12 +35,12 @@ def write(
     """
     try:
         match outcome:
-            case Ack() if claim_for is not None:
-                acked, claimed = handle.ack_and_claim(claim_for, 1)
+            case Ack(result) if claim_for is not None:
+                acked, claimed = handle.ack_and_claim(claim_for, 1, result=result)
                 said = "ack" if acked else "ack refused (claim lost)"
                 return said, claimed[0] if claimed else None
-            case Ack():
-                name, written = "ack", handle.ack()
+            case Ack(result):
+                name, written = "ack", handle.ack(result)
             case RetryLater(error, delay_s):
                 name, written = "retry", handle.retry(error, delay_s)
             case Snoozed(delay_s):

@@ -76,11 +76,18 @@ def select_list(columns: Iterable[str], computed: Mapping[str, str]) -> str:
     )
 
 
+_NOT_COMPLETED: Final[Mapping[str, str]] = {
+    # Only a completed row (the results profile) holds these.
+    "completed_at": "NULL::bigint",
+    "result": "NULL::text",
+}
+
 LIVE_COMPUTED: Final[Mapping[str, str]] = {
     # A live row has not died; its state is stored, its history is an array.
     "last_error": "NULL::text",
     "died_at": "NULL::bigint",
     "errors": history("errors"),
+    **_NOT_COMPLETED,
 }
 """How ``alkstore_jobs`` gives the contract columns it does not store as they are read."""
 
@@ -88,8 +95,19 @@ DEAD_COMPUTED: Final[Mapping[str, str]] = {
     # The dead table holds dead rows only, so it stores no state.
     "state": "'dead'",
     "errors": history("errors"),
+    **_NOT_COMPLETED,
 }
 """How ``alkstore_dead_jobs`` gives the contract columns it does not store as they are read."""
+
+COMPLETED_COMPUTED: Final[Mapping[str, str]] = {
+    # The completed table holds completed rows only: no state, and none has died.
+    "state": "'completed'",
+    "last_error": "NULL::text",
+    "died_at": "NULL::bigint",
+    "errors": history("errors"),
+}
+"""How ``alkstore_completed_jobs`` (the results profile) gives the contract columns it
+does not store as they are read."""
 
 JOB_SELECTED: Final = JOB_COLUMNS
 """The columns a statement reading jobs selects, live and dead alike."""
@@ -102,6 +120,9 @@ LIVE_JOB: Final = select_list(JOB_SELECTED, LIVE_COMPUTED)
 
 DEAD_JOB: Final = select_list(JOB_SELECTED, DEAD_COMPUTED)
 """A dead row, in ``JOB_SELECTED`` order."""
+
+COMPLETED_JOB: Final = select_list(JOB_SELECTED, COMPLETED_COMPUTED)
+"""A completed row, in ``JOB_SELECTED`` order."""
 
 CLAIMED_JOB: Final = select_list(
     CLAIM_RETURNED, {name: how for name, how in LIVE_COMPUTED.items() if name in CLAIM_RETURNED}
@@ -119,7 +140,8 @@ MOVED: Final = listed(
 )
 """What a live row keeps as it is when it moves to the dead table (same id): every
 column both tables store alike. Its history moves too, but each move says how
-(one may append an entry), so it is not in this list."""
+(one may append an entry), so it is not in this list. A row moving to the completed
+table (the results profile) keeps the same columns."""
 
 HOLD: Final = "unique_hold, hold_until, hold_dead"
 """The unique profile's columns no ``Job`` field reads: a job's hold of its key (the

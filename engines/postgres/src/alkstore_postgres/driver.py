@@ -76,6 +76,7 @@ from alkstore.params import (
     Cancel,
     Claim,
     ClaimRef,
+    Complete,
     GetJob,
     Heartbeat,
     InsertUnique,
@@ -383,6 +384,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         stamps = params.stamps
         topic = queue_topic(stamps.queue)
         wake = None if topic in c.announced else notify_payload(topic)
+        retention = stamps.completed_retention_s
+        if retention is not None:
+            begin_transaction(c)  # the rows and their stamp commit together
         if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
             bound = by_name(
                 stamps,
@@ -407,6 +411,11 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             )
             rows = execute(c, self._sql.insert_unique, bound).fetchall()
             outcomes = [(-signed, True) if signed < 0 else (signed, False) for (signed,) in rows]
+        if retention is not None:
+            made = [job_id for job_id, duplicate in outcomes if not duplicate]
+            if made:
+                stamp = {"completed_retention_s": retention, "ids": made}
+                execute(c, self._sql.set_completed_retention, stamp)
         if not all(duplicate for _, duplicate in outcomes):
             c.announced.add(topic)
         return outcomes
@@ -473,6 +482,15 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         bound = by_name(params, job_ids=ids, wake_channel=self.channel, topic=topic)
         (acked, _) = execute(c, self._sql.ack_batch, bound).fetchone()
         return int(acked)
+
+    # -- finished jobs (the results profile) ---------------------------------------------
+    def complete(self, c: PgHandle, params: Complete) -> bool:
+        bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
+        (completed, _) = execute(c, self._sql.complete, bound).fetchone()
+        return bool(completed == 1)
+
+    def purge_completed(self, c: PgHandle, params: Sweep) -> int:
+        return rowcount(c, self._sql.purge_completed, by_name(params))
 
     def heartbeat(self, c: PgHandle, params: Heartbeat) -> bool:
         return rowcount(c, self._sql.heartbeat, by_name(params)) == 1

@@ -42,11 +42,12 @@ CAPABILITIES: Final = Capabilities(
     unique=True,
     periodic=True,
     limits=True,
+    results=True,
     async_native=True,
 )
 """Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,
-periodic, limits (and attach, locks, ...), and ``open_on_loop`` for ``alkstore.aio``
-(see ``loop_io``)."""
+periodic, limits, results (and attach, locks, ...), and ``open_on_loop`` for
+``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 
 _URL_SCHEME = re.compile(r"^(postgres(?:ql)?)(\+[a-z0-9_]+)?://", re.IGNORECASE)

@@ -589,6 +589,56 @@ V9_QUEUE_LIMITS = Migration(
 )
 
 
+V10_FINISHED_JOBS = Migration(
+    10,
+    "finished jobs: each job's completed retention and the completed table",
+    (
+        # The stamp (NULL: an ack deletes the job, as before), on live rows and, so a
+        # redrive keeps it, on dead ones. Nullable without a default: catalog-only.
+        "ALTER TABLE {schema}.alkstore_jobs ADD COLUMN completed_retention_s bigint",
+        "ALTER TABLE {schema}.alkstore_dead_jobs ADD COLUMN completed_retention_s bigint",
+        # Acked jobs their queue keeps, same id; the claim path never reads this table,
+        # so the live table and its claim indexes are as they were. No hold columns: a
+        # completed job holds no unique key.
+        """
+        CREATE TABLE {schema}.alkstore_completed_jobs (
+            id bigint PRIMARY KEY,
+            queue text COLLATE "C" NOT NULL,
+            payload text NOT NULL,
+            priority integer NOT NULL,
+            attempts integer NOT NULL,
+            max_attempts integer NOT NULL,
+            created_at bigint NOT NULL,
+            run_at bigint NOT NULL,
+            claimed_at bigint,
+            expires_at bigint,
+            worker_id text COLLATE "C",
+            visibility_timeout_s bigint NOT NULL,
+            backoff_base_s bigint NOT NULL,
+            dead_letter_retention_s bigint,
+            errors text[],
+            redriven_from bigint,
+            snoozes integer NOT NULL DEFAULT 0,
+            unique_key text COLLATE "C",
+            completed_retention_s bigint NOT NULL,
+            completed_at bigint NOT NULL,
+            result text
+        )
+        """,
+        # The sweep's purge: the retention deadline itself.
+        """
+        CREATE INDEX alkstore_completed_jobs_retention
+            ON {schema}.alkstore_completed_jobs (queue, (completed_at + completed_retention_s))
+        """,
+        # A queue's completed rows in id order: pages, counts, the list of queues.
+        """
+        CREATE INDEX alkstore_completed_jobs_queue
+            ON {schema}.alkstore_completed_jobs (queue, id)
+        """,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -599,6 +649,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V7_UNIQUE_ENQUEUE_FAST_PATH,
     V8_DECLARED_SCHEDULES,
     V9_QUEUE_LIMITS,
+    V10_FINISHED_JOBS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -53,6 +53,8 @@ class OpsStatements:
             query = sql.list_jobs_newest if newest else sql.list_jobs
         elif state is JobState.DEAD:
             query = sql.list_dead_jobs_newest if newest else sql.list_dead_jobs
+        elif state is JobState.COMPLETED:
+            query = sql.list_completed_jobs_newest if newest else sql.list_completed_jobs
         else:
             query = sql.list_live_jobs_newest if newest else sql.list_live_jobs
         bound = by_name(params, state=None if state is None else state.value)
@@ -136,7 +138,7 @@ class OpsStatements:
 
 
 def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:
-    queue, ready, scheduled, oldest_ready_at, processing, lapsed, dead, paused = row
+    queue, ready, scheduled, oldest_ready_at, processing, lapsed, dead, paused, completed = row
     return QueueStats(
         queue=queue,
         ready=ready,
@@ -146,6 +148,7 @@ def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:
         dead=dead,
         oldest_ready_age_s=None if oldest_ready_at is None else now - oldest_ready_at,
         paused=paused,
+        completed=completed,
     )
 
 

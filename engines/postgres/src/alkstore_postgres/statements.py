@@ -21,6 +21,7 @@ from alkstore.rows import CLAIMED_COLUMNS, ScheduleRecord
 
 from .columns import (
     CLAIMED_JOB,
+    COMPLETED_JOB,
     DEAD_JOB,
     HOLD,
     HOLD_KEPT_DEAD,
@@ -358,20 +359,25 @@ SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """Delete a valid claim's row; a limited queue's freed slot wakes its waiters in every
 process (the limits profile), in the same round trip."""
 
-ACK_BATCH: Final = """
+ACK_BATCH: Final = f"""
 WITH acked AS (
-    DELETE FROM {schema}.alkstore_jobs
+    DELETE FROM {{schema}}.alkstore_jobs
     WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
       AND worker_id = %(worker_id)s AND deadline > %(now)s
-    RETURNING 1
+    RETURNING {MOVED}, errors
+), kept AS (
+    INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at)
+    SELECT {MOVED}, errors, %(now)s FROM acked WHERE completed_retention_s IS NOT NULL
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic)s)
     WHERE EXISTS (SELECT FROM acked)
-      AND EXISTS (SELECT FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s)
+      AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s)
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
-"""Looks rows up by primary key. A generic plan made while the table was nearly
+"""One atomic statement: the rows acked, those stamped with a completed retention
+moved to the completed table without a result (the results profile); the count of
+the rows acked. Looks rows up by primary key. A generic plan made while the table was nearly
 empty can scan the whole table for every batch once it has grown: the driver
 lets a connection's plans go once they are ``plans.PLAN_REFRESH_S`` old, before it
 runs this (``plans.py``). ``deadline > now`` already means "processing"
@@ -379,6 +385,39 @@ runs this (``plans.py``). ``deadline > now`` already means "processing"
 ``state = 'processing'`` out keeps the planner off ``alkstore_jobs_processing_deadline``:
 with stale statistics it would otherwise walk every in-flight row of the queue
 for each batch."""
+
+COMPLETE: Final = f"""
+WITH acked AS (
+    DELETE FROM {{schema}}.alkstore_jobs
+    WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s
+      AND deadline > %(now)s
+    RETURNING {MOVED}, errors
+), kept AS (
+    INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at, result)
+    SELECT {MOVED}, errors, %(now)s, %(result)s::text FROM acked
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
+    WHERE EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                  WHERE limits.queue = acked.queue)
+)
+SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
+"""
+"""The ack of a job its queue keeps (the results profile): one atomic statement moves
+the row to the completed table (same id) with when and what it completed, and, as
+``ACK``, a limited queue's freed slot wakes its waiters in every process; the count
+of rows acked says whether the claim was valid."""
+
+PURGE_COMPLETED: Final = """
+DELETE FROM {schema}.alkstore_completed_jobs
+WHERE queue = %(queue)s AND completed_at + completed_retention_s < %(now)s
+"""
+
+SET_COMPLETED_RETENTION: Final = """
+UPDATE {schema}.alkstore_jobs SET completed_retention_s = %(completed_retention_s)s
+WHERE id = ANY(%(ids)s::bigint[])
+"""
+"""The stamp of the rows a unique enqueue just made (the unique functions of
+migrations 6 and 7 predate it), in the enqueue's transaction."""
 
 HEARTBEAT: Final = """
 UPDATE {schema}.alkstore_jobs SET deadline = %(deadline)s
@@ -440,8 +479,12 @@ UNION ALL
 SELECT {DEAD_JOB}
 FROM {{schema}}.alkstore_dead_jobs
 WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+UNION ALL
+SELECT {COMPLETED_JOB}
+FROM {{schema}}.alkstore_completed_jobs
+WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """
-"""Live and dead rows share the id sequence, so at most one row matches."""
+"""Live, dead and completed rows share the id sequence, so at most one row matches."""
 
 NEXT_WAKE_AT: Final = """
 SELECT
@@ -498,7 +541,8 @@ def _queue_stats(names: str) -> str:
 SELECT name.queue, pending.ready, pending.scheduled, pending.oldest_ready_at,
        claimed.processing, claimed.lapsed, dead.dead,
        EXISTS (SELECT FROM {{schema}}.alkstore_paused_queues AS paused
-               WHERE paused.queue = name.queue) AS paused
+               WHERE paused.queue = name.queue) AS paused,
+       completed.completed
 FROM (SELECT DISTINCT queue FROM named WHERE queue IS NOT NULL) AS name
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE run_at <= %(now)s) AS ready,
@@ -516,6 +560,10 @@ CROSS JOIN LATERAL (
 CROSS JOIN LATERAL (
     SELECT count(*) AS dead FROM {{schema}}.alkstore_dead_jobs WHERE queue = name.queue
 ) AS dead
+CROSS JOIN LATERAL (
+    SELECT count(*) AS completed FROM {{schema}}.alkstore_completed_jobs
+    WHERE queue = name.queue
+) AS completed
 ORDER BY name.queue COLLATE "C"
 """
 
@@ -529,10 +577,12 @@ QUEUE_STATS_ALL: Final = _queue_stats(
     f"""WITH RECURSIVE {_loose_scan("pending_queues", "alkstore_jobs", "state = 'pending'")},
 {_loose_scan("processing_queues", "alkstore_jobs", "state = 'processing'")},
 {_loose_scan("dead_queues", "alkstore_dead_jobs")},
+{_loose_scan("completed_queues", "alkstore_completed_jobs")},
 named (queue) AS (
     SELECT queue FROM pending_queues
     UNION ALL SELECT queue FROM processing_queues
     UNION ALL SELECT queue FROM dead_queues
+    UNION ALL SELECT queue FROM completed_queues
     UNION ALL SELECT queue FROM {{schema}}.alkstore_paused_queues
 )"""
 )
@@ -546,6 +596,10 @@ SELECT * FROM (
      ORDER BY id LIMIT %(limit)s)
     UNION ALL
     (SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+     WHERE queue = %(queue)s AND id > %(after_id)s
+     ORDER BY id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT {COMPLETED_JOB} FROM {{schema}}.alkstore_completed_jobs
      WHERE queue = %(queue)s AND id > %(after_id)s
      ORDER BY id LIMIT %(limit)s)
 ) AS page
@@ -572,6 +626,14 @@ LIMIT %(limit)s
 """
 """A keyset page of the dead rows."""
 
+LIST_COMPLETED_JOBS: Final = f"""
+SELECT {COMPLETED_JOB} FROM {{schema}}.alkstore_completed_jobs
+WHERE queue = %(queue)s AND id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s
+"""
+"""A keyset page of the completed rows (the results profile)."""
+
 # Newest first (``before_id``): the same ranges walked backwards from before_id.
 _NEWEST = (
     ("id > %(after_id)s", "id > %(after_id)s AND id < %(before_id)s"),
@@ -592,6 +654,8 @@ LIST_LIVE_JOBS_NEWEST: Final = _newest(LIST_LIVE_JOBS)
 """``LIST_LIVE_JOBS`` below ``before_id``, the largest ids first."""
 LIST_DEAD_JOBS_NEWEST: Final = _newest(LIST_DEAD_JOBS)
 """``LIST_DEAD_JOBS`` below ``before_id``, the largest ids first."""
+LIST_COMPLETED_JOBS_NEWEST: Final = _newest(LIST_COMPLETED_JOBS)
+"""``LIST_COMPLETED_JOBS`` below ``before_id``, the largest ids first."""
 
 
 _REDRIVEN_STAMPS = restamped(
@@ -1027,6 +1091,11 @@ class Statements:
     list_jobs_newest: bytes
     list_live_jobs_newest: bytes
     list_dead_jobs_newest: bytes
+    list_completed_jobs: bytes
+    list_completed_jobs_newest: bytes
+    complete: bytes
+    purge_completed: bytes
+    set_completed_retention: bytes
     redrive_named: bytes
     redrive_oldest: bytes
     give_up_passed_holds: bytes
@@ -1102,6 +1171,11 @@ class Statements:
             list_jobs_newest=render(LIST_JOBS_NEWEST, schema),
             list_live_jobs_newest=render(LIST_LIVE_JOBS_NEWEST, schema),
             list_dead_jobs_newest=render(LIST_DEAD_JOBS_NEWEST, schema),
+            list_completed_jobs=render(LIST_COMPLETED_JOBS, schema),
+            list_completed_jobs_newest=render(LIST_COMPLETED_JOBS_NEWEST, schema),
+            complete=render(COMPLETE, schema),
+            purge_completed=render(PURGE_COMPLETED, schema),
+            set_completed_retention=render(SET_COMPLETED_RETENTION, schema),
             redrive_named=render(REDRIVE_NAMED, schema),
             redrive_oldest=render(REDRIVE_OLDEST, schema),
             give_up_passed_holds=render(GIVE_UP_PASSED_HOLDS, schema),

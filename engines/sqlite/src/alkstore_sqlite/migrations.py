@@ -19,7 +19,9 @@ a cron schedule's ``interval_s`` be NULL; version 7 adds contract 1.2's unique
 jobs: every job's unique key and its hold, one unique index over the live holds;
 version 8 gives schedules contract 1.2's declaration lease (the periodic profile);
 version 9 adds contract 1.2's queue limits: one row per limited queue, and the
-claim starts of rate-limited queues (written by a trigger on each claim).
+claim starts of rate-limited queues (written by a trigger on each claim);
+version 10 adds contract 1.2's finished jobs (the results profile): every job's
+completed retention stamp and the completed table, apart from the claim path.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ LIMITS = "__alkstore_queue_limits"
 CLAIM_STARTS = "__alkstore_claim_starts"
 CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
 CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
+COMPLETED = "__alkstore_completed"
+COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
+COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
 
 _V1 = (
     f"""
@@ -477,7 +482,74 @@ _V9 = (
 )
 
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+_V10 = (
+    # The results profile. completed_retention_s is every job's stamp (NULL: an ack
+    # deletes it, as before; NULL on every row written before), carried to the dead
+    # table so a redrive keeps it.
+    f"ALTER TABLE {JOBS} ADD COLUMN completed_retention_s INTEGER",
+    f"ALTER TABLE {DEAD} ADD COLUMN completed_retention_s INTEGER",
+    # Acked jobs their queue keeps: same id, out of the live table (so the claim path
+    # and its index never see them), with when they completed and their result (JSON
+    # text, or NULL). A completed job holds no unique key: no hold columns.
+    f"""
+    CREATE TABLE IF NOT EXISTS {COMPLETED} (
+        id                      INTEGER PRIMARY KEY,
+        queue                   TEXT    NOT NULL,
+        payload                 TEXT    NOT NULL,
+        priority                INTEGER NOT NULL,
+        attempts                INTEGER NOT NULL,
+        max_attempts            INTEGER NOT NULL,
+        created_at              INTEGER NOT NULL,
+        run_at                  INTEGER NOT NULL,
+        claimed_at              INTEGER,
+        expires_at              INTEGER,
+        worker_id               TEXT,
+        visibility_timeout_s    INTEGER NOT NULL,
+        backoff_base_s          INTEGER NOT NULL,
+        dead_letter_retention_s INTEGER,
+        errors                  TEXT,
+        redriven_from           INTEGER,
+        snoozes                 INTEGER NOT NULL DEFAULT 0,
+        unique_key              TEXT,
+        completed_retention_s   INTEGER NOT NULL,
+        completed_at            INTEGER NOT NULL,
+        result                  TEXT
+    )
+    """,
+    # A queue's completed rows in id order (each entry ends with the id): counting
+    # them and a page of them read only this index.
+    f"CREATE INDEX IF NOT EXISTS {COMPLETED_QUEUE_INDEX} ON {COMPLETED} (queue)",
+    # The retention purge: a range of the queue's rows by their purge instant.
+    f"""
+    CREATE INDEX IF NOT EXISTS {COMPLETED_PURGE_INDEX}
+        ON {COMPLETED} (queue, completed_at + completed_retention_s)
+    """,
+    # The move to dead carries the stamp: replace version 7's trigger.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes,
+            unique_key, unique_hold, hold_until, hold_dead, completed_retention_s
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from, NEW.snoozes,
+            NEW.unique_key, CASE WHEN NEW.hold_dead THEN NEW.unique_hold END,
+            NEW.hold_until, NEW.hold_dead, NEW.completed_retention_s
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+)
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -48,6 +48,8 @@ class OperationStatements:
             statement = sql.LIST_JOBS_NEWEST if newest else sql.LIST_JOBS
         elif state is JobState.DEAD:
             statement = sql.LIST_DEAD_JOBS_NEWEST if newest else sql.LIST_DEAD_JOBS
+        elif state is JobState.COMPLETED:
+            statement = sql.LIST_COMPLETED_JOBS_NEWEST if newest else sql.LIST_COMPLETED_JOBS
         else:
             statement = sql.LIST_LIVE_JOBS_NEWEST if newest else sql.LIST_LIVE_JOBS
             named["state"] = state.value
@@ -126,6 +128,7 @@ def _queue_stats(
     dead: int,
     oldest_ready_age_s: int | None,
     paused: int,
+    completed: int,
 ) -> QueueStats:
     return QueueStats(
         queue=queue,
@@ -136,6 +139,7 @@ def _queue_stats(
         dead=dead,
         oldest_ready_age_s=oldest_ready_age_s,
         paused=bool(paused),
+        completed=completed,
     )
 
 

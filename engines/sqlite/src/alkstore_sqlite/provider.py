@@ -43,6 +43,7 @@ class SqliteEngine:
         unique=True,
         periodic=True,
         limits=True,
+        results=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

@@ -21,6 +21,7 @@ from alkstore.options import JOB_STAMP_FIELDS
 from alkstore.params import (
     Bury,
     ClaimRef,
+    Complete,
     Heartbeat,
     LockLease,
     LockRelease,
@@ -39,6 +40,9 @@ from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
 
 from .migrations import (
     CLAIM_STARTS,
+    COMPLETED,
+    COMPLETED_PURGE_INDEX,
+    COMPLETED_QUEUE_INDEX,
     DEAD,
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
@@ -99,10 +103,20 @@ PAGE_SIZE = "PRAGMA page_size = {size:d}"
 DATA_VERSION = "PRAGMA data_version"
 DATABASE_LIST = "PRAGMA database_list"
 
-_LIVE_COLUMNS = ", ".join(JOB_COLUMNS)
+
+def _columns(computed: dict[str, str]) -> str:
+    """``JOB_COLUMNS`` as one table's SELECT list: a column it does not store as the
+    contract reads it as its expression, every other one by name."""
+    return ", ".join(f"{computed[c]} AS {c}" if c in computed else c for c in JOB_COLUMNS)
+
+
+# Only a completed row holds these (the results profile).
+_NOT_COMPLETED = {"completed_at": "NULL", "result": "NULL"}
+_LIVE_COLUMNS = _columns(_NOT_COMPLETED)
 # A claim returns only what it did not set itself (see alkstore.rows.claimed_jobs).
 _CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
-_DEAD_COLUMNS = ", ".join("'dead' AS state" if c == "state" else c for c in JOB_COLUMNS)
+_DEAD_COLUMNS = _columns({"state": "'dead'", **_NOT_COMPLETED})
+_COMPLETED_COLUMNS = _columns({"state": "'completed'", "last_error": "NULL", "died_at": "NULL"})
 
 # -- queues ---------------------------------------------------------------------
 
@@ -349,10 +363,38 @@ DELETE FROM {DEAD} INDEXED BY {PURGE_INDEX}
    AND died_at + dead_letter_retention_s < :now
 """
 
+# -- finished jobs (the results profile) -------------------------------------------
+
+# What a completed row takes from its live one as it is (same id): every column the
+# two tables share.
+_KEPT = (
+    "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
+    "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
+    "errors, redriven_from, snoozes, unique_key, completed_retention_s"
+)
+
+PURGE_COMPLETED = f"""
+DELETE FROM {COMPLETED} INDEXED BY {COMPLETED_PURGE_INDEX}
+ WHERE queue = :queue AND completed_at + completed_retention_s < :now
+"""
+
 # Handle ops: valid only under the very claim (id, attempt) with its deadline ahead.
 _VALID_CLAIM = "id = :job_id AND state = 'processing' AND attempts = :attempt AND deadline > :now"
 
 ACK, ACK_PARAMS = _bind(f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}", ClaimRef)
+
+# The ack of a job its queue keeps: the copy into the completed table, then (when it
+# copied the row: the claim was valid) the live row's removal, in one transaction.
+COMPLETE_COPY, COMPLETE_COPY_PARAMS = _bind(
+    f"""
+INSERT INTO {COMPLETED} ({_KEPT}, completed_at, result)
+SELECT {_KEPT}, :now, :result FROM {JOBS} WHERE {_VALID_CLAIM}
+""",
+    Complete,
+)
+"""Its params' values, by name."""
+
+COMPLETE_REMOVE = f"DELETE FROM {JOBS} WHERE id = ?"
 
 ACK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """An ack_batch runs one statement per ``ACK_SIZES[-1]`` ids, each list padded up to
@@ -370,6 +412,19 @@ DELETE FROM {JOBS} NOT INDEXED
     for size in ACK_SIZES
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
+
+COMPLETE_FOR_WORKER = {
+    size: f"""
+INSERT INTO {COMPLETED} ({_KEPT}, completed_at, result)
+SELECT {_KEPT}, ?{size + 3}, NULL FROM {JOBS} NOT INDEXED
+ WHERE id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
+   AND queue = ?{size + 1} AND worker_id = ?{size + 2} AND state = 'processing'
+   AND deadline > ?{size + 3} AND completed_retention_s IS NOT NULL
+"""
+    for size in ACK_SIZES
+}
+"""Before ``ACK_FOR_WORKER`` with the same values: the rows of it whose queue keeps
+them, copied to the completed table without a result (the results profile)."""
 
 HEARTBEAT, HEARTBEAT_PARAMS = _bind(
     f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}", Heartbeat
@@ -441,12 +496,16 @@ GET_JOB = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id
 UNION ALL
 SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id
+UNION ALL
+SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} WHERE id = :id
 """
 
 GET_JOB_IN_QUEUE = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id AND queue = :queue
 UNION ALL
 SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
+UNION ALL
+SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} WHERE id = :id AND queue = :queue
 """
 
 # The earliest future run_at among pending rows without a second index on
@@ -532,15 +591,21 @@ live (queue, ready, scheduled, oldest_ready, processing, lapsed) AS (
 dead (queue, dead) AS (
     SELECT queue, count(*) FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
      WHERE {reported}
+     GROUP BY queue),
+completed (queue, completed) AS (
+    SELECT queue, count(*) FROM {COMPLETED} INDEXED BY {COMPLETED_QUEUE_INDEX}
+     WHERE {reported}
      GROUP BY queue)
 SELECT names.queue,
        coalesce(live.ready, 0), coalesce(live.scheduled, 0),
        coalesce(live.processing, 0), coalesce(live.lapsed, 0), coalesce(dead.dead, 0),
        :now - live.oldest_ready,
-       EXISTS (SELECT 1 FROM {PAUSED} WHERE {PAUSED}.queue = names.queue)
+       EXISTS (SELECT 1 FROM {PAUSED} WHERE {PAUSED}.queue = names.queue),
+       coalesce(completed.completed, 0)
   FROM names
   LEFT JOIN live ON live.queue = names.queue
   LEFT JOIN dead ON dead.queue = names.queue
+  LEFT JOIN completed ON completed.queue = names.queue
  ORDER BY names.queue
 """
 
@@ -552,7 +617,7 @@ QUEUE_STATS = _queue_stats(_NAMED, f"queue IN ({_NAMED})")
 
 QUEUE_STATS_ALL = _queue_stats(
     f"""SELECT queue FROM live UNION SELECT queue FROM dead
-        UNION SELECT queue FROM {PAUSED}""",
+        UNION SELECT queue FROM completed UNION SELECT queue FROM {PAUSED}""",
     "TRUE",
 )
 """Stats of every queue with a live or dead row or a pause, as of ``:now``."""
@@ -571,19 +636,29 @@ SELECT {_DEAD_COLUMNS} FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
  WHERE queue = :queue AND id > :after
  ORDER BY id LIMIT :limit
 """
+_COMPLETED_PAGE = f"""
+SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} INDEXED BY {COMPLETED_QUEUE_INDEX}
+ WHERE queue = :queue AND id > :after
+ ORDER BY id LIMIT :limit
+"""
 
 LIST_JOBS = f"""
 SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
                UNION ALL
-               SELECT * FROM ({_DEAD_PAGE}))
+               SELECT * FROM ({_DEAD_PAGE})
+               UNION ALL
+               SELECT * FROM ({_COMPLETED_PAGE}))
  ORDER BY id LIMIT :limit
 """
-"""Live and dead jobs of ``:queue`` with ``id > :after``, the first ``:limit`` by id."""
+"""Live, dead and completed jobs of ``:queue`` with ``id > :after``, the first
+``:limit`` by id."""
 
 LIST_LIVE_JOBS = _LIVE_PAGE.format(state=" AND state = :state")
 """Jobs of ``:queue`` in ``:state`` (pending or processing) with ``id > :after``."""
 
 LIST_DEAD_JOBS = _DEAD_PAGE
+
+LIST_COMPLETED_JOBS = _COMPLETED_PAGE
 
 # Newest first (``before_id``): the same ranges walked backwards from :before.
 _NEWEST = (("id > :after", "id > :after AND id < :before"), ("ORDER BY id", "ORDER BY id DESC"))
@@ -604,6 +679,8 @@ LIST_LIVE_JOBS_NEWEST = _newest(LIST_LIVE_JOBS)
 """Jobs of ``:queue`` in ``:state`` with ``:after < id < :before``, largest id first."""
 
 LIST_DEAD_JOBS_NEWEST = _newest(LIST_DEAD_JOBS)
+
+LIST_COMPLETED_JOBS_NEWEST = _newest(LIST_COMPLETED_JOBS)
 
 
 # Redrive: one INSERT makes the new rows from the dead ones, in the order given

@@ -74,6 +74,7 @@ class MemoryEngine:
         unique=True,
         periodic=True,
         limits=True,
+        results=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

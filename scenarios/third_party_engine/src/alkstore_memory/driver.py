@@ -35,6 +35,7 @@ from alkstore.params import (
     Cancel,
     Claim,
     ClaimRef,
+    Complete,
     GetJob,
     Heartbeat,
     InsertUnique,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
         OpsDriver,
         PeriodicDriver,
         PubSubDriver,
+        ResultsDriver,
         SchedulerDriver,
         StreamDriver,
         UniqueDriver,
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 PENDING, PROCESSING, DEAD = JobState.PENDING, JobState.PROCESSING, JobState.DEAD
+COMPLETED = JobState.COMPLETED
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """The most a call waits for the database's lock (the ``lock_timeout_s`` option)."""
@@ -191,6 +194,15 @@ def _to_dead(tables: Tables, row: JobRow, error: str, now: int) -> None:
     hold = row.unique_hold if row.hold_dead else None
     tables.dead[row.id] = replace(
         row, state=DEAD, last_error=error, died_at=now, deadline=None, unique_hold=hold
+    )
+
+
+def _to_completed(tables: Tables, row: JobRow, now: int, result: str | None) -> None:
+    """The move of an acked job its queue keeps: same id, out of the live table, into
+    the completed one, holding no key."""
+    del tables.jobs[row.id]
+    tables.completed[row.id] = replace(
+        row, state=COMPLETED, completed_at=now, result=result, deadline=None, unique_hold=None
     )
 
 
@@ -379,11 +391,37 @@ class MemoryDriver:
                 and row.deadline is not None
                 and row.deadline > now
             ):
-                del c.tables.jobs[job_id]
+                if row.completed_retention_s is None:
+                    del c.tables.jobs[job_id]
+                else:
+                    _to_completed(c.tables, row, now, None)
                 acked += 1
         if acked:
             _slot_freed(c, queue)
         return acked
+
+    # -- finished jobs (the results profile) -------------------------------------------
+    def complete(self, c: Tx, params: Complete) -> bool:
+        row = c.tables.jobs.get(params.job_id)
+        if not _valid_claim(row, params.attempt, params.now):
+            return False
+        _to_completed(c.tables, row, params.now, params.result)
+        _slot_freed(c, row.queue)
+        return True
+
+    def purge_completed(self, c: Tx, params: Sweep) -> int:
+        queue, now = params.queue, params.now
+        doomed = [
+            r.id
+            for r in c.tables.completed.values()
+            if r.queue == queue
+            and r.completed_retention_s is not None
+            and r.completed_at is not None
+            and r.completed_at + r.completed_retention_s < now
+        ]
+        for job_id in doomed:
+            del c.tables.completed[job_id]
+        return len(doomed)
 
     def heartbeat(self, c: Tx, params: Heartbeat) -> bool:
         job_id, attempt, now, deadline = params.job_id, params.attempt, params.now, params.deadline
@@ -477,7 +515,8 @@ class MemoryDriver:
 
     def get_job(self, c: Tx, params: GetJob) -> Job | None:
         job_id, queue = params.job_id, params.queue
-        row = c.tables.jobs.get(job_id) or c.tables.dead.get(job_id)
+        tables = c.tables
+        row = tables.jobs.get(job_id) or tables.dead.get(job_id) or tables.completed.get(job_id)
         if row is None or (queue is not None and row.queue != queue):
             return None
         return row.to_job()
@@ -501,8 +540,10 @@ class MemoryDriver:
         queues, now = params.queues, params.now
         tables = c.tables
         if queues is None:
-            names = {r.queue for r in tables.jobs.values()} | {
-                r.queue for r in tables.dead.values()
+            names = {
+                r.queue
+                for rows in (tables.jobs, tables.dead, tables.completed)
+                for r in rows.values()
             }
             queues = sorted(names | tables.paused)
         return [_stats(tables, queue, now) for queue in sorted(set(queues))]
@@ -510,7 +551,10 @@ class MemoryDriver:
     def list_jobs(self, c: Tx, params: ListJobs) -> list[Job]:
         queue, state, after_id, limit = params.queue, params.state, params.after_id, params.limit
         before_id = params.before_id
-        rows = itertools.chain(c.tables.jobs.values(), c.tables.dead.values())
+        tables = c.tables
+        rows = itertools.chain(
+            tables.jobs.values(), tables.dead.values(), tables.completed.values()
+        )
         wanted = (
             r
             for r in rows
@@ -778,6 +822,7 @@ def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
         else:
             processing += 1
     dead = sum(1 for row in tables.dead.values() if row.queue == queue)
+    completed = sum(1 for row in tables.completed.values() if row.queue == queue)
     return QueueStats(
         queue=queue,
         ready=ready,
@@ -787,6 +832,7 @@ def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
         dead=dead,
         oldest_ready_age_s=None if oldest_ready is None else now - oldest_ready,
         paused=queue in tables.paused,
+        completed=completed,
     )
 
 
@@ -803,5 +849,6 @@ if TYPE_CHECKING:
         UniqueDriver[Tx],
         PeriodicDriver[Tx],
         LimitsDriver[Tx],
+        ResultsDriver[Tx],
     ]:
-        return d, d, d, d, d, d, d, d
+        return d, d, d, d, d, d, d, d, d

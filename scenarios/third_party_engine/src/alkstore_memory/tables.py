@@ -23,7 +23,8 @@ from alkstore.values import Job, JobState, LockInfo
 
 @dataclass(frozen=True, slots=True)
 class JobRow:
-    """One job; live rows sit in ``Tables.jobs``, dead ones in ``Tables.dead``.
+    """One job; live rows sit in ``Tables.jobs``, dead ones in ``Tables.dead``, completed
+    ones (the results profile) in ``Tables.completed``.
 
     ``deadline`` is storage-only (it is not part of ``Job``): the instant a
     processing row's claim lapses. So are the unique profile's hold: ``unique_hold``
@@ -56,6 +57,9 @@ class JobRow:
     unique_hold: str | None = None
     hold_until: int | None = None
     hold_dead: bool = False
+    completed_retention_s: int | None = None
+    completed_at: int | None = None
+    result: str | None = None  # JSON text exactly as the core encoded it
 
     def holds(self, queue: str, key: str, now: int) -> bool:
         """Whether this row holds ``key`` of ``queue`` at ``now`` (unique profile)."""
@@ -95,6 +99,7 @@ class EventRow:
 class Tables:
     jobs: dict[int, JobRow] = field(default_factory=dict)
     dead: dict[int, JobRow] = field(default_factory=dict)
+    completed: dict[int, JobRow] = field(default_factory=dict)
     locks: dict[str, LockInfo] = field(default_factory=dict)
     schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
     # Each stream's events in offset order; a tuple so the snapshot stays shallow.
@@ -115,6 +120,7 @@ class Tables:
         return Tables(
             jobs=dict(self.jobs),
             dead=dict(self.dead),
+            completed=dict(self.completed),
             locks=dict(self.locks),
             schedules=dict(self.schedules),
             streams=dict(self.streams),
