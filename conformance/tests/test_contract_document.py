@@ -82,10 +82,10 @@ def test_the_contract_document_is_in_step_with_the_shipped_manifest() -> None:
     assert check(text, load_manifest()) == []
 
 
-def test_the_contract_document_has_every_section_from_0_to_16() -> None:
+def test_the_contract_document_has_every_section_from_0_to_17() -> None:
     document = parse_document(CONTRACT_DOCUMENT.read_text(encoding="utf-8"))
-    assert [section.number for section in document.sections] == list(range(17))
-    assert [section.anchor for section in document.sections] == [f"s{n}" for n in range(17)]
+    assert [section.number for section in document.sections] == list(range(18))
+    assert [section.anchor for section in document.sections] == [f"s{n}" for n in range(18)]
 
 
 def test_the_contract_document_states_version_1_1() -> None:
