@@ -86,7 +86,7 @@ def test_a_provider_with_every_hook_and_the_contract_gets_no_note() -> None:
 def test_attach_without_a_connection_factory_is_named_unchecked() -> None:
     (attach, crash_points) = notes(ReferenceWithoutLocks(), MANIFEST)
     assert "declares attach but has no native_connection_factory(spec) hook" in attach
-    assert "TX-ATTACH not_applicable" in attach
+    assert "TX-ATTACH, TX-ACK-ATTACH not_applicable" in attach
     assert attach.endswith('see docs/certify-your-engine.md, "Attach"')
     assert "no open_with_driver_wrapper(url, wrap, ...) hook" in crash_points
 
