@@ -41,6 +41,11 @@ WAIT_PHASE_S = (0.3 * REPOLL_S, 0.7 * REPOLL_S)
 """How long after a waiter starts waiting the work becomes available, drawn per
 sample: a waiter that only re-polls is then at least 0.3 of the interval late on
 every sample, and a re-poll cannot happen to line up with the work."""
+LAPSE_AFTER_S = 2
+"""The visibility timeout of claims a test lets lapse: long enough to start waiting
+before the deadline at any phase."""
+EARLY_TOLERANCE_S = 0.05
+"""How much earlier than its deadline a lapsed claim may be seen taken (clock rounding)."""
 GENEROUS_S = 30 * REPOLL_S
 """The timeout of a wait that must end with a job: a safety net, never a measure."""
 JOIN_S = GENEROUS_S + 15

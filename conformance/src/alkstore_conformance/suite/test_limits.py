@@ -38,6 +38,8 @@ from alkstore_conformance.helpers.profile_processes import limited_worker_proces
 from alkstore_conformance.helpers.profiles import Children
 from alkstore_conformance.helpers.trials import Trial
 from alkstore_conformance.helpers.wakes import (
+    EARLY_TOLERANCE_S,
+    LAPSE_AFTER_S,
     PROMPT_S,
     SAMPLES,
     WAIT_PHASE_S,
@@ -448,10 +450,6 @@ def test_a_waiter_elsewhere_takes_a_freed_slot_promptly(
             assert claimed == waiting, f"the waiter claimed {claimed}, not {waiting}"
             lateness.append(returned - freed_at)
     assert statistics.median(lateness) < PROMPT_S, f"{way.name}: {median_ms(lateness)}"
-
-
-LAPSE_AFTER_S = 2
-EARLY_TOLERANCE_S = 0.05
 
 
 @pytest.mark.property("LIMITS-WAKE-SLOT-FREED")

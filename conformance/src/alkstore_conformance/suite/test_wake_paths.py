@@ -30,6 +30,8 @@ from alkstore_conformance.helpers.common import unique_name
 from alkstore_conformance.helpers.fixtures import StoreFactory
 from alkstore_conformance.helpers.trials import Trial
 from alkstore_conformance.helpers.wakes import (
+    EARLY_TOLERANCE_S,
+    LAPSE_AFTER_S,
     PROMPT_S,
     SAMPLES,
     WAIT_PHASE_S,
@@ -158,12 +160,6 @@ def test_a_waiter_elsewhere_wakes_promptly_when_a_write_makes_a_job_claimable(
             assert claimed == job_id, f"the waiter claimed {claimed}, not the job {job_id}"
             lateness.append(returned - committed_at)
     assert statistics.median(lateness) < PROMPT_S, f"{path.name}: {median_ms(lateness)}"
-
-
-LAPSE_AFTER_S = 2
-"""The visibility timeout of the lapsing claims: long enough to start waiting before
-the deadline at any phase."""
-EARLY_TOLERANCE_S = 0.05
 
 
 @pytest.mark.property("WAKE-PROMPT-LAPSED-CLAIM")
