@@ -715,6 +715,16 @@ class QueueModelMachine(RuleBasedStateMachine):
         if self.capabilities.scheduler:  # (@initialize rules take no @precondition)
             self.schedule(name, spec, False, queue, payload, opts)
 
+    def _respecified(
+        self, name: str, keep_spec: bool, spec: str, opts: ScheduleOpts | None
+    ) -> tuple[str, ScheduleOpts | None]:
+        """With ``keep_spec``, an existing schedule's own spec and zone (its boundary must
+        stay) beside the drawn other opts; else what was drawn."""
+        current = self.model.get_schedule(name)
+        if not keep_spec or current is None:
+            return spec, opts
+        return current.spec, dataclasses.replace(opts or ScheduleOpts(), timezone=current.timezone)
+
     @precondition(lambda self: self.capabilities.scheduler)
     @rule(
         name=st.sampled_from(SCHEDULE_NAMES),
@@ -736,10 +746,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         """Register or re-register; ``keep_spec`` re-registers an existing schedule with
         its own spec and zone (the boundary must stay) and new queue, payload, opts or
         policy. Without the cron profile, a cron spec, a zone or a policy is refused."""
-        current = self.model.get_schedule(name)
-        if keep_spec and current is not None:
-            spec = current.spec
-            opts = dataclasses.replace(opts or ScheduleOpts(), timezone=current.timezone)
+        spec, opts = self._respecified(name, keep_spec, spec, opts)
         if not self.capabilities.cron and _needs_cron(spec, opts):
             with pytest.raises(ProfileUnavailable):
                 self.store.schedule(name, spec, queue, payload, opts)
@@ -771,10 +778,7 @@ class QueueModelMachine(RuleBasedStateMachine):
     ) -> None:
         """A worker starting declares a schedule (§5.11): ``schedule`` with a lease, so
         ``keep_spec`` (a fleet's next worker starting) must keep the boundary."""
-        current = self.model.get_schedule(name)
-        if keep_spec and current is not None:
-            spec = current.spec
-            opts = dataclasses.replace(opts or ScheduleOpts(), timezone=current.timezone)
+        spec, opts = self._respecified(name, keep_spec, spec, opts)
         before = self.model.describe_schedules()
         agree(
             f"declare_schedule({name!r}, {spec!r}, {queue!r}, {payload!r}, {opts!r}) [{before}]",
