@@ -162,6 +162,45 @@ def test_run_leads_the_scheduler_so_a_declared_schedule_fires_into_its_handler(
     assert seen == [{"from": "tick"}]
 
 
+def test_a_worker_serving_some_queues_declares_every_schedule(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    worker = Worker(store, name="w")
+    worker.periodic("served", "@every 1h")(lambda job: None)
+    worker.periodic("elsewhere", "@every 1h")(lambda job: None)
+    worker.configure(queues=["served"])
+    run = running(worker)
+    eventually(lambda: driver.calls_named("claim") != [], "a claim")
+    run.stop()
+    for name in ("served", "elsewhere"):
+        schedule = store.get_schedule(name)
+        assert schedule is not None
+        assert schedule.declared_until is not None
+    assert {call.args[0] for call in driver.calls_named("claim")} == {"served"}
+
+
+def test_a_worker_with_declarations_and_no_task_runs_as_the_fleets_scheduler(
+    store: CoreStore, clock: FakeClock, running: Any
+) -> None:
+    # A beat-like process: it declares and fires; other processes run the handlers.
+    worker = Worker(store, name="beat")
+    worker.periodic("digest", "@every 60s", queue="digests", payload={"n": 1})
+    run = running(worker)
+    eventually(lambda: store.get_schedule("digest") is not None, "declared")
+    clock.advance(60)
+    fired: list[Any] = []
+    eventually(lambda: bool(fired.append(store.queue("digests").claim("t")) or fired[-1]), "fired")
+    run.stop()
+    assert fired[-1].payload == {"n": 1}
+
+
+def test_a_worker_with_neither_task_nor_declaration_nor_maintenance_is_refused(
+    store: CoreStore,
+) -> None:
+    with pytest.raises(InvalidOptions, match="no task is registered"):
+        Worker(store, name="w").run()
+
+
 def test_a_worker_that_stops_leaves_its_declarations_leased(
     store: CoreStore, clock: FakeClock, running: Any
 ) -> None:

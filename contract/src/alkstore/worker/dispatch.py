@@ -48,6 +48,9 @@ class Dispatcher:
     def run(self) -> None:
         """Claim until the worker stops (or its store is closed)."""
         tasks = self._tasks
+        if not tasks:  # a scheduler process: its declarations run on their own threads
+            self._stopping.wait()
+            return
         turn = 0
         while not self._stopping.is_set():
             # The token is made before the free slots are read: a slot freed from

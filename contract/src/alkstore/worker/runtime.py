@@ -210,7 +210,9 @@ class Worker:
         """Adjust a defined worker before ``run`` (what ``alkstore worker``'s flags do).
 
         Args:
-            queues: serve only these of the registered tasks' queues.
+            queues: serve only these of the registered tasks' queues (every
+                declared schedule is still declared: declarations are the
+                application's, §5.11).
             concurrency: run up to this many jobs of each task at once.
             maintenance: turn the built-in maintenance on or off.
             name: the worker id its claims carry.
@@ -303,7 +305,8 @@ class Worker:
         they are snoozed to now).
 
         Raises:
-            InvalidOptions: no store or no task, or ``run`` was called before.
+            InvalidOptions: no store, or no task, declaration or maintenance, or
+                ``run`` was called before.
             ProfileUnavailable: ``maintenance=True`` on an engine without a
                 scheduler, ``snooze_on_stop`` on one without snooze, or a
                 declared schedule (``periodic``) on one without the periodic profile.
@@ -314,7 +317,8 @@ class Worker:
             store = self.store
             if store is None:
                 raise InvalidOptions("the worker has no store: Worker(store) or worker.store = ...")
-            if not self._tasks and not self.maintenance:
+            if not self._tasks and not self.maintenance and not self._declarations:
+                # Declarations alone make a scheduler process, like Celery's beat.
                 raise InvalidOptions("no task is registered: decorate a handler with task()")
             if self.snooze_on_stop:
                 _require_snooze(store)
