@@ -768,7 +768,8 @@ def test_an_unconfirmed_ack_logs_not_confirmed_for_either_handler(
     driver.ack = lost_reply  # type: ignore[method-assign]
     worker = Worker(store, name="w")
     register(worker, kind, "q", lambda job: None)
-    job_id = store.queue("q").enqueue({})
+    # Written again until its claim's visibility timeout has passed (§12.9).
+    job_id = store.queue("q", QueueOpts(visibility_timeout_s=1)).enqueue({})
     run = running(worker)
     eventually(lambda: any("not confirmed" in r.getMessage() for r in caplog.records), "logged")
     run.stop()
@@ -777,6 +778,90 @@ def test_an_unconfirmed_ack_logs_not_confirmed_for_either_handler(
     assert line.getMessage().startswith(
         f"job not confirmed (EngineUnavailable: the reply was lost): queue=q id={job_id} attempt=1"
     )
+
+
+def _unavailable_first(driver: FakeDriver, *, committed: bool) -> list[int]:
+    """Make the driver's first ack raise ``EngineUnavailable``: before it is written,
+    or (``committed``) once it has committed, as a reply lost on its way back would.
+    Every ack's call is counted."""
+    calls: list[int] = []
+    ack = driver.ack
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1 and not committed:
+            raise EngineUnavailable("the connection was lost")
+        return ack(*args)
+
+    def reply_lost(c: Any) -> None:
+        if len(calls) == 1 and "ack" in driver.statement_names_in(c.number):
+            calls.append(0)  # once
+            raise EngineUnavailable("the connection was lost")
+
+    driver.ack = counted  # type: ignore[method-assign]
+    if committed:
+        driver.after_transaction = reply_lost
+    return calls
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_ack_the_store_could_not_take_is_written_again_once_it_answers(
+    store: CoreStore, driver: FakeDriver, running: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    calls = _unavailable_first(driver, committed=False)
+    worker = Worker(store, name="w")
+    register(worker, kind, "q", lambda job: None)
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: job_state(store, "q", job_id) is None, "acked")
+    run.stop()
+    assert len(calls) == 2
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("job ")]
+    assert line.getMessage().startswith(f"job ack: queue=q id={job_id} attempt=1")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_ack_written_again_and_refused_is_not_confirmed(
+    store: CoreStore, driver: FakeDriver, running: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    # The first write committed and only its reply was lost: the claim is over, so
+    # the second is refused and nothing is applied twice.
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    calls = _unavailable_first(driver, committed=True)
+    worker = Worker(store, name="w")
+    register(worker, kind, "q", lambda job: None)
+    job_id = store.queue("q").enqueue({})
+    run = running(worker)
+    eventually(lambda: any("not confirmed" in r.getMessage() for r in caplog.records), "logged")
+    run.stop()
+    assert calls == [1, 0, 1]  # written, reply lost, written again
+    assert job_state(store, "q", job_id) is None
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("job ")]
+    assert line.getMessage().startswith(
+        "job not confirmed (EngineUnavailable: the connection was lost; written again: refused)"
+    )
+
+
+def test_a_forced_stop_gives_up_writing_an_outcome_again(
+    store: CoreStore, driver: FakeDriver, running: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    calls: list[int] = []
+
+    def down(*args: Any) -> Any:
+        calls.append(1)
+        raise EngineUnavailable("down")
+
+    driver.ack = down  # type: ignore[method-assign]
+    worker = Worker(store, name="w")
+    worker.task("q")(lambda job: None)
+    store.queue("q").enqueue({})  # a claim of 300 s: only the stop ends the writes
+    run = running(worker)
+    eventually(lambda: len(calls) >= 2, "written again")
+    run.stop(force=True)  # returns within the safety net, not after 300 s
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("job not confirmed (EngineUnavailable: down)") for m in messages)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -8,6 +8,7 @@ These tests stop and restart a server, so they get a private throwaway one
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from typing import Any
 
@@ -17,6 +18,7 @@ from pg_helpers import BackgroundClaim, fresh_schema_name, wait_until
 
 import alkstore
 from alkstore import EngineUnavailable
+from alkstore.worker import Worker
 from alkstore_postgres.testing.server import LocalPostgres
 
 
@@ -146,3 +148,35 @@ def test_a_call_raises_engine_unavailable_within_connect_timeout_while_the_serve
         with pytest.raises(EngineUnavailable):
             queue.enqueue("while down")
         assert time.monotonic() - started < 2 + 1.5
+
+
+def test_a_worker_s_ack_made_while_the_server_is_down_lands_once_it_is_back(
+    running_pg: LocalPostgres,
+) -> None:
+    # Contract §12.9: the outcome is written again, so the job runs once, not twice.
+    with alkstore.open(running_pg.dsn, schema=fresh_schema_name(), connect_timeout_s=1) as store:
+        job_id = store.queue("q").enqueue({"n": 1})
+        started, release = threading.Event(), threading.Event()
+        runs: list[int] = []
+
+        def handler(job: Any) -> None:
+            runs.append(job.id)
+            started.set()
+            assert release.wait(60)
+
+        worker = Worker(store, name="w")
+        worker.task("q")(handler)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        try:
+            assert started.wait(60)
+            running_pg.stop()
+            release.set()  # the handler returns; its ack meets no server
+            time.sleep(4)  # past connect_timeout_s: its writes are refused
+            running_pg.start()
+            assert wait_until(lambda: store.queue("q").get_job(job_id) is None, timeout=60)
+        finally:
+            worker.stop()
+            thread.join(60)
+        assert not thread.is_alive()
+        assert runs == [job_id]

@@ -100,6 +100,9 @@ class Worker:
         self._started = False
         self._stopping = threading.Event()
         self._forced = threading.Event()
+        # Set once the stop's grace is over (or at a forced stop): an outcome the
+        # store could not take is no longer written again (§12.9).
+        self._give_up = threading.Event()
         self._slots = Slots()
         self._heartbeats = Heartbeats()
         self._outcomes = OutcomeLog(log)
@@ -277,6 +280,7 @@ class Worker:
         Thread-safe; what a SIGTERM or SIGINT does while ``run`` is running."""
         if force or self._stopping.is_set():
             self._forced.set()
+            self._give_up.set()
         self._stopping.set()
         for run in self._slots.wake():
             run.tell_to_stop()  # handlers that watch their context may wrap up
@@ -346,6 +350,7 @@ class Worker:
             self._outcomes,
             self._stopping,
             self._observers,
+            self._give_up,
         )
         execution = Execution(
             store, tasks, settler, self._slots, self._heartbeats, self._stopping, self._observers
@@ -375,6 +380,7 @@ class Worker:
                 dispatcher.run()
             finally:
                 self._drain()
+                self._give_up.set()
                 if maintenance is not None:
                     maintenance.close()
                 if periodic is not None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 
 from ..api import JobHandle, Queue
 from ..constants import MAX_SNOOZES
-from ..errors import AlkstoreError
+from ..errors import AlkstoreError, EngineUnavailable
 from .heartbeats import Heartbeats
 from .observe import Observers, outcome_label
 from .outcome_log import OutcomeLog
@@ -24,37 +25,75 @@ from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, Retry
 from .runs import JobRun, RunState
 from .slots import Slots
 
+SETTLE_RETRY_PAUSE_S = 0.5
+"""How long a worker waits between two writes of an outcome the store could not take."""
+
 
 def write(
-    handle: JobHandle, outcome: Outcome, claim_for: str | None = None
+    handle: JobHandle,
+    outcome: Outcome,
+    claim_for: str | None = None,
+    give_up: threading.Event | None = None,
 ) -> tuple[str, JobHandle | None]:
     """Write ``outcome`` for ``handle``'s job; what happened, as the log says it.
 
     With ``claim_for`` (a worker id), an ack also claims the queue's next job
     for that worker in the same write; the job claimed, if any, is returned.
+    With ``give_up``, a write the store could not take (``EngineUnavailable``) is
+    made again, every ``SETTLE_RETRY_PAUSE_S``, until the store answers, the
+    claim's visibility timeout has passed since, or ``give_up`` is set (§12.9).
     """
     try:
-        match outcome:
-            case Ack(result) if claim_for is not None:
-                acked, claimed = handle.ack_and_claim(claim_for, 1, result=result)
-                said = "ack" if acked else "ack refused (claim lost)"
-                return said, claimed[0] if claimed else None
-            case Ack(result):
-                name, written = "ack", handle.ack(result)
-            case RetryLater(error, delay_s):
-                name, written = "retry", handle.retry(error, delay_s)
-            case Snoozed(delay_s):
-                name, written = "snooze", handle.snooze(delay_s)
-            case Failed(error):
-                name, written = "fail", handle.fail(error)
-            case Released():
-                name, written = "release", handle.release()
-            case Abandoned():
-                return "abandoned", None
+        return _write_once(handle, outcome, claim_for)
+    except EngineUnavailable as error:
+        unavailable = error
     except AlkstoreError as error:
-        # The write (and a claim made with it) may have committed before the
-        # error: unless it did, the claim lapses and the job runs again elsewhere.
-        return f"not confirmed ({type(error).__name__}: {error})", None
+        return _not_confirmed(error), None
+    if give_up is None:
+        return _not_confirmed(unavailable), None
+    # Safe to repeat: every outcome is guarded by the claim ``(id, attempts)``, so
+    # once one write has committed, the claim is over and the next is refused.
+    until = time.monotonic() + handle.job.visibility_timeout_s
+    while not give_up.wait(SETTLE_RETRY_PAUSE_S) and time.monotonic() < until:
+        try:
+            said, _ = _write_once(handle, outcome, None)
+        except EngineUnavailable:
+            continue
+        except AlkstoreError as error:
+            return _not_confirmed(error), None
+        if said.endswith("refused (claim lost)"):
+            # The first write committed after all, or the claim lapsed meanwhile.
+            return _not_confirmed(unavailable, "written again: refused"), None
+        return said, None
+    return _not_confirmed(unavailable), None
+
+
+def _not_confirmed(error: AlkstoreError, then: str = "") -> str:
+    # The write (and a claim made with it) may have committed before the error:
+    # unless it did, the claim lapses and the job runs again elsewhere.
+    return f"not confirmed ({type(error).__name__}: {error}{'; ' + then if then else ''})"
+
+
+def _write_once(
+    handle: JobHandle, outcome: Outcome, claim_for: str | None
+) -> tuple[str, JobHandle | None]:
+    match outcome:
+        case Ack(result) if claim_for is not None:
+            acked, claimed = handle.ack_and_claim(claim_for, 1, result=result)
+            said = "ack" if acked else "ack refused (claim lost)"
+            return said, claimed[0] if claimed else None
+        case Ack(result):
+            name, written = "ack", handle.ack(result)
+        case RetryLater(error, delay_s):
+            name, written = "retry", handle.retry(error, delay_s)
+        case Snoozed(delay_s):
+            name, written = "snooze", handle.snooze(delay_s)
+        case Failed(error):
+            name, written = "fail", handle.fail(error)
+        case Released():
+            name, written = "release", handle.release()
+        case Abandoned():
+            return "abandoned", None
     if not written:
         return f"{name} refused (claim lost)", None
     if name == "retry" and handle.job.attempts >= handle.job.max_attempts:
@@ -76,8 +115,10 @@ class Settler:
         outcomes: OutcomeLog,
         stopping: threading.Event,
         observers: Observers,
+        give_up: threading.Event,
     ) -> None:
         self._worker_id = worker_id
+        self._give_up = give_up
         self._queues = queues
         self._slots = slots
         self._heartbeats = heartbeats
@@ -111,7 +152,8 @@ class Settler:
         if run.lost:
             said = "lost"  # another worker may hold the job now: write nothing
         else:
-            said, claimed = write(run.handle, outcome, self._worker_id if chain else None)
+            claim_for = self._worker_id if chain else None
+            said, claimed = write(run.handle, outcome, claim_for, self._give_up)
             if isinstance(outcome, Ack):
                 return said, claimed  # an ack claims in its own write (or not at all)
         return said, self._claim_next(run) if chain else None
