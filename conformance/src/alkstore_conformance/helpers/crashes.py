@@ -19,6 +19,7 @@ import pytest
 from alkstore import EngineProvider, EngineSpec, Store
 
 from ..hooks import DRIVER_WRAPPER_HOOK, has_driver_wrapper
+from .common import insert_business_row
 from .faults import CrashPoint
 from .profile_processes import crashing_process
 from .profiles import Children
@@ -144,6 +145,21 @@ def many_writes_in_a_transaction(
             tx.enqueue(queue_name, {"n": n})
             if stream_name is not None:
                 tx.stream_append(stream_name, {"n": n})
+
+
+def tx_ack_with_business_writes(
+    store: Store, arm: Callable[[], None], argument: tuple[str, str, int]
+) -> None:
+    """A pipeline step: claim (setup), then one transaction with a business row, the
+    job's ``tx.ack`` and the next step's job (§3.8)."""
+    queue_name, table, row_id = argument
+    handle = store.queue(queue_name).claim("crasher")
+    assert handle is not None
+    arm()
+    with store.transaction() as tx:
+        insert_business_row(tx.connection, table, row_id)
+        tx.ack(handle)
+        tx.enqueue(f"{queue_name}-next", {"after": handle.id})
 
 
 def redrive_all(store: Store, arm: Callable[[], None], queue_name: str) -> None:

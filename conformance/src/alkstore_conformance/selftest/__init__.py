@@ -71,6 +71,7 @@ from .queues import (
 from .release import ReleaseCountsAttemptDriver
 from .results import (
     AckBatchDeletesKeptDriver,
+    AckCommitsEarlyDriver,
     CompletedNeverSweptDriver,
     TruncatedResultDriver,
     TxAckOutsideStore,
@@ -527,6 +528,14 @@ TX_ACK_OUTSIDE = MutantEngine(
     "a rolled-back transaction's job is acked anyway, its effect undone",
     store=TxAckOutsideStore,
 )
+TX_ACK_COMMITS_EARLY = MutantEngine(
+    "tx-ack-commits-early",
+    catches="TX-ACK-CRASH-ATOMIC",
+    bug="the ack statement commits the transaction it runs in and begins another: a "
+    "tx.ack commits it and the caller's writes before it early, so a crash before the "
+    "caller's commit keeps the ack and loses what followed it",
+    driver=AckCommitsEarlyDriver,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -635,6 +644,7 @@ MUTANTS: dict[str, MutantEngine] = {
         COMPLETED_NEVER_SWEPT,
         ACK_BATCH_DELETES_KEPT,
         TX_ACK_OUTSIDE,
+        TX_ACK_COMMITS_EARLY,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

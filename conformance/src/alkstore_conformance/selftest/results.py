@@ -20,7 +20,7 @@ from typing import Any
 from alkstore.api import JobHandle
 from alkstore.core import CoreStore
 from alkstore.core.transaction import CoreTransaction
-from alkstore.params import AckBatch, Complete, Sweep
+from alkstore.params import AckBatch, ClaimRef, Complete, Sweep
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
 
@@ -64,6 +64,19 @@ class AckBatchDeletesKeptDriver(SqliteDriver):
 
 
 # -- tx.ack committing outside the transaction (contract §3.8) -------------------------
+
+
+class AckCommitsEarlyDriver(SqliteDriver):
+    """An ack that ends the transaction it runs in, as a driver that commits after
+    every statement would, and opens another: inside a caller's transaction, the ack
+    and the business writes before it commit before the caller's commit."""
+
+    def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        acked = super().ack(c, params)
+        if c.in_transaction:
+            c.execute("COMMIT")
+            c.execute("BEGIN IMMEDIATE")
+        return acked
 
 
 class _AckAfterTheBlock(CoreTransaction):

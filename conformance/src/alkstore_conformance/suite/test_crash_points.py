@@ -25,6 +25,7 @@ from alkstore import (
 from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED
 from alkstore.testing import FakeClock
 from alkstore_conformance.helpers import crashes
+from alkstore_conformance.helpers.common import business_ids, business_table
 from alkstore_conformance.helpers.crashes import crash_at_every_statement, require_driver_wrapper
 from alkstore_conformance.helpers.faults import CrashPoint
 from alkstore_conformance.helpers.ops import make_dead, one_life_each
@@ -255,6 +256,41 @@ def test_a_crash_at_any_statement_of_a_transaction_commits_all_its_writes_or_non
         assert (jobs, events) in allowed, f"{jobs} jobs and {events} events {where}"
 
     crash_at_every_statement(engine_ref, crashes.many_writes_in_a_transaction, argument_for, check)
+
+
+# -- TX-ACK-CRASH-ATOMIC -----------------------------------------------------------------
+
+
+@pytest.mark.requires("sql")
+@pytest.mark.property("TX-ACK-CRASH-ATOMIC")
+def test_a_crash_at_any_statement_of_a_tx_ack_commits_the_ack_with_the_business_writes_or_neither(
+    engine_ref: EngineRef, store: Store
+) -> None:
+    jobs: dict[int, int] = {}
+
+    with business_table(store) as table:
+
+        def argument_for(run: int) -> tuple[str, str, int]:
+            name = f"txack-{run}"
+            jobs[run] = store.queue(name, QueueOpts(visibility_timeout_s=3600)).enqueue({})
+            return (name, table, run)
+
+        def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
+            where = _where(point, statements)
+            name = f"txack-{run}"
+            job = store.queue(name).get_job(jobs[run])
+            written = run in business_ids(store, table)
+            following = len(drain(store.queue(f"{name}-next")))
+            if point is None or written or job is None or following:
+                # Committed: the business row, the ack and the next step, all three.
+                assert (written, job, following) == (True, None, 1), f"{job} {where}"
+            else:
+                # Not committed: the claim as it was, none of the transaction's writes.
+                assert (job.state, job.attempts) == (JobState.PROCESSING, 1), where
+
+        crash_at_every_statement(
+            engine_ref, crashes.tx_ack_with_business_writes, argument_for, check
+        )
 
 
 # -- OPS-REDRIVE-CRASH-ATOMIC ------------------------------------------------------------
