@@ -16,6 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 import alkstore
 from alkstore import EngineUnavailable, InvalidOptions
+from alkstore_postgres.options import DEFAULT_CALL_TIMEOUT_S, parse_options
 from alkstore_postgres.testing.provisioning import dsn_as_url
 from alkstore_postgres.testing.replication import STANDBY_NAME, ReplicatedPostgres
 
@@ -195,3 +196,65 @@ def test_after_a_failover_the_store_claims_every_job_committed_before_it(
     assert claimed == enqueued
     assert later not in enqueued
     assert _refused_writes(failing_pair) == 0
+
+
+# -- a synchronous standby that stops answering (call_timeout_s) ------------------------
+
+CALL_TIMEOUT_S = 2.0
+
+
+@pytest.fixture
+def cut_pair() -> Iterator[ReplicatedPostgres]:
+    """A synchronous pair whose standby is cut off by the test: every commit then waits
+    for a standby that never answers, and PostgreSQL itself never gives up."""
+    with ReplicatedPostgres(synchronous=True, cuttable=True, fsync=False) as replicated:
+        yield replicated
+
+
+def test_an_enqueue_whose_commit_waits_for_a_lost_synchronous_standby_is_unavailable(
+    cut_pair: ReplicatedPostgres,
+) -> None:
+    opts = {"schema": fresh_schema_name(), "lock_timeout_s": 1, "call_timeout_s": CALL_TIMEOUT_S}
+    with alkstore.open(cut_pair.url, **opts) as store:
+        queue = store.queue("q")
+        queue.enqueue({"n": "before"})
+        cut_pair.cut_replication()
+        with pytest.raises(EngineUnavailable, match=r"call_timeout_s=2: .*committed on this"):
+            queue.enqueue({"n": "unconfirmed"})
+        # The call no longer hangs, and the store goes on: reads wait for no standby.
+        payloads = [job.payload for job in queue.jobs()]
+        assert payloads == [{"n": "before"}, {"n": "unconfirmed"}]
+
+
+def test_a_transaction_whose_commit_waits_for_a_lost_synchronous_standby_is_unavailable(
+    cut_pair: ReplicatedPostgres,
+) -> None:
+    opts = {"schema": fresh_schema_name(), "lock_timeout_s": 1, "call_timeout_s": CALL_TIMEOUT_S}
+    with alkstore.open(cut_pair.url, **opts) as store:
+        store.queue("q").enqueue({"n": "before"})
+        cut_pair.cut_replication()
+        unconfirmed = pytest.raises(EngineUnavailable, match=r"committed on this server")
+        with unconfirmed, store.transaction() as tx:
+            tx.enqueue("q", {"n": "in a transaction"})
+
+
+def test_an_unset_call_timeout_stays_above_a_long_lock_timeout() -> None:
+    options = parse_options({"lock_timeout_s": 600})
+    assert (options.lock_timeout_s, options.call_timeout_s) == (600, 1200)
+    assert parse_options({}).call_timeout_s == DEFAULT_CALL_TIMEOUT_S
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        ({"call_timeout_s": 5, "lock_timeout_s": 5}, "greater than lock_timeout_s"),
+        ({"call_timeout_s": 0}, r"call_timeout_s must be within"),
+        ({"call_timeout_s": "30"}, "call_timeout_s must be a number"),
+    ],
+    ids=["not-above-lock-timeout", "zero", "text"],
+)
+def test_a_malformed_call_timeout_is_refused_before_connecting(
+    opts: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidOptions, match=message):
+        alkstore.open("postgresql://postgres@127.0.0.1:1/postgres", **opts)

@@ -105,6 +105,7 @@ from .options import PostgresOptions
 from .plans import PlanAges
 from .profiles import ProfileStatements
 from .statements import Statements
+from .watchdog import Watchdog, timed_out
 
 T = TypeVar("T")
 
@@ -191,6 +192,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         self._plan_ages = PlanAges(kept=not pooled)
         self._server_clock = server_clock
         self._lock_waits = LockWaits(options.lock_timeout_s, per_transaction=pooled)
+        self._watchdog = Watchdog(options.call_timeout_s)
         connect_kwargs: dict[str, Any] = {
             # libpq takes whole seconds (and treats 1 as 2).
             "connect_timeout": max(2, math.ceil(options.connect_timeout_s)),
@@ -252,7 +254,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
                     begun=self._lock_waits.in_transaction,
                 )
                 # Pub/sub's stored messages are pruned here and when publishing,
-                # never on a timer (the store runs no timers of its own).
+                # never on a timer (the only thread the store keeps is the watchdog).
                 conn.execute(self._sql.prune_messages, {"keep": options.messages_keep})
                 if self._server_clock is not None:
                     self._server_clock.measure(conn)
@@ -289,6 +291,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         lock_waits = self._lock_waits
         lock_deadline = lock_waits.deadline(wait_s)  # one budget, the checkout's included
         conn = pool.checkout(wait_s)
+        watchdog = self._watchdog
+        watch = watchdog.start(conn)
+        cancelled: bool | None = None
         try:
             clock = self._server_clock
             if clock is not None and clock.due():
@@ -304,14 +309,22 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             # (commit on return, rollback on raise) before the connection goes back.
             with ExitStack() as unit:
                 handle.unit = unit
-                return work(handle)
+                result = work(handle)
         except psycopg.Error as exc:
+            cancelled = watchdog.finish(watch)
+            if cancelled:
+                raise timed_out(watchdog.limit_s, False, exc) from exc
             error = contract_error(exc, "talking to the server")
             if error is not None:
                 raise error from exc
             raise
         finally:
+            if cancelled is None:
+                cancelled = watchdog.finish(watch)
             pool.checkin(conn)
+        if cancelled:
+            raise timed_out(watchdog.limit_s, True, None)
+        return result
 
     # -- transactions ----------------------------------------------------------------
     def write(self, work: Callable[[PgHandle], T], *, wait_s: float | None = None) -> T:
@@ -322,9 +335,30 @@ class PostgresDriver(ProfileStatements, OpsStatements):
 
     @contextmanager
     def transaction(self) -> Iterator[PgHandle]:
-        with self._pooled() as conn, conn.transaction():
-            self._lock_waits.in_transaction(conn)
-            yield PgHandle(conn, standalone=False, lock_waits=self._lock_waits)
+        with self._pooled() as conn:
+            transaction = conn.transaction()
+            transaction.__enter__()
+            try:
+                self._lock_waits.in_transaction(conn)
+                yield PgHandle(conn, standalone=False, lock_waits=self._lock_waits)
+            except BaseException as exc:
+                if not transaction.__exit__(type(exc), exc, exc.__traceback__):
+                    raise
+                return
+            self._commit(transaction, conn)
+
+    def _commit(self, transaction: Any, conn: SqlConnection) -> None:
+        """The commit of ``store.transaction()``, watched as every unit is."""
+        watchdog = self._watchdog
+        watch = watchdog.start(conn)
+        try:
+            transaction.__exit__(None, None, None)
+        except psycopg.Error as exc:
+            if watchdog.finish(watch):
+                raise timed_out(watchdog.limit_s, False, exc) from exc
+            raise  # ``_pooled`` maps it
+        if watchdog.finish(watch):
+            raise timed_out(watchdog.limit_s, True, None)
 
     @contextmanager
     def attach(self, native: Any) -> Iterator[PgHandle]:
@@ -358,6 +392,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
     def close(self) -> None:
         self.listener.close()
         self._pool.close()
+        self._watchdog.close()
 
     # -- queues ------------------------------------------------------------------------
     def insert_jobs(self, c: PgHandle, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:

@@ -36,6 +36,7 @@ POOLERS = frozenset({"transaction"})
 DEFAULT_RECONNECT_MAX_S = 1.0
 MAX_RECONNECT_S = 60.0
 DEFAULT_LOCK_TIMEOUT_S = 10.0
+DEFAULT_CALL_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,14 @@ class PostgresOptions:
     TABLE``, a ``LOCK TABLE``, a row another transaction keeps locked); a waiting call
     (``claim_wait``, ``stream.wait``) waits no longer than its own remaining time either
     (see ``lock_waits``)."""
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    """The most one of the store's own units of work (a call's statements and their
+    commit, and the commit of ``store.transaction()``) may take on the server; past it
+    the store cancels it and raises ``EngineUnavailable`` (``watchdog``). Lock waits
+    end sooner, at ``lock_timeout_s``: what this bounds is a commit waiting for a
+    synchronous standby that stopped answering, which PostgreSQL never gives up on.
+    Greater than ``lock_timeout_s`` (unset: 60 s, or twice ``lock_timeout_s`` when
+    that is longer)."""
     reconnect_max_s: float = DEFAULT_RECONNECT_MAX_S
     """While the server is unreachable, the longest the store goes without trying to
     reconnect (the pool's attempts and the listener's backoff): calls work again within
@@ -147,6 +156,20 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
             f"known: {', '.join(sorted(OPTION_NAMES))}"
         )
     defaults = PostgresOptions()
+    lock_timeout_s = _check_seconds(
+        opts.get("lock_timeout_s", defaults.lock_timeout_s), "lock_timeout_s", 3600
+    )
+    # Unset, it stays above a long lock_timeout_s: a lock wait must end first.
+    call_timeout_s = _check_seconds(
+        opts.get("call_timeout_s", max(defaults.call_timeout_s, 2 * lock_timeout_s)),
+        "call_timeout_s",
+        86_400,
+    )
+    if call_timeout_s <= lock_timeout_s:
+        raise InvalidOptions(
+            f"call_timeout_s ({call_timeout_s:g}) must be greater than lock_timeout_s "
+            f"({lock_timeout_s:g}): a lock wait ends first, with its own error"
+        )
     min_size = _check_int(opts.get("pool_min_size", defaults.pool_min_size), "pool_min_size", 0)
     max_size = _check_int(opts.get("pool_max_size", defaults.pool_max_size), "pool_max_size", 1)
     if min_size > max_size:
@@ -162,9 +185,8 @@ def parse_options(opts: Mapping[str, Any]) -> PostgresOptions:
         connect_timeout_s=_check_seconds(
             opts.get("connect_timeout_s", defaults.connect_timeout_s), "connect_timeout_s", 3600
         ),
-        lock_timeout_s=_check_seconds(
-            opts.get("lock_timeout_s", defaults.lock_timeout_s), "lock_timeout_s", 3600
-        ),
+        lock_timeout_s=lock_timeout_s,
+        call_timeout_s=call_timeout_s,
         reconnect_max_s=_check_seconds(
             opts.get("reconnect_max_s", defaults.reconnect_max_s),
             "reconnect_max_s",
