@@ -37,6 +37,7 @@ from bench_report import (
     render_table,
     write_json,
 )
+from bench_results import Ratio, render_results_ratios, results_ratios
 from bench_sides import (
     PLAIN_LABELS,
     EngineSide,
@@ -376,6 +377,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    finished: dict[str, list[Ratio]] = {}
+    if not args.workload or "claim_ack" in set(args.workload):
+        for engine in engines:
+            capabilities = providers[engine].capabilities
+            if not (capabilities.results and capabilities.transactions):
+                continue
+            started = time.perf_counter()
+            finished[engine] = results_ratios(engine, providers[engine], args.jobs, args.quick)
+            print(
+                f"  {'results':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -397,6 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unique_table:
         print()
         print(unique_table)
+    results_table = render_results_ratios(finished)
+    if results_table:
+        print()
+        print(results_table)
     dashboard_table = render_dashboard(dashboard)
     if dashboard_table:
         print()
@@ -434,6 +453,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 engine: [o.as_json() for o in rows] for engine, rows in unique.items()
             },
             "dashboard": [run.as_json() for run in dashboard],
+            "results_ratios": {
+                engine: [r.as_json() for r in rows] for engine, rows in finished.items()
+            },
         },
     )
     print(f"\nResults written to {args.json}")

@@ -111,6 +111,20 @@ def test_quick_sqlite_run_sets_unique_enqueue_beside_plain_enqueue_and_the_drive
     assert "plain enqueue against the bare insert" in done.stdout
 
 
+def test_quick_sqlite_run_sets_kept_completed_jobs_and_tx_ack_beside_delete_on_ack(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    rows = document["results_ratios"]["sqlite"]
+    assert [(row["workload"], row["first"], row["second"]) for row in rows] == [
+        ("retention", "delete-on-ack", "kept completed"),
+        ("tx.ack", "ack", "tx.ack"),
+    ]
+    assert all(row["first_rate_per_s"] > 0 and row["second_rate_per_s"] > 0 for row in rows)
+    assert all(len(row["ratios"]) == 2 for row in rows)  # the quick run's rounds
+    assert "Finished jobs and tx.ack" in done.stdout
+
+
 def test_quick_sqlite_run_ticks_a_thousand_cron_schedules_in_the_full_run_and_fewer_in_quick(
     quick_run: tuple[subprocess.CompletedProcess[str], Any],
 ) -> None:
