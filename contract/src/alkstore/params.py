@@ -324,12 +324,14 @@ class SetPaused:
 @dataclass(frozen=True, slots=True)
 class SetLimits:
     """``set_limits``: store ``queue``'s limits, or remove them (every field ``None``):
-    ``concurrency``, and ``rate`` claims per ``per_s`` seconds (given together)."""
+    ``concurrency``, ``rate`` claims per ``per_s`` seconds (given together), and
+    ``concurrency_per_key`` (the key_limits profile)."""
 
     queue: str
     concurrency: int | None
     rate: int | None = None
     per_s: int | None = None
+    concurrency_per_key: int | None = None
 
 
 PARAMS: tuple[type, ...] = (

@@ -31,6 +31,7 @@ caller's ``wait_s`` if shorter (``budget.py``), then fails with
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -465,12 +466,35 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         # there be lapsed claims to dead-letter or to reclaim.
         rows = c.execute(sql.CLAIM_READY_ONE if one else sql.CLAIM_READY, named).fetchall()
         if not rows:
+            if c.execute(sql.KEYED_LIMITS, named).fetchone() is not None:
+                return self._claim_in_turn(c, named)  # a per-key limit (key_limits)
             if c.execute(sql.ANY_LAPSED, named).fetchone() is None:
                 return []
             # Exhausted ones go dead first: never handed out again.
             c.execute(sql.BURY_EXHAUSTED, named)
             rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, named).fetchall()
         return claimed_jobs(rows, queue, worker_id, now)
+
+    def _claim_in_turn(self, c: sqlite3.Connection, named: dict[str, Any]) -> list[Job]:
+        """A claim of a queue with a per-key limit: the rows of contract §16.10's turn,
+        then the key served last stored, in one transaction under the write lock (the
+        limit and the cursor read again inside it)."""
+        begin_transaction(c)
+        keyed = c.execute(sql.KEYED_LIMITS, named).fetchone()
+        if keyed is None:  # cleared since: the plain claim
+            return self.claim(c, Claim(**named))
+        per_key, cursor = keyed
+        if c.execute(sql.ANY_LAPSED, named).fetchone() is not None:
+            c.execute(sql.BURY_EXHAUSTED, named)  # never handed out again
+        picked = c.execute(
+            sql.PICK_IN_TURN, {**named, "per_key": per_key, "cursor": cursor}
+        ).fetchall()
+        if not picked:
+            return []
+        ids = json.dumps([job_id for job_id, _ in picked])
+        rows = c.execute(sql.CLAIM_PICKED, {**named, "ids": ids}).fetchall()
+        c.execute(sql.SET_KEY_CURSOR, {"queue": named["queue"], "cursor": picked[-1][1]})
+        return claimed_jobs(rows, named["queue"], named["worker_id"], named["now"])
 
     def bury_exhausted(self, c: sqlite3.Connection, params: Sweep) -> int:
         named = {"queue": params.queue, "now": params.now}

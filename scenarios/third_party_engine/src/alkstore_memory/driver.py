@@ -21,7 +21,7 @@ import bisect
 import heapq
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
@@ -144,13 +144,39 @@ def _window(tables: Tables, queue: str, per: int, now: int) -> tuple[int, ...]:
     return tuple(t for t in tables.starts.get(queue, ()) if t > now - per)
 
 
-def _free_slots(tables: Tables, queue: str, limits: Limits, now: int) -> int:
+def _free_slots(tables: Tables, queue: str, limits: Limits, now: int) -> int | None:
+    """The queue's free slots under its concurrency and rate limits; ``None`` when it has
+    neither (only a per-key limit)."""
     free = []
     if limits.concurrency is not None:
         free.append(limits.concurrency - _live_claims(tables, queue, now))
     if limits.rate is not None and limits.per is not None:
         free.append(limits.rate - len(_window(tables, queue, limits.per, now)))
-    return min(free)
+    return min(free) if free else None
+
+
+def _shared_key(row: JobRow) -> str:
+    """The key a per-key limit counts ``row`` under: its own, or "" for no key."""
+    return "" if row.limit_key is None else row.limit_key
+
+
+def _in_turn(
+    candidates: Iterable[JobRow], live: dict[str, int], per_key: int, cursor: str | None
+) -> list[JobRow]:
+    """Contract §16.10's order: each key offers its first ``per_key - live`` claimable
+    rows in claim order; the claim takes the first row of every key, then the second,
+    and so on, the keys of each round in turn after ``cursor`` (the key the queue's last
+    claim served: first the keys after it, then the rest, each group in key order)."""
+    by_key: dict[str, list[JobRow]] = {}
+    for row in sorted(candidates, key=_claim_order):
+        by_key.setdefault(_shared_key(row), []).append(row)
+    offered = [
+        (rank, cursor is not None and key <= cursor, key, row)
+        for key, rows in by_key.items()
+        for rank, row in enumerate(rows[: max(0, per_key - live.get(key, 0))])
+    ]
+    offered.sort(key=lambda entry: entry[:3])
+    return [row for *_, row in offered]
 
 
 def _slot_frees_at(tables: Tables, queue: str, limits: Limits, now: int) -> list[int]:
@@ -322,12 +348,25 @@ class MemoryDriver:
             return []
         limits = c.tables.limits.get(queue)
         if limits is not None:  # the limits profile: only the free slots
-            limit = min(limit, _free_slots(c.tables, queue, limits, now))
+            free = _free_slots(c.tables, queue, limits, now)
+            limit = limit if free is None else min(limit, free)
             if limit <= 0:
                 return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
+        per_key = None if limits is None else limits.concurrency_per_key
+        if per_key is None:
+            chosen = heapq.nsmallest(limit, candidates, key=_claim_order)
+        else:  # the key_limits profile: each key's free slots, the keys in turn
+            live: dict[str, int] = {}
+            for r in c.tables.jobs.values():
+                if r.queue == queue and _live(r, now):
+                    live[_shared_key(r)] = live.get(_shared_key(r), 0) + 1
+            cursor = c.tables.key_cursors.get(queue)
+            chosen = _in_turn(candidates, live, per_key, cursor)[:limit]
+            if chosen:
+                c.tables.key_cursors = {**c.tables.key_cursors, queue: _shared_key(chosen[-1])}
         claimed = []
-        for row in heapq.nsmallest(limit, candidates, key=_claim_order):
+        for row in chosen:
             row = replace(
                 row,
                 state=PROCESSING,
@@ -629,8 +668,15 @@ class MemoryDriver:
         queue = params.queue
         wanted = (
             None
-            if params.concurrency is None and params.rate is None
-            else Limits(params.concurrency, rate=params.rate, per=params.per_s)
+            if params.concurrency is None
+            and params.rate is None
+            and params.concurrency_per_key is None
+            else Limits(
+                params.concurrency,
+                rate=params.rate,
+                per=params.per_s,
+                concurrency_per_key=params.concurrency_per_key,
+            )
         )
         limits = c.tables.limits
         if limits.get(queue) == wanted:
@@ -638,6 +684,7 @@ class MemoryDriver:
         changed = dict(limits)
         if wanted is None:
             del changed[queue]
+            c.tables.key_cursors = {q: k for q, k in c.tables.key_cursors.items() if q != queue}
         else:
             changed[queue] = wanted
         c.tables.limits = changed
