@@ -384,9 +384,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         stamps = params.stamps
         topic = queue_topic(stamps.queue)
         wake = None if topic in c.announced else notify_payload(topic)
-        retention = stamps.completed_retention_s
-        if retention is not None:
-            begin_transaction(c)  # the rows and their stamp commit together
+        retention, limit_key = stamps.completed_retention_s, stamps.limit_key
+        if retention is not None or limit_key is not None:
+            begin_transaction(c)  # the rows and their stamps commit together
         if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
             bound = by_name(
                 stamps,
@@ -411,11 +411,12 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             )
             rows = execute(c, self._sql.insert_unique, bound).fetchall()
             outcomes = [(-signed, True) if signed < 0 else (signed, False) for (signed,) in rows]
-        if retention is not None:
-            made = [job_id for job_id, duplicate in outcomes if not duplicate]
-            if made:
-                stamp = {"completed_retention_s": retention, "ids": made}
-                execute(c, self._sql.set_completed_retention, stamp)
+        made = [job_id for job_id, duplicate in outcomes if not duplicate]
+        if retention is not None and made:
+            stamp = {"completed_retention_s": retention, "ids": made}
+            execute(c, self._sql.set_completed_retention, stamp)
+        if limit_key is not None and made:
+            execute(c, self._sql.set_limit_key, {"limit_key": limit_key, "ids": made})
         if not all(duplicate for _, duplicate in outcomes):
             c.announced.add(topic)
         return outcomes
@@ -451,9 +452,13 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         if row is None:  # the limit was cleared meanwhile: the unlimited claim
             rows = execute(c, sql.claim, bound, binary=True).fetchall()
             return [r for r in rows if r[0] is not None]
-        concurrency, rate, per_s = row
+        concurrency, rate, per_s, per_key, cursor = row
         bound = {**bound, "concurrency": concurrency, "rate": rate, "per_s": per_s}
-        rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
+        if per_key is None:
+            rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
+        else:  # a per-key limit (the key_limits profile): the keys in turn
+            keyed = {**bound, "per_key": per_key, "cursor": cursor}
+            rows = execute(c, sql.claim_in_turn, keyed, binary=True).fetchall()
         claimed = [r for r in rows if r[0] is not None]
         if rate is not None and claimed:  # its starts count against the rate
             execute(c, sql.record_starts, {**bound, "claims": len(claimed)})

@@ -119,7 +119,9 @@ class OpsStatements:
     def set_limits(self, c: PgHandle, params: SetLimits) -> bool:
         topic = queue_topic(params.queue)
         bound = by_name(params, wake_channel=self.channel, topic=notify_payload(topic))
-        cleared = params.concurrency is None and params.rate is None
+        cleared = (
+            params.concurrency is None and params.rate is None and params.concurrency_per_key is None
+        )
         statement = self._sql.clear_limits if cleared else self._sql.set_limits
         changed = execute(c, statement, bound).fetchone() is not None
         if changed:
@@ -132,8 +134,8 @@ class OpsStatements:
         else:
             rows = execute(c, self._sql.queue_limits, {"queue": queue}).fetchall()
         return {
-            name: Limits(concurrency, rate=rate, per=per_s)
-            for name, concurrency, rate, per_s in rows
+            name: Limits(concurrency, rate=rate, per=per_s, concurrency_per_key=per_key)
+            for name, concurrency, rate, per_s, per_key in rows
         }
 
 
