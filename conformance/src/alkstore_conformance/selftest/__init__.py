@@ -37,6 +37,7 @@ from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
 from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
+from .key_limits import PerKeyLimitIgnoredDriver, UnfairKeyOrderDriver
 from .limits import (
     LapsedCountedForeverDriver,
     LimitPerProcessDriver,
@@ -499,6 +500,22 @@ RATE_WINDOW_SHORT = MutantEngine(
     driver=RateWindowShortDriver,
 )
 
+# -- per-key limits and fairness (contract 1.2 §16.9, §16.10) ----------------------
+PER_KEY_LIMIT_IGNORED = MutantEngine(
+    "per-key-limit-ignored",
+    catches="KEYLIMITS-BOUND",
+    bug="a claim of a queue with a per-key limit counts only the queue's own limits: one "
+    "key's jobs can all be processing at once",
+    driver=PerKeyLimitIgnoredDriver,
+)
+UNFAIR_KEY_ORDER = MutantEngine(
+    "unfair-key-order",
+    catches="KEYLIMITS-FAIRNESS",
+    bug="a claim under a per-key limit takes jobs in claim order whatever their key: a key "
+    "enqueued first is served until its backlog or its limit runs out",
+    driver=UnfairKeyOrderDriver,
+)
+
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
     "result-truncated",
@@ -630,6 +647,9 @@ MUTANTS: dict[str, MutantEngine] = {
         LAPSED_COUNTED_FOREVER,
         LIMIT_READ_ONCE,
         RATE_WINDOW_SHORT,
+        # per-key limits and fairness (contract 1.2)
+        PER_KEY_LIMIT_IGNORED,
+        UNFAIR_KEY_ORDER,
         # finished jobs (contract 1.2)
         RESULT_TRUNCATED,
         COMPLETED_NEVER_SWEPT,

@@ -486,15 +486,17 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         per_key, cursor = keyed
         if c.execute(sql.ANY_LAPSED, named).fetchone() is not None:
             c.execute(sql.BURY_EXHAUSTED, named)  # never handed out again
-        picked = c.execute(
-            sql.PICK_IN_TURN, {**named, "per_key": per_key, "cursor": cursor}
-        ).fetchall()
+        picked = self._picked(c, {**named, "per_key": per_key, "cursor": cursor})
         if not picked:
             return []
         ids = json.dumps([job_id for job_id, _ in picked])
         rows = c.execute(sql.CLAIM_PICKED, {**named, "ids": ids}).fetchall()
         c.execute(sql.SET_KEY_CURSOR, {"queue": named["queue"], "cursor": picked[-1][1]})
         return claimed_jobs(rows, named["queue"], named["worker_id"], named["now"])
+
+    def _picked(self, c: sqlite3.Connection, named: dict[str, Any]) -> list[Any]:
+        """``(id, key)`` of the rows a claim in turn takes, in turn order."""
+        return c.execute(sql.PICK_IN_TURN, named).fetchall()
 
     def bury_exhausted(self, c: sqlite3.Connection, params: Sweep) -> int:
         named = {"queue": params.queue, "now": params.now}
