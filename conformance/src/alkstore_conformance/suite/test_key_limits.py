@@ -10,6 +10,7 @@ claim served, so a key with a big backlog cannot starve a key with a few jobs.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -63,7 +64,8 @@ def test_per_key_limits_work_exactly_when_the_engine_declares_the_profile(
         assert queue.limits() == Limits(concurrency_per_key=1)
         job_id = queue.enqueue({"n": 1}, EnqueueOpts(limit_key="tenant"))
         job = queue.get_job(job_id)
-        assert job is not None and job.limit_key == "tenant"
+        assert job is not None
+        assert job.limit_key == "tenant"
         return
     if engine.capabilities.limits:
         with pytest.raises(ProfileUnavailable):
@@ -98,24 +100,26 @@ def test_a_job_keeps_its_limit_key_pending_claimed_and_dead(store: Store) -> Non
     queue = store.queue(unique_name("kept"))
     job_id = queue.enqueue({"n": 1}, EnqueueOpts(limit_key="customer-42"))
     pending = queue.get_job(job_id)
-    assert pending is not None and pending.limit_key == "customer-42"
+    assert pending is not None
+    assert pending.limit_key == "customer-42"
     handle = queue.claim("w")
-    assert handle is not None and handle.job.limit_key == "customer-42"
+    assert handle is not None
+    assert handle.job.limit_key == "customer-42"
     handle.fail("boom")
     dead = queue.get_job(job_id)
-    assert dead is not None and dead.state is JobState.DEAD
+    assert dead is not None
+    assert dead.state is JobState.DEAD
     assert dead.limit_key == "customer-42"
     keyless = queue.get_job(queue.enqueue({"n": 2}))
-    assert keyless is not None and keyless.limit_key is None
+    assert keyless is not None
+    assert keyless.limit_key is None
 
 
 # -- KEYLIMITS-ARGUMENTS ---------------------------------------------------------------------
 
 
 @pytest.mark.property("KEYLIMITS-ARGUMENTS")
-@pytest.mark.parametrize(
-    "per_key", [0, -1, 1.5, "2", True, MAX_CONCURRENCY_LIMIT + 1], ids=repr
-)
+@pytest.mark.parametrize("per_key", [0, -1, 1.5, "2", True, MAX_CONCURRENCY_LIMIT + 1], ids=repr)
 def test_a_malformed_concurrency_per_key_is_refused_naming_the_field(per_key: Any) -> None:
     with pytest.raises(InvalidOptions, match="concurrency_per_key"):
         Limits(concurrency_per_key=per_key)
@@ -135,7 +139,8 @@ def test_the_longest_limit_key_is_stored_as_given(store: Store) -> None:
     queue = store.queue(unique_name("longest"))
     key = "k" * MAX_LIMIT_KEY_CHARS
     job = queue.get_job(queue.enqueue({"n": 1}, EnqueueOpts(limit_key=key)))
-    assert job is not None and job.limit_key == key
+    assert job is not None
+    assert job.limit_key == key
 
 
 # -- KEYLIMITS-BOUND -----------------------------------------------------------------------
@@ -169,13 +174,16 @@ def test_an_ended_claim_frees_its_keys_slot_and_held_back_jobs_spend_no_attempt(
     queue = _keyed(store, 1)
     first, second = queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key="t"))
     handle = queue.claim("w")
-    assert handle is not None and handle.job.id == first
+    assert handle is not None
+    assert handle.job.id == first
     assert queue.claim("w") is None
     waiting = queue.get_job(second)
-    assert waiting is not None and (waiting.state, waiting.attempts) == (JobState.PENDING, 0)
+    assert waiting is not None
+    assert (waiting.state, waiting.attempts) == (JobState.PENDING, 0)
     handle.ack()
     again = queue.claim("w")
-    assert again is not None and again.job.id == second
+    assert again is not None
+    assert again.job.id == second
 
 
 @pytest.mark.property("KEYLIMITS-BOUND")
@@ -248,7 +256,7 @@ def test_a_small_key_is_served_in_turn_beside_a_big_backlog(store: Store) -> Non
     keys = _claimed_keys(queue, 2 * SMALL)
     # Two keys, served in turn: the small key's jobs all within 2 * SMALL claims.
     assert keys.count("small") == SMALL, keys
-    assert all(a != b for a, b in zip(keys, keys[1:], strict=False)), keys
+    assert all(a != b for a, b in pairwise(keys)), keys
 
 
 @pytest.mark.property("KEYLIMITS-FAIRNESS")
@@ -280,6 +288,8 @@ def test_within_a_key_jobs_are_claimed_in_claim_order(store: Store) -> None:
     low = queue.enqueue({"n": "low"}, EnqueueOpts(limit_key="t"))
     high = queue.enqueue({"n": "high"}, EnqueueOpts(limit_key="t", priority=5))
     first = queue.claim("w")
-    assert first is not None and first.job.id == high
+    assert first is not None
+    assert first.job.id == high
     second = queue.claim("w")
-    assert second is not None and second.job.id == low
+    assert second is not None
+    assert second.job.id == low

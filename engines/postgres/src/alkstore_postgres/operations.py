@@ -120,7 +120,9 @@ class OpsStatements:
         topic = queue_topic(params.queue)
         bound = by_name(params, wake_channel=self.channel, topic=notify_payload(topic))
         cleared = (
-            params.concurrency is None and params.rate is None and params.concurrency_per_key is None
+            params.concurrency is None
+            and params.rate is None
+            and params.concurrency_per_key is None
         )
         statement = self._sql.clear_limits if cleared else self._sql.set_limits
         changed = execute(c, statement, bound).fetchone() is not None

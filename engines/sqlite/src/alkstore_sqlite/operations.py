@@ -106,7 +106,9 @@ class OperationStatements:
             "concurrency_per_key": params.concurrency_per_key,
         }
         cleared = (
-            params.concurrency is None and params.rate is None and params.concurrency_per_key is None
+            params.concurrency is None
+            and params.rate is None
+            and params.concurrency_per_key is None
         )
         statement = sql.CLEAR_LIMITS if cleared else sql.SET_LIMITS
         return c.execute(statement, named).rowcount == 1
