@@ -59,18 +59,19 @@ def test_per_key_limits_work_exactly_when_the_engine_declares_the_profile(
     store: Store, engine: EngineProvider
 ) -> None:
     queue = store.queue(unique_name("declared"))
-    if engine.capabilities.key_limits:
+    capabilities = engine.capabilities
+    if capabilities.key_limits and capabilities.limits:
         assert queue.set_limits(Limits(concurrency_per_key=1)) is True
         assert queue.limits() == Limits(concurrency_per_key=1)
+    else:
+        with pytest.raises(ProfileUnavailable):
+            queue.set_limits(Limits(concurrency_per_key=1))
+    if capabilities.key_limits:
         job_id = queue.enqueue({"n": 1}, EnqueueOpts(limit_key="tenant"))
         job = queue.get_job(job_id)
         assert job is not None
         assert job.limit_key == "tenant"
         return
-    if engine.capabilities.limits:
-        with pytest.raises(ProfileUnavailable):
-            queue.set_limits(Limits(concurrency_per_key=1))
-        assert queue.limits() is None  # nothing was written
     with pytest.raises(ProfileUnavailable):
         queue.enqueue({"n": 1}, EnqueueOpts(limit_key="tenant"))
     with pytest.raises(ProfileUnavailable):
