@@ -11,6 +11,7 @@ from fakes import FakeKeyLimitsDriver, FakeLimitsDriver
 from alkstore import (
     MAX_CONCURRENCY_LIMIT,
     MAX_LIMIT_KEY_CHARS,
+    MAX_RATE_LIMIT,
     Capabilities,
     EnqueueOpts,
     Limits,
@@ -60,7 +61,7 @@ def test_set_limits_sends_the_per_key_limit_in_one_statement(
 ) -> None:
     assert key_store.queue("q").set_limits(Limits(3, concurrency_per_key=2)) is True
     (call,) = key_driver.calls_named("set_limits")
-    assert call.args == ("q", 3, None, None, 2)
+    assert call.args == ("q", 3, None, None, 2, None)
     assert key_store.queue("q").limits() == Limits(3, concurrency_per_key=2)
     assert key_store.queue("q").stats().concurrency_per_key == 2
 
@@ -92,3 +93,35 @@ def test_without_the_profile_a_transactions_keyed_enqueue_is_refused(clock: Fake
     ):
         tx.enqueue("q", 1, EnqueueOpts(limit_key="t"))
     assert "insert_jobs" not in driver.statement_names()
+
+
+def test_a_rate_per_key_needs_its_window_and_shares_the_queue_rates() -> None:
+    with pytest.raises(InvalidOptions, match="per"):
+        Limits(rate_per_key=2)
+    limits = Limits(rate=10, per=60, rate_per_key=2)
+    assert (limits.rate, limits.per, limits.rate_per_key) == (10, 60, 2)
+
+
+@pytest.mark.parametrize("bad", [0, -1, MAX_RATE_LIMIT + 1, 2.0, "2", True])
+def test_a_malformed_rate_per_key_is_refused_naming_the_field(bad: object) -> None:
+    with pytest.raises(InvalidOptions, match="rate_per_key"):
+        Limits(rate_per_key=bad, per=60)  # type: ignore[arg-type]
+
+
+def test_set_limits_sends_the_rate_per_key_with_its_window(
+    key_store: CoreStore, key_driver: FakeKeyLimitsDriver
+) -> None:
+    assert key_store.queue("q").set_limits(Limits(rate_per_key=5, per=60)) is True
+    (call,) = key_driver.calls_named("set_limits")
+    assert call.args == ("q", None, None, 60, None, 5)
+    assert key_store.queue("q").stats().rate_per_key == 5
+
+
+def test_without_the_profile_a_rate_per_key_is_refused_before_writing(clock: FakeClock) -> None:
+    driver = FakeLimitsDriver()
+    with (
+        CoreStore(driver, clock=clock, capabilities=driver.capabilities) as store,
+        pytest.raises(ProfileUnavailable),
+    ):
+        store.queue("q").set_limits(Limits(rate_per_key=1, per=10))
+    assert "set_limits" not in driver.statement_names()

@@ -626,7 +626,12 @@ class LimitsDriver(Protocol[C_contra]):
     of each round after the queue's cursor (the key of the last row its previous claim
     took) first, then the rest, each in code-point order; it stores the key of the
     last row it took as the new cursor, all in the claim's atomic step. A cleared
-    limit drops the cursor."""
+    limit drops the cursor. With ``rate_per_key`` (per ``per_s``, contract §16.11) each
+    key also takes no more than ``rate_per_key`` less its claim starts in the window
+    ``(now - per_s, now]``, and the claim records one start per row it took under
+    that row's key (``''`` for none), kept at least ``per_s`` seconds; ``next_wake_at``
+    of such a queue is no later than the instant its oldest key start leaves the
+    window."""
 
     def set_limits(self, c: C_contra, params: SetLimits) -> bool:
         """Store ``params``' ``concurrency`` and ``rate`` per ``per_s`` as ``queue``'s

@@ -97,6 +97,12 @@ GAUGES: tuple[Gauge, ...] = (
         "(0: no per-key limit).",
         lambda s: s.concurrency_per_key or 0,
     ),
+    Gauge(
+        "rate_per_key_limit",
+        "How many claims of one limit key the queue's per-key rate lets start per window "
+        "(0: no per-key rate).",
+        lambda s: s.rate_per_key or 0,
+    ),
 )
 
 

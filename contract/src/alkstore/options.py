@@ -265,6 +265,10 @@ class Limits:
             processing at any instant, and claims serve the keys in turn (§16.9,
             §16.10, the key_limits profile): an int within
             1..``MAX_CONCURRENCY_LIMIT``, or ``None``.
+        rate_per_key: at most this many claims of each limit key start in any
+            window of ``per`` seconds (§16.11, the key_limits profile): an int within
+            1..``MAX_RATE_LIMIT``, or ``None``; given with ``per``, which it shares
+            with ``rate``.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range, ``rate`` and
@@ -276,6 +280,7 @@ class Limits:
     rate: int | None
     per: int | None
     concurrency_per_key: int | None
+    rate_per_key: int | None
 
     def __init__(
         self,
@@ -284,6 +289,7 @@ class Limits:
         rate: int | None = None,
         per: Duration | None = None,
         concurrency_per_key: int | None = None,
+        rate_per_key: int | None = None,
     ) -> None:
         if concurrency is not None:
             concurrency = _check_count(concurrency, "concurrency", MAX_CONCURRENCY_LIMIT)
@@ -293,15 +299,20 @@ class Limits:
             )
         if rate is not None:
             rate = _check_count(rate, "rate", MAX_RATE_LIMIT)
+        if rate_per_key is not None:
+            rate_per_key = _check_count(rate_per_key, "rate_per_key", MAX_RATE_LIMIT)
         window = None if per is None else duration_seconds(per, "per", minimum=1)
         if window is not None and window > MAX_RATE_WINDOW_S:
             raise InvalidOptions(f"per must be at most {MAX_RATE_WINDOW_S} s, got {window} s")
-        if (rate is None) != (window is None):
-            raise InvalidOptions("rate and per go together: at most rate claims per window")
-        if concurrency is None and rate is None and concurrency_per_key is None:
+        if (rate is None and rate_per_key is None) != (window is None):
             raise InvalidOptions(
-                "Limits needs a concurrency, a rate or a concurrency_per_key (a queue "
-                "without a limit: clear_limits())"
+                "rate and per go together: at most rate claims per window (rate_per_key "
+                "shares the window)"
+            )
+        if all(v is None for v in (concurrency, rate, concurrency_per_key, rate_per_key)):
+            raise InvalidOptions(
+                "Limits needs a concurrency, a rate, a concurrency_per_key or a "
+                "rate_per_key (a queue without a limit: clear_limits())"
             )
         _init(
             self,
@@ -309,6 +320,7 @@ class Limits:
             rate=rate,
             per=window,
             concurrency_per_key=concurrency_per_key,
+            rate_per_key=rate_per_key,
         )
 
 

@@ -182,6 +182,8 @@ class QueueStats:
             engine without it).
         concurrency_per_key: its limit per limit key (§16.9, the key_limits profile),
             ``None`` when it has none.
+        rate_per_key: how many claims of each limit key its per-key rate lets start per
+            ``rate_per_s`` seconds (§16.11), ``None`` when it has none.
     """
 
     queue: str
@@ -197,6 +199,7 @@ class QueueStats:
     rate_per_s: int | None = None
     completed: int = 0
     concurrency_per_key: int | None = None
+    rate_per_key: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

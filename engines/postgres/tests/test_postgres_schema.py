@@ -481,3 +481,21 @@ def test_an_upgraded_schema_before_key_limits_claims_keys_in_turn_and_keeps_a_de
         assert dead is not None
         assert (dead.state, dead.limit_key) == (alkstore.JobState.DEAD, "small")
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def test_an_upgraded_schema_before_key_limits_counts_each_keys_starts_against_its_rate(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, KEY_LIMITS_MIGRATION - 1)
+    clock = FakeClock(1400)
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        queue = store.queue("rated")
+        assert queue.set_limits(alkstore.Limits(rate_per_key=1, per=60))
+        for key in ("a", "b"):
+            queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key=key))
+        first = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in first) == ["a", "b"]
+        assert queue.claim_batch("w", 10) == []
+        clock.advance(60)
+        assert len(queue.claim_batch("w", 10)) == 2
+    assert "alkstore_key_claim_starts" in _tables(admin, schema)

@@ -274,7 +274,14 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
     assert _version(db_path) == LATEST_VERSION
-    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS, "completed_retention_s"]
+    added = [
+        "errors",
+        "redriven_from",
+        "snoozes",
+        *UNIQUE_COLUMNS,
+        "completed_retention_s",
+        "limit_key",
+    ]
     assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
     assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added
 
@@ -766,3 +773,21 @@ def test_an_upgraded_file_before_key_limits_claims_keys_in_turn_and_keeps_a_dead
         dead = queue.get_job(small.id)
         assert dead is not None
         assert (dead.state, dead.limit_key) == (alkstore.JobState.DEAD, "small")
+
+
+def test_an_upgraded_file_before_key_limits_counts_each_keys_starts_against_its_rate(
+    db_path: Path, url: str
+) -> None:
+    _make_file_before_key_limits(db_path)
+    clock = FakeClock(1400)
+    with alkstore.open(url, clock=clock) as store:
+        queue = store.queue("rated")
+        assert queue.set_limits(alkstore.Limits(rate_per_key=1, per=60))
+        for key in ("a", "b"):
+            queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key=key))
+        first = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in first) == ["a", "b"]
+        assert queue.claim_batch("w", 10) == []
+        clock.advance(60)
+        assert len(queue.claim_batch("w", 10)) == 2
+    assert "__alkstore_key_claim_starts" in _tables(db_path)

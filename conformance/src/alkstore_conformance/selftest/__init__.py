@@ -37,7 +37,11 @@ from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
 from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
-from .key_limits import PerKeyLimitIgnoredDriver, UnfairKeyOrderDriver
+from .key_limits import (
+    PerKeyLimitIgnoredDriver,
+    PerKeyRateCountedPerQueueDriver,
+    UnfairKeyOrderDriver,
+)
 from .limits import (
     LapsedCountedForeverDriver,
     LimitPerProcessDriver,
@@ -515,6 +519,13 @@ UNFAIR_KEY_ORDER = MutantEngine(
     "enqueued first is served until its backlog or its limit runs out",
     driver=UnfairKeyOrderDriver,
 )
+PER_KEY_RATE_PER_QUEUE = MutantEngine(
+    "per-key-rate-per-queue",
+    catches="KEYLIMITS-RATE",
+    bug="a per-key rate counts the starts of every key of the queue against each key: "
+    "one busy key holds every other key back",
+    driver=PerKeyRateCountedPerQueueDriver,
+)
 
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
@@ -650,6 +661,7 @@ MUTANTS: dict[str, MutantEngine] = {
         # per-key limits and fairness (contract 1.2)
         PER_KEY_LIMIT_IGNORED,
         UNFAIR_KEY_ORDER,
+        PER_KEY_RATE_PER_QUEUE,
         # finished jobs (contract 1.2)
         RESULT_TRUNCATED,
         COMPLETED_NEVER_SWEPT,

@@ -1,5 +1,5 @@
-"""Broken per-key limits (contract 1.2 §16.9, §16.10): the per-key limit ignored, the
-keys not served in turn.
+"""Broken per-key limits (contract 1.2 §16.9-§16.11): the per-key limit ignored, the
+keys not served in turn, a per-key rate counted per queue.
 
 Each is the reference SQLite engine with its claim in turn changed:
 
@@ -7,7 +7,9 @@ Each is the reference SQLite engine with its claim in turn changed:
   the largest one), so one key's jobs can all be processing at once;
 * unfair: the rows are taken in claim order (priority, run_at, id) whatever their
   key, within the per-key limit, so a key enqueued first is served until its
-  backlog is drained or its limit reached, and a small key waits behind it.
+  backlog is drained or its limit reached, and a small key waits behind it;
+* rate per queue: a per-key rate counts every key's starts in the window against
+  each key, as if it were the queue's rate, so one busy key holds back the others.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ def _unfair_pick() -> str:
     return sql.PICK_IN_TURN.replace(_TURN_ORDER, _CLAIM_ORDER.format(jobs=JOBS))
 
 
+_PER_KEY_STARTS = "LEFT JOIN started ON started.k = ranked.k"
+_QUEUE_STARTS = "LEFT JOIN (SELECT sum(n) AS n FROM started) AS started ON 1"
+
+
+def _rate_per_queue_pick() -> str:
+    if _PER_KEY_STARTS not in sql.PICK_IN_TURN:  # pragma: no cover - the engine changed
+        raise RuntimeError("the mutant no longer finds the per-key starts it replaces")
+    return sql.PICK_IN_TURN.replace(_PER_KEY_STARTS, _QUEUE_STARTS)
+
+
 class PerKeyLimitIgnoredDriver(SqliteDriver):
     """Claims in turn with every key allowed the largest limit."""
 
@@ -46,3 +58,12 @@ class UnfairKeyOrderDriver(SqliteDriver):
 
     def _picked(self, c: sqlite3.Connection, named: dict[str, Any]) -> list[Any]:
         return c.execute(self._UNFAIR, named).fetchall()
+
+
+class PerKeyRateCountedPerQueueDriver(SqliteDriver):
+    """Counts every key's starts against each key's per-key rate."""
+
+    _PER_QUEUE = _rate_per_queue_pick()
+
+    def _picked(self, c: sqlite3.Connection, named: dict[str, Any]) -> list[Any]:
+        return c.execute(self._PER_QUEUE, named).fetchall()

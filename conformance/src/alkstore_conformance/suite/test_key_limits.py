@@ -18,6 +18,7 @@ import pytest
 from alkstore import (
     MAX_CONCURRENCY_LIMIT,
     MAX_LIMIT_KEY_CHARS,
+    MAX_RATE_LIMIT,
     EngineProvider,
     EngineSpec,
     EnqueueOpts,
@@ -28,6 +29,7 @@ from alkstore import (
     Queue,
     Store,
 )
+from alkstore.testing import FakeClock
 from alkstore_conformance.helpers.common import unique_name
 from alkstore_conformance.helpers.profile_processes import limited_worker_process
 from alkstore_conformance.helpers.profiles import Children
@@ -294,3 +296,78 @@ def test_within_a_key_jobs_are_claimed_in_claim_order(store: Store) -> None:
     second = queue.claim("w")
     assert second is not None
     assert second.job.id == low
+
+
+# -- KEYLIMITS-RATE --------------------------------------------------------------------------
+
+RATE_PER_S = 10
+
+
+@pytest.mark.property("KEYLIMITS-RATE")
+def test_a_per_key_rate_lets_each_key_start_rate_claims_in_any_window(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    queue = clocked_store.queue(unique_name("key-rated"))
+    assert queue.set_limits(Limits(rate_per_key=2, per=RATE_PER_S)) is True
+    assert queue.limits() == Limits(rate_per_key=2, per=RATE_PER_S)
+    for key in ("a", "b"):
+        queue.enqueue_many([{"n": n} for n in range(5)], EnqueueOpts(limit_key=key))
+    first = queue.claim_batch("w", 10)
+    assert Counter(h.job.limit_key for h in first) == {"a": 2, "b": 2}
+    for handle in first:
+        assert handle.ack() is True  # an ended claim still started in the window
+    clock.advance(RATE_PER_S - 1)
+    assert queue.claim_batch("w", 10) == []  # every start is still inside the window
+    clock.advance(1)  # now - per: the first starts just left the window
+    again = queue.claim_batch("w", 10)
+    assert Counter(h.job.limit_key for h in again) == {"a": 2, "b": 2}
+
+
+@pytest.mark.property("KEYLIMITS-RATE")
+def test_a_keys_starts_do_not_count_against_another_key(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    queue = clocked_store.queue(unique_name("key-rated"))
+    assert queue.set_limits(Limits(rate_per_key=1, per=RATE_PER_S)) is True
+    queue.enqueue_many([{"n": n} for n in range(3)], EnqueueOpts(limit_key="a"))
+    held = queue.claim("w")
+    assert held is not None
+    assert held.job.limit_key == "a"
+    assert queue.claim("w") is None  # "a" started its one claim of the window
+    queue.enqueue({"n": "b"}, EnqueueOpts(limit_key="b"))
+    other = queue.claim("w")
+    assert other is not None
+    assert other.job.limit_key == "b"
+    waiting = [job for job in queue.jobs(JobState.PENDING) if job.limit_key == "a"]
+    assert [(job.state, job.attempts) for job in waiting] == [(JobState.PENDING, 0)] * 2
+
+
+@pytest.mark.property("KEYLIMITS-RATE")
+def test_the_queue_rate_and_the_per_key_limit_still_bind_beside_a_per_key_rate(
+    clocked_store: Store,
+) -> None:
+    queue = clocked_store.queue(unique_name("key-rated"))
+    limits = Limits(rate=3, per=RATE_PER_S, concurrency_per_key=1, rate_per_key=2)
+    assert queue.set_limits(limits) is True
+    for key in ("a", "b", "c", "d"):
+        queue.enqueue_many([{"n": n} for n in range(3)], EnqueueOpts(limit_key=key))
+    claimed = queue.claim_batch("w", 10)
+    assert len(claimed) == 3  # the queue's rate
+    assert max(Counter(h.job.limit_key for h in claimed).values()) == 1  # one per key
+
+
+@pytest.mark.property("KEYLIMITS-RATE")
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"rate_per_key": 2},
+        {"rate_per_key": 0, "per": 10},
+        {"rate_per_key": True, "per": 10},
+        {"rate_per_key": 2.5, "per": 10},
+        {"rate_per_key": MAX_RATE_LIMIT + 1, "per": 10},
+    ],
+    ids=repr,
+)
+def test_a_malformed_rate_per_key_is_refused(fields: dict[str, Any]) -> None:
+    with pytest.raises(InvalidOptions, match="rate"):
+        Limits(**fields)

@@ -81,8 +81,8 @@ def preview(text: str | None, limit: int = PREVIEW_CHARS) -> Text:
 
 
 def limits_text(limits: Limits | None) -> str:
-    """``3``, ``10/60s``, ``2/key`` or ``3, 10/60s, 2/key``: a queue's limits, blank
-    without any."""
+    """``3``, ``10/60s``, ``2/key``, ``5/60s/key`` or ``3, 10/60s, 2/key``: a queue's
+    limits, blank without any."""
     if limits is None:
         return ""
     parts = [] if limits.concurrency is None else [str(limits.concurrency)]
@@ -90,6 +90,8 @@ def limits_text(limits: Limits | None) -> str:
         parts.append(f"{limits.rate}/{limits.per}s")
     if limits.concurrency_per_key is not None:
         parts.append(f"{limits.concurrency_per_key}/key")
+    if limits.rate_per_key is not None:
+        parts.append(f"{limits.rate_per_key}/{limits.per}s/key")
     return ", ".join(parts)
 
 
@@ -117,11 +119,13 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
                 if s.concurrency_limit is None
                 and s.rate_limit is None
                 and s.concurrency_per_key is None
+                and s.rate_per_key is None
                 else Limits(
                     s.concurrency_limit,
                     rate=s.rate_limit,
                     per=s.rate_per_s,
                     concurrency_per_key=s.concurrency_per_key,
+                    rate_per_key=s.rate_per_key,
                 )
             ),
         )

@@ -46,6 +46,7 @@ def _shown(stats: QueueStats, limits: Limits | None) -> QueueStats:
         rate_limit=limits.rate,
         rate_per_s=limits.per,
         concurrency_per_key=limits.concurrency_per_key,
+        rate_per_key=limits.rate_per_key,
     )
 
 

@@ -506,11 +506,16 @@ class CoreQueue:
     # -- limits (contract 1.2 §16, limits profile) --------------------------------
     def set_limits(self, limits: Limits) -> bool:
         check_type(limits, Limits, "limits")
-        if limits.concurrency_per_key is not None:
+        if limits.concurrency_per_key is not None or limits.rate_per_key is not None:
             self._context.require("key_limits")
         return self._store_limits(
             SetLimits(
-                self._name, limits.concurrency, limits.rate, limits.per, limits.concurrency_per_key
+                self._name,
+                limits.concurrency,
+                limits.rate,
+                limits.per,
+                limits.concurrency_per_key,
+                limits.rate_per_key,
             )
         )
 

@@ -61,6 +61,8 @@ LIMITS = "__alkstore_queue_limits"
 CLAIM_STARTS = "__alkstore_claim_starts"
 CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
 CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
+KEY_STARTS = "__alkstore_key_claim_starts"
+KEY_STARTS_INDEX = "__alkstore_key_claim_starts_window"
 COMPLETED = "__alkstore_completed"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
@@ -560,10 +562,11 @@ _V11 = (
     f"ALTER TABLE {JOBS} ADD COLUMN limit_key TEXT",
     f"ALTER TABLE {DEAD} ADD COLUMN limit_key TEXT",
     f"ALTER TABLE {COMPLETED} ADD COLUMN limit_key TEXT",
-    # The limits row gains the per-key limit and the key the queue's last claim
-    # served (where the next claim's turn starts); a row may now hold only a per-key
-    # limit, so the table is rebuilt with its new CHECK (it holds a row per limited
-    # queue). The claim-starts trigger names the table: dropped first, made again.
+    # The limits row gains the per-key limit, the per-key rate (sharing per_s with the
+    # queue's rate) and the key the queue's last claim served (where the next claim's
+    # turn starts); a row may now hold only per-key limits, so the table is rebuilt
+    # with its new CHECKs (it holds a row per limited queue). The claim-starts trigger
+    # names the table: dropped first, made again.
     f"DROP TRIGGER IF EXISTS {CLAIM_STARTS_TRIGGER}",
     f"""
     CREATE TABLE {LIMITS}_v11 (
@@ -572,9 +575,11 @@ _V11 = (
         rate                INTEGER CHECK (rate >= 1),
         per_s               INTEGER CHECK (per_s >= 1),
         concurrency_per_key INTEGER CHECK (concurrency_per_key >= 1),
+        rate_per_key        INTEGER CHECK (rate_per_key >= 1),
         key_cursor          TEXT,
-        CHECK ((rate IS NULL) = (per_s IS NULL)),
-        CHECK (concurrency IS NOT NULL OR rate IS NOT NULL OR concurrency_per_key IS NOT NULL)
+        CHECK ((rate IS NULL AND rate_per_key IS NULL) = (per_s IS NULL)),
+        CHECK (concurrency IS NOT NULL OR rate IS NOT NULL OR concurrency_per_key IS NOT NULL
+               OR rate_per_key IS NOT NULL)
     ) WITHOUT ROWID
     """,
     f"""
@@ -584,6 +589,19 @@ _V11 = (
     f"DROP TABLE {LIMITS}",
     f"ALTER TABLE {LIMITS}_v11 RENAME TO {LIMITS}",
     _CLAIM_STARTS_TRIGGER_SQL,
+    # A per-key rate's claim starts: one row per claimed row, under its key ('' for
+    # the jobs without one), written by the claim in turn in its own transaction.
+    f"""
+    CREATE TABLE IF NOT EXISTS {KEY_STARTS} (
+        queue      TEXT NOT NULL,
+        limit_key  TEXT NOT NULL,
+        started_at INTEGER NOT NULL
+    )
+    """,
+    f"""
+    CREATE INDEX IF NOT EXISTS {KEY_STARTS_INDEX}
+        ON {KEY_STARTS} (queue, limit_key, started_at)
+    """,
     # The move to dead carries the key: replace version 10's trigger.
     f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
     f"""

@@ -117,6 +117,8 @@ class Tables:
     # A queue with a per-key limit (the key_limits profile): the key its last claim
     # served, where the next claim's turn starts ("" for the jobs without a key).
     key_cursors: dict[str, str] = field(default_factory=dict)
+    # A queue with a per-key rate: each key's claim starts in the window, oldest first.
+    key_starts: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -133,4 +135,5 @@ class Tables:
             limits=self.limits,
             starts=dict(self.starts),
             key_cursors=dict(self.key_cursors),
+            key_starts=dict(self.key_starts),
         )
