@@ -386,9 +386,9 @@ class MemoryDriver:
         if limits is None or not _keyed(limits):
             chosen = heapq.nsmallest(limit, candidates, key=_claim_order)
         else:  # the key_limits profile: each key's free slots, the keys in turn
-            free = _key_free(c.tables, queue, limits, now)
+            key_free = _key_free(c.tables, queue, limits, now)
             cursor = c.tables.key_cursors.get(queue)
-            chosen = _in_turn(candidates, free, cursor)[:limit]
+            chosen = _in_turn(candidates, key_free, cursor)[:limit]
             if chosen:
                 c.tables.key_cursors = {**c.tables.key_cursors, queue: _shared_key(chosen[-1])}
             if chosen and limits.rate_per_key is not None and limits.per is not None:
