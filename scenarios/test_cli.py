@@ -136,6 +136,8 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "rate_limit": None,
                 "rate_per_s": None,
                 "completed": 0,
+                "concurrency_per_key": None,
+                "rate_per_key": None,
             },
             {
                 "queue": "reports",
@@ -150,6 +152,8 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "rate_limit": None,
                 "rate_per_s": None,
                 "completed": 0,
+                "concurrency_per_key": None,
+                "rate_per_key": None,
             },
         ],
     }
@@ -595,6 +599,8 @@ def test_limits_sets_a_limit_every_process_honours(cli: Cli, store: Store) -> No
         "concurrency": 1,
         "rate": None,
         "per_s": None,
+        "concurrency_per_key": None,
+        "rate_per_key": None,
         "changed": True,
     }
     assert store.queue("emails").claim("worker-1") is not None
@@ -608,6 +614,8 @@ def test_limits_shows_the_stored_limit(cli: Cli, store: Store) -> None:
         "concurrency": None,
         "rate": None,
         "per_s": None,
+        "concurrency_per_key": None,
+        "rate_per_key": None,
     }
     store.queue("emails").set_limits(alkstore.Limits(concurrency=4))
 
@@ -621,6 +629,24 @@ def test_limits_sets_a_rate_per_window(cli: Cli, store: Store) -> None:
     assert store.queue("emails").limits() == alkstore.Limits(rate=10, per=60)
     (entry,) = cli.json("stats")["queues"]
     assert (entry["rate_limit"], entry["rate_per_s"]) == (10, 60)
+
+
+def test_limits_sets_a_limit_per_key(cli: Cli, store: Store) -> None:
+    document = cli.json("limits", "emails", "--concurrency-per-key", "2")
+
+    assert (document["concurrency_per_key"], document["changed"]) == (2, True)
+    assert store.queue("emails").limits() == alkstore.Limits(concurrency_per_key=2)
+    (entry,) = cli.json("stats")["queues"]
+    assert entry["concurrency_per_key"] == 2
+
+
+def test_limits_sets_a_rate_per_key_per_window(cli: Cli, store: Store) -> None:
+    document = cli.json("limits", "emails", "--rate-per-key", "5", "--per", "1m")
+
+    assert (document["rate_per_key"], document["per_s"], document["changed"]) == (5, 60, True)
+    assert store.queue("emails").limits() == alkstore.Limits(rate_per_key=5, per=60)
+    (entry,) = cli.json("stats")["queues"]
+    assert (entry["rate_per_key"], entry["rate_per_s"]) == (5, 60)
 
 
 @pytest.mark.parametrize("bad", [["--rate", "10"], ["--per", "1m"], ["--rate", "1", "--per", "x"]])

@@ -307,6 +307,15 @@ def test_guide_queue_limits_example_keeps_eight_workers_within_the_limit(tmp_pat
     assert done.stdout == "60 calls, at most 3 at once: True\n"
 
 
+def test_guide_queue_limits_tenants_example_serves_the_customers_in_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run_guide_block(LIMITS_GUIDE, "# tenants.py", tmp_path)
+    assert capsys.readouterr().out == (
+        "['customer-big', 'customer-small']\n['big', 'small', 'big', 'small', 'big', 'big']\n"
+    )
+
+
 RESULTS_GUIDE = "results.md"
 GUIDE_PG_URL = "postgresql://app@db/app"
 GUIDE_SA_URL = "postgresql+psycopg://app@db/app"

@@ -99,6 +99,12 @@ PROFILE_NEEDS: dict[str, str] = {
     "the queue's limit less its processing rows with `deadline > now`, counted atomically "
     "with the claim (the kit races eight processes); `next_wake_at` at the limit is the "
     "earliest deadline; ack, ack_batch, bury and cancel of a limited queue announce it",
+    "key_limits": "`limits`, `limit_key` on job rows (`alkstore.rows.KEY_LIMITS_JOB_COLUMNS`, "
+    "stamped from `JobStamps.limit_key`), `concurrency_per_key` and `rate_per_key` stored "
+    "and read back by `set_limits` and `queue_limits`, and a `claim` of a queue with a "
+    "per-key limit that takes at most each key's limit less its processing rows (and its "
+    "rate less its starts in the window) and serves the keys in turn after the key its last "
+    "claim served (§16.10), atomically with the claim (the kit races eight processes)",
     "results": "the driver protocol's methods, `completed_retention_s`, `completed_at` and "
     "`result` on job rows (`alkstore.rows.RESULTS_JOB_COLUMNS`), completed rows kept apart "
     "from the live ones, and `ack_batch`, `get_job`, `list_jobs` and `queue_stats` that "

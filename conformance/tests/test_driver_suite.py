@@ -21,6 +21,7 @@ EVERY_PROFILE = Capabilities(
     unique=True,
     periodic=True,
     limits=True,
+    key_limits=True,
     results=True,
 )
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)

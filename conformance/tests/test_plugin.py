@@ -140,6 +140,7 @@ def _statuses(report: dict[str, Any]) -> dict[str, str]:
         ("unique", "kit_engines:ReferenceWithoutUnique"),
         ("periodic", "kit_engines:ReferenceWithoutPeriodic"),
         ("limits", "kit_engines:ReferenceWithoutLimits"),
+        ("key_limits", "kit_engines:ReferenceWithoutKeyLimits"),
         ("results", "kit_engines:ReferenceWithoutResults"),
     ],
     ids=lambda value: value.rsplit("Without", 1)[-1].lower() if ":" in value else value,

@@ -312,6 +312,12 @@ class FakeLimitsDriver(FakeDriver):
     capabilities = Capabilities(ops=True, limits=True)
 
 
+class FakeKeyLimitsDriver(FakeDriver):
+    """``FakeDriver`` declaring contract 1.2's limits and key_limits profiles (and ops)."""
+
+    capabilities = Capabilities(ops=True, limits=True, key_limits=True, transactions=True)
+
+
 class FakeResultsDriver(FakeDriver):
     """``FakeDriver`` declaring contract 1.2's results profile (and ops) too."""
 

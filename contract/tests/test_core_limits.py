@@ -47,7 +47,7 @@ def test_set_limits_is_one_statement_with_the_queue_and_its_concurrency(
 ) -> None:
     assert limits_store.queue("q").set_limits(Limits(4)) is True
     (call,) = limits_driver.calls_named("set_limits")
-    assert call.args == ("q", 4, None, None)
+    assert call.args == ("q", 4, None, None, None, None)
     assert limits_driver.statement_names() == ["set_limits"]
 
 
@@ -56,7 +56,7 @@ def test_clear_limits_stores_no_concurrency(
 ) -> None:
     limits_store.queue("q").set_limits(Limits(4))
     assert limits_store.queue("q").clear_limits() is True
-    assert limits_driver.calls_named("set_limits")[-1].args == ("q", None, None, None)
+    assert limits_driver.calls_named("set_limits")[-1].args == ("q", None, None, None, None, None)
     assert limits_store.queue("q").limits() is None
 
 
@@ -108,5 +108,5 @@ def test_a_rate_limit_is_stored_with_its_window_in_seconds(
 ) -> None:
     assert limits_store.queue("q").set_limits(Limits(rate=5, per=60)) is True
     (call,) = limits_driver.calls_named("set_limits")
-    assert call.args == ("q", None, 5, 60)
+    assert call.args == ("q", None, 5, 60, None, None)
     assert limits_store.queue("q").limits() == Limits(rate=5, per=60)

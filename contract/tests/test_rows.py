@@ -10,6 +10,7 @@ import pytest
 from alkstore.rows import (
     CLAIMED_COLUMNS,
     JOB_COLUMNS,
+    KEY_LIMITS_JOB_COLUMNS,
     OPS_JOB_COLUMNS,
     RESULTS_JOB_COLUMNS,
     SNOOZE_JOB_COLUMNS,
@@ -48,6 +49,7 @@ STORED: dict[str, Any] = {
     "completed_retention_s": 60,
     "completed_at": None,
     "result": None,
+    "limit_key": "customer-42",
 }
 """One job's stored columns (payload and errors as JSON text)."""
 
@@ -89,11 +91,18 @@ def test_a_decoder_reads_its_columns_in_any_order() -> None:
 def test_a_contract_1_0_row_takes_the_ops_snooze_and_unique_fields_defaults() -> None:
     job = job_decoder(V1_JOB_COLUMNS)(_row(V1_JOB_COLUMNS))
     assert (job.errors, job.redriven_from, job.snoozes, job.unique_key) == ((), None, 0, None)
+    assert job.limit_key is None
     assert job.last_error == "boom"
 
 
-def test_the_1_0_row_is_every_column_but_the_ops_snooze_unique_and_results_ones() -> None:
-    profiles = {*OPS_JOB_COLUMNS, *SNOOZE_JOB_COLUMNS, *UNIQUE_JOB_COLUMNS, *RESULTS_JOB_COLUMNS}
+def test_the_1_0_row_is_every_column_but_the_ops_snooze_unique_results_and_key_ones() -> None:
+    profiles = {
+        *OPS_JOB_COLUMNS,
+        *SNOOZE_JOB_COLUMNS,
+        *UNIQUE_JOB_COLUMNS,
+        *RESULTS_JOB_COLUMNS,
+        *KEY_LIMITS_JOB_COLUMNS,
+    }
     assert set(V1_JOB_COLUMNS) == set(JOB_COLUMNS) - profiles
     assert SNOOZE_JOB_COLUMNS == ("snoozes",)
     assert UNIQUE_JOB_COLUMNS == ("unique_key",)

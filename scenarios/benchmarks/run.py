@@ -30,6 +30,7 @@ from typing import Any
 from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
+from bench_key_limits import KeyShares, key_fairness, render_key_fairness
 from bench_report import (
     Measurement,
     render_backlog_growth,
@@ -391,6 +392,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    fairness: list[KeyShares] = []
+    if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.key_limits:
+                continue
+            started = time.perf_counter()
+            fairness.append(key_fairness(engine, providers[engine], args.quick))
+            print(
+                f"  {'key fairness':<13} {engine:<18} done in "
+                f"{time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -416,6 +431,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results_table:
         print()
         print(results_table)
+    fairness_table = render_key_fairness(fairness)
+    if fairness_table:
+        print()
+        print(fairness_table)
     dashboard_table = render_dashboard(dashboard)
     if dashboard_table:
         print()
@@ -456,6 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "results_ratios": {
                 engine: [r.as_json() for r in rows] for engine, rows in finished.items()
             },
+            "key_fairness": [row.as_json() for row in fairness],
         },
     )
     print(f"\nResults written to {args.json}")

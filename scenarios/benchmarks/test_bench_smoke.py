@@ -172,3 +172,15 @@ def test_a_peer_row_whose_package_is_missing_is_skipped_with_the_reason_not_fail
         m = row(bench)
         assert (m.skipped, m.failure, m.rate) == (reason, None, None)
         assert cell("pgqueuer", m, None) == f"skipped ({reason})"
+
+
+def test_quick_sqlite_run_sets_each_keys_share_of_claims_under_a_per_key_limit(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    (row,) = document["key_fairness"]
+    assert row["engine"] == "sqlite"
+    assert row["keys"] == 100
+    assert row["least_claims_of_a_key"] >= 1  # every key served within the run's claims
+    assert row["every_key_served_by_claim"] is not None
+    assert "Per-key fairness" in done.stdout

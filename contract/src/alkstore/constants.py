@@ -105,6 +105,12 @@ far above any fleet's slots, so a larger number is a mistake (a unit mixed up, a
 "unlimited" spelled as a huge number) and is refused; ``Queue.clear_limits`` removes a
 limit."""
 
+MAX_LIMIT_KEY_CHARS: Final = 255
+"""The longest limit key (``EnqueueOpts.limit_key``, contract 1.2 §16.9, the key_limits
+profile), in characters: a key is counted beside its queue's name on every engine, so
+it is bounded as a unique key is (``MAX_UNIQUE_KEY_CHARS``)."""
+
+
 MAX_RATE_LIMIT: Final = 100_000
 """The most claims a queue's rate limit lets start in one window (contract 1.2 §16)."""
 

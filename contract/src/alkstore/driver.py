@@ -613,7 +613,25 @@ class LimitsDriver(Protocol[C_contra]):
     ``bury``, ``cancel`` (as ``release_claim``, ``reschedule`` and ``snooze``
     already do) -- announces the queue's topic on commit, so a waiter in any
     process takes the freed slot at once. (An engine whose every commit wakes
-    every process's waiters, as SQLite's watcher does, has nothing to add.)"""
+    every process's waiters, as SQLite's watcher does, has nothing to add.)
+
+    With the key_limits profile (``Capabilities.key_limits``) a queue's limits also
+    hold ``concurrency_per_key`` (``SetLimits.concurrency_per_key``, read back in
+    ``Limits``), and every job row keeps its ``limit_key`` (``JobStamps.limit_key``;
+    ``alkstore.rows.KEY_LIMITS_JOB_COLUMNS``; ``NULL`` is the key every job without
+    one shares, ``''``). ``claim`` of a queue with a per-key limit then takes, within
+    the queue's free slots, each key's first ``concurrency_per_key`` less its
+    processing rows with ``deadline > now``, in turn (contract §16.10): every key's
+    first claimable row in claim order, then every key's second, and so on, the keys
+    of each round after the queue's cursor (the key of the last row its previous claim
+    took) first, then the rest, each in code-point order; it stores the key of the
+    last row it took as the new cursor, all in the claim's atomic step. A cleared
+    limit drops the cursor. With ``rate_per_key`` (per ``per_s``, contract §16.11) each
+    key also takes no more than ``rate_per_key`` less its claim starts in the window
+    ``(now - per_s, now]``, and the claim records one start per row it took under
+    that row's key (``''`` for none), kept at least ``per_s`` seconds; ``next_wake_at``
+    of such a queue is no later than the instant its oldest key start leaves the
+    window."""
 
     def set_limits(self, c: C_contra, params: SetLimits) -> bool:
         """Store ``params``' ``concurrency`` and ``rate`` per ``per_s`` as ``queue``'s

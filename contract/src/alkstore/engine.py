@@ -55,6 +55,10 @@ class Capabilities:
             ``scheduler`` and ``cron``.
         limits: contract 1.2's fleet-wide concurrency limits per queue
             (``Queue.set_limits``, ``LimitsDriver``), honoured by every claim.
+        key_limits: contract 1.2's per-key limits and fairness (§16.9, §16.10):
+            ``Limits(concurrency_per_key=N)`` bounds each ``EnqueueOpts.limit_key``'s
+            processing jobs and claims serve the keys in turn; every job row keeps its
+            ``limit_key``. Needs ``limits``.
         results: contract 1.2's finished jobs (§17): ``QueueOpts.completed_retention_s``
             keeps acked jobs as ``completed`` with their result (``ResultsDriver``).
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
@@ -83,6 +87,8 @@ class Capabilities:
     """Contract 1.2's declared schedules: leased by the workers that declare them."""
     limits: bool = False
     """Contract 1.2's queue limits: at most N jobs of a queue processing, fleet-wide."""
+    key_limits: bool = False
+    """Contract 1.2's per-key limits: at most N jobs of each key processing, keys in turn."""
     results: bool = False
     """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
     async_native: bool = False

@@ -91,6 +91,18 @@ GAUGES: tuple[Gauge, ...] = (
         "The sliding window of the queue's rate limit, in seconds (0: no rate limit).",
         lambda s: s.rate_per_s or 0,
     ),
+    Gauge(
+        "concurrency_per_key_limit",
+        "The queue's limit per limit key: at most this many jobs of one key processing "
+        "(0: no per-key limit).",
+        lambda s: s.concurrency_per_key or 0,
+    ),
+    Gauge(
+        "rate_per_key_limit",
+        "How many claims of one limit key the queue's per-key rate lets start per window "
+        "(0: no per-key rate).",
+        lambda s: s.rate_per_key or 0,
+    ),
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 from .constants import (
     CATCH_UP_POLICIES,
     MAX_CONCURRENCY_LIMIT,
+    MAX_LIMIT_KEY_CHARS,
     MAX_RATE_LIMIT,
     MAX_RATE_WINDOW_S,
     MAX_UNIQUE_KEY_CHARS,
@@ -144,6 +145,27 @@ def _check_unique_key(value: object) -> str | None:
     return value
 
 
+def _check_limit_key(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidOptions(f"limit_key must be a str (or None), got {type(value).__name__}")
+    if not value:
+        raise InvalidOptions("limit_key must not be empty (a job without a key: None)")
+    if len(value) > MAX_LIMIT_KEY_CHARS:
+        raise InvalidOptions(
+            f"limit_key is {len(value)} characters long; the limit is {MAX_LIMIT_KEY_CHARS}"
+        )
+    if "\x00" in value:
+        raise InvalidOptions("limit_key must not contain NUL (PostgreSQL text cannot hold it)")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidOptions("limit_key contains a lone surrogate (not valid UTF-8)") from exc
+    return value
+
+
 def _check_unique_states(value: object) -> tuple[str, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidOptions(
@@ -238,16 +260,27 @@ class Limits:
             or ``None``; given with ``per``.
         per: the window of ``rate``: a duration (§0.2) of 1 s to
             ``MAX_RATE_WINDOW_S``, in whole seconds; given with ``rate``.
+        concurrency_per_key: at most this many jobs of each limit key
+            (``EnqueueOpts.limit_key``; the jobs without one share a key) are
+            processing at any instant, and claims serve the keys in turn (§16.9,
+            §16.10, the key_limits profile): an int within
+            1..``MAX_CONCURRENCY_LIMIT``, or ``None``.
+        rate_per_key: at most this many claims of each limit key start in any
+            window of ``per`` seconds (§16.11, the key_limits profile): an int within
+            1..``MAX_RATE_LIMIT``, or ``None``; given with ``per``, which it shares
+            with ``rate``.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range, ``rate`` and
-            ``per`` are not given together, or neither a concurrency nor a rate is;
-            the message names the field.
+            ``per`` are not given together, or none of a concurrency, a rate and a
+            concurrency per key is; the message names the field.
     """
 
     concurrency: int | None
     rate: int | None
     per: int | None
+    concurrency_per_key: int | None
+    rate_per_key: int | None
 
     def __init__(
         self,
@@ -255,21 +288,40 @@ class Limits:
         *,
         rate: int | None = None,
         per: Duration | None = None,
+        concurrency_per_key: int | None = None,
+        rate_per_key: int | None = None,
     ) -> None:
         if concurrency is not None:
             concurrency = _check_count(concurrency, "concurrency", MAX_CONCURRENCY_LIMIT)
+        if concurrency_per_key is not None:
+            concurrency_per_key = _check_count(
+                concurrency_per_key, "concurrency_per_key", MAX_CONCURRENCY_LIMIT
+            )
         if rate is not None:
             rate = _check_count(rate, "rate", MAX_RATE_LIMIT)
+        if rate_per_key is not None:
+            rate_per_key = _check_count(rate_per_key, "rate_per_key", MAX_RATE_LIMIT)
         window = None if per is None else duration_seconds(per, "per", minimum=1)
         if window is not None and window > MAX_RATE_WINDOW_S:
             raise InvalidOptions(f"per must be at most {MAX_RATE_WINDOW_S} s, got {window} s")
-        if (rate is None) != (window is None):
-            raise InvalidOptions("rate and per go together: at most rate claims per window")
-        if concurrency is None and rate is None:
+        if (rate is None and rate_per_key is None) != (window is None):
             raise InvalidOptions(
-                "Limits needs a concurrency or a rate (a queue without a limit: clear_limits())"
+                "rate and per go together: at most rate claims per window (rate_per_key "
+                "shares the window)"
             )
-        _init(self, concurrency=concurrency, rate=rate, per=window)
+        if all(v is None for v in (concurrency, rate, concurrency_per_key, rate_per_key)):
+            raise InvalidOptions(
+                "Limits needs a concurrency, a rate, a concurrency_per_key or a "
+                "rate_per_key (a queue without a limit: clear_limits())"
+            )
+        _init(
+            self,
+            concurrency=concurrency,
+            rate=rate,
+            per=window,
+            concurrency_per_key=concurrency_per_key,
+            rate_per_key=rate_per_key,
+        )
 
 
 def _check_count(value: object, field: str, most: int) -> int:
@@ -311,6 +363,10 @@ class EnqueueOpts:
         unique: a ``Unique`` (or a ``str``, its key): at most one job of the queue
             holds the key (contract §15, the unique profile). ``None`` (the default):
             every enqueue makes a job.
+        limit_key: the key a per-key limit counts the job under (a tenant, a
+            customer id: 1 to ``MAX_LIMIT_KEY_CHARS`` characters, no NUL; contract 1.2
+            §16.9, the key_limits profile). ``None`` (the default): the job shares the
+            key of every job without one.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
@@ -323,6 +379,7 @@ class EnqueueOpts:
     expires: int | None
     run_at: int | None
     unique: Unique | None
+    limit_key: str | None
 
     def __init__(
         self,
@@ -332,6 +389,7 @@ class EnqueueOpts:
         expires: Duration | None = None,
         run_at: Instant | None = None,
         unique: Unique | str | None = None,
+        limit_key: str | None = None,
     ) -> None:
         # Field by field, defaults unchecked: an enqueue often builds its opts per
         # call (a unique key per job), so they stay cheap to make.
@@ -342,6 +400,7 @@ class EnqueueOpts:
         put(self, "expires", _optional_duration(expires, "expires", minimum=1))
         put(self, "run_at", None if run_at is None else instant_seconds(run_at, "run_at"))
         put(self, "unique", _check_unique(unique))
+        put(self, "limit_key", None if limit_key is None else _check_limit_key(limit_key))
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -459,6 +518,7 @@ class JobStamps:
     backoff_base_s: int
     dead_letter_retention_s: int | None
     completed_retention_s: int | None = None
+    limit_key: str | None = None
 
 
 JOB_STAMP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JobStamps))
@@ -489,4 +549,5 @@ def resolve_stamps(queue: str, queue_opts: QueueOpts, opts: EnqueueOpts, now: in
         backoff_base_s=queue_opts.backoff_base_s,
         dead_letter_retention_s=queue_opts.dead_letter_retention_s,
         completed_retention_s=queue_opts.completed_retention_s,
+        limit_key=opts.limit_key,
     )

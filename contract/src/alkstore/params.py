@@ -324,12 +324,15 @@ class SetPaused:
 @dataclass(frozen=True, slots=True)
 class SetLimits:
     """``set_limits``: store ``queue``'s limits, or remove them (every field ``None``):
-    ``concurrency``, and ``rate`` claims per ``per_s`` seconds (given together)."""
+    ``concurrency``, ``rate`` claims per ``per_s`` seconds (given together), and
+    ``concurrency_per_key`` and ``rate_per_key`` per ``per_s`` (the key_limits profile)."""
 
     queue: str
     concurrency: int | None
     rate: int | None = None
     per_s: int | None = None
+    concurrency_per_key: int | None = None
+    rate_per_key: int | None = None
 
 
 PARAMS: tuple[type, ...] = (

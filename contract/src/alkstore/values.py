@@ -75,6 +75,8 @@ class Job:
         result: what its handler returned (``ack(result=...)``), decoded; ``None``
             unless completed with one (``alkstore.payload.UndecodablePayload`` if its
             stored text cannot be decoded).
+        limit_key: the key a per-key limit counts it under (``EnqueueOpts.limit_key``,
+            contract 1.2's key_limits profile), for its whole life; ``None`` without one.
     """
 
     id: int
@@ -101,6 +103,7 @@ class Job:
     completed_retention_s: int | None = None
     completed_at: int | None = None
     result: Any = None
+    limit_key: str | None = None
 
 
 class Enqueued(int):
@@ -177,6 +180,10 @@ class QueueStats:
         rate_per_s: the window of its rate limit, in seconds, or ``None``.
         completed: completed jobs kept (contract 1.2's results profile; ``0`` on an
             engine without it).
+        concurrency_per_key: its limit per limit key (§16.9, the key_limits profile),
+            ``None`` when it has none.
+        rate_per_key: how many claims of each limit key its per-key rate lets start per
+            ``rate_per_s`` seconds (§16.11), ``None`` when it has none.
     """
 
     queue: str
@@ -191,6 +198,8 @@ class QueueStats:
     rate_limit: int | None = None
     rate_per_s: int | None = None
     completed: int = 0
+    concurrency_per_key: int | None = None
+    rate_per_key: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ ENGINE_TABLES = frozenset(
         "alkstore_paused_queues",
         "alkstore_queue_limits",
         "alkstore_claim_starts",
+        "alkstore_key_claim_starts",
         "alkstore_completed_jobs",
         "alkstore_migrations",
     }

@@ -433,3 +433,69 @@ def test_a_schema_of_the_previous_release_is_upgraded_with_no_queue_limited(
         assert second is not None
         assert second.payload == "next"
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+KEY_LIMITS_MIGRATION = 11
+"""The migration that adds the key_limits profile (the tests below start from the one
+before it)."""
+
+
+def test_a_schema_before_key_limits_is_upgraded_keeping_its_limits_and_no_job_keyed(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, KEY_LIMITS_MIGRATION - 1)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"old\"', 0, 3, 1, 1, 300, 1)"
+    )
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_queue_limits (queue, concurrency, rate, per_s)'
+        " VALUES ('q', 2, 5, 60)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (old,) = queue.jobs()
+        assert (old.payload, old.limit_key) == ("old", None)
+        assert queue.limits() == alkstore.Limits(2, rate=5, per=60)
+        assert queue.set_limits(alkstore.Limits(2, rate=5, per=60, concurrency_per_key=1))
+        assert queue.limits() == alkstore.Limits(2, rate=5, per=60, concurrency_per_key=1)
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def test_an_upgraded_schema_before_key_limits_claims_keys_in_turn_and_keeps_a_dead_jobs_key(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, KEY_LIMITS_MIGRATION - 1)
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("keyed")
+        assert queue.set_limits(alkstore.Limits(concurrency_per_key=1))
+        assert queue.limits() == alkstore.Limits(concurrency_per_key=1)
+        queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key="big"))
+        unique = queue.enqueue({"n": 3}, EnqueueOpts(limit_key="small", unique="only"))
+        claimed = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in claimed) == ["big", "small"]
+        small = next(handle for handle in claimed if handle.job.limit_key == "small")
+        assert small.id == unique  # the unique enqueue stamped its key too
+        assert small.fail("broken")
+        dead = queue.get_job(small.id)
+        assert dead is not None
+        assert (dead.state, dead.limit_key) == (alkstore.JobState.DEAD, "small")
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def test_an_upgraded_schema_before_key_limits_counts_each_keys_starts_against_its_rate(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, KEY_LIMITS_MIGRATION - 1)
+    clock = FakeClock(1400)
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        queue = store.queue("rated")
+        assert queue.set_limits(alkstore.Limits(rate_per_key=1, per=60))
+        for key in ("a", "b"):
+            queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key=key))
+        first = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in first) == ["a", "b"]
+        assert queue.claim_batch("w", 10) == []
+        clock.advance(60)
+        assert len(queue.claim_batch("w", 10)) == 2
+    assert "alkstore_key_claim_starts" in _tables(admin, schema)

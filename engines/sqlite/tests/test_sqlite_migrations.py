@@ -274,7 +274,14 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         assert all(job.errors == () and job.redriven_from is None for job in jobs.values())
         assert queue.stats().dead == 1
     assert _version(db_path) == LATEST_VERSION
-    added = ["errors", "redriven_from", "snoozes", *UNIQUE_COLUMNS, "completed_retention_s"]
+    added = [
+        "errors",
+        "redriven_from",
+        "snoozes",
+        *UNIQUE_COLUMNS,
+        "completed_retention_s",
+        "limit_key",
+    ]
     assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
     assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added
 
@@ -707,3 +714,80 @@ def test_an_upgraded_file_before_finished_jobs_keeps_the_jobs_of_a_queue_with_re
         dead = queue.get_job(failing)
         assert dead is not None
         assert (dead.state, dead.completed_retention_s) == (alkstore.JobState.DEAD, 60)
+
+
+# -- the version before per-key limits to the latest -----------------------------------
+
+KEY_LIMITS_VERSION = 11
+"""The version that adds the key_limits profile's job column and per-key limit (the
+tests below start from the version before it)."""
+
+
+def _make_file_before_key_limits(db_path: Path) -> None:
+    """A file at the version before per-key limits, holding the version-4 jobs and a
+    queue limited by concurrency and rate."""
+    _make_v4_file(db_path, KEY_LIMITS_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute(
+            "INSERT INTO __alkstore_queue_limits (queue, concurrency, rate, per_s) "
+            "VALUES ('limited', 2, 1, 60)"
+        )
+    finally:
+        conn.close()
+
+
+def test_a_file_before_key_limits_is_upgraded_keeping_its_limits_and_no_job_keyed(
+    db_path: Path, url: str
+) -> None:
+    _make_file_before_key_limits(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        assert [job.limit_key for job in store.queue("q").jobs()] == [None, None, None]
+        limited = store.queue("limited")
+        assert limited.limits() == alkstore.Limits(2, rate=1, per=60)
+        limited.enqueue_many([{"n": 1}, {"n": 2}])
+        assert limited.claim("w") is not None
+        assert limited.claim("w") is None  # the rate's trigger, made again, counted it
+    assert _version(db_path) == LATEST_VERSION
+    assert "limit_key" in _columns(db_path, "__alkstore_jobs")
+    assert "limit_key" in _columns(db_path, "__alkstore_dead")
+    assert "__alkstore_queue_limits_v11" not in _tables(db_path)
+
+
+def test_an_upgraded_file_before_key_limits_claims_keys_in_turn_and_keeps_a_dead_jobs_key(
+    db_path: Path, url: str
+) -> None:
+    _make_file_before_key_limits(db_path)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("keyed")
+        assert queue.set_limits(alkstore.Limits(concurrency_per_key=1))
+        queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key="big"))
+        queue.enqueue({"n": 3}, EnqueueOpts(limit_key="small"))
+        claimed = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in claimed) == ["big", "small"]
+        small = next(handle for handle in claimed if handle.job.limit_key == "small")
+        assert small.fail("broken")  # the new trigger carries the key to dead
+        dead = queue.get_job(small.id)
+        assert dead is not None
+        assert (dead.state, dead.limit_key) == (alkstore.JobState.DEAD, "small")
+
+
+def test_an_upgraded_file_before_key_limits_counts_each_keys_starts_against_its_rate(
+    db_path: Path, url: str
+) -> None:
+    _make_file_before_key_limits(db_path)
+    clock = FakeClock(1400)
+    with alkstore.open(url, clock=clock) as store:
+        queue = store.queue("rated")
+        assert queue.set_limits(alkstore.Limits(rate_per_key=1, per=60))
+        for key in ("a", "b"):
+            queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key=key))
+        first = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in first) == ["a", "b"]
+        assert queue.claim_batch("w", 10) == []
+        clock.advance(60)
+        assert len(queue.claim_batch("w", 10)) == 2
+    assert "__alkstore_key_claim_starts" in _tables(db_path)

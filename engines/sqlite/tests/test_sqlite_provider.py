@@ -33,6 +33,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         unique=True,
         periodic=True,
         limits=True,
+        key_limits=True,
         results=True,
     )
     assert provider.capabilities.profiles() >= {

@@ -29,6 +29,7 @@ from __future__ import annotations
 from alkstore import Capabilities
 
 from .base import SeamTests
+from .key_limits import KeyLimitsStatements
 from .limits import LimitsStatements
 from .locks import LockStatements
 from .operations import OperationStatements
@@ -68,6 +69,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     SnoozeStatements,
     UniqueStatements,
     LimitsStatements,
+    KeyLimitsStatements,
     ResultsStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""

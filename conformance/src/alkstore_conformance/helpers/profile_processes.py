@@ -517,14 +517,15 @@ def limited_worker_process(
     """Meet the other workers at the barrier, then take jobs of ``queue_name`` until
     none is left, by every claim path in turn (``claim_wait``, ``claim_batch`` of 2,
     ``ack_and_claim``), holding each claim a random time within ``hold_s`` before the
-    ack; report ``("intervals", [(claimed, settled), ...])``: ``time.time()`` right
-    after the claim returned and right before its ack was sent. Each recorded
+    ack; report ``("intervals", [(claimed, settled, limit_key), ...])``: ``time.time()``
+    right after the claim returned and right before its ack was sent, and the job's
+    limit key (contract 1.2 §16.9; ``None`` without one). Each recorded
     interval lies inside the claim's true one, so overlaps of the recorded intervals
     never exceed the true ones."""
     import random
 
     rng = random.Random(seed)
-    intervals: list[tuple[float, float]] = []
+    intervals: list[tuple[float, float, str | None]] = []
     deadline = time.monotonic() + time_limit_s
     with open_in_child(engine_name, engine_group, spec) as store:
         queue = store.queue(queue_name)
@@ -546,7 +547,7 @@ def limited_worker_process(
                     continue
             time.sleep(rng.uniform(*hold_s))
             settled = time.time()
-            intervals.extend((claimed, settled) for _ in held)
+            intervals.extend((claimed, settled, handle.job.limit_key) for handle in held)
             last, rest = held[-1], held[:-1]
             for handle in rest:
                 handle.ack()

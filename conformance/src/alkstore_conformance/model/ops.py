@@ -31,13 +31,14 @@ class OpsModel(ModelState):
             oldest_ready_age_s=now - min(ready) if ready else None,
             paused=queue in self._paused,
             concurrency_limit=self._limits.get(queue),
+            concurrency_per_key=self._per_key.get(queue),
             completed=sum(1 for j in self._completed.values() if j.queue == queue),
         )
 
     def store_stats(self) -> list[QueueStats]:
         """Every queue with a live, dead or completed row, a pause or a limit, by name."""
         rows = (*self._live.values(), *self._dead.values(), *self._completed.values())
-        names = {job.queue for job in rows} | self._paused | set(self._limits)
+        names = {job.queue for job in rows} | self._paused | set(self._limits) | set(self._per_key)
         return [self.stats(name) for name in sorted(names)]
 
     def jobs(self, queue: str, state: JobState | None, after_id: int, limit: int) -> list[Job]:
@@ -144,14 +145,21 @@ class OpsModel(ModelState):
     def paused(self, queue: str) -> bool:
         return queue in self._paused
 
-    def set_limits(self, queue: str, concurrency: int | None) -> bool:
-        """Store (or, with ``None``, remove) a queue's limit (§16); whether that changed it."""
-        changed = self._limits.get(queue) != concurrency
-        if concurrency is None:
-            self._limits.pop(queue, None)
-        else:
-            self._limits[queue] = concurrency
+    def set_limits(self, queue: str, concurrency: int | None, per_key: int | None = None) -> bool:
+        """Store a queue's limit and per-key limit (§16, §16.9), or, with both ``None``,
+        remove them and the turn's cursor; whether that changed them."""
+        changed = (self._limits.get(queue), self._per_key.get(queue)) != (concurrency, per_key)
+        for stored, value in ((self._limits, concurrency), (self._per_key, per_key)):
+            if value is None:
+                stored.pop(queue, None)
+            else:
+                stored[queue] = value
+        if concurrency is None and per_key is None:
+            self._cursors.pop(queue, None)
         return changed
+
+    def per_key(self, queue: str) -> int | None:
+        return self._per_key.get(queue)
 
     def limits(self, queue: str) -> int | None:
         return self._limits.get(queue)

@@ -106,6 +106,11 @@ class QueuesModel(ModelState):
             (j for j in self._live.values() if j.queue == queue and j.claimable(now)),
             key=ModelJob.claim_order,
         )
+        per_key = self._per_key.get(queue)
+        if per_key is not None:  # §16.9, §16.10: each key's free slots, the keys in turn
+            ready = self._in_turn(queue, ready, per_key, now)[:limit]
+            if ready:
+                self._cursors[queue] = ready[-1].limit_key or ""
         claims = []
         for job in ready[:limit]:
             job.state = JobState.PROCESSING
@@ -115,6 +120,26 @@ class QueuesModel(ModelState):
             job.deadline = now + job.visibility_timeout_s
             claims.append(Claim(job.id, job.attempts, job.as_job()))
         return claims
+
+    def _in_turn(self, queue: str, ready: list[ModelJob], per_key: int, now: int) -> list[ModelJob]:
+        """§16.10: every key's first ``per_key`` less its live claims of ``ready`` (in
+        claim order), taken round by round, each round's keys after the cursor first,
+        then the rest, in key order."""
+        live: dict[str, int] = {}
+        for j in self._live.values():
+            if j.queue == queue and j.state is JobState.PROCESSING and not j.lapsed(now):
+                live[j.limit_key or ""] = live.get(j.limit_key or "", 0) + 1
+        cursor = self._cursors.get(queue)
+        taken: dict[str, int] = {}
+        order = []
+        for job in ready:
+            key = job.limit_key or ""
+            turn = taken.get(key, 0)
+            taken[key] = turn + 1
+            if turn < per_key - live.get(key, 0):
+                order.append(((turn, cursor is not None and key <= cursor, key), job))
+        order.sort(key=lambda entry: entry[0])
+        return [job for _, job in order]
 
     # -- handle ops ----------------------------------------------------------------
     def _valid(self, claim: Claim, now: int) -> ModelJob | None:

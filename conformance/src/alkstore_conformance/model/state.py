@@ -40,6 +40,10 @@ class ModelState:
         self._paused: set[str] = set()
         self._limits: dict[str, int] = {}
         """Each limited queue's concurrency limit (contract §16, the limits profile)."""
+        self._per_key: dict[str, int] = {}
+        """Each queue's per-key limit (§16.9, the key_limits profile)."""
+        self._cursors: dict[str, str] = {}
+        """The key each per-key limited queue's last claim served (§16.10)."""
         self._live: dict[int, ModelJob] = {}
         self._dead: dict[int, ModelJob] = {}
         self._completed: dict[int, ModelJob] = {}
@@ -149,6 +153,7 @@ class ModelState:
             backoff_base_s=_stamp(queue_opts.backoff_base_s),
             dead_letter_retention_s=None if retention is None else _stamp(retention),
             completed_retention_s=None if kept is None else _stamp(kept),
+            limit_key=opts.limit_key,
         )
 
     def _commit_jobs(self, jobs: Iterable[ModelJob]) -> None:

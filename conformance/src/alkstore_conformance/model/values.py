@@ -78,6 +78,8 @@ class ModelJob:
     """The stamp of §17: an ack keeps the job completed for this long (``None``: deleted)."""
     completed_at: int | None = None
     result: Any = None
+    limit_key: str | None = None
+    """The key a per-key limit counts it under (§16.9; ``None``: the shared key)."""
 
     def holds(self, queue: str, key: str, now: int) -> bool:
         """Whether this job holds ``key`` of ``queue`` at ``now`` (§15.3)."""
@@ -114,6 +116,7 @@ class ModelJob:
             completed_retention_s=self.completed_retention_s,
             completed_at=self.completed_at,
             result=self.result,
+            limit_key=self.limit_key,
         )
 
     def record_error(self, now: int, error: str) -> None:

@@ -37,6 +37,11 @@ from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
 from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
 from .isolation import LocksSharedByDirectoryDriver, WakesSharedByDirectoryDriver
+from .key_limits import (
+    PerKeyLimitIgnoredDriver,
+    PerKeyRateCountedPerQueueDriver,
+    UnfairKeyOrderDriver,
+)
 from .limits import (
     LapsedCountedForeverDriver,
     LimitPerProcessDriver,
@@ -500,6 +505,29 @@ RATE_WINDOW_SHORT = MutantEngine(
     driver=RateWindowShortDriver,
 )
 
+# -- per-key limits and fairness (contract 1.2 §16.9, §16.10) ----------------------
+PER_KEY_LIMIT_IGNORED = MutantEngine(
+    "per-key-limit-ignored",
+    catches="KEYLIMITS-BOUND",
+    bug="a claim of a queue with a per-key limit counts only the queue's own limits: one "
+    "key's jobs can all be processing at once",
+    driver=PerKeyLimitIgnoredDriver,
+)
+UNFAIR_KEY_ORDER = MutantEngine(
+    "unfair-key-order",
+    catches="KEYLIMITS-FAIRNESS",
+    bug="a claim under a per-key limit takes jobs in claim order whatever their key: a key "
+    "enqueued first is served until its backlog or its limit runs out",
+    driver=UnfairKeyOrderDriver,
+)
+PER_KEY_RATE_PER_QUEUE = MutantEngine(
+    "per-key-rate-per-queue",
+    catches="KEYLIMITS-RATE",
+    bug="a per-key rate counts the starts of every key of the queue against each key: "
+    "one busy key holds every other key back",
+    driver=PerKeyRateCountedPerQueueDriver,
+)
+
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
     "result-truncated",
@@ -639,6 +667,10 @@ MUTANTS: dict[str, MutantEngine] = {
         LAPSED_COUNTED_FOREVER,
         LIMIT_READ_ONCE,
         RATE_WINDOW_SHORT,
+        # per-key limits and fairness (contract 1.2)
+        PER_KEY_LIMIT_IGNORED,
+        UNFAIR_KEY_ORDER,
+        PER_KEY_RATE_PER_QUEUE,
         # finished jobs (contract 1.2)
         RESULT_TRUNCATED,
         COMPLETED_NEVER_SWEPT,

@@ -648,10 +648,16 @@ class QueueModelMachine(RuleBasedStateMachine):
         )
 
     @precondition(lambda self: self.capabilities.limits)
-    @rule(queue=st.sampled_from(CONSUMERS), concurrency=st.none() | st.integers(1, 3))
-    def set_or_clear_limits(self, queue: str, concurrency: int | None) -> None:
+    @rule(
+        queue=st.sampled_from(CONSUMERS),
+        concurrency=st.none() | st.integers(1, 3),
+        per_key=st.none() | st.integers(1, 2),
+    )
+    def set_or_clear_limits(self, queue: str, concurrency: int | None, per_key: int | None) -> None:
         handle = self.consumers[queue]
-        if concurrency is None:
+        if not self.capabilities.key_limits:
+            per_key = None
+        if concurrency is None and per_key is None:
             agree(
                 f"{queue!r} clear_limits()",
                 handle.clear_limits(),
@@ -659,10 +665,28 @@ class QueueModelMachine(RuleBasedStateMachine):
             )
         else:
             agree(
-                f"{queue!r} set_limits(Limits({concurrency}))",
-                handle.set_limits(Limits(concurrency=concurrency)),
-                self.model.set_limits(queue, concurrency),
+                f"{queue!r} set_limits(Limits({concurrency}, concurrency_per_key={per_key}))",
+                handle.set_limits(Limits(concurrency, concurrency_per_key=per_key)),
+                self.model.set_limits(queue, concurrency, per_key),
             )
+
+    @precondition(lambda self: self.capabilities.key_limits)
+    @rule(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        batch=st.lists(payloads, min_size=1, max_size=3),
+        key=st.sampled_from([None, "a", "b"]),
+        draw=opt_draws,
+    )
+    def keyed_enqueue(
+        self, queue: str, batch: list[Any], key: str | None, draw: OptsDraw | None
+    ) -> MultipleResults[int]:
+        """§16.9: jobs stamped with a limit key (``None``: the shared key)."""
+        base = EnqueueOpts() if draw is None else draw.build(self.clock.now())
+        opts = dataclasses.replace(base, limit_key=key)
+        ids = self.consumers[queue].enqueue_many(batch, opts)
+        self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, ids)
+        return multiple(*ids)
 
     # -- locks -----------------------------------------------------------------------------
     @initialize(
@@ -963,6 +987,8 @@ class QueueModelMachine(RuleBasedStateMachine):
                 stored = self.consumers[queue].limits()
                 concurrency = None if stored is None else stored.concurrency
                 agree(f"{queue!r} limits()", concurrency, self.model.limits(queue))
+                per_key = None if stored is None else stored.concurrency_per_key
+                agree(f"{queue!r} per-key limit", per_key, self.model.per_key(queue))
         agree("store.stats()", self.store.stats(), self.model.store_stats())
 
     @precondition(lambda self: self.capabilities.locks)

@@ -409,6 +409,20 @@ def pause(ctx: click.Context, queue: str, as_json: bool) -> None:
     default=None,
     help=f"The rate's sliding window, a duration ({DURATION_FORMAT}).",
 )
+@click.option(
+    "--concurrency-per-key",
+    "per_key",
+    type=int,
+    default=None,
+    help="At most N jobs of each limit key processing at once; the keys served in turn.",
+)
+@click.option(
+    "--rate-per-key",
+    "rate_per_key",
+    type=int,
+    default=None,
+    help="At most R claims of each limit key start per --per window.",
+)
 @click.option("--clear", is_flag=True, help="Remove QUEUE's limits.")
 @_json_option
 @click.pass_context
@@ -418,22 +432,34 @@ def limits(
     concurrency: int | None,
     rate: int | None,
     per: str | None,
+    per_key: int | None,
+    rate_per_key: int | None,
     clear: bool,
     as_json: bool,
 ) -> None:
-    """Show QUEUE's limits, set them (--concurrency N, --rate R --per DURATION) or
-    remove them (--clear). Every process's claims honour them from their next claim."""
-    setting = concurrency is not None or rate is not None or per is not None
+    """Show QUEUE's limits, set them (--concurrency N, --rate R --per DURATION,
+    --concurrency-per-key N, --rate-per-key R --per DURATION) or remove them (--clear).
+    Every process's claims honour them from their next claim."""
+    given = (concurrency, rate, per, per_key, rate_per_key)
+    setting = any(value is not None for value in given)
     if clear and setting:
         raise click.UsageError("--clear removes the limits: give it no limit to set")
     wanted = None
     if setting:
         try:
             window = None if per is None else parse_duration(per)
-            wanted = Limits(concurrency, rate=rate, per=window)
+            wanted = Limits(
+                concurrency,
+                rate=rate,
+                per=window,
+                concurrency_per_key=per_key,
+                rate_per_key=rate_per_key,
+            )
         except (InvalidOptions, ValueError) as exc:
             raise click.BadParameter(
-                str(exc), ctx, param_hint="--concurrency/--rate/--per"
+                str(exc),
+                ctx,
+                param_hint="--concurrency/--rate/--per/--concurrency-per-key/--rate-per-key",
             ) from None
     handle = queue_handle(open_store(ctx), queue)
     changed: bool | None = None

@@ -33,6 +33,8 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "rate_limit": stats.rate_limit,
         "rate_per_s": stats.rate_per_s,
         "completed": stats.completed,
+        "concurrency_per_key": stats.concurrency_per_key,
+        "rate_per_key": stats.rate_per_key,
     }
 
 
@@ -145,6 +147,8 @@ def limits_document(queue: str, limits: Limits | None, changed: bool | None) -> 
         "concurrency": None if limits is None else limits.concurrency,
         "rate": None if limits is None else limits.rate,
         "per_s": None if limits is None else limits.per,
+        "concurrency_per_key": None if limits is None else limits.concurrency_per_key,
+        "rate_per_key": None if limits is None else limits.rate_per_key,
     }
     if changed is not None:
         document["changed"] = changed

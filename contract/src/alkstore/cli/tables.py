@@ -81,12 +81,17 @@ def preview(text: str | None, limit: int = PREVIEW_CHARS) -> Text:
 
 
 def limits_text(limits: Limits | None) -> str:
-    """``3``, ``10/60s`` or ``3, 10/60s``: a queue's limits, blank without any."""
+    """``3``, ``10/60s``, ``2/key``, ``5/60s/key`` or ``3, 10/60s, 2/key``: a queue's
+    limits, blank without any."""
     if limits is None:
         return ""
     parts = [] if limits.concurrency is None else [str(limits.concurrency)]
     if limits.rate is not None:
         parts.append(f"{limits.rate}/{limits.per}s")
+    if limits.concurrency_per_key is not None:
+        parts.append(f"{limits.concurrency_per_key}/key")
+    if limits.rate_per_key is not None:
+        parts.append(f"{limits.rate_per_key}/{limits.per}s/key")
     return ", ".join(parts)
 
 
@@ -111,8 +116,17 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
             "PAUSED" if s.paused else "",
             limits_text(
                 None
-                if s.concurrency_limit is None and s.rate_limit is None
-                else Limits(s.concurrency_limit, rate=s.rate_limit, per=s.rate_per_s)
+                if s.concurrency_limit is None
+                and s.rate_limit is None
+                and s.concurrency_per_key is None
+                and s.rate_per_key is None
+                else Limits(
+                    s.concurrency_limit,
+                    rate=s.rate_limit,
+                    per=s.rate_per_s,
+                    concurrency_per_key=s.concurrency_per_key,
+                    rate_per_key=s.rate_per_key,
+                )
             ),
         )
     return table

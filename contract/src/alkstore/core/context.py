@@ -166,6 +166,11 @@ class StoreContext:
         driver: LimitsDriver[Any] = self._profile("limits")
         return driver
 
+    def key_limits(self) -> LimitsDriver[Any]:
+        """The limits driver, once the engine declares the key_limits profile too."""
+        self._profile("key_limits")
+        return self.limits()
+
     def results(self) -> ResultsDriver[Any]:
         driver: ResultsDriver[Any] = self._profile("results")
         return driver

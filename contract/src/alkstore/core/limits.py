@@ -45,6 +45,8 @@ def _shown(stats: QueueStats, limits: Limits | None) -> QueueStats:
         concurrency_limit=limits.concurrency,
         rate_limit=limits.rate,
         rate_per_s=limits.per,
+        concurrency_per_key=limits.concurrency_per_key,
+        rate_per_key=limits.rate_per_key,
     )
 
 

@@ -250,6 +250,8 @@ class CoreQueue:
         self._context.check_open()
         resolved = enqueue_opts(opts)
         text = self._context.encode(payload)
+        if resolved.limit_key is not None:
+            self._context.require("key_limits")
         unique = resolved.unique
         if unique is not None:
             return self._insert_unique_one(text, resolved, unique)
@@ -264,6 +266,8 @@ class CoreQueue:
             raise InvalidOptions("payloads must be a sequence (list or tuple) of payloads")
         resolved = enqueue_opts(opts)
         texts = [ctx.encode(p) for p in payloads]  # refuse bad payloads before writing
+        if resolved.limit_key is not None:
+            ctx.require("key_limits")  # even for an empty batch
         if resolved.unique is not None:
             ctx.unique()  # an engine without the profile refuses even an empty batch
             return self._insert_unique(texts, resolved, resolved.unique) if texts else []
@@ -502,8 +506,17 @@ class CoreQueue:
     # -- limits (contract 1.2 §16, limits profile) --------------------------------
     def set_limits(self, limits: Limits) -> bool:
         check_type(limits, Limits, "limits")
+        if limits.concurrency_per_key is not None or limits.rate_per_key is not None:
+            self._context.require("key_limits")
         return self._store_limits(
-            SetLimits(self._name, limits.concurrency, limits.rate, limits.per)
+            SetLimits(
+                self._name,
+                limits.concurrency,
+                limits.rate,
+                limits.per,
+                limits.concurrency_per_key,
+                limits.rate_per_key,
+            )
         )
 
     def clear_limits(self) -> bool:

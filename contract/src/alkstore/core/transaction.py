@@ -133,6 +133,8 @@ class CoreTransaction:
         ctx = self._context
         unique = opts.unique
         driver = None if unique is None else ctx.unique()
+        if opts.limit_key is not None:
+            ctx.require("key_limits")
         stamps = resolve_stamps(queue, queue_opts, opts, ctx.now())
         if driver is None or unique is None:
             (job_id,) = ctx.driver.insert_jobs(self._handle, stamps, [text])

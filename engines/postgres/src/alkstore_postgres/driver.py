@@ -88,7 +88,7 @@ from alkstore.params import (
     Snooze,
     Sweep,
 )
-from alkstore.rows import error_entry
+from alkstore.rows import CLAIMED_COLUMNS, error_entry
 from alkstore.values import Job, LockInfo
 
 from .binding import by_name
@@ -175,6 +175,10 @@ def check_attachable(native: psycopg.Connection[Any] | psycopg.AsyncConnection[A
             "attach() needs a connection inside a transaction: an autocommit "
             "connection must be inside conn.transaction()"
         )
+
+
+_LIMIT_KEY = CLAIMED_COLUMNS.index("limit_key")
+"""Where a claimed row holds its limit key (the key_limits profile)."""
 
 
 class PostgresDriver(ProfileStatements, OpsStatements):
@@ -419,9 +423,9 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         stamps = params.stamps
         topic = queue_topic(stamps.queue)
         wake = None if topic in c.announced else notify_payload(topic)
-        retention = stamps.completed_retention_s
-        if retention is not None:
-            begin_transaction(c)  # the rows and their stamp commit together
+        retention, limit_key = stamps.completed_retention_s, stamps.limit_key
+        if retention is not None or limit_key is not None:
+            begin_transaction(c)  # the rows and their stamps commit together
         if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
             bound = by_name(
                 stamps,
@@ -446,11 +450,12 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             )
             rows = execute(c, self._sql.insert_unique, bound).fetchall()
             outcomes = [(-signed, True) if signed < 0 else (signed, False) for (signed,) in rows]
-        if retention is not None:
-            made = [job_id for job_id, duplicate in outcomes if not duplicate]
-            if made:
-                stamp = {"completed_retention_s": retention, "ids": made}
-                execute(c, self._sql.set_completed_retention, stamp)
+        made = [job_id for job_id, duplicate in outcomes if not duplicate]
+        if retention is not None and made:
+            stamp = {"completed_retention_s": retention, "ids": made}
+            execute(c, self._sql.set_completed_retention, stamp)
+        if limit_key is not None and made:
+            execute(c, self._sql.set_limit_key, {"limit_key": limit_key, "ids": made})
         if not all(duplicate for _, duplicate in outcomes):
             c.announced.add(topic)
         return outcomes
@@ -486,9 +491,16 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         if row is None:  # the limit was cleared meanwhile: the unlimited claim
             rows = execute(c, sql.claim, bound, binary=True).fetchall()
             return [r for r in rows if r[0] is not None]
-        concurrency, rate, per_s = row
+        concurrency, rate, per_s, per_key, rate_per_key, cursor = row
         bound = {**bound, "concurrency": concurrency, "rate": rate, "per_s": per_s}
-        rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
+        if per_key is None and rate_per_key is None:
+            rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
+        else:  # a per-key limit or rate (the key_limits profile): the keys in turn
+            keyed = {**bound, "per_key": per_key, "rate_per_key": rate_per_key, "cursor": cursor}
+            rows = execute(c, sql.claim_in_turn, keyed, binary=True).fetchall()
+            if rate_per_key is not None and rows:  # §16.11: each row a start of its key
+                keys = [row[_LIMIT_KEY] or "" for row in rows]
+                execute(c, sql.record_key_starts, {**bound, "keys": keys})
         claimed = [r for r in rows if r[0] is not None]
         if rate is not None and claimed:  # its starts count against the rate
             execute(c, sql.record_starts, {**bound, "claims": len(claimed)})
@@ -583,7 +595,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return None if row is None else job_from_row(row)
 
     def next_wake_at(self, c: PgHandle, params: NextWake) -> int | None:
-        run_at, deadline, at_limit, window_frees = execute(
+        run_at, deadline, at_limit, window_frees, key_window_frees = execute(
             c, self._sql.next_wake_at, by_name(params)
         ).fetchone()
         blocked = [] if window_frees is None else [int(window_frees)]
@@ -591,7 +603,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
             blocked.append(int(deadline))
         if blocked:  # a limited queue at a limit: nothing is claimable before it frees
             return max(blocked)
-        due = [instant for instant in (run_at, deadline) if instant is not None]
+        due = [i for i in (run_at, deadline, key_window_frees) if i is not None]
         return min(due) if due else None
 
     # -- locks -------------------------------------------------------------------------

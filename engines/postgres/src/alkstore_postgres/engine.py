@@ -42,6 +42,7 @@ CAPABILITIES: Final = Capabilities(
     unique=True,
     periodic=True,
     limits=True,
+    key_limits=True,
     results=True,
     async_native=True,
 )

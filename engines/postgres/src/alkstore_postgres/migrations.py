@@ -639,6 +639,53 @@ V10_FINISHED_JOBS = Migration(
 )
 
 
+V11_KEY_LIMITS = Migration(
+    11,
+    "per-key limits: each job's limit key, a queue's per-key limit and its turn's cursor",
+    (
+        # The key a per-key limit counts a job under (NULL: the key every job without
+        # one shares), on live rows and, so a job keeps it for its whole life, on dead
+        # and completed ones. Nullable without a default: catalog-only.
+        'ALTER TABLE {schema}.alkstore_jobs ADD COLUMN limit_key text COLLATE "C"',
+        'ALTER TABLE {schema}.alkstore_dead_jobs ADD COLUMN limit_key text COLLATE "C"',
+        'ALTER TABLE {schema}.alkstore_completed_jobs ADD COLUMN limit_key text COLLATE "C"',
+        # The limits row gains the per-key limit, the per-key rate (sharing per_s with
+        # the queue's rate) and the key the queue's last claim served (where the next
+        # claim's turn starts, read and written under the row's lock); a row may now
+        # hold only per-key limits (migration 9's two table CHECKs, named by
+        # PostgreSQL, are replaced).
+        """
+        ALTER TABLE {schema}.alkstore_queue_limits
+            ADD COLUMN concurrency_per_key integer CHECK (concurrency_per_key >= 1),
+            ADD COLUMN rate_per_key integer CHECK (rate_per_key >= 1),
+            ADD COLUMN key_cursor text COLLATE "C",
+            DROP CONSTRAINT alkstore_queue_limits_check,
+            DROP CONSTRAINT alkstore_queue_limits_check1,
+            ADD CONSTRAINT alkstore_queue_limits_window CHECK (
+                (rate IS NULL AND rate_per_key IS NULL) = (per_s IS NULL)),
+            ADD CONSTRAINT alkstore_queue_limits_some_limit CHECK (
+                concurrency IS NOT NULL OR rate IS NOT NULL OR concurrency_per_key IS NOT NULL
+                OR rate_per_key IS NOT NULL)
+        """,
+        # A per-key rate's claim starts: how many rows of a key ('' for the jobs without
+        # one) a claim took at its now. Written by that claim, under the limit row's
+        # lock; older than the window, deleted by the next one.
+        """
+        CREATE TABLE {schema}.alkstore_key_claim_starts (
+            queue text COLLATE "C" NOT NULL,
+            limit_key text COLLATE "C" NOT NULL,
+            started_at bigint NOT NULL,
+            claims integer NOT NULL
+        )
+        """,
+        """
+        CREATE INDEX alkstore_key_claim_starts_window
+            ON {schema}.alkstore_key_claim_starts (queue, started_at)
+        """,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -650,6 +697,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V8_DECLARED_SCHEDULES,
     V9_QUEUE_LIMITS,
     V10_FINISHED_JOBS,
+    V11_KEY_LIMITS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -119,7 +119,12 @@ class OpsStatements:
     def set_limits(self, c: PgHandle, params: SetLimits) -> bool:
         topic = queue_topic(params.queue)
         bound = by_name(params, wake_channel=self.channel, topic=notify_payload(topic))
-        cleared = params.concurrency is None and params.rate is None
+        cleared = (
+            params.concurrency is None
+            and params.rate is None
+            and params.concurrency_per_key is None
+            and params.rate_per_key is None
+        )
         statement = self._sql.clear_limits if cleared else self._sql.set_limits
         changed = execute(c, statement, bound).fetchone() is not None
         if changed:
@@ -132,8 +137,14 @@ class OpsStatements:
         else:
             rows = execute(c, self._sql.queue_limits, {"queue": queue}).fetchall()
         return {
-            name: Limits(concurrency, rate=rate, per=per_s)
-            for name, concurrency, rate, per_s in rows
+            name: Limits(
+                concurrency,
+                rate=rate,
+                per=per_s,
+                concurrency_per_key=per_key,
+                rate_per_key=rate_per_key,
+            )
+            for name, concurrency, rate, per_s, per_key, rate_per_key in rows
         }
 
 

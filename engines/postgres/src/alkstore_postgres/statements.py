@@ -301,10 +301,94 @@ A rate limit (``rate`` per ``per_s``) holds it to ``rate`` less the starts in th
 window too."""
 
 LOCK_LIMIT: Final = """
-SELECT concurrency, rate, per_s FROM {schema}.alkstore_queue_limits
+SELECT concurrency, rate, per_s, concurrency_per_key, rate_per_key, key_cursor
+FROM {schema}.alkstore_queue_limits
 WHERE queue = %(queue)s FOR UPDATE
 """
 """The queue's limits, its row locked until the claim's transaction ends."""
+
+CLAIM_IN_TURN: Final = f"""
+WITH exhausted AS (
+    SELECT id FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
+      AND attempts >= max_attempts
+    FOR UPDATE SKIP LOCKED
+), buried AS (
+    DELETE FROM {{schema}}.alkstore_jobs
+    WHERE id IN (SELECT id FROM exhausted)
+    RETURNING {MOVED}, errors, {HOLD}
+), dead AS (
+    INSERT INTO {{schema}}.alkstore_dead_jobs (
+        {MOVED}, errors, {HOLD}, last_error, died_at)
+    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, %(last_error)s, %(now)s
+    FROM buried
+), live AS (
+    SELECT coalesce(limit_key, '') AS k, count(*) AS n FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'processing' AND deadline > %(now)s
+    GROUP BY 1
+), started AS (
+    SELECT limit_key AS k, sum(claims) AS n FROM {{schema}}.alkstore_key_claim_starts
+    WHERE queue = %(queue)s AND started_at > %(now)s - %(per_s)s::bigint
+    GROUP BY 1
+), ranked AS (
+    SELECT ctid AS row_at, id, coalesce(limit_key, '') AS k,
+           row_number() OVER (PARTITION BY coalesce(limit_key, '')
+                              ORDER BY priority DESC, run_at, id) AS turn
+    FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s
+      AND ((state = 'pending' AND run_at <= %(now)s)
+           OR (state = 'processing' AND deadline <= %(now)s))
+      AND (expires_at IS NULL OR expires_at > %(now)s)
+      AND attempts < max_attempts{_NOT_PAUSED}
+), chosen AS (
+    SELECT ranked.row_at, ranked.id, ranked.k, ranked.turn,
+           (%(cursor)s::text IS NOT NULL
+            AND ranked.k <= %(cursor)s::text COLLATE "C") AS wrapped
+    FROM ranked
+    LEFT JOIN live ON live.k = ranked.k
+    LEFT JOIN started ON started.k = ranked.k
+    WHERE ranked.turn <= coalesce(%(per_key)s::integer - coalesce(live.n, 0), %(limit)s)
+      AND ranked.turn <= coalesce(%(rate_per_key)s::integer - coalesce(started.n, 0), %(limit)s)
+    ORDER BY ranked.turn, wrapped, ranked.k
+    LIMIT least(%(limit)s,
+        greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),
+        greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))
+), claimed AS (
+    UPDATE {{schema}}.alkstore_jobs AS job
+    {_CLAIM_SET}
+    WHERE job.ctid = ANY(ARRAY(SELECT row_at FROM chosen))
+    {_CLAIM_RETURNING}
+), turned AS (
+    UPDATE {{schema}}.alkstore_queue_limits SET key_cursor = last.k
+    FROM (SELECT chosen.k FROM chosen JOIN claimed ON claimed.id = chosen.id
+          ORDER BY chosen.turn DESC, chosen.wrapped DESC, chosen.k DESC LIMIT 1) AS last
+    WHERE queue = %(queue)s
+)
+SELECT * FROM claimed
+"""
+"""``CLAIM_LIMITED`` of a queue with a per-key limit (the key_limits profile), under
+``LOCK_LIMIT``'s lock: contract §16.10's turn. Each key (``NULL``: the shared key
+``''``) offers its first ``per_key`` less its live claims claimable rows in claim order
+(``turn`` 1, 2, ...), and no more than ``rate_per_key`` less its starts in the
+window (§16.11); the claim takes every key's first row, then every key's second,
+and so on, the keys of each turn after ``cursor`` (the key the queue's last claim
+served) first, then the rest, each in byte order (``COLLATE "C"``), at most the queue's
+free slots; the key of the last row claimed becomes the cursor. Ranking rows rules out
+``FOR UPDATE``: claims of the queue serialise on the limit row instead, and a row
+another statement changed since the snapshot is left alone (its ``ctid`` moved). Its
+cost grows with the queue's claimable rows, which the ranking reads."""
+
+RECORD_KEY_STARTS: Final = """
+WITH gone AS (
+    DELETE FROM {schema}.alkstore_key_claim_starts
+    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
+)
+INSERT INTO {schema}.alkstore_key_claim_starts (queue, limit_key, started_at, claims)
+SELECT %(queue)s, k, %(now)s, count(*) FROM unnest(%(keys)s::text[]) AS k GROUP BY k
+"""
+"""A per-key rate's starts (§16.11): the rows a claim in turn took, per key, in its
+transaction (under the limit row's lock), and the queue's key starts that left the
+window gone."""
 
 RECORD_STARTS: Final = """
 WITH gone AS (
@@ -412,6 +496,13 @@ DELETE FROM {schema}.alkstore_completed_jobs
 WHERE queue = %(queue)s AND completed_at + completed_retention_s < %(now)s
 """
 
+SET_LIMIT_KEY: Final = """
+UPDATE {schema}.alkstore_jobs SET limit_key = %(limit_key)s
+WHERE id = ANY(%(ids)s::bigint[])
+"""
+"""The limit key of the rows a unique enqueue just made (the unique functions of
+migrations 6 and 7 predate it), in the enqueue's transaction."""
+
 SET_COMPLETED_RETENTION: Final = """
 UPDATE {schema}.alkstore_jobs SET completed_retention_s = %(completed_retention_s)s
 WHERE id = ANY(%(ids)s::bigint[])
@@ -503,11 +594,17 @@ SELECT
                   WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
                  + limits.per_s END
      FROM {schema}.alkstore_queue_limits AS limits
-     WHERE limits.queue = %(queue)s AND limits.rate IS NOT NULL)
+     WHERE limits.queue = %(queue)s AND limits.rate IS NOT NULL),
+    (SELECT (SELECT min(started_at) FROM {schema}.alkstore_key_claim_starts
+             WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
+            + limits.per_s
+     FROM {schema}.alkstore_queue_limits AS limits
+     WHERE limits.queue = %(queue)s AND limits.rate_per_key IS NOT NULL)
 """
 """The queue's next due ``run_at`` and next deadline; whether it is at its concurrency
-limit (the limits profile: then only a deadline frees a slot) and, at its rate limit,
-when its oldest start in the window leaves it."""
+limit (the limits profile: then only a deadline frees a slot); at its rate limit,
+when its oldest start in the window leaves it; and with a per-key rate, when the oldest
+start of any key leaves the window (§16.11)."""
 
 NOTIFY_IF_LIMITED: Final = """
 SELECT pg_notify(%(wake_channel)s, %(topic)s)
@@ -807,12 +904,18 @@ SELECT EXISTS (SELECT FROM {schema}.alkstore_paused_queues WHERE queue = %(queue
 
 SET_LIMITS: Final = """
 WITH stored AS (
-    INSERT INTO {schema}.alkstore_queue_limits AS limits (queue, concurrency, rate, per_s)
-    VALUES (%(queue)s, %(concurrency)s, %(rate)s, %(per_s)s)
+    INSERT INTO {schema}.alkstore_queue_limits AS limits (
+        queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key)
+    VALUES (%(queue)s, %(concurrency)s, %(rate)s, %(per_s)s, %(concurrency_per_key)s,
+            %(rate_per_key)s)
     ON CONFLICT (queue) DO UPDATE
-    SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s
-    WHERE (limits.concurrency, limits.rate, limits.per_s)
-          IS DISTINCT FROM (excluded.concurrency, excluded.rate, excluded.per_s)
+    SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s,
+        concurrency_per_key = excluded.concurrency_per_key,
+        rate_per_key = excluded.rate_per_key
+    WHERE (limits.concurrency, limits.rate, limits.per_s, limits.concurrency_per_key,
+           limits.rate_per_key)
+          IS DISTINCT FROM (excluded.concurrency, excluded.rate, excluded.per_s,
+                            excluded.concurrency_per_key, excluded.rate_per_key)
     RETURNING queue
 )
 SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM stored
@@ -827,12 +930,14 @@ SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM cleared
 """
 
 QUEUE_LIMITS: Final = """
-SELECT queue, concurrency, rate, per_s FROM {schema}.alkstore_queue_limits
+SELECT queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key
+FROM {schema}.alkstore_queue_limits
 WHERE queue = %(queue)s
 """
 
 ALL_QUEUE_LIMITS: Final = """
-SELECT queue, concurrency, rate, per_s FROM {schema}.alkstore_queue_limits ORDER BY queue
+SELECT queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key
+FROM {schema}.alkstore_queue_limits ORDER BY queue
 """
 
 # -- wakes -------------------------------------------------------------------------
@@ -1063,8 +1168,10 @@ class Statements:
     claim_ready: bytes
     claim_ready_one: bytes
     claim_limited: bytes
+    claim_in_turn: bytes
     lock_limit: bytes
     record_starts: bytes
+    record_key_starts: bytes
     notify_if_limited: bytes
     set_limits: bytes
     clear_limits: bytes
@@ -1096,6 +1203,7 @@ class Statements:
     complete: bytes
     purge_completed: bytes
     set_completed_retention: bytes
+    set_limit_key: bytes
     redrive_named: bytes
     redrive_oldest: bytes
     give_up_passed_holds: bytes
@@ -1143,8 +1251,10 @@ class Statements:
             claim_ready=render(CLAIM_READY, schema),
             claim_ready_one=render(CLAIM_READY_ONE, schema),
             claim_limited=render(CLAIM_LIMITED, schema),
+            claim_in_turn=render(CLAIM_IN_TURN, schema),
             lock_limit=render(LOCK_LIMIT, schema),
             record_starts=render(RECORD_STARTS, schema),
+            record_key_starts=render(RECORD_KEY_STARTS, schema),
             notify_if_limited=render(NOTIFY_IF_LIMITED, schema),
             set_limits=render(SET_LIMITS, schema),
             clear_limits=render(CLEAR_LIMITS, schema),
@@ -1176,6 +1286,7 @@ class Statements:
             complete=render(COMPLETE, schema),
             purge_completed=render(PURGE_COMPLETED, schema),
             set_completed_retention=render(SET_COMPLETED_RETENTION, schema),
+            set_limit_key=render(SET_LIMIT_KEY, schema),
             redrive_named=render(REDRIVE_NAMED, schema),
             redrive_oldest=render(REDRIVE_OLDEST, schema),
             give_up_passed_holds=render(GIVE_UP_PASSED_HOLDS, schema),

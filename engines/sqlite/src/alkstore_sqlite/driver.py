@@ -31,6 +31,7 @@ caller's ``wait_s`` if shorter (``budget.py``), then fails with
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -465,12 +466,49 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         # there be lapsed claims to dead-letter or to reclaim.
         rows = c.execute(sql.CLAIM_READY_ONE if one else sql.CLAIM_READY, named).fetchall()
         if not rows:
+            if c.execute(sql.KEYED_LIMITS, named).fetchone() is not None:
+                return self._claim_in_turn(c, named)  # a per-key limit (key_limits)
             if c.execute(sql.ANY_LAPSED, named).fetchone() is None:
                 return []
             # Exhausted ones go dead first: never handed out again.
             c.execute(sql.BURY_EXHAUSTED, named)
             rows = c.execute(sql.CLAIM_ONE if one else sql.CLAIM, named).fetchall()
         return claimed_jobs(rows, queue, worker_id, now)
+
+    def _claim_in_turn(self, c: sqlite3.Connection, named: dict[str, Any]) -> list[Job]:
+        """A claim of a queue with a per-key limit: the rows of contract §16.10's turn,
+        then the key served last stored, in one transaction under the write lock (the
+        limit and the cursor read again inside it)."""
+        begin_transaction(c)
+        keyed = c.execute(sql.KEYED_LIMITS, named).fetchone()
+        if keyed is None:  # cleared since: the plain claim
+            return self.claim(c, Claim(**named))
+        per_key, rate_per_key, per_s, cursor = keyed
+        if c.execute(sql.ANY_LAPSED, named).fetchone() is not None:
+            c.execute(sql.BURY_EXHAUSTED, named)  # never handed out again
+        turn = {
+            **named,
+            "per_key": per_key,
+            "rate_per_key": rate_per_key,
+            "per_s": per_s,
+            "cursor": cursor,
+        }
+        picked = self._picked(c, turn)
+        if not picked:
+            return []
+        ids = json.dumps([job_id for job_id, _ in picked])
+        rows = c.execute(sql.CLAIM_PICKED, {**named, "ids": ids}).fetchall()
+        c.execute(sql.SET_KEY_CURSOR, {"queue": named["queue"], "cursor": picked[-1][1]})
+        if rate_per_key is not None:  # §16.11: each claimed row is a start of its key
+            window = {"queue": named["queue"], "now": named["now"], "per_s": per_s}
+            c.execute(sql.DROP_KEY_STARTS, window)
+            keys = json.dumps([key for _, key in picked])
+            c.execute(sql.RECORD_KEY_STARTS, {**window, "keys": keys})
+        return claimed_jobs(rows, named["queue"], named["worker_id"], named["now"])
+
+    def _picked(self, c: sqlite3.Connection, named: dict[str, Any]) -> list[Any]:
+        """``(id, key)`` of the rows a claim in turn takes, in turn order."""
+        return c.execute(sql.PICK_IN_TURN, named).fetchall()
 
     def bury_exhausted(self, c: sqlite3.Connection, params: Sweep) -> int:
         named = {"queue": params.queue, "now": params.now}
@@ -547,13 +585,14 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
 
     def next_wake_at(self, c: sqlite3.Connection, params: NextWake) -> int | None:
         named = {"queue": params.queue, "now": params.now}
-        run_at, deadline, at_limit, window_frees = c.execute(sql.NEXT_WAKE_AT, named).fetchone()
+        row = c.execute(sql.NEXT_WAKE_AT, named).fetchone()
+        run_at, deadline, at_limit, window_frees, key_window_frees = row
         blocked = [int(window_frees)] if window_frees is not None else []
         if at_limit and deadline is not None:
             blocked.append(int(deadline))
         if blocked:  # a limited queue at a limit: nothing is claimable before it frees
             return max(blocked)
-        due = [instant for instant in (run_at, deadline) if instant is not None]
+        due = [instant for instant in (run_at, deadline, key_window_frees) if instant is not None]
         return int(min(due)) if due else None
 
     # -- locks ----------------------------------------------------------------------

@@ -61,6 +61,8 @@ LIMITS = "__alkstore_queue_limits"
 CLAIM_STARTS = "__alkstore_claim_starts"
 CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
 CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
+KEY_STARTS = "__alkstore_key_claim_starts"
+KEY_STARTS_INDEX = "__alkstore_key_claim_starts_window"
 COMPLETED = "__alkstore_completed"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
@@ -441,6 +443,22 @@ _V8 = (
 )
 
 
+_CLAIM_STARTS_TRIGGER_SQL = f"""
+    CREATE TRIGGER IF NOT EXISTS {CLAIM_STARTS_TRIGGER}
+    AFTER UPDATE OF attempts ON {JOBS}
+    WHEN NEW.attempts = OLD.attempts + 1
+     AND EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = NEW.queue AND rate IS NOT NULL)
+    BEGIN
+        DELETE FROM {CLAIM_STARTS}
+         WHERE queue = NEW.queue
+           AND started_at <= NEW.claimed_at
+                             - (SELECT per_s FROM {LIMITS} WHERE queue = NEW.queue);
+        INSERT INTO {CLAIM_STARTS} (queue, started_at) VALUES (NEW.queue, NEW.claimed_at);
+    END
+    """
+"""A rate-limited queue's claim starts: one row per claimed row (version 9's trigger)."""
+
+
 # Contract 1.2's queue limits (the limits profile): the limits of each limited
 # queue, beside the paused queues. A claim reads them in its own statement, under
 # SQLite's one write lock, so no two claimers both see a free slot.
@@ -466,19 +484,7 @@ _V9 = (
     )
     """,
     f"CREATE INDEX IF NOT EXISTS {CLAIM_STARTS_INDEX} ON {CLAIM_STARTS} (queue, started_at)",
-    f"""
-    CREATE TRIGGER IF NOT EXISTS {CLAIM_STARTS_TRIGGER}
-    AFTER UPDATE OF attempts ON {JOBS}
-    WHEN NEW.attempts = OLD.attempts + 1
-     AND EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = NEW.queue AND rate IS NOT NULL)
-    BEGIN
-        DELETE FROM {CLAIM_STARTS}
-         WHERE queue = NEW.queue
-           AND started_at <= NEW.claimed_at
-                             - (SELECT per_s FROM {LIMITS} WHERE queue = NEW.queue);
-        INSERT INTO {CLAIM_STARTS} (queue, started_at) VALUES (NEW.queue, NEW.claimed_at);
-    END
-    """,
+    _CLAIM_STARTS_TRIGGER_SQL,
 )
 
 
@@ -549,7 +555,91 @@ _V10 = (
 )
 
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+_V11 = (
+    # The key_limits profile. limit_key is the key a per-key limit counts a job under
+    # (NULL: the key every job without one shares; NULL on every row written before),
+    # carried to the dead and completed tables so a job keeps it for its whole life.
+    f"ALTER TABLE {JOBS} ADD COLUMN limit_key TEXT",
+    f"ALTER TABLE {DEAD} ADD COLUMN limit_key TEXT",
+    f"ALTER TABLE {COMPLETED} ADD COLUMN limit_key TEXT",
+    # The limits row gains the per-key limit, the per-key rate (sharing per_s with the
+    # queue's rate) and the key the queue's last claim served (where the next claim's
+    # turn starts); a row may now hold only per-key limits, so the table is rebuilt
+    # with its new CHECKs (it holds a row per limited queue). The claim-starts trigger
+    # names the table: dropped first, made again.
+    f"DROP TRIGGER IF EXISTS {CLAIM_STARTS_TRIGGER}",
+    f"""
+    CREATE TABLE {LIMITS}_v11 (
+        queue               TEXT PRIMARY KEY,
+        concurrency         INTEGER CHECK (concurrency >= 1),
+        rate                INTEGER CHECK (rate >= 1),
+        per_s               INTEGER CHECK (per_s >= 1),
+        concurrency_per_key INTEGER CHECK (concurrency_per_key >= 1),
+        rate_per_key        INTEGER CHECK (rate_per_key >= 1),
+        key_cursor          TEXT,
+        CHECK ((rate IS NULL AND rate_per_key IS NULL) = (per_s IS NULL)),
+        CHECK (concurrency IS NOT NULL OR rate IS NOT NULL OR concurrency_per_key IS NOT NULL
+               OR rate_per_key IS NOT NULL)
+    ) WITHOUT ROWID
+    """,
+    f"""
+    INSERT INTO {LIMITS}_v11 (queue, concurrency, rate, per_s)
+    SELECT queue, concurrency, rate, per_s FROM {LIMITS}
+    """,
+    f"DROP TABLE {LIMITS}",
+    f"ALTER TABLE {LIMITS}_v11 RENAME TO {LIMITS}",
+    _CLAIM_STARTS_TRIGGER_SQL,
+    # A per-key rate's claim starts: one row per claimed row, under its key ('' for
+    # the jobs without one), written by the claim in turn in its own transaction.
+    f"""
+    CREATE TABLE IF NOT EXISTS {KEY_STARTS} (
+        queue      TEXT NOT NULL,
+        limit_key  TEXT NOT NULL,
+        started_at INTEGER NOT NULL
+    )
+    """,
+    f"""
+    CREATE INDEX IF NOT EXISTS {KEY_STARTS_INDEX}
+        ON {KEY_STARTS} (queue, limit_key, started_at)
+    """,
+    # The move to dead carries the key: replace version 10's trigger.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes,
+            unique_key, unique_hold, hold_until, hold_dead, completed_retention_s, limit_key
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from, NEW.snoozes,
+            NEW.unique_key, CASE WHEN NEW.hold_dead THEN NEW.unique_hold END,
+            NEW.hold_until, NEW.hold_dead, NEW.completed_retention_s, NEW.limit_key
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+)
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _V1,
+    _V2,
+    _V3,
+    _V4,
+    _V5,
+    _V6,
+    _V7,
+    _V8,
+    _V9,
+    _V10,
+    _V11,
+)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -103,8 +103,15 @@ class OperationStatements:
             "concurrency": params.concurrency,
             "rate": params.rate,
             "per_s": params.per_s,
+            "concurrency_per_key": params.concurrency_per_key,
+            "rate_per_key": params.rate_per_key,
         }
-        cleared = params.concurrency is None and params.rate is None
+        cleared = (
+            params.concurrency is None
+            and params.rate is None
+            and params.concurrency_per_key is None
+            and params.rate_per_key is None
+        )
         statement = sql.CLEAR_LIMITS if cleared else sql.SET_LIMITS
         return c.execute(statement, named).rowcount == 1
 
@@ -114,8 +121,14 @@ class OperationStatements:
         else:
             rows = _cursor(c).execute(sql.QUEUE_LIMITS, {"queue": queue}).fetchall()
         return {
-            name: Limits(concurrency, rate=rate, per=per_s)
-            for name, concurrency, rate, per_s in rows
+            name: Limits(
+                concurrency,
+                rate=rate,
+                per=per_s,
+                concurrency_per_key=per_key,
+                rate_per_key=rate_per_key,
+            )
+            for name, concurrency, rate, per_s, per_key, rate_per_key in rows
         }
 
 

@@ -43,6 +43,7 @@ class SqliteEngine:
         unique=True,
         periodic=True,
         limits=True,
+        key_limits=True,
         results=True,
     )
 

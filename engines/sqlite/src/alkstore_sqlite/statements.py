@@ -49,6 +49,7 @@ from .migrations import (
     DEAD_UNIQUE_INDEX,
     EXPIRY_INDEX,
     JOBS,
+    KEY_STARTS,
     LIMITS,
     LIVE_INDEX,
     LOCKS,
@@ -228,10 +229,14 @@ _LIVE_CLAIMS = f"""(SELECT count(*) FROM {JOBS} INDEXED BY {LIVE_INDEX}
                       WHERE queue = :queue AND deadline > :now)"""
 _WINDOW_STARTS = f"""(SELECT count(*) FROM {CLAIM_STARTS}
                       WHERE queue = :queue AND started_at > :now - limits.per_s)"""
-_SLOTS = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue) THEN :limit
-              ELSE (SELECT max(0, min(:limit,
+_FREE = f"""max(0, min(:limit,
                         coalesce(limits.concurrency - {_LIVE_CLAIMS}, :limit),
-                        coalesce(limits.rate - {_WINDOW_STARTS}, :limit)))
+                        coalesce(limits.rate - {_WINDOW_STARTS}, :limit)))"""
+# A queue with a per-key limit (the key_limits profile) claims by CLAIM_IN_TURN
+# alone: the other claims take none of its rows.
+_SLOTS = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue) THEN :limit
+              ELSE (SELECT CASE WHEN limits.concurrency_per_key IS NULL
+                                 AND limits.rate_per_key IS NULL THEN {_FREE} ELSE 0 END
                       FROM {LIMITS} AS limits WHERE limits.queue = :queue) END"""
 
 _UNLESS_PAUSED = f"""CASE WHEN NOT EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue)
@@ -327,6 +332,75 @@ CLAIM_READY = _claim_ready("IN")
 CLAIM_READY_ONE = _claim_ready("=")
 """``CLAIM_READY`` with ``:limit`` 1."""
 
+# -- per-key limits and fairness (the key_limits profile) ------------------------------
+
+KEYED_LIMITS = f"""
+SELECT concurrency_per_key, rate_per_key, per_s, key_cursor FROM {LIMITS}
+ WHERE queue = :queue AND (concurrency_per_key IS NOT NULL OR rate_per_key IS NOT NULL)
+"""
+"""A queue's per-key limit and rate, and the key its last claim served; no row without
+either."""
+
+# Contract §16.10's order, in one SELECT under the write lock: each key (NULL: the
+# shared key "") offers its first `concurrency_per_key - its live claims` claimable
+# rows in claim order (`turn` 1, 2, ...), and no more than `rate_per_key - its starts
+# in the window (now - per_s, now]` (§16.11); the claim takes every key's first row, then
+# every key's second, and so on, the keys of each turn after :cursor first (the key
+# the queue's last claim served), then the rest, each in key order (BINARY: UTF-8
+# bytes, which is code-point order). The queue's own limits and a pause cut it as
+# for any claim. Its cost grows with the queue's claimable rows, as the ranking
+# reads them all.
+PICK_IN_TURN = f"""
+WITH live AS (
+    SELECT coalesce(limit_key, '') AS k, count(*) AS n FROM {JOBS} INDEXED BY {LIVE_INDEX}
+     WHERE queue = :queue AND deadline > :now
+     GROUP BY 1
+), started AS (
+    SELECT limit_key AS k, count(*) AS n FROM {KEY_STARTS}
+     WHERE queue = :queue AND started_at > :now - :per_s
+     GROUP BY 1
+), ranked AS (
+    SELECT id, coalesce(limit_key, '') AS k,
+           row_number() OVER (PARTITION BY coalesce(limit_key, '')
+                              ORDER BY priority DESC, run_at, id) AS turn
+      FROM {JOBS}
+     WHERE queue = :queue
+       AND ((deadline IS NULL AND run_at <= :now) OR deadline <= :now)
+       AND (expires_at IS NULL OR expires_at > :now)
+       AND attempts < max_attempts
+)
+SELECT ranked.id, ranked.k FROM ranked
+  LEFT JOIN live ON live.k = ranked.k
+  LEFT JOIN started ON started.k = ranked.k
+ WHERE ranked.turn <= coalesce(:per_key - coalesce(live.n, 0), :limit)
+   AND ranked.turn <= coalesce(:rate_per_key - coalesce(started.n, 0), :limit)
+ ORDER BY ranked.turn, (:cursor IS NOT NULL AND ranked.k <= :cursor), ranked.k
+ LIMIT CASE WHEN EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue) THEN 0
+            ELSE (SELECT {_FREE} FROM {LIMITS} AS limits WHERE limits.queue = :queue) END
+"""
+"""The rows a claim of a queue with a per-key limit takes, in turn order, with their keys."""
+
+CLAIM_PICKED = f"""
+{_CLAIM_UPDATE}
+ WHERE id IN (SELECT value FROM json_each(:ids))
+RETURNING {_CLAIMED_COLUMNS}
+"""
+"""Claim the rows ``PICK_IN_TURN`` chose (``:ids``, a JSON array)."""
+
+SET_KEY_CURSOR = f"UPDATE {LIMITS} SET key_cursor = :cursor WHERE queue = :queue"
+"""The key the claim served last: where the queue's next claim's turn starts."""
+
+DROP_KEY_STARTS = f"""
+DELETE FROM {KEY_STARTS} WHERE queue = :queue AND started_at <= :now - :per_s
+"""
+"""A per-key rate's starts that left the window (they can never count again)."""
+
+RECORD_KEY_STARTS = f"""
+INSERT INTO {KEY_STARTS} (queue, limit_key, started_at)
+SELECT :queue, value, :now FROM json_each(:keys)
+"""
+"""One start per row the claim took, under its key (``:keys``, a JSON array)."""
+
 ANY_LAPSED = f"""
 SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
  WHERE queue = :queue AND deadline <= :now
@@ -370,7 +444,7 @@ DELETE FROM {DEAD} INDEXED BY {PURGE_INDEX}
 _KEPT = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
     "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
-    "errors, redriven_from, snoozes, unique_key, completed_retention_s"
+    "errors, redriven_from, snoozes, unique_key, completed_retention_s, limit_key"
 )
 
 PURGE_COMPLETED = f"""
@@ -544,27 +618,43 @@ SELECT
                                     AND started_at > :now - limits.per_s) + limits.per_s
                       END
                  FROM {LIMITS} AS limits WHERE limits.queue = :queue)
+         END,
+    CASE WHEN EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue AND rate_per_key IS NOT NULL)
+         THEN (SELECT (SELECT min(started_at) FROM {KEY_STARTS}
+                        WHERE queue = :queue AND started_at > :now - limits.per_s)
+                      + limits.per_s
+                 FROM {LIMITS} AS limits WHERE limits.queue = :queue)
          END
 """
 """The queue's next pending ``run_at`` and next deadline after ``:now``, whether it is
-at its concurrency limit (then only a deadline can free a slot), and, at its rate
-limit, when its oldest start in the window leaves it."""
+at its concurrency limit (then only a deadline can free a slot), at its rate limit,
+when its oldest start in the window leaves it, and with a per-key rate, when the
+oldest start of any key leaves the window (§16.11)."""
 
 SET_LIMITS = f"""
-INSERT INTO {LIMITS} (queue, concurrency, rate, per_s)
-VALUES (:queue, :concurrency, :rate, :per_s)
+INSERT INTO {LIMITS} (queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key)
+VALUES (:queue, :concurrency, :rate, :per_s, :concurrency_per_key, :rate_per_key)
 ON CONFLICT (queue) DO UPDATE
-   SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s
+   SET concurrency = excluded.concurrency, rate = excluded.rate, per_s = excluded.per_s,
+       concurrency_per_key = excluded.concurrency_per_key,
+       rate_per_key = excluded.rate_per_key
  WHERE concurrency IS NOT excluded.concurrency OR rate IS NOT excluded.rate
-    OR per_s IS NOT excluded.per_s
+    OR per_s IS NOT excluded.per_s OR concurrency_per_key IS NOT excluded.concurrency_per_key
+    OR rate_per_key IS NOT excluded.rate_per_key
 """
 """A queue's limits stored; no row changed (rowcount 0) when they were already those."""
 
 CLEAR_LIMITS = f"DELETE FROM {LIMITS} WHERE queue = :queue"
 
-QUEUE_LIMITS = f"SELECT queue, concurrency, rate, per_s FROM {LIMITS} WHERE queue = :queue"
+QUEUE_LIMITS = f"""
+SELECT queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key FROM {LIMITS}
+ WHERE queue = :queue
+"""
 
-ALL_QUEUE_LIMITS = f"SELECT queue, concurrency, rate, per_s FROM {LIMITS} ORDER BY queue"
+ALL_QUEUE_LIMITS = f"""
+SELECT queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key FROM {LIMITS}
+ ORDER BY queue
+"""
 
 # -- operations (the ops profile) ---------------------------------------------------
 

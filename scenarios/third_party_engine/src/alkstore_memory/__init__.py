@@ -74,6 +74,7 @@ class MemoryEngine:
         unique=True,
         periodic=True,
         limits=True,
+        key_limits=True,
         results=True,
     )
 

@@ -21,7 +21,8 @@ import bisect
 import heapq
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
@@ -144,13 +145,68 @@ def _window(tables: Tables, queue: str, per: int, now: int) -> tuple[int, ...]:
     return tuple(t for t in tables.starts.get(queue, ()) if t > now - per)
 
 
-def _free_slots(tables: Tables, queue: str, limits: Limits, now: int) -> int:
+def _free_slots(tables: Tables, queue: str, limits: Limits, now: int) -> int | None:
+    """The queue's free slots under its concurrency and rate limits; ``None`` when it has
+    neither (only a per-key limit)."""
     free = []
     if limits.concurrency is not None:
         free.append(limits.concurrency - _live_claims(tables, queue, now))
     if limits.rate is not None and limits.per is not None:
         free.append(limits.rate - len(_window(tables, queue, limits.per, now)))
-    return min(free)
+    return min(free) if free else None
+
+
+def _keyed(limits: Limits) -> bool:
+    """Whether the queue's claims serve its keys in turn (a per-key limit or rate)."""
+    return limits.concurrency_per_key is not None or limits.rate_per_key is not None
+
+
+def _shared_key(row: JobRow) -> str:
+    """The key a per-key limit counts ``row`` under: its own, or "" for no key."""
+    return "" if row.limit_key is None else row.limit_key
+
+
+def _key_window(tables: Tables, queue: str, key: str, per: int, now: int) -> tuple[int, ...]:
+    """The key's claim starts inside the window ``(now - per, now]``, oldest first."""
+    return tuple(t for t in tables.key_starts.get((queue, key), ()) if t > now - per)
+
+
+def _key_free(tables: Tables, queue: str, limits: Limits, now: int) -> Callable[[str], int]:
+    """How many rows each key may still take: its per-key limit less its live claims,
+    its per-key rate less its starts in the window (§16.9, §16.11)."""
+    live: dict[str, int] = {}
+    for r in tables.jobs.values():
+        if r.queue == queue and _live(r, now):
+            live[_shared_key(r)] = live.get(_shared_key(r), 0) + 1
+
+    def free(key: str) -> int:
+        most = []
+        if limits.concurrency_per_key is not None:
+            most.append(limits.concurrency_per_key - live.get(key, 0))
+        if limits.rate_per_key is not None and limits.per is not None:
+            most.append(limits.rate_per_key - len(_key_window(tables, queue, key, limits.per, now)))
+        return max(0, min(most))
+
+    return free
+
+
+def _in_turn(
+    candidates: Iterable[JobRow], free: Callable[[str], int], cursor: str | None
+) -> list[JobRow]:
+    """Contract §16.10's order: each key offers its first ``free(key)`` claimable rows
+    in claim order; the claim takes the first row of every key, then the second, and
+    so on, the keys of each round in turn after ``cursor`` (the key the queue's last
+    claim served: first the keys after it, then the rest, each group in key order)."""
+    by_key: dict[str, list[JobRow]] = {}
+    for row in sorted(candidates, key=_claim_order):
+        by_key.setdefault(_shared_key(row), []).append(row)
+    offered = [
+        (rank, cursor is not None and key <= cursor, key, row)
+        for key, rows in by_key.items()
+        for rank, row in enumerate(rows[: free(key)])
+    ]
+    offered.sort(key=lambda entry: entry[:3])
+    return [row for *_, row in offered]
 
 
 def _slot_frees_at(tables: Tables, queue: str, limits: Limits, now: int) -> list[int]:
@@ -322,12 +378,23 @@ class MemoryDriver:
             return []
         limits = c.tables.limits.get(queue)
         if limits is not None:  # the limits profile: only the free slots
-            limit = min(limit, _free_slots(c.tables, queue, limits, now))
+            free = _free_slots(c.tables, queue, limits, now)
+            limit = limit if free is None else min(limit, free)
             if limit <= 0:
                 return []
         candidates = (r for r in c.tables.jobs.values() if r.queue == queue and _claimable(r, now))
+        if limits is None or not _keyed(limits):
+            chosen = heapq.nsmallest(limit, candidates, key=_claim_order)
+        else:  # the key_limits profile: each key's free slots, the keys in turn
+            key_free = _key_free(c.tables, queue, limits, now)
+            cursor = c.tables.key_cursors.get(queue)
+            chosen = _in_turn(candidates, key_free, cursor)[:limit]
+            if chosen:
+                c.tables.key_cursors = {**c.tables.key_cursors, queue: _shared_key(chosen[-1])}
+            if chosen and limits.rate_per_key is not None and limits.per is not None:
+                self._record_key_starts(c, queue, chosen, limits.per, now)
         claimed = []
-        for row in heapq.nsmallest(limit, candidates, key=_claim_order):
+        for row in chosen:
             row = replace(
                 row,
                 state=PROCESSING,
@@ -342,6 +409,18 @@ class MemoryDriver:
             kept = _window(c.tables, queue, limits.per, now)
             c.tables.starts[queue] = (*kept, *([now] * len(claimed)))
         return claimed
+
+    def _record_key_starts(
+        self, c: Tx, queue: str, chosen: list[JobRow], per: int, now: int
+    ) -> None:
+        """A per-key rate's starts (§16.11): one per claimed row, at ``now``, under its
+        key; the starts that left the window dropped."""
+        taken = Counter(_shared_key(row) for row in chosen)
+        starts = dict(c.tables.key_starts)
+        for key, count in taken.items():
+            kept = _key_window(c.tables, queue, key, per, now)
+            starts[(queue, key)] = (*kept, *([now] * count))
+        c.tables.key_starts = starts
 
     def bury_exhausted(self, c: Tx, params: Sweep) -> int:
         queue, now = params.queue, params.now
@@ -532,6 +611,13 @@ class MemoryDriver:
             for r in c.tables.jobs.values()
             if r.queue == queue
         ]
+        if limits is not None and limits.rate_per_key is not None and limits.per is not None:
+            per = limits.per  # §16.11: a key's oldest start in the window leaves it
+            instants += [
+                min(window) + per
+                for (q, key) in c.tables.key_starts
+                if q == queue and (window := _key_window(c.tables, queue, key, per, now))
+            ]
         future = [t for t in instants if t is not None and t > now]
         return min(future, default=None)
 
@@ -629,8 +715,17 @@ class MemoryDriver:
         queue = params.queue
         wanted = (
             None
-            if params.concurrency is None and params.rate is None
-            else Limits(params.concurrency, rate=params.rate, per=params.per_s)
+            if params.concurrency is None
+            and params.rate is None
+            and params.concurrency_per_key is None
+            and params.rate_per_key is None
+            else Limits(
+                params.concurrency,
+                rate=params.rate,
+                per=params.per_s,
+                concurrency_per_key=params.concurrency_per_key,
+                rate_per_key=params.rate_per_key,
+            )
         )
         limits = c.tables.limits
         if limits.get(queue) == wanted:
@@ -638,6 +733,7 @@ class MemoryDriver:
         changed = dict(limits)
         if wanted is None:
             del changed[queue]
+            c.tables.key_cursors = {q: k for q, k in c.tables.key_cursors.items() if q != queue}
         else:
             changed[queue] = wanted
         c.tables.limits = changed

@@ -60,6 +60,7 @@ class JobRow:
     completed_retention_s: int | None = None
     completed_at: int | None = None
     result: str | None = None  # JSON text exactly as the core encoded it
+    limit_key: str | None = None  # the key_limits profile's key (None: the shared key)
 
     def holds(self, queue: str, key: str, now: int) -> bool:
         """Whether this row holds ``key`` of ``queue`` at ``now`` (unique profile)."""
@@ -113,6 +114,11 @@ class Tables:
     limits: dict[str, Limits] = field(default_factory=dict)
     # A rate-limited queue's claim starts in its window, oldest first (one per row).
     starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # A queue with a per-key limit (the key_limits profile): the key its last claim
+    # served, where the next claim's turn starts ("" for the jobs without a key).
+    key_cursors: dict[str, str] = field(default_factory=dict)
+    # A queue with a per-key rate: each key's claim starts in the window, oldest first.
+    key_starts: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -128,4 +134,6 @@ class Tables:
             paused=self.paused,
             limits=self.limits,
             starts=dict(self.starts),
+            key_cursors=dict(self.key_cursors),
+            key_starts=dict(self.key_starts),
         )
