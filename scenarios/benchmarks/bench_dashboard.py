@@ -207,6 +207,8 @@ def page_paths(filled: Filled) -> list[tuple[str, str]]:
         ("overview", "/"),
         ("queue, first page", f"/queue?name={q}&state=pending"),
         ("queue, deep keyset page", f"/queue?name={q}&state=pending&before={filled.middle_id}"),
+        ("queue, first page (processing)", f"/queue?name={q}&state=processing"),
+        ("queue, first page (all states)", f"/queue?name={q}&state=all"),
         ("queue, search by id", f"/queue?name={q}&state=all&q={filled.lookup_id}"),
         ("queue, search payload text", f"/queue?name={q}&state=all&q={NEEDLE}"),
         ("queue, search error text (dead)", f"/queue?name={q}&state=dead&q=timed+out"),

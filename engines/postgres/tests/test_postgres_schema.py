@@ -433,3 +433,75 @@ def test_a_schema_of_the_previous_release_is_upgraded_with_no_queue_limited(
         assert second is not None
         assert second.payload == "next"
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+DASHBOARD_MIGRATION = 11
+"""The migration that adds the dashboard's reads (the tests below start from the one
+before it)."""
+
+
+def test_a_schema_before_the_queue_pending_index_pages_its_jobs_by_state_newest_first(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(DASHBOARD_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS.index(before) + 1)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " VALUES ('q', '1', 0, 3, 1, 1, 300, 1), ('q', '2', 0, 3, 1, 1, 300, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(NOW)) as store:
+        queue = store.queue("q")
+        claimed = queue.claim("w")
+        assert claimed is not None
+        newest = queue.enqueue(3)
+        pending = queue.jobs(alkstore.JobState.PENDING, before_id=10**6, limit=10)
+        processing = queue.jobs(alkstore.JobState.PROCESSING, before_id=10**6, limit=10)
+        assert [job.payload for job in pending] == [3, 2]
+        assert [job.id for job in processing] == [claimed.id]
+        assert pending[0].id == newest
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def _paged(store: alkstore.Store, admin: psycopg.Connection[Any], schema: str) -> None:
+    """Four queues of 3,000 ready jobs each, 100 of each claimed, statistics gathered."""
+    for n in range(4):
+        queue = store.queue(f"q{n}", QueueOpts(visibility_timeout_s=300))
+        queue.enqueue_many(list(range(3000)))
+        queue.claim_batch("w", 100)
+    admin.execute(f'ANALYZE "{schema}".alkstore_jobs')
+
+
+PAGE_PARAMS = {"queue": "q0", "after_id": 0, "before_id": 10**6, "limit": 51}
+
+
+def test_a_newest_first_page_of_pending_jobs_is_one_range_of_the_queue_pending_index(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    statements = Statements.for_schema(schema)
+    plan = _explain(admin, statements.list_pending_jobs_newest, PAGE_PARAMS)
+    assert "Index Scan Backward using alkstore_jobs_queue_pending" in plan
+    assert "Sort" not in plan
+
+
+def test_a_page_of_processing_jobs_reads_only_the_claims_in_flight(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    statements = Statements.for_schema(schema)
+    plan = _explain(admin, statements.list_processing_jobs_newest, PAGE_PARAMS)
+    assert "alkstore_jobs_processing_deadline" in plan
+    assert "alkstore_jobs_pending_claim" not in plan
+    assert "Seq Scan" not in plan
+
+
+def test_a_newest_first_page_of_all_jobs_reads_the_pending_rows_off_their_index(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    statements = Statements.for_schema(schema)
+    plan = _explain(admin, statements.list_jobs_newest, PAGE_PARAMS)
+    assert "Index Scan Backward using alkstore_jobs_queue_pending" in plan
+    assert "alkstore_jobs_pending_claim" not in plan
+    assert "Seq Scan" not in plan

@@ -707,3 +707,28 @@ def test_an_upgraded_file_before_finished_jobs_keeps_the_jobs_of_a_queue_with_re
         dead = queue.get_job(failing)
         assert dead is not None
         assert (dead.state, dead.completed_retention_s) == (alkstore.JobState.DEAD, 60)
+
+
+# -- the version before the dashboard's reads to the latest: the queue index ----------
+
+DASHBOARD_VERSION = 11
+"""The version that adds the queue index of a page of live jobs (the tests below start
+from the version before it)."""
+
+
+def test_an_upgraded_file_before_the_queue_index_pages_its_jobs_by_state_newest_first(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DASHBOARD_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        queue.enqueue({"n": 4})
+        pending = queue.jobs(alkstore.JobState.PENDING, before_id=100, limit=10)
+        processing = queue.jobs(alkstore.JobState.PROCESSING, before_id=100, limit=10)
+        assert [job.id for job in pending] == [4, 1]
+        assert [job.id for job in processing] == [2]
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_jobs_queue" in _tables(db_path)

@@ -638,6 +638,22 @@ V10_FINISHED_JOBS = Migration(
     ),
 )
 
+V11_DASHBOARD_READS = Migration(
+    11,
+    "the dashboard's reads: a queue's pending rows in id order",
+    (
+        # A queue page (q.jobs(PENDING, before_id=...)) was a walk of every pending
+        # row of the queue through the claim index, then a sort: its cost grew with
+        # the queue. Partial, so a claim (pending -> processing) and a heartbeat add
+        # no entry to it: only an enqueue and a retry do. Built under the migration's
+        # lock: on a large table the upgrade holds writes for the build.
+        """
+        CREATE INDEX alkstore_jobs_queue_pending
+            ON {schema}.alkstore_jobs (queue, id) WHERE state = 'pending'
+        """,
+    ),
+)
+
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
@@ -650,6 +666,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V8_DECLARED_SCHEDULES,
     V9_QUEUE_LIMITS,
     V10_FINISHED_JOBS,
+    V11_DASHBOARD_READS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -592,7 +592,11 @@ found by loose index scans (one probe per queue), not by reading every row."""
 LIST_JOBS: Final = f"""
 SELECT * FROM (
     (SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
-     WHERE queue = %(queue)s AND id > %(after_id)s
+     WHERE queue = %(queue)s AND state = 'pending' AND id > %(after_id)s
+     ORDER BY id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
+     WHERE queue = %(queue)s AND state = 'processing' AND id > %(after_id)s
      ORDER BY id LIMIT %(limit)s)
     UNION ALL
     (SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
@@ -606,17 +610,31 @@ SELECT * FROM (
 ORDER BY id
 LIMIT %(limit)s
 """
-"""A keyset page over live and dead rows (one id sequence): the first ``limit`` of
-each table past ``after_id``, merged. Walks each table's primary key from
-``after_id``; no index on the hot jobs table is kept for this rare read."""
+"""A keyset page over live, dead and completed rows (one id sequence): the first
+``limit`` of each state past ``after_id``, merged. The pending rows are a range of
+``alkstore_jobs_queue_pending (queue, id)``; the processing ones (as many as the
+claims in flight) are read off ``alkstore_jobs_processing_deadline`` and sorted; the
+dead and completed tables' ranges are their ``(queue, id)`` order. The states are
+literals, never parameters, so a generic plan still matches the partial indexes."""
 
-LIST_LIVE_JOBS: Final = f"""
+LIST_PENDING_JOBS: Final = f"""
 SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
-WHERE queue = %(queue)s AND state = %(state)s AND id > %(after_id)s
+WHERE queue = %(queue)s AND state = 'pending' AND id > %(after_id)s
 ORDER BY id
 LIMIT %(limit)s
 """
-"""A keyset page of the pending or the processing rows."""
+"""A keyset page of the pending rows: one range of ``alkstore_jobs_queue_pending``
+(migration 11), whatever the queue's size, in either direction."""
+
+LIST_PROCESSING_JOBS: Final = f"""
+SELECT {LIVE_JOB} FROM {{schema}}.alkstore_jobs
+WHERE queue = %(queue)s AND state = 'processing' AND id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s
+"""
+"""A keyset page of the processing rows: the queue's claims in flight, read off
+``alkstore_jobs_processing_deadline`` and sorted (no id-ordered index of claims is
+kept: each claim and heartbeat would write to it)."""
 
 LIST_DEAD_JOBS: Final = f"""
 SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
@@ -650,8 +668,10 @@ def _newest(page: str) -> str:
 
 LIST_JOBS_NEWEST: Final = _newest(LIST_JOBS)
 """``LIST_JOBS`` below ``before_id``, the largest ids first."""
-LIST_LIVE_JOBS_NEWEST: Final = _newest(LIST_LIVE_JOBS)
-"""``LIST_LIVE_JOBS`` below ``before_id``, the largest ids first."""
+LIST_PENDING_JOBS_NEWEST: Final = _newest(LIST_PENDING_JOBS)
+"""``LIST_PENDING_JOBS`` below ``before_id``, the largest ids first."""
+LIST_PROCESSING_JOBS_NEWEST: Final = _newest(LIST_PROCESSING_JOBS)
+"""``LIST_PROCESSING_JOBS`` below ``before_id``, the largest ids first."""
 LIST_DEAD_JOBS_NEWEST: Final = _newest(LIST_DEAD_JOBS)
 """``LIST_DEAD_JOBS`` below ``before_id``, the largest ids first."""
 LIST_COMPLETED_JOBS_NEWEST: Final = _newest(LIST_COMPLETED_JOBS)
@@ -1086,10 +1106,12 @@ class Statements:
     queue_stats: bytes
     queue_stats_all: bytes
     list_jobs: bytes
-    list_live_jobs: bytes
+    list_pending_jobs: bytes
+    list_processing_jobs: bytes
     list_dead_jobs: bytes
     list_jobs_newest: bytes
-    list_live_jobs_newest: bytes
+    list_pending_jobs_newest: bytes
+    list_processing_jobs_newest: bytes
     list_dead_jobs_newest: bytes
     list_completed_jobs: bytes
     list_completed_jobs_newest: bytes
@@ -1166,10 +1188,12 @@ class Statements:
             queue_stats=render(QUEUE_STATS, schema),
             queue_stats_all=render(QUEUE_STATS_ALL, schema),
             list_jobs=render(LIST_JOBS, schema),
-            list_live_jobs=render(LIST_LIVE_JOBS, schema),
+            list_pending_jobs=render(LIST_PENDING_JOBS, schema),
+            list_processing_jobs=render(LIST_PROCESSING_JOBS, schema),
             list_dead_jobs=render(LIST_DEAD_JOBS, schema),
             list_jobs_newest=render(LIST_JOBS_NEWEST, schema),
-            list_live_jobs_newest=render(LIST_LIVE_JOBS_NEWEST, schema),
+            list_pending_jobs_newest=render(LIST_PENDING_JOBS_NEWEST, schema),
+            list_processing_jobs_newest=render(LIST_PROCESSING_JOBS_NEWEST, schema),
             list_dead_jobs_newest=render(LIST_DEAD_JOBS_NEWEST, schema),
             list_completed_jobs=render(LIST_COMPLETED_JOBS, schema),
             list_completed_jobs_newest=render(LIST_COMPLETED_JOBS_NEWEST, schema),

@@ -36,6 +36,7 @@ LOCKS = "__alkstore_locks"
 META = "__alkstore_meta"
 
 LIVE_INDEX = "__alkstore_jobs_live"
+QUEUE_INDEX = "__alkstore_jobs_queue"
 # Versions 1 to 3's two indexes of live rows, replaced by LIVE_INDEX in version 4.
 CLAIM_INDEX = "__alkstore_jobs_claim"
 LAPSE_INDEX = "__alkstore_jobs_lapse"
@@ -548,8 +549,28 @@ _V10 = (
     """,
 )
 
+_V11 = (
+    # A queue's live rows in id order (each entry ends with the rowid), for a page
+    # of its jobs: an enqueue adds an entry and an ack or a move to dead removes
+    # it; a claim, a heartbeat and a retry change neither column, so they write
+    # no page of it.
+    f"CREATE INDEX IF NOT EXISTS {QUEUE_INDEX} ON {JOBS} (queue)",
+)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _V1,
+    _V2,
+    _V3,
+    _V4,
+    _V5,
+    _V6,
+    _V7,
+    _V8,
+    _V9,
+    _V10,
+    _V11,
+)
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)

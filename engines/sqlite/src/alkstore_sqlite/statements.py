@@ -55,6 +55,7 @@ from .migrations import (
     NOTIFICATIONS,
     PAUSED,
     PURGE_INDEX,
+    QUEUE_INDEX,
     SCHEDULES,
     STREAM_EVENTS,
     STREAM_OFFSETS,
@@ -622,13 +623,21 @@ QUEUE_STATS_ALL = _queue_stats(
 )
 """Stats of every queue with a live or dead row or a pause, as of ``:now``."""
 
-# A page of a queue's jobs, by id. Live rows are read as a range of the primary
-# key from :after (NOT INDEXED pins that: no live index is in id order, and one
-# would cost every enqueue), skipping other queues' rows; dead rows as a range
-# of the dead table's queue index, which is in id order.
+# A page of a queue's jobs, by id. Live rows are a range of the queue index
+# (queue, then the rowid: version 11), which an enqueue and an ack write and a
+# claim does not touch; the pending rows among them are most of them, so a
+# pending page reads about its own rows. Processing rows (the claims in flight)
+# are read off the live index's claimed range and sorted: walking the queue
+# index for them would step over every pending row. Dead and completed rows are
+# ranges of their tables' queue indexes, in id order too.
 _LIVE_PAGE = f"""
-SELECT {_LIVE_COLUMNS} FROM {JOBS} NOT INDEXED
- WHERE id > :after AND queue = :queue{{state}}
+SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {QUEUE_INDEX}
+ WHERE queue = :queue AND id > :after{{state}}
+ ORDER BY id LIMIT :limit
+"""
+_CLAIMED_PAGE = f"""
+SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {LIVE_INDEX}
+ WHERE queue = :queue AND deadline IS NOT NULL AND state = 'processing' AND id > :after
  ORDER BY id LIMIT :limit
 """
 _DEAD_PAGE = f"""
@@ -653,8 +662,11 @@ SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
 """Live, dead and completed jobs of ``:queue`` with ``id > :after``, the first
 ``:limit`` by id."""
 
-LIST_LIVE_JOBS = _LIVE_PAGE.format(state=" AND state = :state")
-"""Jobs of ``:queue`` in ``:state`` (pending or processing) with ``id > :after``."""
+LIST_PENDING_JOBS = _LIVE_PAGE.format(state=" AND state = 'pending'")
+"""Pending jobs of ``:queue`` with ``id > :after``."""
+
+LIST_PROCESSING_JOBS = _CLAIMED_PAGE
+"""Processing jobs of ``:queue`` with ``id > :after``."""
 
 LIST_DEAD_JOBS = _DEAD_PAGE
 
@@ -675,8 +687,11 @@ LIST_JOBS_NEWEST = _newest(LIST_JOBS)
 """Live and dead jobs of ``:queue`` with ``:after < id < :before``, the last ``:limit``
 by id, largest first."""
 
-LIST_LIVE_JOBS_NEWEST = _newest(LIST_LIVE_JOBS)
-"""Jobs of ``:queue`` in ``:state`` with ``:after < id < :before``, largest id first."""
+LIST_PENDING_JOBS_NEWEST = _newest(LIST_PENDING_JOBS)
+"""Pending jobs of ``:queue`` with ``:after < id < :before``, largest id first."""
+
+LIST_PROCESSING_JOBS_NEWEST = _newest(LIST_PROCESSING_JOBS)
+"""Processing jobs of ``:queue`` with ``:after < id < :before``, largest id first."""
 
 LIST_DEAD_JOBS_NEWEST = _newest(LIST_DEAD_JOBS)
 
