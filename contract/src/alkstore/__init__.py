@@ -36,6 +36,7 @@ from .constants import (
     RESERVED_PREFIX,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
+    WORKER_LEASE_S,
 )
 from .engine import (
     ENGINE_GROUP,
@@ -87,6 +88,7 @@ from .values import (
     StreamEvent,
     SweepResult,
     TickResult,
+    WorkerInfo,
 )
 
 __version__ = "0.1.0"
@@ -110,6 +112,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",
     "SCHEDULER_LOCK",
+    "WORKER_LEASE_S",
     "AckAndClaim",
     "AlkstoreError",
     "AsyncNativeProvider",
@@ -159,6 +162,7 @@ __all__ = [
     "Transaction",
     "Unique",
     "WakeWatcher",
+    "WorkerInfo",
     "WriteWouldDeadlock",
     "backoff",
     "installed_engines",

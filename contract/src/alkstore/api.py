@@ -29,6 +29,7 @@ from .values import (
     StreamEvent,
     SweepResult,
     TickResult,
+    WorkerInfo,
 )
 
 
@@ -1211,6 +1212,68 @@ class Store(Protocol):
             InvalidOptions: ``stop`` is not a ``StopToken``.
             InvalidName: ``worker_id`` is malformed.
             ProfileUnavailable: the engine has no scheduler profile.
+            StoreClosed: the store was closed.
+        """
+
+    def register_worker(self, info: WorkerInfo) -> WorkerInfo:
+        """Register the worker process ``info`` (contract 1.2 §19), listed by ``workers``
+        until ``WORKER_LEASE_S`` from now unless it heartbeats.
+
+        What ``Worker.run`` does when it starts. Registering an id again replaces its
+        row (host, pid, queues, ``started_at`` and all).
+
+        Args:
+            info: the worker: ``id`` (the worker id its claims carry), ``host``,
+                ``pid``, ``queues`` and ``started_at``; its ``last_seen`` and
+                ``lease_until`` are ignored.
+
+        Returns:
+            The worker as stored: ``last_seen`` now, ``lease_until`` now plus
+            ``WORKER_LEASE_S``, ``queues`` a tuple.
+
+        Raises:
+            InvalidOptions: ``info`` is not a ``WorkerInfo``, or its host, pid,
+                queue list or ``started_at`` is out of range.
+            InvalidName: its id or a queue name is malformed.
+            ReservedName: a queue name starts with the reserved prefix.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+
+    def heartbeat_worker(self, worker_id: str) -> bool:
+        """Renew the lease of the registered worker ``worker_id`` to ``WORKER_LEASE_S``
+        from now (contract 1.2 §19).
+
+        Returns:
+            ``True`` if it was listed; ``False`` if it never registered, deregistered,
+            or its lease had lapsed (register it again).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+
+    def deregister_worker(self, worker_id: str) -> bool:
+        """Remove the worker ``worker_id`` from the registry (contract 1.2 §19): what
+        ``Worker.run`` does when it stops.
+
+        Returns:
+            ``True`` if it was registered (listed or lapsed).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every live worker (contract 1.2 §19): registered, its lease not lapsed,
+        ordered by id. The jobs one holds are its queues' processing jobs whose
+        ``worker_id`` is its id.
+
+        Raises:
+            ProfileUnavailable: the engine has no ``workers`` profile.
             StoreClosed: the store was closed.
         """
 

@@ -57,6 +57,9 @@ class Capabilities:
             (``Queue.set_limits``, ``LimitsDriver``), honoured by every claim.
         results: contract 1.2's finished jobs (§17): ``QueueOpts.completed_retention_s``
             keeps acked jobs as ``completed`` with their result (``ResultsDriver``).
+        workers: contract 1.2's worker registry (§19, ``WorkersDriver``): workers
+            register, heartbeat and deregister, and ``store.workers()`` lists the
+            live ones.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -85,6 +88,8 @@ class Capabilities:
     """Contract 1.2's queue limits: at most N jobs of a queue processing, fleet-wide."""
     results: bool = False
     """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
+    workers: bool = False
+    """Contract 1.2's worker registry: live workers listed, a lapsed one dropped."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

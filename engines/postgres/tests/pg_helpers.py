@@ -34,6 +34,7 @@ ENGINE_TABLES = frozenset(
         "alkstore_queue_limits",
         "alkstore_claim_starts",
         "alkstore_completed_jobs",
+        "alkstore_workers",
         "alkstore_migrations",
     }
 )

@@ -505,3 +505,16 @@ def test_a_newest_first_page_of_all_jobs_reads_the_pending_rows_off_their_index(
     assert "Index Scan Backward using alkstore_jobs_queue_pending" in plan
     assert "alkstore_jobs_pending_claim" not in plan
     assert "Seq Scan" not in plan
+
+
+def test_a_schema_before_the_worker_registry_registers_and_lists_workers(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS.index(DASHBOARD_MIGRATION))
+    assert "alkstore_workers" not in _tables(admin, schema)
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(NOW)) as store:
+        assert store.workers() == []
+        store.register_worker(alkstore.WorkerInfo("w2", "host", 9, ("q", "r"), NOW - 5))
+        (listed,) = store.workers()
+        assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q", "r"), NOW)
+    assert "alkstore_workers" in _tables(admin, schema)

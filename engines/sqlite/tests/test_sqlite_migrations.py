@@ -732,3 +732,17 @@ def test_an_upgraded_file_before_the_queue_index_pages_its_jobs_by_state_newest_
         assert [job.id for job in processing] == [2]
     assert _version(db_path) == LATEST_VERSION
     assert "__alkstore_jobs_queue" in _tables(db_path)
+
+
+def test_an_upgraded_file_before_the_worker_registry_registers_and_lists_workers(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DASHBOARD_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        assert store.workers() == []
+        store.register_worker(alkstore.WorkerInfo("w2", "host", 9, ("q",), 1300))
+        (listed,) = store.workers()
+        assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q",), 1400)
+        (handle,) = store.queue("q").claim_batch("w2", 1)  # its jobs: claims carry its id
+        assert handle.job.worker_id == listed.id
+    assert "__alkstore_workers" in _tables(db_path)

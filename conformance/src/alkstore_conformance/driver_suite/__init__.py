@@ -50,6 +50,7 @@ from .support import (
 from .transactions import TransactionRules, WriteRules
 from .unique import UniqueStatements
 from .wakes import QueueWakes
+from .workers import WorkerStatements
 
 SUITES: tuple[type[SeamTests], ...] = (
     WriteRules,
@@ -69,6 +70,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     UniqueStatements,
     LimitsStatements,
     ResultsStatements,
+    WorkerStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

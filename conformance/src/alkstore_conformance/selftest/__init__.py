@@ -90,6 +90,7 @@ from .wakes import (
     TimerIgnoresDeadlinesDriver,
 )
 from .watching import OwnCommitsOnlyWatcherStore
+from .workers import DeregisterKeepsWorkerDriver, LapsedWorkerListedDriver
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
 
@@ -528,6 +529,22 @@ TX_ACK_OUTSIDE = MutantEngine(
     store=TxAckOutsideStore,
 )
 
+# -- the worker registry (contract 1.2 §19) -------------------------------------------
+LAPSED_WORKER_LISTED = MutantEngine(
+    "lapsed-worker-listed",
+    catches="WORKERS-LEASE-LAPSES",
+    bug="workers() ignores the lease: a worker that died or was cut off stays listed, "
+    "its jobs shown as held by a process that is gone",
+    driver=LapsedWorkerListedDriver,
+)
+DEREGISTER_KEEPS_WORKER = MutantEngine(
+    "deregister-keeps-worker",
+    catches="WORKERS-DEREGISTER",
+    bug="deregister_worker answers True and removes nothing: a stopped worker stays "
+    "listed until its lease lapses",
+    driver=DeregisterKeepsWorkerDriver,
+)
+
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
     "endless-pages",
@@ -635,6 +652,9 @@ MUTANTS: dict[str, MutantEngine] = {
         COMPLETED_NEVER_SWEPT,
         ACK_BATCH_DELETES_KEPT,
         TX_ACK_OUTSIDE,
+        # the worker registry (contract 1.2)
+        LAPSED_WORKER_LISTED,
+        DEREGISTER_KEEPS_WORKER,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

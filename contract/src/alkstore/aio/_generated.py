@@ -40,6 +40,7 @@ from ..values import (
     StreamEvent,
     SweepResult,
     TickResult,
+    WorkerInfo,
 )
 from .runner import Lane, Runner, ack_and_claim, many, one
 
@@ -1200,6 +1201,80 @@ class AsyncStoreBase:
             StoreClosed: the store was closed.
         """
         return await self._runner.call(self.sync.renew_schedules, names)
+
+    async def register_worker(self, info: WorkerInfo) -> WorkerInfo:
+        """Register the worker process ``info`` (contract 1.2 §19), listed by ``workers``
+        until ``WORKER_LEASE_S`` from now unless it heartbeats.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        What ``Worker.run`` does when it starts. Registering an id again replaces its
+        row (host, pid, queues, ``started_at`` and all).
+
+        Args:
+            info: the worker: ``id`` (the worker id its claims carry), ``host``,
+                ``pid``, ``queues`` and ``started_at``; its ``last_seen`` and
+                ``lease_until`` are ignored.
+
+        Returns:
+            The worker as stored: ``last_seen`` now, ``lease_until`` now plus
+            ``WORKER_LEASE_S``, ``queues`` a tuple.
+
+        Raises:
+            InvalidOptions: ``info`` is not a ``WorkerInfo``, or its host, pid,
+                queue list or ``started_at`` is out of range.
+            InvalidName: its id or a queue name is malformed.
+            ReservedName: a queue name starts with the reserved prefix.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.register_worker, info)
+
+    async def heartbeat_worker(self, worker_id: str) -> bool:
+        """Renew the lease of the registered worker ``worker_id`` to ``WORKER_LEASE_S``
+        from now (contract 1.2 §19).
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Returns:
+            ``True`` if it was listed; ``False`` if it never registered, deregistered,
+            or its lease had lapsed (register it again).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.heartbeat_worker, worker_id)
+
+    async def deregister_worker(self, worker_id: str) -> bool:
+        """Remove the worker ``worker_id`` from the registry (contract 1.2 §19): what
+        ``Worker.run`` does when it stops.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Returns:
+            ``True`` if it was registered (listed or lapsed).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.deregister_worker, worker_id)
+
+    async def workers(self) -> list[WorkerInfo]:
+        """Every live worker (contract 1.2 §19): registered, its lease not lapsed,
+        ordered by id. The jobs one holds are its queues' processing jobs whose
+        ``worker_id`` is its id.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Raises:
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.workers)
 
     async def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; ``True`` if it existed.

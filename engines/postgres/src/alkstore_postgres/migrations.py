@@ -640,7 +640,7 @@ V10_FINISHED_JOBS = Migration(
 
 V11_DASHBOARD_READS = Migration(
     11,
-    "the dashboard's reads: a queue's pending rows in id order",
+    "the dashboard's reads: a queue's pending rows in id order, and the worker registry",
     (
         # A queue page (q.jobs(PENDING, before_id=...)) was a walk of every pending
         # row of the queue through the claim index, then a sort: its cost grew with
@@ -650,6 +650,19 @@ V11_DASHBOARD_READS = Migration(
         """
         CREATE INDEX alkstore_jobs_queue_pending
             ON {schema}.alkstore_jobs (queue, id) WHERE state = 'pending'
+        """,
+        # The worker registry (the workers profile): one row per worker id, read
+        # whole (a fleet is small), its queues in the worker's order.
+        """
+        CREATE TABLE {schema}.alkstore_workers (
+            id text COLLATE "C" PRIMARY KEY,
+            host text NOT NULL,
+            pid bigint NOT NULL,
+            queues text[] NOT NULL,
+            started_at bigint NOT NULL,
+            last_seen bigint NOT NULL,
+            lease_until bigint NOT NULL
+        )
         """,
     ),
 )

@@ -960,6 +960,40 @@ RETURNING name
 """
 """Remove the declared schedules whose lease has lapsed (``alkstore_schedules_declared``)."""
 
+# -- the worker registry (the workers profile) ---------------------------------------
+
+WORKER_REGISTER: Final = """
+WITH lapsed AS (
+    DELETE FROM {schema}.alkstore_workers
+    WHERE lease_until <= %(now)s AND id <> %(worker_id)s
+)
+INSERT INTO {schema}.alkstore_workers AS w
+    (id, host, pid, queues, started_at, last_seen, lease_until)
+VALUES (%(worker_id)s, %(host)s, %(pid)s, %(queues)s::text[], %(started_at)s, %(now)s,
+        %(lease_until)s)
+ON CONFLICT (id) DO UPDATE
+   SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+       started_at = excluded.started_at, last_seen = excluded.last_seen,
+       lease_until = excluded.lease_until
+"""
+"""Store a worker's row (replacing one of its id) and drop the lapsed ones, in one
+statement (the upserted id is not among those the CTE deletes: one statement may
+not both delete and upsert a row)."""
+
+WORKER_RENEW: Final = """
+UPDATE {schema}.alkstore_workers SET last_seen = %(now)s, lease_until = %(lease_until)s
+WHERE id = %(worker_id)s AND lease_until > %(now)s
+"""
+
+WORKER_DEREGISTER: Final = "DELETE FROM {schema}.alkstore_workers WHERE id = %(worker_id)s"
+
+WORKERS_LIST: Final = """
+SELECT id, host, pid, queues, started_at, last_seen, lease_until
+FROM {schema}.alkstore_workers
+WHERE lease_until > %(now)s
+ORDER BY id
+"""
+
 # -- streams -------------------------------------------------------------------------
 
 _ALLOCATE_OFFSETS = """
@@ -1144,6 +1178,10 @@ class Statements:
     schedule_next_fire_at: bytes
     schedules_renew: bytes
     schedules_lapse: bytes
+    worker_register: bytes
+    worker_renew: bytes
+    worker_deregister: bytes
+    workers_list: bytes
     stream_append: bytes
     stream_append_many: bytes
     stream_read: bytes
@@ -1226,6 +1264,10 @@ class Statements:
             schedule_next_fire_at=render(SCHEDULE_NEXT_FIRE_AT, schema),
             schedules_renew=render(SCHEDULES_RENEW, schema),
             schedules_lapse=render(SCHEDULES_LAPSE, schema),
+            worker_register=render(WORKER_REGISTER, schema),
+            worker_renew=render(WORKER_RENEW, schema),
+            worker_deregister=render(WORKER_DEREGISTER, schema),
+            workers_list=render(WORKERS_LIST, schema),
             stream_append=render(STREAM_APPEND, schema),
             stream_append_many=render(STREAM_APPEND_MANY, schema),
             stream_read=render(STREAM_READ, schema),

@@ -63,6 +63,7 @@ CLAIM_STARTS = "__alkstore_claim_starts"
 CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
 CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
 COMPLETED = "__alkstore_completed"
+WORKERS = "__alkstore_workers"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
 
@@ -555,6 +556,19 @@ _V11 = (
     # it; a claim, a heartbeat and a retry change neither column, so they write
     # no page of it.
     f"CREATE INDEX IF NOT EXISTS {QUEUE_INDEX} ON {JOBS} (queue)",
+    # The worker registry (the workers profile): one row per worker id, read whole
+    # (a fleet is small); queues as a JSON array in the worker's order.
+    f"""
+    CREATE TABLE IF NOT EXISTS {WORKERS} (
+        id          TEXT    PRIMARY KEY,
+        host        TEXT    NOT NULL,
+        pid         INTEGER NOT NULL,
+        queues      TEXT    NOT NULL,
+        started_at  INTEGER NOT NULL,
+        last_seen   INTEGER NOT NULL,
+        lease_until INTEGER NOT NULL
+    )
+    """,
 )
 
 

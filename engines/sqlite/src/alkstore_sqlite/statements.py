@@ -34,6 +34,9 @@ from alkstore.params import (
     StreamOffset,
     StreamRead,
     StreamTrim,
+    WorkerRef,
+    WorkerRenew,
+    WorkersAt,
     bind_by_name,
 )
 from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
@@ -61,6 +64,7 @@ from .migrations import (
     STREAM_OFFSETS,
     STREAMS,
     UNIQUE_INDEX,
+    WORKERS,
 )
 
 
@@ -905,6 +909,42 @@ DELETE FROM {SCHEDULES}
 RETURNING name
 """,
     ScheduleLapse,
+)
+
+# -- the worker registry (the workers profile) -------------------------------------
+
+WORKERS_LAPSE = f"DELETE FROM {WORKERS} WHERE lease_until <= :now"
+"""Named: ``now``."""
+
+WORKER_UPSERT = f"""
+INSERT INTO {WORKERS} (id, host, pid, queues, started_at, last_seen, lease_until)
+VALUES (:worker_id, :host, :pid, :queues, :started_at, :now, :lease_until)
+ON CONFLICT (id) DO UPDATE
+   SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+       started_at = excluded.started_at, last_seen = excluded.last_seen,
+       lease_until = excluded.lease_until
+"""
+"""Named: ``WorkerRegister``'s fields, ``queues`` as JSON text."""
+
+WORKER_RENEW, WORKER_RENEW_PARAMS = _bind(
+    f"""
+UPDATE {WORKERS} SET last_seen = :now, lease_until = :lease_until
+ WHERE id = :worker_id AND lease_until > :now
+""",
+    WorkerRenew,
+)
+
+WORKER_DEREGISTER, WORKER_DEREGISTER_PARAMS = _bind(
+    f"DELETE FROM {WORKERS} WHERE id = :worker_id", WorkerRef
+)
+
+WORKERS_LIST, WORKERS_LIST_PARAMS = _bind(
+    f"""
+SELECT id, host, pid, queues, started_at, last_seen, lease_until FROM {WORKERS}
+ WHERE lease_until > :now
+ ORDER BY id
+""",
+    WorkersAt,
 )
 
 # -- streams ----------------------------------------------------------------------

@@ -75,6 +75,7 @@ class MemoryEngine:
         periodic=True,
         limits=True,
         results=True,
+        workers=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from alkstore.options import JOB_STAMP_FIELDS, JobStamps, Limits
 from alkstore.rows import JOB_COLUMNS, ScheduleRecord, job_from_row
-from alkstore.values import Job, JobState, LockInfo
+from alkstore.values import Job, JobState, LockInfo, WorkerInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +113,8 @@ class Tables:
     limits: dict[str, Limits] = field(default_factory=dict)
     # A rate-limited queue's claim starts in its window, oldest first (one per row).
     starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # The worker registry (the workers profile): each row as workers() lists it.
+    workers: dict[str, WorkerInfo] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -128,4 +130,5 @@ class Tables:
             paused=self.paused,
             limits=self.limits,
             starts=dict(self.starts),
+            workers=dict(self.workers),
         )
