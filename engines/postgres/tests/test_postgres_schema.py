@@ -493,6 +493,7 @@ def test_a_page_of_processing_jobs_reads_only_the_claims_in_flight(
     plan = _explain(admin, statements.list_processing_jobs_newest, PAGE_PARAMS)
     assert "alkstore_jobs_processing_deadline" in plan
     assert "alkstore_jobs_pending_claim" not in plan
+    assert "alkstore_jobs_pkey" not in plan  # no walk of every row in page order
     assert "Seq Scan" not in plan
 
 
@@ -503,7 +504,9 @@ def test_a_newest_first_page_of_all_jobs_reads_the_pending_rows_off_their_index(
     statements = Statements.for_schema(schema)
     plan = _explain(admin, statements.list_jobs_newest, PAGE_PARAMS)
     assert "Index Scan Backward using alkstore_jobs_queue_pending" in plan
+    assert "alkstore_jobs_processing_deadline" in plan
     assert "alkstore_jobs_pending_claim" not in plan
+    assert "alkstore_jobs_pkey" not in plan
     assert "Seq Scan" not in plan
 
 
