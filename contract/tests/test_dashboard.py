@@ -538,3 +538,36 @@ def test_the_command_refuses_read_only_without_credentials_off_loopback(tmp_path
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert "loopback" in result.output
+
+
+# -- workers -----------------------------------------------------------------------
+def test_the_workers_page_shows_each_live_worker_with_the_job_it_holds(store: Store) -> None:
+    store.register_worker(alkstore.WorkerInfo("w-1", "host-a", 4242, ("q", "idle"), 1_000))
+    store.register_worker(alkstore.WorkerInfo("w-2", "host-b", 7, ("idle",), 1_000))
+    queue = store.queue("q")
+    queue.enqueue({"n": 1})
+    held = queue.claim("w-1")
+    assert held is not None
+    page = client(store, "read").get("/workers").text
+    rows = dict(re.findall(r'<tr class="worker" data-worker="([^"]+)">(.*?)</tr>', page, re.S))
+    assert set(rows) == {"w-1", "w-2"}
+    assert "host-a" in rows["w-1"]
+    assert "4242" in rows["w-1"]
+    assert f'data-job="{held.id}"' in rows["w-1"]
+    assert 'class="held-job"' not in rows["w-2"]
+    assert "no job" in rows["w-2"]
+
+
+def test_the_workers_page_escapes_what_a_worker_registered(store: Store) -> None:
+    store.register_worker(alkstore.WorkerInfo("w-1", XSS, 1, (), 1_000))
+    page = client(store, "read").get("/workers").text
+    assert XSS not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_the_workers_page_without_the_workers_profile_shows_what_is_missing() -> None:
+    engine = alkstore.load_engine("alkstore_memory.without:workers")
+    with engine.open(f"memory://dash-{uuid.uuid4().hex}") as lacking:
+        response = client(lacking).get("/workers")
+    assert response.status_code == 501
+    assert "workers" in response.text

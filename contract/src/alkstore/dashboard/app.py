@@ -47,6 +47,7 @@ KEEPALIVE_S = 15.0
 PROFILE_NEEDS = {
     "ops": "stats, job pages, redrive, purge, pause and resume (contract §11)",
     "scheduler": "schedules (contract §5)",
+    "workers": "the live workers and the jobs they hold (contract 1.2 §19)",
 }
 SECURITY_HEADERS = {
     # Escaping is the defence; the policy is the second line: no inline script runs.
@@ -410,6 +411,12 @@ def create_app(
         context = {"rows": rows, "live": "schedules_live.html", "title": "Schedules"}
         return dash.render(request, "schedules.html", context, access)
 
+    @page("read")
+    def workers_page(request: Request, access: Access) -> Response:
+        rows = views.live_workers(dash.store)
+        context = {"rows": rows, "live": "workers_live.html", "title": "Workers"}
+        return dash.render(request, "workers.html", context, access)
+
     async def events(request: Request) -> Response:
         dash.require(request, "read")
         listener = dash.pulse.listen()
@@ -459,6 +466,7 @@ def create_app(
         Route("/resume", pause_resume, methods=["POST"], name="resume"),
         Route("/jobs/{job_id:int}", job_page, name="job"),
         Route("/schedules", schedules_page, name="schedules"),
+        Route("/workers", workers_page, name="workers"),
         Route("/events", events, name="events"),
         Mount("/static", StaticFiles(packages=[("alkstore.dashboard", "static")]), name="static"),
     ]
