@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 import psycopg
 import pytest
 from pg_helpers import ENGINE_TABLES, VERSIONS, StoreFactory
+from psycopg import sql
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts
@@ -521,3 +523,44 @@ def test_a_schema_before_the_worker_registry_registers_and_lists_workers(
         (listed,) = store.workers()
         assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q", "r"), NOW)
     assert "alkstore_workers" in _tables(admin, schema)
+
+
+def _generic_plan(admin: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:
+    """``query``'s plan as a statement prepared long ago has it: generic, its
+    parameters unknown to the planner (what a connection runs after five executions)."""
+    text = query.decode()
+    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", text)))
+    numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m.group(1)) + 1}", text)
+    kinds = ", ".join("text" if name == "queue" else "bigint" for name in names)
+    admin.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        admin.execute(f"PREPARE generic_page ({kinds}) AS {numbered}")
+        values = sql.SQL(", ").join(sql.Literal(params[name]) for name in names)
+        rows = admin.execute(sql.SQL("EXPLAIN EXECUTE generic_page ({})").format(values)).fetchall()
+        return "\n".join(row[0] for row in rows)
+    finally:
+        admin.execute("DEALLOCATE ALL")
+        admin.execute("RESET plan_cache_mode")
+
+
+@pytest.mark.parametrize(
+    ("statement", "index"),
+    [
+        ("list_pending_jobs_newest", "alkstore_jobs_queue_pending"),
+        ("list_pending_jobs", "alkstore_jobs_queue_pending"),
+        ("list_processing_jobs_newest", "alkstore_jobs_processing_deadline"),
+        ("list_jobs_newest", "alkstore_jobs_queue_pending"),
+    ],
+)
+def test_a_prepared_page_of_live_jobs_keeps_to_its_index_in_a_generic_plan(
+    open_store: StoreFactory,
+    admin: psycopg.Connection[Any],
+    schema: str,
+    statement: str,
+    index: str,
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    query = getattr(Statements.for_schema(schema), statement)
+    plan = _generic_plan(admin, query, PAGE_PARAMS)
+    assert index in plan
+    assert "alkstore_jobs_pkey" not in plan  # no walk of every row in page order

@@ -640,7 +640,8 @@ V10_FINISHED_JOBS = Migration(
 
 V11_DASHBOARD_READS = Migration(
     11,
-    "the dashboard's reads: a queue's pending rows in id order, and the worker registry",
+    "the dashboard's reads: a queue's pending rows in id order, the worker registry "
+    "and its throughput counts",
     (
         # A queue page (q.jobs(PENDING, before_id=...)) was a walk of every pending
         # row of the queue through the claim index, then a sort: its cost grew with
@@ -662,6 +663,16 @@ V11_DASHBOARD_READS = Migration(
             started_at bigint NOT NULL,
             last_seen bigint NOT NULL,
             lease_until bigint NOT NULL
+        )
+        """,
+        # Jobs finished per queue and minute, added by workers' heartbeats (the ack
+        # path writes nothing here); at most an hour of minutes is kept.
+        """
+        CREATE TABLE {schema}.alkstore_throughput (
+            queue text COLLATE "C" NOT NULL,
+            minute bigint NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (queue, minute)
         )
         """,
     ),

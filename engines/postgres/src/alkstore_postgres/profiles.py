@@ -27,6 +27,8 @@ from alkstore.params import (
     StreamOffset,
     StreamRead,
     StreamTrim,
+    ThroughputAdd,
+    ThroughputSince,
     WorkerRef,
     WorkerRegister,
     WorkerRenew,
@@ -117,6 +119,14 @@ class ProfileStatements:
             )
             for worker_id, host, pid, queues, started_at, last_seen, lease_until in rows
         ]
+
+    def throughput_add(self, c: PgHandle, params: ThroughputAdd) -> None:
+        bound = by_name(params, queues=list(params.queues), counts=list(params.counts))
+        execute(c, self._sql.throughput_add, bound)
+
+    def throughput_read(self, c: PgHandle, params: ThroughputSince) -> list[tuple[str, int, int]]:
+        rows = execute(c, self._sql.throughput_read, by_name(params))
+        return [(queue, minute, count) for queue, minute, count in rows]
 
     # -- streams ----------------------------------------------------------------------
     def stream_append(self, c: PgHandle, params: StreamAppend) -> list[int]:
