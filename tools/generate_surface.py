@@ -239,6 +239,7 @@ SURFACE: tuple[Target, ...] = (
             "heartbeat_worker": CALL,
             "deregister_worker": CALL,
             "workers": CALL,
+            "throughput": CALL,
             "unschedule": CALL,
             "get_schedule": CALL,
             "schedules": CALL,

@@ -117,3 +117,36 @@ def test_a_worker_on_an_engine_without_the_registry_runs_unregistered() -> None:
         assert not thread.is_alive()
         with pytest.raises(ProfileUnavailable):
             lacking.workers()
+
+
+def test_throughput_counts_land_in_the_minute_of_the_heartbeat(
+    store: Store, clock: FakeClock
+) -> None:
+    store.register_worker(WorkerInfo("w", "h", 1, ("q",), NOW))
+    clock.set(NOW - NOW % 60 + 59)  # the minute's last second
+    store.heartbeat_worker("w", {"q": 2})
+    clock.advance(1)  # the next minute's first
+    store.heartbeat_worker("w", {"q": 5})
+    (counted,) = store.throughput()
+    assert counted.per_minute[-2:] == (2, 5)
+    assert counted.total == 7
+
+
+def test_counts_a_heartbeat_failed_to_report_go_with_the_next_one(store: Store) -> None:
+    registration = Registration(store, "w", ["q"])
+    registration.finished.give_back({"q": 3})
+    registration.finished.give_back({"q": 1})
+    assert registration.finished.take() == {"q": 4}
+    assert registration.finished.take() == {}
+
+
+def test_a_stopping_registration_reports_its_last_counts_before_it_deregisters(
+    store: Store,
+) -> None:
+    registration = Registration(store, "w", ["q"])
+    registration.start()
+    registration.finished.give_back({"q": 2})
+    registration.close()
+    assert store.workers() == []
+    (counted,) = store.throughput()
+    assert (counted.queue, counted.total) == ("q", 2)

@@ -36,6 +36,7 @@ from .constants import (
     RESERVED_PREFIX,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
+    THROUGHPUT_WINDOW_S,
     WORKER_LEASE_S,
 )
 from .engine import (
@@ -84,6 +85,7 @@ from .values import (
     JobState,
     LockInfo,
     QueueStats,
+    QueueThroughput,
     Schedule,
     StreamEvent,
     SweepResult,
@@ -112,6 +114,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",
     "SCHEDULER_LOCK",
+    "THROUGHPUT_WINDOW_S",
     "WORKER_LEASE_S",
     "AckAndClaim",
     "AlkstoreError",
@@ -144,6 +147,7 @@ __all__ = [
     "QueueConsumer",
     "QueueOpts",
     "QueueStats",
+    "QueueThroughput",
     "RealtimeClock",
     "ReservedName",
     "ResultError",

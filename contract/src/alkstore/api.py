@@ -9,7 +9,7 @@ timezone-aware ``datetime``; "now" is always the store's ``Clock``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol
@@ -25,6 +25,7 @@ from .values import (
     JobState,
     LockInfo,
     QueueStats,
+    QueueThroughput,
     Schedule,
     StreamEvent,
     SweepResult,
@@ -1240,16 +1241,36 @@ class Store(Protocol):
             StoreClosed: the store was closed.
         """
 
-    def heartbeat_worker(self, worker_id: str) -> bool:
+    def heartbeat_worker(self, worker_id: str, finished: Mapping[str, int] | None = None) -> bool:
         """Renew the lease of the registered worker ``worker_id`` to ``WORKER_LEASE_S``
-        from now (contract 1.2 §19).
+        from now (contract 1.2 §19), and count the jobs it finished.
+
+        Args:
+            worker_id: the registered worker's id.
+            finished: queue name to how many of its jobs the worker finished (acked)
+                since its last heartbeat; added to the current minute's count of each
+                queue (``throughput``), whether or not the lease held.
 
         Returns:
             ``True`` if it was listed; ``False`` if it never registered, deregistered,
             or its lease had lapsed (register it again).
 
         Raises:
-            InvalidName: ``worker_id`` is malformed.
+            InvalidName: ``worker_id`` or a queue name of ``finished`` is malformed.
+            ReservedName: a queue name of ``finished`` starts with the reserved prefix.
+            InvalidOptions: ``finished`` is not a mapping, names over
+                ``MAX_WORKER_QUEUES`` queues, or a count is not an int within
+                ``0..MAX_FINISHED_COUNT``.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+
+    def throughput(self) -> list[QueueThroughput]:
+        """How many jobs of each queue workers finished per minute over the last hour
+        (contract 1.2 §19.6), as their heartbeats reported them; a queue with no
+        count in the hour is left out. Ordered by queue name byte-wise.
+
+        Raises:
             ProfileUnavailable: the engine has no ``workers`` profile.
             StoreClosed: the store was closed.
         """

@@ -132,3 +132,13 @@ MAX_WORKER_QUEUES: Final = 1_000
 
 MAX_HOST_CHARS: Final = 255
 """The longest host name a worker registers, in characters (a DNS name's limit)."""
+
+THROUGHPUT_WINDOW_S: Final = 3600
+"""How far back ``store.throughput()`` counts the jobs workers finished (contract 1.2
+§19.6): the last hour, in minutes (``THROUGHPUT_BUCKET_S``) ending with the current one."""
+
+THROUGHPUT_BUCKET_S: Final = 60
+"""The width of one throughput count: a minute, aligned to the epoch."""
+
+MAX_FINISHED_COUNT: Final = 1_000_000_000
+"""The most finished jobs of one queue one heartbeat reports (contract 1.2 §19.6)."""

@@ -60,6 +60,8 @@ from .params import (
     StreamRead,
     StreamTrim,
     Sweep,
+    ThroughputAdd,
+    ThroughputSince,
     WorkerRef,
     WorkerRegister,
     WorkerRenew,
@@ -689,6 +691,17 @@ class WorkersDriver(Protocol[C_contra]):
     def workers_list(self, c: C_contra, params: WorkersAt) -> list[WorkerInfo]:
         """Every worker whose ``lease_until`` is after ``params.now``, ordered by id
         (byte-wise, as names compare)."""
+        ...
+
+    def throughput_add(self, c: C_contra, params: ThroughputAdd) -> None:
+        """Add each of ``params.counts`` to its queue's count of ``params.minute``
+        (one row per queue and minute, created at 0: an add, never a replace, as
+        several workers report the same minute), then delete the rows whose minute
+        is at or before ``params.prune_through``."""
+        ...
+
+    def throughput_read(self, c: C_contra, params: ThroughputSince) -> list[tuple[str, int, int]]:
+        """Every ``(queue, minute, count)`` whose minute is after ``params.after``."""
         ...
 
 

@@ -371,6 +371,25 @@ class WorkersAt:
     now: int
 
 
+@dataclass(frozen=True, slots=True)
+class ThroughputAdd:
+    """``throughput_add``: add ``counts[i]`` to the count of ``queues[i]`` in the minute
+    starting at ``minute`` (creating it at 0), then delete every count whose minute is
+    at or before ``prune_through``."""
+
+    minute: int
+    queues: tuple[str, ...]
+    counts: tuple[int, ...]
+    prune_through: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputSince:
+    """``throughput_read``: every count whose minute is after ``after``."""
+
+    after: int
+
+
 PARAMS: tuple[type, ...] = (
     Claim,
     Sweep,
@@ -407,6 +426,8 @@ PARAMS: tuple[type, ...] = (
     WorkerRenew,
     WorkerRef,
     WorkersAt,
+    ThroughputAdd,
+    ThroughputSince,
 )
 """Every statement's params class."""
 

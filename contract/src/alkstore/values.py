@@ -317,3 +317,20 @@ class WorkerInfo:
     started_at: int
     last_seen: int | None = None
     lease_until: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueThroughput:
+    """How many jobs of a queue workers finished over the last hour (contract 1.2 §19.6).
+
+    Attributes:
+        queue: the queue.
+        total: the sum of ``per_minute``.
+        per_minute: one count per minute of the last hour, oldest first, the last
+            one the current minute (``THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S``
+            of them), as the workers' heartbeats reported them.
+    """
+
+    queue: str
+    total: int
+    per_minute: tuple[int, ...]

@@ -3,7 +3,14 @@ docstring rule."""
 
 from __future__ import annotations
 
-from alkstore.params import WorkerRef, WorkerRegister, WorkerRenew, WorkersAt
+from alkstore.params import (
+    ThroughputAdd,
+    ThroughputSince,
+    WorkerRef,
+    WorkerRegister,
+    WorkerRenew,
+    WorkersAt,
+)
 from alkstore.values import WorkerInfo
 
 from .base import SeamTests
@@ -21,6 +28,10 @@ def _register(
 
 def _listed(driver: SeamDriver, now: int = T0) -> list[WorkerInfo]:
     return driver.read(lambda c: driver.workers_list(c, WorkersAt(now)))
+
+
+def _add(driver: SeamDriver, params: ThroughputAdd) -> None:
+    driver.write(lambda c: driver.throughput_add(c, params))
 
 
 class WorkerStatements(SeamTests):
@@ -79,3 +90,29 @@ class WorkerStatements(SeamTests):
             "w-\u00e9",
         ]
         assert [w.id for w in _listed(driver, T0 + LEASE_S)] == ["w-later"]
+
+    def test_throughput_add_adds_to_its_minutes_count_and_never_replaces_it(
+        self, driver: SeamDriver
+    ) -> None:
+        first = ThroughputAdd(T0, ("a", "b"), (3, 1), T0 - 3600)
+        second = ThroughputAdd(T0, ("a",), (4,), T0 - 3600)
+        driver.write(lambda c: driver.throughput_add(c, first))
+        driver.write(lambda c: driver.throughput_add(c, second))
+        rows = driver.read(lambda c: driver.throughput_read(c, ThroughputSince(T0 - 60)))
+        assert sorted(rows) == [("a", T0, 7), ("b", T0, 1)]
+
+    def test_throughput_add_deletes_the_minutes_through_its_prune_bound(
+        self, driver: SeamDriver
+    ) -> None:
+        old = ThroughputAdd(T0, ("a",), (2,), T0 - 3600)
+        later = ThroughputAdd(T0 + 120, ("a",), (5,), T0)
+        driver.write(lambda c: driver.throughput_add(c, old))
+        driver.write(lambda c: driver.throughput_add(c, later))
+        rows = driver.read(lambda c: driver.throughput_read(c, ThroughputSince(0)))
+        assert rows == [("a", T0 + 120, 5)]
+
+    def test_throughput_read_returns_the_minutes_after_its_bound(self, driver: SeamDriver) -> None:
+        for minute in (T0, T0 + 60, T0 + 120):
+            _add(driver, ThroughputAdd(minute, ("a",), (1,), T0 - 3600))
+        rows = driver.read(lambda c: driver.throughput_read(c, ThroughputSince(T0)))
+        assert sorted(rows) == [("a", T0 + 60, 1), ("a", T0 + 120, 1)]

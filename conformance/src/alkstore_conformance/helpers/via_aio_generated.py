@@ -9,7 +9,7 @@ generator's table, then run ``python tools/generate_surface.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from alkstore import AckAndClaim, JobHandle
@@ -36,6 +36,7 @@ from alkstore.values import (
     JobState,
     LockInfo,
     QueueStats,
+    QueueThroughput,
     Schedule,
     StreamEvent,
     SweepResult,
@@ -1206,22 +1207,32 @@ class AioStoreBase:
         """
         return self._loop.run(self.aio.register_worker(info))
 
-    def heartbeat_worker(self, worker_id: str) -> bool:
+    def heartbeat_worker(self, worker_id: str, finished: Mapping[str, int] | None = None) -> bool:
         """Renew the lease of the registered worker ``worker_id`` to ``WORKER_LEASE_S``
-        from now (contract 1.2 §19).
+        from now (contract 1.2 §19), and count the jobs it finished.
 
         Via aio: ``AsyncStore.heartbeat_worker`` through the test's event loop.
+
+        Args:
+            worker_id: the registered worker's id.
+            finished: queue name to how many of its jobs the worker finished (acked)
+                since its last heartbeat; added to the current minute's count of each
+                queue (``throughput``), whether or not the lease held.
 
         Returns:
             ``True`` if it was listed; ``False`` if it never registered, deregistered,
             or its lease had lapsed (register it again).
 
         Raises:
-            InvalidName: ``worker_id`` is malformed.
+            InvalidName: ``worker_id`` or a queue name of ``finished`` is malformed.
+            ReservedName: a queue name of ``finished`` starts with the reserved prefix.
+            InvalidOptions: ``finished`` is not a mapping, names over
+                ``MAX_WORKER_QUEUES`` queues, or a count is not an int within
+                ``0..MAX_FINISHED_COUNT``.
             ProfileUnavailable: the engine has no ``workers`` profile.
             StoreClosed: the store was closed.
         """
-        return self._loop.run(self.aio.heartbeat_worker(worker_id))
+        return self._loop.run(self.aio.heartbeat_worker(worker_id, finished))
 
     def deregister_worker(self, worker_id: str) -> bool:
         """Remove the worker ``worker_id`` from the registry (contract 1.2 §19): what
@@ -1251,6 +1262,19 @@ class AioStoreBase:
             StoreClosed: the store was closed.
         """
         return self._loop.run(self.aio.workers())
+
+    def throughput(self) -> list[QueueThroughput]:
+        """How many jobs of each queue workers finished per minute over the last hour
+        (contract 1.2 §19.6), as their heartbeats reported them; a queue with no
+        count in the hour is left out. Ordered by queue name byte-wise.
+
+        Via aio: ``AsyncStore.throughput`` through the test's event loop.
+
+        Raises:
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.throughput())
 
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; ``True`` if it existed.

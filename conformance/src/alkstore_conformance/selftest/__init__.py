@@ -90,7 +90,11 @@ from .wakes import (
     TimerIgnoresDeadlinesDriver,
 )
 from .watching import OwnCommitsOnlyWatcherStore
-from .workers import DeregisterKeepsWorkerDriver, LapsedWorkerListedDriver
+from .workers import (
+    DeregisterKeepsWorkerDriver,
+    LapsedWorkerListedDriver,
+    ThroughputLastWriteWinsDriver,
+)
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
 
@@ -544,6 +548,13 @@ DEREGISTER_KEEPS_WORKER = MutantEngine(
     "listed until its lease lapses",
     driver=DeregisterKeepsWorkerDriver,
 )
+THROUGHPUT_LAST_WRITE_WINS = MutantEngine(
+    "throughput-last-write-wins",
+    catches="WORKERS-THROUGHPUT",
+    bug="a heartbeat's finished count replaces its minute's count instead of adding to it: "
+    "a fleet's throughput shows one worker's share",
+    driver=ThroughputLastWriteWinsDriver,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -655,6 +666,7 @@ MUTANTS: dict[str, MutantEngine] = {
         # the worker registry (contract 1.2)
         LAPSED_WORKER_LISTED,
         DEREGISTER_KEEPS_WORKER,
+        THROUGHPUT_LAST_WRITE_WINS,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -15,6 +15,7 @@ import pytest
 
 from alkstore import (
     MAX_NAME_LENGTH,
+    THROUGHPUT_WINDOW_S,
     WORKER_LEASE_S,
     EngineProvider,
     InvalidName,
@@ -24,7 +25,7 @@ from alkstore import (
     Store,
     WorkerInfo,
 )
-from alkstore.constants import MAX_HOST_CHARS, MAX_WORKER_QUEUES
+from alkstore.constants import MAX_FINISHED_COUNT, MAX_HOST_CHARS, MAX_WORKER_QUEUES
 from alkstore.testing import FakeClock
 from alkstore.worker import Worker
 from alkstore_conformance.helpers.common import unique_name
@@ -212,6 +213,85 @@ def test_a_running_worker_is_listed_holding_its_job_and_gone_once_it_stops(
     assert name not in _ids(store)
 
 
+# -- WORKERS-THROUGHPUT ----------------------------------------------------------------------
+
+BUCKETS = THROUGHPUT_WINDOW_S // 60
+
+
+def _per_minute(store: Store) -> dict[str, tuple[int, ...]]:
+    found = store.throughput()
+    for counted in found:
+        assert len(counted.per_minute) == BUCKETS
+        assert counted.total == sum(counted.per_minute)
+    return {counted.queue: counted.per_minute for counted in found}
+
+
+@pytest.mark.property("WORKERS-THROUGHPUT")
+def test_the_heartbeats_of_one_minute_add_up_in_its_count(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    clock.set(clock.now() - clock.now() % 60 + 5)  # early in a minute
+    for worker_id in ("w1", "w2"):
+        clocked_store.register_worker(_info(worker_id))
+    assert clocked_store.heartbeat_worker("w1", {"emails": 3, "reports": 1})
+    assert clocked_store.heartbeat_worker("w2", {"emails": 4})
+    assert clocked_store.heartbeat_worker("w1", {"emails": 2})
+    counts = _per_minute(clocked_store)
+    assert set(counts) == {"emails", "reports"}
+    assert counts["emails"] == (0,) * (BUCKETS - 1) + (9,)
+    assert counts["reports"] == (0,) * (BUCKETS - 1) + (1,)
+
+
+@pytest.mark.property("WORKERS-THROUGHPUT")
+def test_each_count_is_its_minutes_and_the_hour_slides_past_it(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    start = int(clock.now()) - int(clock.now()) % 60
+    clock.set(start)
+    clocked_store.register_worker(_info())
+    for minute in range(3):
+        clock.set(start + 60 * minute + 30)
+        clocked_store.heartbeat_worker("w1", {"emails": minute + 1})  # renewed or not
+    assert _per_minute(clocked_store)["emails"][-3:] == (1, 2, 3)
+    clock.set(start + THROUGHPUT_WINDOW_S)  # the first minute has left the hour
+    assert _per_minute(clocked_store)["emails"][-BUCKETS:][:2] == (2, 3)
+    assert sum(_per_minute(clocked_store)["emails"]) == 5
+    clock.set(start + THROUGHPUT_WINDOW_S + 180)
+    assert clocked_store.throughput() == []
+
+
+@pytest.mark.property("WORKERS-THROUGHPUT")
+def test_no_count_and_zero_counts_add_nothing_and_a_lapsed_worker_still_counts(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    clocked_store.register_worker(_info())
+    assert clocked_store.heartbeat_worker("w1")
+    assert clocked_store.heartbeat_worker("w1", {})
+    assert clocked_store.heartbeat_worker("w1", {"emails": 0})
+    assert clocked_store.throughput() == []
+    clock.advance(WORKER_LEASE_S)
+    assert not clocked_store.heartbeat_worker("w1", {"emails": 2})  # lapsed: not renewed
+    assert sum(_per_minute(clocked_store)["emails"]) == 2  # but the jobs it finished count
+
+
+@pytest.mark.property("WORKERS-THROUGHPUT")
+def test_a_running_workers_acked_jobs_are_counted_once_it_stops(store: Store) -> None:
+    queue_name = unique_name("counted")
+    worker = Worker(store, name=unique_name("worker"))
+    done: list[int] = []
+
+    @worker.task(queue_name)
+    def handle(job: Any) -> None:
+        done.append(job.id)
+
+    store.queue(queue_name).enqueue_many([{"n": n} for n in range(5)])
+    with RunningWorker(worker, LIMIT_S) as running:
+        eventually(lambda: len(done) == 5, "the worker ran every job", LIMIT_S)
+        running.stop()
+    (counted,) = [t for t in store.throughput() if t.queue == queue_name]
+    assert counted.total == 5
+
+
 # -- WORKERS-ARGUMENTS ---------------------------------------------------------------------
 
 REFUSED: dict[str, tuple[Any, type[Exception]]] = {
@@ -253,6 +333,32 @@ def test_a_malformed_registration_is_refused_and_writes_nothing(
     assert clocked_store.workers() == []
 
 
+REFUSED_COUNTS: dict[str, tuple[Any, type[Exception]]] = {
+    "a-list": ([("emails", 1)], InvalidOptions),
+    "negative": ({"emails": -1}, InvalidOptions),
+    "too-many-jobs": ({"emails": MAX_FINISHED_COUNT + 1}, InvalidOptions),
+    "bool-count": ({"emails": True}, InvalidOptions),
+    "float-count": ({"emails": 1.0}, InvalidOptions),
+    "empty-queue-name": ({"": 1}, InvalidName),
+    "reserved-queue-name": ({"__alkstore_x": 1}, ReservedName),
+    "too-many-queues": ({f"q{n}": 1 for n in range(MAX_WORKER_QUEUES + 1)}, InvalidOptions),
+}
+
+
+@pytest.mark.property("WORKERS-ARGUMENTS")
+@pytest.mark.parametrize("case", sorted(REFUSED_COUNTS))
+def test_a_heartbeat_with_malformed_counts_is_refused_and_writes_nothing(
+    clocked_store: Store, clock: FakeClock, case: str
+) -> None:
+    registered = clocked_store.register_worker(_info())
+    clock.advance(5)
+    finished, error = REFUSED_COUNTS[case]
+    with pytest.raises(error):
+        clocked_store.heartbeat_worker("w1", finished)
+    assert clocked_store.workers() == [registered]  # not renewed
+    assert clocked_store.throughput() == []
+
+
 @pytest.mark.property("WORKERS-ARGUMENTS")
 @pytest.mark.parametrize("worker_id", ["", "w" * (MAX_NAME_LENGTH + 1), "w\x00", 7, None])
 def test_a_malformed_worker_id_is_refused_by_heartbeat_and_deregister(
@@ -284,6 +390,7 @@ def test_the_registry_works_exactly_when_the_engine_declares_the_profile(
         lambda: store.heartbeat_worker("w1"),
         lambda: store.deregister_worker("w1"),
         store.workers,
+        store.throughput,
     ):
         with pytest.raises(ProfileUnavailable):
             call()

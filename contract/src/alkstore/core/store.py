@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from ..params import Publish, QueueStatsAt
 from ..payload import check_max_payload_bytes
 from ..stop import StopToken
 from ..timeconv import Duration
-from ..values import QueueStats, Schedule, TickResult, WorkerInfo
+from ..values import QueueStats, QueueThroughput, Schedule, TickResult, WorkerInfo
 from .claiming import claim_waiting
 from .context import StoreContext
 from .limits import with_limits
@@ -219,8 +219,11 @@ class CoreStore:
     def register_worker(self, info: WorkerInfo) -> WorkerInfo:
         return self._workers_front.register(info)
 
-    def heartbeat_worker(self, worker_id: str) -> bool:
-        return self._workers_front.heartbeat(worker_id)
+    def heartbeat_worker(self, worker_id: str, finished: Mapping[str, int] | None = None) -> bool:
+        return self._workers_front.heartbeat(worker_id, finished)
+
+    def throughput(self) -> list[QueueThroughput]:
+        return self._workers_front.throughput()
 
     def deregister_worker(self, worker_id: str) -> bool:
         return self._workers_front.deregister(worker_id)

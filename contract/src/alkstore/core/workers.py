@@ -8,12 +8,29 @@ stores the rows and runs the statements the params describe.
 
 from __future__ import annotations
 
-from ..constants import MAX_HOST_CHARS, MAX_SECONDS, MAX_WORKER_QUEUES, WORKER_LEASE_S
+from collections.abc import Mapping
+
+from ..constants import (
+    MAX_FINISHED_COUNT,
+    MAX_HOST_CHARS,
+    MAX_SECONDS,
+    MAX_WORKER_QUEUES,
+    THROUGHPUT_BUCKET_S,
+    THROUGHPUT_WINDOW_S,
+    WORKER_LEASE_S,
+)
 from ..errors import InvalidOptions
 from ..names import validate_identifier, validate_name
 from ..options import check_type
-from ..params import WorkerRef, WorkerRegister, WorkerRenew, WorkersAt
-from ..values import WorkerInfo
+from ..params import (
+    ThroughputAdd,
+    ThroughputSince,
+    WorkerRef,
+    WorkerRegister,
+    WorkerRenew,
+    WorkersAt,
+)
+from ..values import QueueThroughput, WorkerInfo
 from .context import StoreContext
 
 MAX_PID = 2**31 - 1
@@ -53,6 +70,37 @@ def _queues(value: object) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise InvalidOptions("queues must name each queue once")
     return names
+
+
+def checked_finished(finished: object) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """A heartbeat's ``finished`` counts as queue names and counts, by name, zeros
+    left out (``InvalidOptions``, ``InvalidName``, ``ReservedName``)."""
+    if finished is None:
+        return (), ()
+    if not isinstance(finished, Mapping):
+        raise InvalidOptions(
+            f"finished must be a mapping of queue names to counts, got {type(finished).__name__}"
+        )
+    if len(finished) > MAX_WORKER_QUEUES:
+        raise InvalidOptions(
+            f"finished must name at most {MAX_WORKER_QUEUES} queues, got {len(finished)}"
+        )
+    counted: dict[str, int] = {}
+    for name, count in finished.items():
+        counted[validate_name(name, "queue name")] = _whole(
+            count, f"finished[{name!r}]", MAX_FINISHED_COUNT
+        )
+    kept = sorted((name, count) for name, count in counted.items() if count)
+    return tuple(name for name, _ in kept), tuple(count for _, count in kept)
+
+
+def minute_of(now: int) -> int:
+    """The start of the minute (``THROUGHPUT_BUCKET_S``) that holds ``now``."""
+    return now - now % THROUGHPUT_BUCKET_S
+
+
+BUCKETS = THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S
+"""Counts per queue in ``store.throughput()``: the minutes of the last hour."""
 
 
 def checked_info(info: object) -> WorkerInfo:
@@ -101,13 +149,42 @@ class CoreWorkers:
             lease_until=now + WORKER_LEASE_S,
         )
 
-    def heartbeat(self, worker_id: str) -> bool:
+    def heartbeat(self, worker_id: str, finished: Mapping[str, int] | None = None) -> bool:
         validate_identifier(worker_id, "worker id")
+        queues, counts = checked_finished(finished)
         ctx = self._context
         driver = ctx.workers()
         now = ctx.now()
         params = WorkerRenew(worker_id, now, now + WORKER_LEASE_S)
-        return ctx.write(lambda c: driver.worker_renew(c, params))
+        if not queues:
+            return ctx.write(lambda c: driver.worker_renew(c, params))
+        minute = minute_of(now)
+        added = ThroughputAdd(minute, queues, counts, minute - THROUGHPUT_WINDOW_S)
+
+        def beat(c: object) -> bool:
+            # The counts are the jobs it finished: added whether or not its lease held.
+            renewed = driver.worker_renew(c, params)
+            driver.throughput_add(c, added)
+            return renewed
+
+        return ctx.write(beat)
+
+    def throughput(self) -> list[QueueThroughput]:
+        ctx = self._context
+        driver = ctx.workers()
+        current = minute_of(ctx.now())
+        first = current - (BUCKETS - 1) * THROUGHPUT_BUCKET_S
+        since = ThroughputSince(first - THROUGHPUT_BUCKET_S)
+        rows = ctx.read(lambda c: driver.throughput_read(c, since))
+        slots: dict[str, list[int]] = {}
+        for queue, minute, count in rows:
+            index = (minute - first) // THROUGHPUT_BUCKET_S
+            if 0 <= index < BUCKETS:  # a row of a later minute (a clock behind): not yet
+                slots.setdefault(queue, [0] * BUCKETS)[index] += count
+        return [
+            QueueThroughput(queue, sum(per_minute), tuple(per_minute))
+            for queue, per_minute in sorted(slots.items(), key=lambda kv: kv[0].encode("utf-8"))
+        ]
 
     def deregister(self, worker_id: str) -> bool:
         validate_identifier(worker_id, "worker id")

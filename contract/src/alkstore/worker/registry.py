@@ -20,7 +20,8 @@ from ..engine import Capabilities
 from ..errors import AlkstoreError, ProfileUnavailable
 from ..stop import StopToken
 from ..timeconv import whole_now
-from ..values import WorkerInfo
+from ..values import Job, WorkerInfo
+from .observe import ACKED
 
 log = logging.getLogger("alkstore.worker")
 
@@ -41,6 +42,38 @@ def this_process(worker_id: str, queues: list[str], started_at: int) -> WorkerIn
     return WorkerInfo(worker_id, host, os.getpid(), tuple(queues), started_at)
 
 
+class FinishedCounts:
+    """A ``WorkerObserver`` that counts the worker's acked jobs per queue, for its next
+    heartbeat (contract 1.2 §19.6: throughput without touching the ack path)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+
+    def run_started(self, job: Job) -> None:
+        return None
+
+    def run_finished(self, job: Job, outcome: str, duration_s: float) -> None:
+        if outcome == ACKED:
+            with self._lock:
+                self._counts[job.queue] = self._counts.get(job.queue, 0) + 1
+
+    def heartbeat_lost(self, job: Job) -> None:
+        return None
+
+    def take(self) -> dict[str, int]:
+        """The counts since the last ``take``, reset to none."""
+        with self._lock:
+            taken, self._counts = self._counts, {}
+        return taken
+
+    def give_back(self, counts: dict[str, int]) -> None:
+        """Counts a heartbeat failed to report: added to the next one."""
+        with self._lock:
+            for queue, count in counts.items():
+                self._counts[queue] = self._counts.get(queue, 0) + count
+
+
 class Registration:
     """One worker's entry in the registry, from ``start`` to ``close``."""
 
@@ -57,6 +90,8 @@ class Registration:
         self._every_s = every_s
         self._stop = StopToken()
         self._registered = False
+        self.finished = FinishedCounts()
+        """What the worker's observers feed: its acked jobs per queue."""
         self._thread = threading.Thread(target=self._beat, name="alkstore-registry", daemon=True)
 
     def start(self) -> None:
@@ -71,8 +106,15 @@ class Registration:
         self._thread.start()
 
     def beat_once(self) -> None:
-        """Renew the registration; register again if it had lapsed."""
-        if not self._store.heartbeat_worker(self._info.id):
+        """Renew the registration with the jobs finished since the last beat; register
+        again if it had lapsed."""
+        finished = self.finished.take()
+        try:
+            renewed = self._store.heartbeat_worker(self._info.id, finished or None)
+        except BaseException:
+            self.finished.give_back(finished)
+            raise
+        if not renewed:
             log.warning(
                 "worker %s had dropped out of the registry; registering again", self._info.id
             )
@@ -86,6 +128,7 @@ class Registration:
         if not self._registered:
             return
         try:
+            self.beat_once()  # the last jobs' counts, then out
             self._store.deregister_worker(self._info.id)
         except AlkstoreError as exc:
             log.warning("deregistering worker %s failed: %s; its lease lapses", self._info.id, exc)

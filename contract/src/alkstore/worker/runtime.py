@@ -336,6 +336,7 @@ class Worker:
         registration = None
         if has_registry(store):
             registration = Registration(store, self.name, [task.queue for task in tasks])
+            self._observers.add(registration.finished)
         self._slots.open(tasks)
         queues = {task.queue: store.queue(task.queue) for task in tasks}
         settler = Settler(

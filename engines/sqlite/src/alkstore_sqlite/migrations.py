@@ -64,6 +64,7 @@ CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
 CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
 COMPLETED = "__alkstore_completed"
 WORKERS = "__alkstore_workers"
+THROUGHPUT = "__alkstore_throughput"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
 
@@ -568,6 +569,16 @@ _V11 = (
         last_seen   INTEGER NOT NULL,
         lease_until INTEGER NOT NULL
     )
+    """,
+    # Jobs finished per queue and minute, added by workers' heartbeats (the ack
+    # path writes nothing here); at most an hour of minutes is kept.
+    f"""
+    CREATE TABLE IF NOT EXISTS {THROUGHPUT} (
+        queue  TEXT    NOT NULL,
+        minute INTEGER NOT NULL,
+        count  INTEGER NOT NULL,
+        PRIMARY KEY (queue, minute)
+    ) WITHOUT ROWID
     """,
 )
 

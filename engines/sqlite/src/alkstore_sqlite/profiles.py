@@ -29,6 +29,8 @@ from alkstore.params import (
     StreamOffset,
     StreamRead,
     StreamTrim,
+    ThroughputAdd,
+    ThroughputSince,
     WorkerRef,
     WorkerRegister,
     WorkerRenew,
@@ -121,6 +123,21 @@ class ProfileStatements:
             )
             for worker_id, host, pid, queues, started_at, last_seen, lease_until in rows
         ]
+
+    def throughput_add(self, c: sqlite3.Connection, params: ThroughputAdd) -> None:
+        named = {
+            "minute": params.minute,
+            "queues": json.dumps(list(params.queues)),
+            "counts": json.dumps(list(params.counts)),
+        }
+        c.execute(sql.THROUGHPUT_ADD, named)
+        c.execute(sql.THROUGHPUT_PRUNE, {"prune_through": params.prune_through})
+
+    def throughput_read(
+        self, c: sqlite3.Connection, params: ThroughputSince
+    ) -> list[tuple[str, int, int]]:
+        rows = _cursor(c).execute(sql.THROUGHPUT_READ, {"after": params.after})
+        return [(queue, minute, count) for queue, minute, count in rows]
 
     # -- streams ----------------------------------------------------------------------
     def stream_append(self, c: sqlite3.Connection, params: StreamAppend) -> list[int]:

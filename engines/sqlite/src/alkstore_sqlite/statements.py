@@ -63,6 +63,7 @@ from .migrations import (
     STREAM_EVENTS,
     STREAM_OFFSETS,
     STREAMS,
+    THROUGHPUT,
     UNIQUE_INDEX,
     WORKERS,
 )
@@ -946,6 +947,19 @@ SELECT id, host, pid, queues, started_at, last_seen, lease_until FROM {WORKERS}
 """,
     WorkersAt,
 )
+
+THROUGHPUT_ADD = f"""
+INSERT INTO {THROUGHPUT} (queue, minute, count)
+SELECT q.value, :minute, n.value
+  FROM json_each(:queues) AS q JOIN json_each(:counts) AS n ON n.key = q.key
+ WHERE true
+ON CONFLICT (queue, minute) DO UPDATE SET count = count + excluded.count
+"""
+"""Named: ``minute``, and ``queues`` and ``counts`` as JSON arrays of one length."""
+
+THROUGHPUT_PRUNE = f"DELETE FROM {THROUGHPUT} WHERE minute <= :prune_through"
+
+THROUGHPUT_READ = f"SELECT queue, minute, count FROM {THROUGHPUT} WHERE minute > :after"
 
 # -- streams ----------------------------------------------------------------------
 

@@ -61,6 +61,8 @@ from alkstore.params import (
     StreamRead,
     StreamTrim,
     Sweep,
+    ThroughputAdd,
+    ThroughputSince,
     WorkerRef,
     WorkerRegister,
     WorkerRenew,
@@ -771,6 +773,21 @@ class MemoryDriver:
         now = params.now
         live = [w for w in c.tables.workers.values() if (w.lease_until or 0) > now]
         return sorted(live, key=lambda w: w.id.encode("utf-8"))
+
+    def throughput_add(self, c: Tx, params: ThroughputAdd) -> None:
+        counts = c.tables.throughput
+        for queue, count in zip(params.queues, params.counts, strict=True):
+            key = (queue, params.minute)
+            counts[key] = counts.get(key, 0) + count
+        for key in [k for k in counts if k[1] <= params.prune_through]:
+            del counts[key]
+
+    def throughput_read(self, c: Tx, params: ThroughputSince) -> list[tuple[str, int, int]]:
+        return [
+            (queue, minute, count)
+            for (queue, minute), count in c.tables.throughput.items()
+            if minute > params.after
+        ]
 
     # -- streams profile --------------------------------------------------------------
     def stream_append(self, c: Tx, params: StreamAppend) -> list[int]:

@@ -115,6 +115,8 @@ class Tables:
     starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # The worker registry (the workers profile): each row as workers() lists it.
     workers: dict[str, WorkerInfo] = field(default_factory=dict)
+    # Jobs finished per (queue, minute), as heartbeats report them (workers profile).
+    throughput: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -131,4 +133,5 @@ class Tables:
             limits=self.limits,
             starts=dict(self.starts),
             workers=dict(self.workers),
+            throughput=dict(self.throughput),
         )
