@@ -571,3 +571,21 @@ def test_the_workers_page_without_the_workers_profile_shows_what_is_missing() ->
         response = client(lacking).get("/workers")
     assert response.status_code == 501
     assert "workers" in response.text
+
+
+def test_the_overview_shows_each_queues_throughput_over_the_last_hour(store: Store) -> None:
+    store.queue("busy").enqueue({"n": 1})
+    store.queue("quiet").enqueue({"n": 1})
+    store.register_worker(alkstore.WorkerInfo("w-1", "host-a", 1, ("busy",), 1_000))
+    assert store.heartbeat_worker("w-1", {"busy": 120})
+    page = client(store, "read").get("/").text
+    rows = dict(re.findall(r'<tr class="queue" data-queue="([^"]+)">(.*?)</tr>', page, re.S))
+    assert "120 (2.0/min)" in rows["busy"]
+    assert views.sparkline((0,) * 59 + (120,)) in rows["busy"]
+    assert '<td class="throughput">-</td>' in rows["quiet"]
+
+
+def test_a_sparkline_has_one_block_per_five_minutes_the_busiest_tallest() -> None:
+    hour = (0,) * 50 + (1,) * 5 + (4,) * 5
+    assert views.sparkline(hour) == "▁" * 10 + "▂█"
+    assert views.sparkline((0,) * 60) == "▁" * 12

@@ -522,7 +522,10 @@ def test_a_schema_before_the_worker_registry_registers_and_lists_workers(
         store.register_worker(alkstore.WorkerInfo("w2", "host", 9, ("q", "r"), NOW - 5))
         (listed,) = store.workers()
         assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q", "r"), NOW)
-    assert "alkstore_workers" in _tables(admin, schema)
+        assert store.heartbeat_worker("w2", {"q": 3})
+        (counted,) = store.throughput()
+        assert (counted.queue, counted.total) == ("q", 3)
+    assert {"alkstore_workers", "alkstore_throughput"} <= _tables(admin, schema)
 
 
 def _generic_plan(admin: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:

@@ -745,4 +745,7 @@ def test_an_upgraded_file_before_the_worker_registry_registers_and_lists_workers
         assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q",), 1400)
         (handle,) = store.queue("q").claim_batch("w2", 1)  # its jobs: claims carry its id
         assert handle.job.worker_id == listed.id
-    assert "__alkstore_workers" in _tables(db_path)
+        assert store.heartbeat_worker("w2", {"q": 3})
+        (counted,) = store.throughput()
+        assert (counted.queue, counted.total) == ("q", 3)
+    assert {"__alkstore_workers", "__alkstore_throughput"} <= _tables(db_path)

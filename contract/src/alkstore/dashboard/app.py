@@ -98,6 +98,7 @@ class Dashboard:
         self.env.filters["stamp"] = views.stamp
         self.env.filters["age"] = views.age
         self.env.filters["payload"] = views.payload_text
+        self.env.filters["sparkline"] = views.sparkline
         self.version = _version()
 
     # -- access -------------------------------------------------------------------
@@ -278,7 +279,12 @@ def create_app(
     @page("read")
     def overview(request: Request, access: Access) -> Response:
         stats = dash.stats(request)
-        context = {"stats": stats, "live": "overview_live.html", "title": "Queues"}
+        context = {
+            "stats": stats,
+            "throughput": views.throughput_by_queue(dash.store),
+            "live": "overview_live.html",
+            "title": "Queues",
+        }
         return dash.render(request, "overview.html", context, access)
 
     @page("read")

@@ -17,7 +17,7 @@ from ..constants import MAX_JOBS_PAGE, MAX_REDRIVE
 from ..errors import AlkstoreError, ProfileUnavailable
 from ..payload import UndecodablePayload
 from ..spec import parse_spec
-from ..values import Job, JobState, Schedule, WorkerInfo
+from ..values import Job, JobState, QueueThroughput, Schedule, WorkerInfo
 from ..zones import resolve_zone
 
 PAGE = 50
@@ -263,3 +263,29 @@ def live_workers(store: Store) -> list[LiveWorker]:
             LiveWorker(worker, tuple(jobs), more=any(name in cut for name in worker.queues))
         )
     return rows
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_MINUTES = 5
+"""Minutes per sparkline character: twelve characters for the hour."""
+
+
+def throughput_by_queue(store: Store) -> dict[str, QueueThroughput]:
+    """``store.throughput()`` by queue (contract 1.2 §19.6); none without the profile."""
+    try:
+        return {counted.queue: counted for counted in store.throughput()}
+    except ProfileUnavailable:
+        return {}
+
+
+def sparkline(per_minute: tuple[int, ...]) -> str:
+    """The hour's counts as block characters, one per ``SPARK_MINUTES`` minutes, the
+    tallest the busiest stretch; a stretch with no job is the lowest block."""
+    sums = [
+        sum(per_minute[start : start + SPARK_MINUTES])
+        for start in range(0, len(per_minute), SPARK_MINUTES)
+    ]
+    top = max(sums, default=0)
+    if top == 0:
+        return SPARK[0] * len(sums)
+    return "".join(SPARK[(len(SPARK) - 1) * value // top] for value in sums)
