@@ -109,6 +109,10 @@ PROFILE_NEEDS: dict[str, str] = {
     "`result` on job rows (`alkstore.rows.RESULTS_JOB_COLUMNS`), completed rows kept apart "
     "from the live ones, and `ack_batch`, `get_job`, `list_jobs` and `queue_stats` that "
     "know them",
+    "workers": "the driver protocol's six methods over one row per worker id (its host, "
+    "pid, queues in order, start, last seen and lease end) and one count per queue and "
+    "minute that a heartbeat adds to, never replaces; the lease, the lapse rule and the "
+    "hour are the core's, passed in the params",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

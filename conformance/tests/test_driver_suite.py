@@ -23,6 +23,7 @@ EVERY_PROFILE = Capabilities(
     limits=True,
     key_limits=True,
     results=True,
+    workers=True,
 )
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 

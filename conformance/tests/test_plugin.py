@@ -142,6 +142,7 @@ def _statuses(report: dict[str, Any]) -> dict[str, str]:
         ("limits", "kit_engines:ReferenceWithoutLimits"),
         ("key_limits", "kit_engines:ReferenceWithoutKeyLimits"),
         ("results", "kit_engines:ReferenceWithoutResults"),
+        ("workers", "kit_engines:ReferenceWithoutWorkers"),
     ],
     ids=lambda value: value.rsplit("Without", 1)[-1].lower() if ":" in value else value,
 )

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,7 +25,7 @@ from alkstore import ScheduleOpts, Store
 from alkstore.cli.app import cli
 from alkstore.constants import MAX_JOBS_PAGE
 from alkstore.dashboard import Credentials, create_app, redact_url, views
-from alkstore.dashboard.pulse import Pulse
+from alkstore.dashboard.pulse import Pulse, SharedStats
 from alkstore.dashboard.security import CSRF_FIELD
 
 XSS = "<script>alert('x')</script>"
@@ -427,6 +429,103 @@ def test_the_pulse_tells_a_listener_when_a_job_is_enqueued(store: Store) -> None
     assert asyncio.run(watch())
 
 
+class _Storm:
+    """A wake watcher that is always woken: a store enqueued to without pause."""
+
+    def __enter__(self) -> _Storm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True
+
+
+def _count_stats(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record when ``store.stats`` is called (monotonic), and still read the store."""
+    calls: list[float] = []
+    read = store.stats
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(time.monotonic())
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(store, "stats", counted)
+    return calls
+
+
+def test_the_pulse_reads_at_most_once_per_interval_however_often_the_store_wakes_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.queue("q").enqueue({"n": 1})
+    monkeypatch.setattr(store, "wake_watcher", lambda queues: _Storm())
+    calls = _count_stats(store, monkeypatch)
+    pulse = Pulse(store, poll_s=30.0, min_interval_s=0.2)
+
+    async def watch() -> None:
+        listener = pulse.listen()
+        try:
+            while len(calls) < 4:
+                await asyncio.sleep(0.01)
+        finally:
+            pulse.forget(listener)
+
+    asyncio.run(watch())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
+    assert min(gaps) >= 0.2, gaps
+
+
+def test_pages_told_of_a_change_refresh_from_the_pulses_read(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.queue("q").enqueue({"n": 1})
+    app = create_app(store, authorize=lambda request: "read")
+    pages = TestClient(app)
+    pages.get("/")  # a whole page reads the store, and shares that read
+    calls = _count_stats(store, monkeypatch)
+    for _ in range(5):
+        live = pages.get("/", headers={"x-alkstore-partial": "1"})
+        assert 'data-queue="q"' in live.text
+        queue_live = pages.get("/queue?name=q", headers={"x-alkstore-partial": "1"})
+        assert queue_live.status_code == 200
+    assert calls == []
+
+
+def test_a_whole_page_reads_the_store_afresh(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.queue("q").enqueue({"n": 1})
+    pages = TestClient(create_app(store, authorize=lambda request: "read"))
+    pages.get("/")
+    calls = _count_stats(store, monkeypatch)
+    store.queue("q").enqueue({"n": 2})
+    assert pages.get("/").status_code == 200
+    assert len(calls) == 1
+    dash = pages.app.state.dashboard  # type: ignore[attr-defined]
+    assert [stats.ready for stats in dash.pulse.shared.read()] == [2]  # the page's read
+
+
+def test_a_shared_read_older_than_its_age_is_read_again(store: Store) -> None:
+    shared = SharedStats(store, max_age_s=0.0)
+    store.queue("q").enqueue({"n": 1})
+    shared.offer((), time.monotonic() - 1.0)
+    (stats,) = shared.read()
+    assert (stats.queue, stats.ready) == ("q", 1)
+    assert shared.reads == 1
+
+
+def test_a_pause_from_the_dashboard_drops_the_shared_read(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    pages = client(store)
+    page = pages.get("/").text
+    form = {"queue": "q", CSRF_FIELD: csrf_of(page), "back": "/"}
+    assert pages.post("/pause", data=form, follow_redirects=False).status_code == 303
+    app_state = pages.app.state.dashboard  # type: ignore[attr-defined]
+    live = pages.get("/", headers={"x-alkstore-partial": "1"}).text
+    assert store.queue("q").stats().paused
+    assert app_state.pulse.shared.reads == 1
+    assert '<td class="paused">paused</td>' in live
+
+
 # -- the standalone command ------------------------------------------------------
 def test_the_command_refuses_to_serve_without_credentials(tmp_path: Any) -> None:
     result = CliRunner().invoke(cli, ["--url", f"sqlite:///{tmp_path}/s.db", "dashboard"])
@@ -439,3 +538,54 @@ def test_the_command_refuses_read_only_without_credentials_off_loopback(tmp_path
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert "loopback" in result.output
+
+
+# -- workers -----------------------------------------------------------------------
+def test_the_workers_page_shows_each_live_worker_with_the_job_it_holds(store: Store) -> None:
+    store.register_worker(alkstore.WorkerInfo("w-1", "host-a", 4242, ("q", "idle"), 1_000))
+    store.register_worker(alkstore.WorkerInfo("w-2", "host-b", 7, ("idle",), 1_000))
+    queue = store.queue("q")
+    queue.enqueue({"n": 1})
+    held = queue.claim("w-1")
+    assert held is not None
+    page = client(store, "read").get("/workers").text
+    rows = dict(re.findall(r'<tr class="worker" data-worker="([^"]+)">(.*?)</tr>', page, re.S))
+    assert set(rows) == {"w-1", "w-2"}
+    assert "host-a" in rows["w-1"]
+    assert "4242" in rows["w-1"]
+    assert f'data-job="{held.id}"' in rows["w-1"]
+    assert 'class="held-job"' not in rows["w-2"]
+    assert "no job" in rows["w-2"]
+
+
+def test_the_workers_page_escapes_what_a_worker_registered(store: Store) -> None:
+    store.register_worker(alkstore.WorkerInfo("w-1", XSS, 1, (), 1_000))
+    page = client(store, "read").get("/workers").text
+    assert XSS not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_the_workers_page_without_the_workers_profile_shows_what_is_missing() -> None:
+    engine = alkstore.load_engine("alkstore_memory.without:workers")
+    with engine.open(f"memory://dash-{uuid.uuid4().hex}") as lacking:
+        response = client(lacking).get("/workers")
+    assert response.status_code == 501
+    assert "workers" in response.text
+
+
+def test_the_overview_shows_each_queues_throughput_over_the_last_hour(store: Store) -> None:
+    store.queue("busy").enqueue({"n": 1})
+    store.queue("quiet").enqueue({"n": 1})
+    store.register_worker(alkstore.WorkerInfo("w-1", "host-a", 1, ("busy",), 1_000))
+    assert store.heartbeat_worker("w-1", {"busy": 120})
+    page = client(store, "read").get("/").text
+    rows = dict(re.findall(r'<tr class="queue" data-queue="([^"]+)">(.*?)</tr>', page, re.S))
+    assert "120 (2.0/min)" in rows["busy"]
+    assert views.sparkline((0,) * 59 + (120,)) in rows["busy"]
+    assert '<td class="throughput">-</td>' in rows["quiet"]
+
+
+def test_a_sparkline_has_one_block_per_five_minutes_the_busiest_tallest() -> None:
+    hour = (0,) * 50 + (1,) * 5 + (4,) * 5
+    assert views.sparkline(hour) == "▁" * 10 + "▂█"
+    assert views.sparkline((0,) * 60) == "▁" * 12

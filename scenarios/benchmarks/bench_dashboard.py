@@ -117,12 +117,37 @@ class SseCost:
 
 
 @dataclass
+class BusyPages:
+    """Pages' server time while a worker process drains the queue at full speed."""
+
+    pages: list[PageTiming] = field(default_factory=list)
+    drained: int = 0
+    """Jobs the worker acked over the timed window."""
+    seconds: float = 0.0
+    failure: str | None = None
+
+    @property
+    def drained_per_s(self) -> float:
+        return self.drained / self.seconds if self.seconds > 0 else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pages": [p.as_json() for p in self.pages],
+            "drained": self.drained,
+            "seconds": self.seconds,
+            "drained_per_s": self.drained_per_s,
+            "failure": self.failure,
+        }
+
+
+@dataclass
 class DashboardRun:
     engine: str
     jobs: int
     filled_s: float = 0.0
     pages: list[PageTiming] = field(default_factory=list)
     sse: SseCost | None = None
+    busy: BusyPages | None = None
     failure: str | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -132,6 +157,7 @@ class DashboardRun:
             "filled_s": self.filled_s,
             "pages": [p.as_json() for p in self.pages],
             "sse": self.sse.as_json() if self.sse is not None else None,
+            "busy": self.busy.as_json() if self.busy is not None else None,
             "failure": self.failure,
         }
 
@@ -207,6 +233,8 @@ def page_paths(filled: Filled) -> list[tuple[str, str]]:
         ("overview", "/"),
         ("queue, first page", f"/queue?name={q}&state=pending"),
         ("queue, deep keyset page", f"/queue?name={q}&state=pending&before={filled.middle_id}"),
+        ("queue, first page (processing)", f"/queue?name={q}&state=processing"),
+        ("queue, first page (all states)", f"/queue?name={q}&state=all"),
         ("queue, search by id", f"/queue?name={q}&state=all&q={filled.lookup_id}"),
         ("queue, search payload text", f"/queue?name={q}&state=all&q={NEEDLE}"),
         ("queue, search error text (dead)", f"/queue?name={q}&state=dead&q=timed+out"),
@@ -337,6 +365,85 @@ def sse_cost(engine: str, app: Any, store: alkstore.Store, quick: bool) -> SseCo
     )
 
 
+BUSY_CONCURRENCY = 8
+"""The draining worker's slots."""
+BUSY_START_S = 60.0
+"""How long the draining worker may take to start acking: a bound, not a figure."""
+
+_DRAINING_WORKER = (
+    "import json, sys, alkstore\n"
+    "from alkstore.worker import Worker\n"
+    "spec = json.loads(sys.argv[1])\n"
+    "with alkstore.open(spec['url'], **spec['opts']) as store:\n"
+    "    worker = Worker(store, name='bench-drainer', shutdown_grace_s=5)\n"
+    "    @worker.task(spec['queue'], concurrency=spec['concurrency'])\n"
+    "    def done(job):\n"
+    "        return None\n"
+    "    worker.run()\n"
+)
+"""A worker process that acks every job of one queue as fast as it can claim them."""
+
+
+def busy_pages(
+    spec: alkstore.EngineSpec, app: Any, store: alkstore.Store, filled: Filled, quick: bool
+) -> BusyPages:
+    """The overview and the queue's first page timed while another process's worker
+    drains that queue: the pages read a store whose rows change under them, and the
+    dashboard's watcher is woken by every ack."""
+    import json
+    import subprocess
+    import sys
+
+    from starlette.testclient import TestClient
+
+    busy = BusyPages()
+    paths = [
+        ("overview, workers draining", "/"),
+        ("queue first page, workers draining", f"/queue?name={filled.queue}&state=pending"),
+    ]
+    queue = store.queue(filled.queue)
+    plan = {
+        "url": spec.url,
+        "opts": dict(spec.opts),
+        "queue": filled.queue,
+        "concurrency": BUSY_CONCURRENCY,
+    }
+    child = subprocess.Popen([sys.executable, "-c", _DRAINING_WORKER, json.dumps(plan)])
+    try:
+        first = queue.stats().ready
+        give_up = time.monotonic() + BUSY_START_S
+        while queue.stats().ready == first:
+            if time.monotonic() > give_up or child.poll() is not None:
+                busy.failure = "the draining worker never acked a job"
+                return busy
+            time.sleep(0.1)
+        requests = QUICK_REQUESTS if quick else REQUESTS
+        rounds = QUICK_ROUNDS if quick else ROUNDS
+        timings = [PageTiming(page, path) for page, path in paths]
+        before = queue.stats().ready
+        started = time.perf_counter()
+        with TestClient(app) as client:
+            for _ in range(rounds):
+                for timing in timings:
+                    samples = []
+                    for _ in range(requests):
+                        begun = time.perf_counter()
+                        response = client.get(timing.path)
+                        samples.append((time.perf_counter() - begun) * 1000)
+                        timing.status = response.status_code
+                    if timing.status != 200:
+                        timing.failure = f"HTTP {timing.status}"
+                    timing.rounds_p50_ms.append(percentile(samples, 0.50) or 0.0)
+                    timing.rounds_p95_ms.append(percentile(samples, 0.95) or 0.0)
+        busy.seconds = time.perf_counter() - started
+        busy.drained = before - queue.stats().ready
+        busy.pages = timings
+    finally:
+        child.terminate()
+        child.wait(OPEN_TIMEOUT_S)
+    return busy
+
+
 def dashboard_run(
     engine: str, provider: alkstore.EngineProvider, quick: bool, jobs: int | None = None
 ) -> DashboardRun:
@@ -356,6 +463,8 @@ def dashboard_run(
             app = create_app(store, authorize=lambda request: "read", poll_s=SSE_POLL_S)
             run.pages = time_pages(app, filled, quick)
             run.sse = sse_cost(engine, app, store, quick)
+            if provider.capabilities.multi_process:
+                run.busy = busy_pages(spec, app, store, filled, quick)
         finally:
             store.close()
     return run
@@ -389,4 +498,18 @@ def render_dashboard(runs: Sequence[DashboardRun]) -> str:
             if sse.server_share is not None:
                 text += f"; server backends {sse.server_share:.1%}"
             lines.append(f"    {'event streams, idle store':<34} {text}")
+        busy = run.busy
+        if busy is not None:
+            if busy.failure is not None:
+                lines.append(f"    {'busy store':<34} FAILED ({busy.failure})")
+            for page in busy.pages:
+                if page.p50_ms is None or page.p95_ms is None:
+                    continue
+                text = f"p50 {page.p50_ms:8.2f} / p95 {page.p95_ms:8.2f} ms"
+                lines.append(f"    {page.page:<34} {text}")
+            if busy.pages:
+                lines.append(
+                    f"    {'(the worker drained meanwhile)':<34} "
+                    f"{busy.drained_per_s:,.0f} jobs/s ({busy.drained:,} in {busy.seconds:.1f} s)"
+                )
     return "\n".join(lines)

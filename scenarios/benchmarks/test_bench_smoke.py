@@ -150,6 +150,10 @@ def test_quick_sqlite_run_times_every_dashboard_page_and_the_idle_event_streams(
     assert sse["seconds"] > 0
     assert sse["process_cpu_s"] >= 0
     assert sse["server_cpu_s"] is None  # no database server: SQLite
+    busy = run["busy"]
+    assert busy["failure"] is None
+    assert [page["status"] for page in busy["pages"]] == [200, 200]
+    assert busy["drained"] > 0  # the worker process acked jobs while the pages were timed
     assert "Dashboard server time at" in done.stdout
 
 

@@ -38,6 +38,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 import alkstore
+import alkstore.worker
 from alkstore import EngineSpec, ScheduleOpts, Store
 from alkstore.dashboard import Credentials, create_app
 
@@ -312,3 +313,66 @@ def test_an_xss_payload_shows_as_text(served: Served, browser: WebDriver) -> Non
     assert browser.title != "owned"
     assert not browser.find_elements(By.CSS_SELECTOR, "main img")
     shoot(served, browser, "xss-as-text")
+
+
+_HOLDING_WORKER = (
+    "import json, sys, alkstore\n"
+    "from alkstore.worker import Worker\n"
+    "spec = json.loads(sys.argv[1])\n"
+    "with alkstore.open(spec['url'], **spec['opts']) as store:\n"
+    "    worker = Worker(store, name=spec['name'], shutdown_grace_s=30)\n"
+    "    @worker.task(spec['queue'])\n"
+    "    def hold(job, context):\n"
+    "        context.stop.wait(3600)\n"
+    "    store.queue(spec['queue']).enqueue({'held': True})\n"
+    "    worker.run()\n"
+)
+"""A worker process that claims one job and holds it until it is told to stop."""
+
+
+def _holding_worker(served: Served, name: str) -> Callable[[], None]:
+    """A worker holding one job of the queue ``held``, in another process (a thread of
+    this one on the memory engine); the function returned stops it."""
+    if served.engine == "memory":
+        worker = alkstore.worker.Worker(served.store, name=name, shutdown_grace_s=30)
+
+        @worker.task("held")
+        def hold(job: Any, context: Any) -> None:
+            context.stop.wait(3600)
+
+        served.store.queue("held").enqueue({"held": True})
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+
+        def stop_thread() -> None:
+            worker.stop()
+            thread.join(HANG_GUARD_S)
+            assert not thread.is_alive()
+
+        return stop_thread
+    spec = {"url": served.spec.url, "opts": dict(served.spec.opts), "queue": "held", "name": name}
+    child = subprocess.Popen([sys.executable, "-c", _HOLDING_WORKER, json.dumps(spec)])
+
+    def stop_child() -> None:
+        child.terminate()  # SIGTERM: the worker stops, its handler told to stop too
+        assert child.wait(HANG_GUARD_S) == 0
+
+    return stop_child
+
+
+def test_a_worker_running_elsewhere_is_listed_with_the_job_it_holds(
+    served: Served, browser: WebDriver
+) -> None:
+    name = f"browser-worker-{served.engine}"
+    stop = _holding_worker(served, name)
+    try:
+        browser.get(served.url("/workers"))
+        row = f'tr.worker[data-worker="{name}"]'
+        wait_for(browser, lambda d: text_of(d, f"{row} .held-job").startswith("held #"), name)
+        (listed,) = [w for w in served.store.workers() if w.id == name]
+        assert str(listed.pid) in text_of(browser, row)
+        shoot(served, browser, "workers")
+    finally:
+        stop()
+    browser.get(served.url("/workers"))
+    assert not browser.find_elements(By.CSS_SELECTOR, f'tr.worker[data-worker="{name}"]')

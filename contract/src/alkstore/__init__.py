@@ -37,6 +37,8 @@ from .constants import (
     RESERVED_PREFIX,
     SCHEDULER_LEASE_S,
     SCHEDULER_LOCK,
+    THROUGHPUT_WINDOW_S,
+    WORKER_LEASE_S,
 )
 from .engine import (
     ENGINE_GROUP,
@@ -84,10 +86,12 @@ from .values import (
     JobState,
     LockInfo,
     QueueStats,
+    QueueThroughput,
     Schedule,
     StreamEvent,
     SweepResult,
     TickResult,
+    WorkerInfo,
 )
 
 __version__ = "0.1.0"
@@ -112,6 +116,8 @@ __all__ = [
     "RESERVED_PREFIX",
     "SCHEDULER_LEASE_S",
     "SCHEDULER_LOCK",
+    "THROUGHPUT_WINDOW_S",
+    "WORKER_LEASE_S",
     "AckAndClaim",
     "AlkstoreError",
     "AsyncNativeProvider",
@@ -143,6 +149,7 @@ __all__ = [
     "QueueConsumer",
     "QueueOpts",
     "QueueStats",
+    "QueueThroughput",
     "RealtimeClock",
     "ReservedName",
     "ResultError",
@@ -161,6 +168,7 @@ __all__ = [
     "Transaction",
     "Unique",
     "WakeWatcher",
+    "WorkerInfo",
     "WriteWouldDeadlock",
     "backoff",
     "installed_engines",

@@ -126,3 +126,25 @@ DECLARATION_LEASE_S: Final = 300
 last renewal of its declaration; a running worker renews what it declares every third
 of it. Five minutes: an app that stops declaring a schedule stops its fires within
 that, and a worker paused or cut off for less than two renewals keeps its schedules."""
+
+WORKER_LEASE_S: Final = 60
+"""How long a registered worker (contract 1.2 §19, the workers profile) stays listed
+after its last registration or heartbeat; a running worker heartbeats every third of
+it. A minute: a worker that died drops out of ``store.workers()`` within it, and one
+paused for less than two heartbeats stays listed."""
+
+MAX_WORKER_QUEUES: Final = 1_000
+"""The most queue names one worker registers (contract 1.2 §19)."""
+
+MAX_HOST_CHARS: Final = 255
+"""The longest host name a worker registers, in characters (a DNS name's limit)."""
+
+THROUGHPUT_WINDOW_S: Final = 3600
+"""How far back ``store.throughput()`` counts the jobs workers finished (contract 1.2
+§19.6): the last hour, in minutes (``THROUGHPUT_BUCKET_S``) ending with the current one."""
+
+THROUGHPUT_BUCKET_S: Final = 60
+"""The width of one throughput count: a minute, aligned to the epoch."""
+
+MAX_FINISHED_COUNT: Final = 1_000_000_000
+"""The most finished jobs of one queue one heartbeat reports (contract 1.2 §19.6)."""

@@ -60,6 +60,12 @@ from .params import (
     StreamRead,
     StreamTrim,
     Sweep,
+    ThroughputAdd,
+    ThroughputSince,
+    WorkerRef,
+    WorkerRegister,
+    WorkerRenew,
+    WorkersAt,
 )
 
 # The rows module is the home of these; they stay importable from here, where
@@ -72,7 +78,7 @@ from .rows import decode_errors as decode_errors
 from .rows import error_entry as error_entry
 from .rows import job_from_row as job_from_row
 from .rows import stream_event as stream_event
-from .values import Job, LockInfo, QueueStats, StreamEvent
+from .values import Job, LockInfo, QueueStats, StreamEvent, WorkerInfo
 
 C = TypeVar("C")
 C_contra = TypeVar("C_contra", contravariant=True)
@@ -675,6 +681,48 @@ class ResultsDriver(Protocol[C_contra]):
 
 # -- what the core requires of a driver ------------------------------------------------
 
+
+class WorkersDriver(Protocol[C_contra]):
+    """Contract 1.2's workers profile (``Capabilities.workers``): the registry of live
+    worker processes (§19).
+
+    One row per worker id: its host, pid, queues (in the worker's order), when it
+    started, when it was last seen and when its lease ends. The rule of when a
+    worker is listed (its lease after now) is the core's, stated in the params."""
+
+    def worker_register(self, c: C_contra, params: WorkerRegister) -> None:
+        """Store the row of ``params.worker_id``, replacing one of that id (every
+        column, ``started_at`` too), and delete every row whose ``lease_until`` is at
+        or before ``params.now``, so lapsed workers never pile up."""
+        ...
+
+    def worker_renew(self, c: C_contra, params: WorkerRenew) -> bool:
+        """One statement: set ``last_seen = params.now`` and ``lease_until =
+        params.lease_until`` on the row of ``params.worker_id`` if its
+        ``lease_until`` is after ``params.now``; ``True`` if it did."""
+        ...
+
+    def worker_deregister(self, c: C_contra, params: WorkerRef) -> bool:
+        """Delete the row of ``params.worker_id``; ``True`` if there was one."""
+        ...
+
+    def workers_list(self, c: C_contra, params: WorkersAt) -> list[WorkerInfo]:
+        """Every worker whose ``lease_until`` is after ``params.now``, ordered by id
+        (byte-wise, as names compare)."""
+        ...
+
+    def throughput_add(self, c: C_contra, params: ThroughputAdd) -> None:
+        """Add each of ``params.counts`` to its queue's count of ``params.minute``
+        (one row per queue and minute, created at 0: an add, never a replace, as
+        several workers report the same minute), then delete the rows whose minute
+        is at or before ``params.prune_through``."""
+        ...
+
+    def throughput_read(self, c: C_contra, params: ThroughputSince) -> list[tuple[str, int, int]]:
+        """Every ``(queue, minute, count)`` whose minute is after ``params.after``."""
+        ...
+
+
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
     {
         "scheduler": SchedulerDriver,
@@ -686,6 +734,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "periodic": PeriodicDriver,
         "limits": LimitsDriver,
         "results": ResultsDriver,
+        "workers": WorkersDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's

@@ -61,6 +61,9 @@ class Capabilities:
             ``limit_key``. Needs ``limits``.
         results: contract 1.2's finished jobs (§17): ``QueueOpts.completed_retention_s``
             keeps acked jobs as ``completed`` with their result (``ResultsDriver``).
+        workers: contract 1.2's worker registry (§19, ``WorkersDriver``): workers
+            register, heartbeat and deregister, and ``store.workers()`` lists the
+            live ones.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -91,6 +94,8 @@ class Capabilities:
     """Contract 1.2's per-key limits: at most N jobs of each key processing, keys in turn."""
     results: bool = False
     """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
+    workers: bool = False
+    """Contract 1.2's worker registry: live workers listed, a lapsed one dropped."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

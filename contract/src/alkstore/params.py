@@ -335,6 +335,64 @@ class SetLimits:
     rate_per_key: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerRegister:
+    """``worker_register``: store the worker ``worker_id`` (replacing a row of that id)
+    seen at ``now`` and listed until ``lease_until``; ``queues`` in the worker's order."""
+
+    worker_id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    started_at: int
+    now: int
+    lease_until: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRenew:
+    """``worker_renew``: the heartbeat of ``worker_id`` at ``now``, listed until
+    ``lease_until``, if its lease has not lapsed by ``now``."""
+
+    worker_id: str
+    now: int
+    lease_until: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRef:
+    """``worker_deregister``: the worker ``worker_id``."""
+
+    worker_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkersAt:
+    """``workers_list``: the workers whose lease is after ``now``; and the lapsed ones
+    to remove (``worker_register``'s own clean-up)."""
+
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputAdd:
+    """``throughput_add``: add ``counts[i]`` to the count of ``queues[i]`` in the minute
+    starting at ``minute`` (creating it at 0), then delete every count whose minute is
+    at or before ``prune_through``."""
+
+    minute: int
+    queues: tuple[str, ...]
+    counts: tuple[int, ...]
+    prune_through: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputSince:
+    """``throughput_read``: every count whose minute is after ``after``."""
+
+    after: int
+
+
 PARAMS: tuple[type, ...] = (
     Claim,
     Sweep,
@@ -367,6 +425,12 @@ PARAMS: tuple[type, ...] = (
     InsertUnique,
     SetLimits,
     Complete,
+    WorkerRegister,
+    WorkerRenew,
+    WorkerRef,
+    WorkersAt,
+    ThroughputAdd,
+    ThroughputSince,
 )
 """Every statement's params class."""
 

@@ -298,3 +298,48 @@ class Schedule:
     def catch_up(self) -> str:
         """The catch-up policy: ``"all"``, ``"latest"`` or ``"none"`` (``opts.catch_up``)."""
         return self.opts.catch_up
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker process in the registry (contract 1.2 §19, the workers profile).
+
+    What ``store.register_worker`` takes (``last_seen`` and ``lease_until`` left
+    ``None``: the store sets them) and what ``store.workers()`` lists. The jobs a
+    worker holds are its queues' processing jobs whose ``worker_id`` is its ``id``.
+
+    Attributes:
+        id: the worker id its claims carry (``Job.worker_id``).
+        host: the host it runs on.
+        pid: its process id on that host.
+        queues: the queues it claims from, in its own order.
+        started_at: when it started (epoch seconds).
+        last_seen: its last registration or heartbeat (epoch seconds).
+        lease_until: when it drops out of the listing unless it heartbeats again
+            (``last_seen + WORKER_LEASE_S``).
+    """
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    started_at: int
+    last_seen: int | None = None
+    lease_until: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueThroughput:
+    """How many jobs of a queue workers finished over the last hour (contract 1.2 §19.6).
+
+    Attributes:
+        queue: the queue.
+        total: the sum of ``per_minute``.
+        per_minute: one count per minute of the last hour, oldest first, the last
+            one the current minute (``THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S``
+            of them), as the workers' heartbeats reported them.
+    """
+
+    queue: str
+    total: int
+    per_minute: tuple[int, ...]

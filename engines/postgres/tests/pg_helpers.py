@@ -35,6 +35,8 @@ ENGINE_TABLES = frozenset(
         "alkstore_claim_starts",
         "alkstore_key_claim_starts",
         "alkstore_completed_jobs",
+        "alkstore_workers",
+        "alkstore_throughput",
         "alkstore_migrations",
     }
 )

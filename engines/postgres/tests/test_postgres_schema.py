@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 import psycopg
 import pytest
 from pg_helpers import ENGINE_TABLES, VERSIONS, StoreFactory
+from psycopg import sql
 
 import alkstore
 from alkstore import EnqueueOpts, QueueOpts
@@ -499,3 +501,133 @@ def test_an_upgraded_schema_before_key_limits_counts_each_keys_starts_against_it
         clock.advance(60)
         assert len(queue.claim_batch("w", 10)) == 2
     assert "alkstore_key_claim_starts" in _tables(admin, schema)
+DASHBOARD_MIGRATION = 12
+"""The migration that adds the dashboard's reads (the tests below start from the one
+before it)."""
+
+
+def test_a_schema_before_the_queue_pending_index_pages_its_jobs_by_state_newest_first(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(DASHBOARD_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS.index(before) + 1)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " VALUES ('q', '1', 0, 3, 1, 1, 300, 1), ('q', '2', 0, 3, 1, 1, 300, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(NOW)) as store:
+        queue = store.queue("q")
+        claimed = queue.claim("w")
+        assert claimed is not None
+        newest = queue.enqueue(3)
+        pending = queue.jobs(alkstore.JobState.PENDING, before_id=10**6, limit=10)
+        processing = queue.jobs(alkstore.JobState.PROCESSING, before_id=10**6, limit=10)
+        assert [job.payload for job in pending] == [3, 2]
+        assert [job.id for job in processing] == [claimed.id]
+        assert pending[0].id == newest
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def _paged(store: alkstore.Store, admin: psycopg.Connection[Any], schema: str) -> None:
+    """Four queues of 3,000 ready jobs each, 100 of each claimed, statistics gathered."""
+    for n in range(4):
+        queue = store.queue(f"q{n}", QueueOpts(visibility_timeout_s=300))
+        queue.enqueue_many(list(range(3000)))
+        queue.claim_batch("w", 100)
+    admin.execute(f'ANALYZE "{schema}".alkstore_jobs')
+
+
+PAGE_PARAMS = {"queue": "q0", "after_id": 0, "before_id": 10**6, "limit": 51}
+
+
+def test_a_newest_first_page_of_pending_jobs_is_one_range_of_the_queue_pending_index(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    statements = Statements.for_schema(schema)
+    plan = _explain(admin, statements.list_pending_jobs_newest, PAGE_PARAMS)
+    assert "Index Scan Backward using alkstore_jobs_queue_pending" in plan
+    assert "Sort" not in plan
+
+
+def test_a_page_of_processing_jobs_reads_only_the_claims_in_flight(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    statements = Statements.for_schema(schema)
+    plan = _explain(admin, statements.list_processing_jobs_newest, PAGE_PARAMS)
+    assert "alkstore_jobs_processing_deadline" in plan
+    assert "alkstore_jobs_pending_claim" not in plan
+    assert "alkstore_jobs_pkey" not in plan  # no walk of every row in page order
+    assert "Seq Scan" not in plan
+
+
+def test_a_newest_first_page_of_all_jobs_reads_the_pending_rows_off_their_index(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    statements = Statements.for_schema(schema)
+    plan = _explain(admin, statements.list_jobs_newest, PAGE_PARAMS)
+    assert "Index Scan Backward using alkstore_jobs_queue_pending" in plan
+    assert "alkstore_jobs_processing_deadline" in plan
+    assert "alkstore_jobs_pending_claim" not in plan
+    assert "alkstore_jobs_pkey" not in plan
+    assert "Seq Scan" not in plan
+
+
+def test_a_schema_before_the_worker_registry_registers_and_lists_workers(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS.index(DASHBOARD_MIGRATION))
+    assert "alkstore_workers" not in _tables(admin, schema)
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(NOW)) as store:
+        assert store.workers() == []
+        store.register_worker(alkstore.WorkerInfo("w2", "host", 9, ("q", "r"), NOW - 5))
+        (listed,) = store.workers()
+        assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q", "r"), NOW)
+        assert store.heartbeat_worker("w2", {"q": 3})
+        (counted,) = store.throughput()
+        assert (counted.queue, counted.total) == ("q", 3)
+    assert {"alkstore_workers", "alkstore_throughput"} <= _tables(admin, schema)
+
+
+def _generic_plan(admin: psycopg.Connection[Any], query: bytes, params: dict[str, Any]) -> str:
+    """``query``'s plan as a statement prepared long ago has it: generic, its
+    parameters unknown to the planner (what a connection runs after five executions)."""
+    text = query.decode()
+    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", text)))
+    numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m.group(1)) + 1}", text)
+    kinds = ", ".join("text" if name == "queue" else "bigint" for name in names)
+    admin.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        admin.execute(f"PREPARE generic_page ({kinds}) AS {numbered}")
+        values = sql.SQL(", ").join(sql.Literal(params[name]) for name in names)
+        rows = admin.execute(sql.SQL("EXPLAIN EXECUTE generic_page ({})").format(values)).fetchall()
+        return "\n".join(row[0] for row in rows)
+    finally:
+        admin.execute("DEALLOCATE ALL")
+        admin.execute("RESET plan_cache_mode")
+
+
+@pytest.mark.parametrize(
+    ("statement", "index"),
+    [
+        ("list_pending_jobs_newest", "alkstore_jobs_queue_pending"),
+        ("list_pending_jobs", "alkstore_jobs_queue_pending"),
+        ("list_processing_jobs_newest", "alkstore_jobs_processing_deadline"),
+        ("list_jobs_newest", "alkstore_jobs_queue_pending"),
+    ],
+)
+def test_a_prepared_page_of_live_jobs_keeps_to_its_index_in_a_generic_plan(
+    open_store: StoreFactory,
+    admin: psycopg.Connection[Any],
+    schema: str,
+    statement: str,
+    index: str,
+) -> None:
+    _paged(open_store(clock=FakeClock(NOW)), admin, schema)
+    query = getattr(Statements.for_schema(schema), statement)
+    plan = _generic_plan(admin, query, PAGE_PARAMS)
+    assert index in plan
+    assert "alkstore_jobs_pkey" not in plan  # no walk of every row in page order

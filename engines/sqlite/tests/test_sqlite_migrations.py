@@ -758,6 +758,17 @@ def test_an_upgraded_file_before_key_limits_claims_keys_in_turn_and_keeps_a_dead
     db_path: Path, url: str
 ) -> None:
     _make_file_before_key_limits(db_path)
+# -- the version before the dashboard's reads to the latest: the queue index ----------
+
+DASHBOARD_VERSION = 12
+"""The version that adds the queue index of a page of live jobs (the tests below start
+from the version before it)."""
+
+
+def test_an_upgraded_file_before_the_queue_index_pages_its_jobs_by_state_newest_first(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DASHBOARD_VERSION - 1)
     conn = sqlite3.connect(str(db_path), isolation_level=None)
     conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
     conn.close()
@@ -791,3 +802,28 @@ def test_an_upgraded_file_before_key_limits_counts_each_keys_starts_against_its_
         clock.advance(60)
         assert len(queue.claim_batch("w", 10)) == 2
     assert "__alkstore_key_claim_starts" in _tables(db_path)
+        queue = store.queue("q")
+        queue.enqueue({"n": 4})
+        pending = queue.jobs(alkstore.JobState.PENDING, before_id=100, limit=10)
+        processing = queue.jobs(alkstore.JobState.PROCESSING, before_id=100, limit=10)
+        assert [job.id for job in pending] == [4, 1]
+        assert [job.id for job in processing] == [2]
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_jobs_queue" in _tables(db_path)
+
+
+def test_an_upgraded_file_before_the_worker_registry_registers_and_lists_workers(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DASHBOARD_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        assert store.workers() == []
+        store.register_worker(alkstore.WorkerInfo("w2", "host", 9, ("q",), 1300))
+        (listed,) = store.workers()
+        assert (listed.id, listed.queues, listed.last_seen) == ("w2", ("q",), 1400)
+        (handle,) = store.queue("q").claim_batch("w2", 1)  # its jobs: claims carry its id
+        assert handle.job.worker_id == listed.id
+        assert store.heartbeat_worker("w2", {"q": 3})
+        (counted,) = store.throughput()
+        assert (counted.queue, counted.total) == ("q", 3)
+    assert {"__alkstore_workers", "__alkstore_throughput"} <= _tables(db_path)

@@ -35,6 +35,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         limits=True,
         key_limits=True,
         results=True,
+        workers=True,
     )
     assert provider.capabilities.profiles() >= {
         "transactions",

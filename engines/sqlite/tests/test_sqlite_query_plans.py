@@ -44,6 +44,7 @@ from alkstore_sqlite.migrations import (
     NOTIFICATIONS,
     PAUSED,
     PURGE_INDEX,
+    QUEUE_INDEX,
     SCHEDULES,
     STREAM_EVENTS,
     STREAM_OFFSETS,
@@ -295,11 +296,22 @@ def test_stats_of_every_queue_read_the_indexes_and_no_table(
     assert not [d for d in sorted_beside(plan) if "__alkstore" in d], plan
 
 
-def test_a_page_of_live_jobs_is_one_range_of_the_primary_key(
+def test_a_page_of_pending_jobs_is_one_range_of_the_queue_index(
     dead_rows: sqlite3.Connection,
 ) -> None:
-    plan = _details(query_plan(dead_rows, sql.LIST_LIVE_JOBS, OPS))
-    assert plan == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid>?)"]
+    plan = _details(query_plan(dead_rows, sql.LIST_PENDING_JOBS, OPS))
+    assert plan == [f"SEARCH __alkstore_jobs USING INDEX {QUEUE_INDEX} (queue=? AND rowid>?)"]
+
+
+def test_a_page_of_processing_jobs_reads_only_the_claimed_range_of_the_live_index(
+    dead_rows: sqlite3.Connection,
+) -> None:
+    newest = {**OPS, "before": 10**6}
+    plan = _details(query_plan(dead_rows, sql.LIST_PROCESSING_JOBS_NEWEST, newest))
+    assert plan == [
+        f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND deadline>?)",
+        "USE TEMP B-TREE FOR ORDER BY",
+    ]
 
 
 def test_a_page_of_dead_jobs_is_one_range_of_the_dead_queue_index(
@@ -314,7 +326,7 @@ def test_a_page_of_all_jobs_reads_both_ranges_and_sorts_only_the_page(
 ) -> None:
     plan = query_plan(dead_rows, sql.LIST_JOBS, OPS)
     assert _reads_of(plan, "__alkstore_jobs") == [
-        "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid>?)"
+        f"SEARCH __alkstore_jobs USING INDEX {QUEUE_INDEX} (queue=? AND rowid>?)"
     ]
     assert _reads_of(plan, "__alkstore_dead") == [
         f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=? AND rowid>?)"
@@ -375,11 +387,13 @@ def test_purging_every_dead_row_of_a_queue_reads_only_that_queue(
     assert plan == [f"SEARCH __alkstore_dead USING INDEX {DEAD_QUEUE_INDEX} (queue=?)"]
 
 
-def test_a_newest_first_page_of_live_jobs_is_one_range_of_the_primary_key(
+def test_a_newest_first_page_of_pending_jobs_is_one_range_of_the_queue_index(
     dead_rows: sqlite3.Connection,
 ) -> None:
-    plan = _details(query_plan(dead_rows, sql.LIST_LIVE_JOBS_NEWEST, {**OPS, "before": 10**6}))
-    assert plan == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"]
+    plan = _details(query_plan(dead_rows, sql.LIST_PENDING_JOBS_NEWEST, {**OPS, "before": 10**6}))
+    assert plan == [
+        f"SEARCH __alkstore_jobs USING INDEX {QUEUE_INDEX} (queue=? AND rowid>? AND rowid<?)"
+    ]
 
 
 def test_a_newest_first_page_of_dead_jobs_is_one_range_of_the_dead_queue_index(
@@ -399,8 +413,22 @@ def test_a_pause_is_found_by_its_key(dead_rows: sqlite3.Connection, statement: s
 
 @pytest.mark.parametrize(
     "statement",
-    [sql.LIST_JOBS, sql.LIST_LIVE_JOBS, sql.LIST_DEAD_JOBS, sql.REDRIVE_OLDEST, sql.REDRIVE_IDS],
-    ids=["list_jobs", "list_live_jobs", "list_dead_jobs", "redrive_oldest", "redrive_ids"],
+    [
+        sql.LIST_JOBS,
+        sql.LIST_PENDING_JOBS,
+        sql.LIST_PROCESSING_JOBS,
+        sql.LIST_DEAD_JOBS,
+        sql.REDRIVE_OLDEST,
+        sql.REDRIVE_IDS,
+    ],
+    ids=[
+        "list_jobs",
+        "list_pending_jobs",
+        "list_processing_jobs",
+        "list_dead_jobs",
+        "redrive_oldest",
+        "redrive_ids",
+    ],
 )
 def test_operation_cost_does_not_grow_with_the_dead_rows(tmp_path: Path, statement: str) -> None:
     costs = []

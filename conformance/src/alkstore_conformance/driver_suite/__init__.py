@@ -51,6 +51,7 @@ from .support import (
 from .transactions import TransactionRules, WriteRules
 from .unique import UniqueStatements
 from .wakes import QueueWakes
+from .workers import WorkerStatements
 
 SUITES: tuple[type[SeamTests], ...] = (
     WriteRules,
@@ -71,6 +72,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     LimitsStatements,
     KeyLimitsStatements,
     ResultsStatements,
+    WorkerStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

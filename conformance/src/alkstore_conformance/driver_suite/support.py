@@ -26,6 +26,7 @@ from alkstore.driver import (
     SnoozeDriver,
     StreamDriver,
     UniqueDriver,
+    WorkersDriver,
 )
 from alkstore.params import Claim, GetJob
 from alkstore.rows import ScheduleRecord
@@ -50,6 +51,7 @@ class SeamDriver(
     PeriodicDriver[Any],
     LimitsDriver[Any],
     ResultsDriver[Any],
+    WorkersDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

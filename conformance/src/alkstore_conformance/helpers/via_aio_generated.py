@@ -9,7 +9,7 @@ generator's table, then run ``python tools/generate_surface.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from alkstore import AckAndClaim, JobHandle
@@ -36,10 +36,12 @@ from alkstore.values import (
     JobState,
     LockInfo,
     QueueStats,
+    QueueThroughput,
     Schedule,
     StreamEvent,
     SweepResult,
     TickResult,
+    WorkerInfo,
 )
 
 if TYPE_CHECKING:
@@ -1176,6 +1178,103 @@ class AioStoreBase:
             StoreClosed: the store was closed.
         """
         return self._loop.run(self.aio.renew_schedules(names))
+
+    def register_worker(self, info: WorkerInfo) -> WorkerInfo:
+        """Register the worker process ``info`` (contract 1.2 §19), listed by ``workers``
+        until ``WORKER_LEASE_S`` from now unless it heartbeats.
+
+        Via aio: ``AsyncStore.register_worker`` through the test's event loop.
+
+        What ``Worker.run`` does when it starts. Registering an id again replaces its
+        row (host, pid, queues, ``started_at`` and all).
+
+        Args:
+            info: the worker: ``id`` (the worker id its claims carry), ``host``,
+                ``pid``, ``queues`` and ``started_at``; its ``last_seen`` and
+                ``lease_until`` are ignored.
+
+        Returns:
+            The worker as stored: ``last_seen`` now, ``lease_until`` now plus
+            ``WORKER_LEASE_S``, ``queues`` a tuple.
+
+        Raises:
+            InvalidOptions: ``info`` is not a ``WorkerInfo``, or its host, pid,
+                queue list or ``started_at`` is out of range.
+            InvalidName: its id or a queue name is malformed.
+            ReservedName: a queue name starts with the reserved prefix.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.register_worker(info))
+
+    def heartbeat_worker(self, worker_id: str, finished: Mapping[str, int] | None = None) -> bool:
+        """Renew the lease of the registered worker ``worker_id`` to ``WORKER_LEASE_S``
+        from now (contract 1.2 §19), and count the jobs it finished.
+
+        Via aio: ``AsyncStore.heartbeat_worker`` through the test's event loop.
+
+        Args:
+            worker_id: the registered worker's id.
+            finished: queue name to how many of its jobs the worker finished (acked)
+                since its last heartbeat; added to the current minute's count of each
+                queue (``throughput``), whether or not the lease held.
+
+        Returns:
+            ``True`` if it was listed; ``False`` if it never registered, deregistered,
+            or its lease had lapsed (register it again).
+
+        Raises:
+            InvalidName: ``worker_id`` or a queue name of ``finished`` is malformed.
+            ReservedName: a queue name of ``finished`` starts with the reserved prefix.
+            InvalidOptions: ``finished`` is not a mapping, names over
+                ``MAX_WORKER_QUEUES`` queues, or a count is not an int within
+                ``0..MAX_FINISHED_COUNT``.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.heartbeat_worker(worker_id, finished))
+
+    def deregister_worker(self, worker_id: str) -> bool:
+        """Remove the worker ``worker_id`` from the registry (contract 1.2 §19): what
+        ``Worker.run`` does when it stops.
+
+        Via aio: ``AsyncStore.deregister_worker`` through the test's event loop.
+
+        Returns:
+            ``True`` if it was registered (listed or lapsed).
+
+        Raises:
+            InvalidName: ``worker_id`` is malformed.
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.deregister_worker(worker_id))
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every live worker (contract 1.2 §19): registered, its lease not lapsed,
+        ordered by id. The jobs one holds are its queues' processing jobs whose
+        ``worker_id`` is its id.
+
+        Via aio: ``AsyncStore.workers`` through the test's event loop.
+
+        Raises:
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.workers())
+
+    def throughput(self) -> list[QueueThroughput]:
+        """How many jobs of each queue workers finished per minute over the last hour
+        (contract 1.2 §19.6), as their heartbeats reported them; a queue with no
+        count in the hour is left out. Ordered by queue name byte-wise.
+
+        Via aio: ``AsyncStore.throughput`` through the test's event loop.
+
+        Raises:
+            ProfileUnavailable: the engine has no ``workers`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.throughput())
 
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; ``True`` if it existed.

@@ -8,10 +8,17 @@ from .scheduler import SchedulerModel
 from .streams import StreamsModel
 from .transactions import TransactionsModel
 from .unique import UniqueModel
+from .workers import WorkersModel
 
 
 class ReferenceModel(
-    QueuesModel, TransactionsModel, OpsModel, SchedulerModel, StreamsModel, UniqueModel
+    QueuesModel,
+    TransactionsModel,
+    OpsModel,
+    SchedulerModel,
+    StreamsModel,
+    UniqueModel,
+    WorkersModel,
 ):
     """The contract's queues, outbox, transactional enqueue, scheduler, locks,
-    streams and unique jobs, in memory."""
+    streams, unique jobs and the worker registry, in memory."""

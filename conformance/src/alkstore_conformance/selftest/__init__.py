@@ -96,6 +96,11 @@ from .wakes import (
     TimerIgnoresDeadlinesDriver,
 )
 from .watching import OwnCommitsOnlyWatcherStore
+from .workers import (
+    DeregisterKeepsWorkerDriver,
+    LapsedWorkerListedDriver,
+    ThroughputLastWriteWinsDriver,
+)
 
 SELFTEST_GROUP = "alkstore.engines.selftest"
 
@@ -565,6 +570,29 @@ TX_ACK_COMMITS_EARLY = MutantEngine(
     driver=AckCommitsEarlyDriver,
 )
 
+# -- the worker registry (contract 1.2 §19) -------------------------------------------
+LAPSED_WORKER_LISTED = MutantEngine(
+    "lapsed-worker-listed",
+    catches="WORKERS-LEASE-LAPSES",
+    bug="workers() ignores the lease: a worker that died or was cut off stays listed, "
+    "its jobs shown as held by a process that is gone",
+    driver=LapsedWorkerListedDriver,
+)
+DEREGISTER_KEEPS_WORKER = MutantEngine(
+    "deregister-keeps-worker",
+    catches="WORKERS-DEREGISTER",
+    bug="deregister_worker answers True and removes nothing: a stopped worker stays "
+    "listed until its lease lapses",
+    driver=DeregisterKeepsWorkerDriver,
+)
+THROUGHPUT_LAST_WRITE_WINS = MutantEngine(
+    "throughput-last-write-wins",
+    catches="WORKERS-THROUGHPUT",
+    bug="a heartbeat's finished count replaces its minute's count instead of adding to it: "
+    "a fleet's throughput shows one worker's share",
+    driver=ThroughputLastWriteWinsDriver,
+)
+
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
     "endless-pages",
@@ -677,6 +705,10 @@ MUTANTS: dict[str, MutantEngine] = {
         ACK_BATCH_DELETES_KEPT,
         TX_ACK_OUTSIDE,
         TX_ACK_COMMITS_EARLY,
+        # the worker registry (contract 1.2)
+        LAPSED_WORKER_LISTED,
+        DEREGISTER_KEEPS_WORKER,
+        THROUGHPUT_LAST_WRITE_WINS,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -76,6 +76,7 @@ from alkstore import (
     Stream,
     StreamEvent,
     Unique,
+    WorkerInfo,
     outbox_queue_name,
 )
 from alkstore.testing import FakeClock
@@ -115,6 +116,8 @@ LOCK_NAMES = ("leader", "janitor")
 LOCK_OWNERS = ("o1", "o2")
 
 SCHEDULE_NAMES = ("nightly", "digest", "report")
+WORKER_IDS = ("worker-a", "worker-b")
+"""Two ids, so registrations replace, lapse and clean each other up."""
 SCHEDULE_TARGETS = tuple(QUEUES)
 """Fires land in queues the machine claims from, so fired jobs meet every other rule;
 their stamps come from the default opts, not from these queues' handles."""
@@ -820,6 +823,51 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.store.renew_schedules(names),
             self.model.renew_schedules(names),
         )
+
+    @precondition(lambda self: self.capabilities.workers)
+    @rule(
+        worker_id=st.sampled_from(WORKER_IDS),
+        queues=st.lists(st.sampled_from(sorted(QUEUES)), max_size=2, unique=True),
+    )
+    def register_worker(self, worker_id: str, queues: list[str]) -> None:
+        """A worker starting registers (§19.1); a lapsed one's row goes with it."""
+        info = WorkerInfo(worker_id, "model-host", 4242, tuple(queues), START)
+        agree(
+            f"register_worker({worker_id!r}, {queues!r})",
+            self.store.register_worker(info),
+            self.model.register_worker(info),
+        )
+
+    @precondition(lambda self: self.capabilities.workers)
+    @rule(
+        worker_id=st.sampled_from(WORKER_IDS),
+        finished=st.none()
+        | st.dictionaries(st.sampled_from(sorted(QUEUES)), st.integers(0, 3), max_size=2),
+    )
+    def heartbeat_worker(self, worker_id: str, finished: dict[str, int] | None) -> None:
+        """A running worker heartbeats with its acks (§19.2, §19.6); a lapsed one is not
+        renewed, its counts still added."""
+        agree(
+            f"heartbeat_worker({worker_id!r}, {finished!r})",
+            self.store.heartbeat_worker(worker_id, finished),
+            self.model.heartbeat_worker(worker_id, finished),
+        )
+
+    @precondition(lambda self: self.capabilities.workers)
+    @rule(worker_id=st.sampled_from(WORKER_IDS))
+    def deregister_worker(self, worker_id: str) -> None:
+        agree(
+            f"deregister_worker({worker_id!r})",
+            self.store.deregister_worker(worker_id),
+            self.model.deregister_worker(worker_id),
+        )
+
+    @precondition(lambda self: self.capabilities.workers)
+    @rule()
+    def workers_and_throughput(self) -> None:
+        """The live workers by id, and the hour's counts (§19.1, §19.6)."""
+        agree("workers()", self.store.workers(), self.model.workers())
+        agree("throughput()", self.store.throughput(), self.model.throughput())
 
     @precondition(lambda self: self.capabilities.scheduler)
     @rule(name=st.sampled_from(SCHEDULE_NAMES))

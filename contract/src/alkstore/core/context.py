@@ -26,6 +26,7 @@ from ..driver import (
     SnoozeDriver,
     StreamDriver,
     UniqueDriver,
+    WorkersDriver,
     one_commit_hint,
 )
 from ..engine import Capabilities
@@ -140,6 +141,11 @@ class StoreContext:
         an engine declaring it without them is refused it as one without it)."""
         self.cron()
         driver: PeriodicDriver[Any] = self._profile("periodic")
+        return driver
+
+    def workers(self) -> WorkersDriver[Any]:
+        """The driver of an engine with the worker registry (contract 1.2 §19)."""
+        driver: WorkersDriver[Any] = self._profile("workers")
         return driver
 
     def streams(self) -> StreamDriver[Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from ..params import Publish, QueueStatsAt
 from ..payload import check_max_payload_bytes
 from ..stop import StopToken
 from ..timeconv import Duration
-from ..values import QueueStats, Schedule, TickResult
+from ..values import QueueStats, QueueThroughput, Schedule, TickResult, WorkerInfo
 from .claiming import claim_waiting
 from .context import StoreContext
 from .limits import with_limits
@@ -33,6 +33,7 @@ from .streams import CoreStream
 from .transaction import CoreTransaction
 from .waiting import Deadline
 from .watching import CoreWakeWatcher, watched_queues
+from .workers import CoreWorkers
 
 DEFAULT_REPOLL_S = 1.0
 """Safety-net re-poll of waiting calls when no wake arrives (engine option ``repoll_s``)."""
@@ -104,6 +105,7 @@ class CoreStore:
             max_payload_bytes=max_payload_bytes,
         )
         self._scheduler_front = CoreScheduler(self._context)
+        self._workers_front = CoreWorkers(self._context)
         self.engine_name = engine_name
 
     @property
@@ -212,6 +214,22 @@ class CoreStore:
 
     def run_schedules(self, stop: StopToken, worker_id: str | None = None) -> None:
         self._scheduler_front.run(stop, worker_id)
+
+    # -- the worker registry (contract 1.2 §19, workers profile) -------------------
+    def register_worker(self, info: WorkerInfo) -> WorkerInfo:
+        return self._workers_front.register(info)
+
+    def heartbeat_worker(self, worker_id: str, finished: Mapping[str, int] | None = None) -> bool:
+        return self._workers_front.heartbeat(worker_id, finished)
+
+    def throughput(self) -> list[QueueThroughput]:
+        return self._workers_front.throughput()
+
+    def deregister_worker(self, worker_id: str) -> bool:
+        return self._workers_front.deregister(worker_id)
+
+    def workers(self) -> list[WorkerInfo]:
+        return self._workers_front.listing()
 
     # -- streams and pub/sub (contract §7) --------------------------------
     def stream(self, name: str) -> CoreStream:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -19,7 +20,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..api import Store
+from ..api import QueueConsumer, Store
 from ..cli.selection import RedrivePlan, carry_out
 from ..errors import (
     AlkstoreError,
@@ -28,6 +29,7 @@ from ..errors import (
     InvalidOptions,
     ProfileUnavailable,
 )
+from ..values import QueueStats
 from . import views
 from .pulse import Pulse
 from .security import CSRF_COOKIE, CSRF_FIELD, Access, Csrf, redact_url, scrub, url_secrets
@@ -45,6 +47,7 @@ KEEPALIVE_S = 15.0
 PROFILE_NEEDS = {
     "ops": "stats, job pages, redrive, purge, pause and resume (contract §11)",
     "scheduler": "schedules (contract §5)",
+    "workers": "the live workers and the jobs they hold (contract 1.2 §19)",
 }
 SECURITY_HEADERS = {
     # Escaping is the defence; the policy is the second line: no inline script runs.
@@ -95,6 +98,7 @@ class Dashboard:
         self.env.filters["stamp"] = views.stamp
         self.env.filters["age"] = views.age
         self.env.filters["payload"] = views.payload_text
+        self.env.filters["sparkline"] = views.sparkline
         self.version = _version()
 
     # -- access -------------------------------------------------------------------
@@ -119,6 +123,25 @@ class Dashboard:
     def check_csrf(self, request: Request, form: Any) -> None:
         if not self.csrf.valid(request.cookies.get(CSRF_COOKIE), form.get(CSRF_FIELD)):
             raise HTTPException(403, "The form's CSRF token is missing or stale: reload the page.")
+
+    # -- reading -------------------------------------------------------------------
+    def stats(self, request: Request) -> tuple[QueueStats, ...]:
+        """Every queue's stats: a page's live part (fetched because the pulse just read
+        a change) shares the pulse's read; a whole page reads afresh."""
+        if request.headers.get(PARTIAL_HEADER) == "1":
+            return self.pulse.shared.read()
+        started = time.monotonic()
+        value = tuple(self.store.stats())
+        self.pulse.shared.offer(value, started)
+        return value
+
+    def queue_stats(self, request: Request, queue: QueueConsumer) -> QueueStats:
+        """One queue's stats, shared as ``stats`` is when the shared read lists it."""
+        if request.headers.get(PARTIAL_HEADER) == "1":
+            for stats in self.pulse.shared.read():
+                if stats.queue == queue.name:
+                    return stats
+        return queue.stats()
 
     # -- rendering ----------------------------------------------------------------
     def path(
@@ -255,8 +278,13 @@ def create_app(
 
     @page("read")
     def overview(request: Request, access: Access) -> Response:
-        stats = dash.store.stats()
-        context = {"stats": stats, "live": "overview_live.html", "title": "Queues"}
+        stats = dash.stats(request)
+        context = {
+            "stats": stats,
+            "throughput": views.throughput_by_queue(dash.store),
+            "live": "overview_live.html",
+            "title": "Queues",
+        }
         return dash.render(request, "overview.html", context, access)
 
     @page("read")
@@ -275,7 +303,7 @@ def create_app(
         )
         context = {
             "queue": name,
-            "stats": queue.stats(),
+            "stats": dash.queue_stats(request, queue),
             "state": state,
             "states": views.STATES,
             "q": text,
@@ -309,7 +337,7 @@ def create_app(
         found = views.search_dead(queue, error, before)
         context = {
             "queue": name,
-            "stats": queue.stats(),
+            "stats": dash.queue_stats(request, queue),
             "error": error,
             "page": found,
             "before": None if before == views.TOP else before,
@@ -364,6 +392,7 @@ def create_app(
         skipped = len(ids) - len(selection.ids)
         if skipped:
             notice += f"; {skipped} named job(s) were no longer dead jobs of {name}"
+        dash.pulse.shared.forget()
         target = dash.path(request, "dead", {"queue": name, "notice": notice})
         return RedirectResponse(target, status_code=303)
 
@@ -375,6 +404,7 @@ def create_app(
             queue.pause()
         else:
             queue.resume()
+        dash.pulse.shared.forget()
         back = str(request.state.form.get("back", ""))
         if not _own_path(back, request.scope.get("root_path", "")):
             back = dash.path(request, "overview")  # never an open redirect
@@ -386,6 +416,12 @@ def create_app(
         rows = [(schedule, views.next_fires(schedule)) for schedule in found]
         context = {"rows": rows, "live": "schedules_live.html", "title": "Schedules"}
         return dash.render(request, "schedules.html", context, access)
+
+    @page("read")
+    def workers_page(request: Request, access: Access) -> Response:
+        rows = views.live_workers(dash.store)
+        context = {"rows": rows, "live": "workers_live.html", "title": "Workers"}
+        return dash.render(request, "workers.html", context, access)
 
     async def events(request: Request) -> Response:
         dash.require(request, "read")
@@ -436,6 +472,7 @@ def create_app(
         Route("/resume", pause_resume, methods=["POST"], name="resume"),
         Route("/jobs/{job_id:int}", job_page, name="job"),
         Route("/schedules", schedules_page, name="schedules"),
+        Route("/workers", workers_page, name="workers"),
         Route("/events", events, name="events"),
         Mount("/static", StaticFiles(packages=[("alkstore.dashboard", "static")]), name="static"),
     ]

@@ -6,6 +6,12 @@ The thread waits on ``store.wake_watcher`` of the queues it last read (contract
 §2.15), so an enqueue in any process shows at once; it also re-reads every
 ``poll_s``, since what time alone changes -- a scheduled job coming due, a claim
 lapsing -- wakes nobody. Only the public surface: any ``Store`` will do.
+
+The reads are capped: at most one every ``min_interval_s``, however often the store
+wakes it (a busy store wakes it on every enqueue; the wakes in between coalesce
+into the next read). The read it makes is shared (``SharedStats``): the open pages
+it tells refresh their live part from that same read, so N pages cost one
+``stats()`` per change, not N + 1.
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ from contextlib import AbstractContextManager, nullcontext
 
 from ..api import Store, WakeWatcher
 from ..errors import AlkstoreError
+from ..values import QueueStats
+
+MIN_INTERVAL_S = 0.25
+"""The least time between two reads of the watcher, and how old a shared read may be
+when a page's live part reuses it."""
 
 
 class Listener:
@@ -38,15 +49,54 @@ def _watcher(store: Store, queues: list[str]) -> AbstractContextManager[WakeWatc
     return store.wake_watcher(queues)
 
 
+class SharedStats:
+    """One ``store.stats()`` shared by every caller within ``max_age_s`` of it: a caller
+    finding a read that young takes it; otherwise it reads, and callers arriving
+    meanwhile wait for that read instead of starting their own."""
+
+    def __init__(self, store: Store, max_age_s: float) -> None:
+        self._store = store
+        self._max_age_s = max_age_s
+        self._lock = threading.Lock()
+        self._value: tuple[QueueStats, ...] | None = None
+        self._at = 0.0
+        self.reads = 0
+        """How many times it read the store: for tests."""
+
+    def offer(self, value: tuple[QueueStats, ...], started_at: float) -> None:
+        """A read someone else made (begun at ``started_at``, monotonic), to share."""
+        with self._lock:
+            if self._value is None or started_at > self._at:
+                self._value, self._at = value, started_at
+
+    def forget(self) -> None:
+        """Drop the shared read: the next caller reads (after a write of its own)."""
+        with self._lock:
+            self._value = None
+
+    def read(self) -> tuple[QueueStats, ...]:
+        with self._lock:
+            if self._value is not None and time.monotonic() - self._at <= self._max_age_s:
+                return self._value
+            started = time.monotonic()
+            value = tuple(self._store.stats())
+            self.reads += 1
+            self._value, self._at = value, started
+            return value
+
+
 class Pulse:
     """Tells every ``Listener`` when the store's stats change."""
 
-    def __init__(self, store: Store, poll_s: float) -> None:
+    def __init__(self, store: Store, poll_s: float, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self._store = store
         self._poll_s = poll_s
+        self._min_interval_s = min_interval_s
         self._lock = threading.Lock()
         self._listeners: set[Listener] = set()
         self._thread: threading.Thread | None = None
+        self.shared = SharedStats(store, min_interval_s)
+        """The watcher's latest read, for the pages it tells."""
         self.wakes = 0
         """How many store reads the watcher made (each wake or poll): for tests."""
 
@@ -66,15 +116,23 @@ class Pulse:
             self._listeners.discard(listener)
 
     def _snapshot(self) -> Hashable:
+        started = time.monotonic()
         try:
-            return tuple(self._store.stats())
+            value = tuple(self._store.stats())
         except AlkstoreError as exc:  # no ops profile, a closed store, an outage
             return type(exc).__name__
+        self.shared.offer(value, started)
+        return value
 
     def _watch(self) -> None:
         last: Hashable = None
         queues: list[str] = []
+        read_at = -self._min_interval_s
         while True:
+            # The cap: the wakes of the last min_interval_s coalesce into this read.
+            rest = read_at + self._min_interval_s - time.monotonic()
+            if rest > 0:
+                time.sleep(rest)
             with self._lock:
                 if not self._listeners:
                     self._thread = None
@@ -88,6 +146,7 @@ class Pulse:
                 watcher = None  # the store closed meanwhile
             with watcher if watcher is not None else nullcontext(None) as wake:
                 self.wakes += 1
+                read_at = time.monotonic()
                 now = self._snapshot()
                 first = last is None
                 if now != last:

@@ -14,10 +14,10 @@ from typing import Any
 from ..api import QueueConsumer, Store
 from ..cli.selection import dead_jobs, queue_handle
 from ..constants import MAX_JOBS_PAGE, MAX_REDRIVE
-from ..errors import AlkstoreError
+from ..errors import AlkstoreError, ProfileUnavailable
 from ..payload import UndecodablePayload
 from ..spec import parse_spec
-from ..values import Job, JobState, Schedule
+from ..values import Job, JobState, QueueThroughput, Schedule, WorkerInfo
 from ..zones import resolve_zone
 
 PAGE = 50
@@ -224,3 +224,68 @@ def search_dead(queue: QueueConsumer, error: str, before: int) -> JobPage:
         if len(found) == PAGE or scanned == SCAN_LIMIT:
             return JobPage(jobs=tuple(found), next_before=job.id, scanned=scanned)
     return JobPage(jobs=tuple(found), next_before=None, scanned=scanned)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveWorker:
+    """A live worker and the jobs it holds: its queues' processing jobs whose
+    ``worker_id`` is its id, oldest claim first."""
+
+    worker: WorkerInfo
+    jobs: tuple[Job, ...]
+    more: bool
+    """Some of its queues had more processing jobs than one read returns."""
+
+
+def live_workers(store: Store) -> list[LiveWorker]:
+    """``store.workers()``, each with the jobs it holds (contract 1.2 §19): one read of
+    each queue's processing jobs (at most ``MAX_JOBS_PAGE``, newest first), shared by
+    every worker of the queue. Without the ops profile no job is read."""
+    found = store.workers()
+    queues = sorted({name for worker in found for name in worker.queues})
+    held: dict[str, list[Job]] = {}
+    cut: set[str] = set()
+    try:
+        for name in queues:
+            page = store.queue(name).jobs(JobState.PROCESSING, before_id=TOP, limit=MAX_JOBS_PAGE)
+            if len(page) == MAX_JOBS_PAGE:
+                cut.add(name)
+            for job in page:
+                if job.worker_id is not None:
+                    held.setdefault(job.worker_id, []).append(job)
+    except ProfileUnavailable:  # no ops profile: the workers without their jobs
+        held, cut = {}, set()
+    rows = []
+    for worker in found:
+        jobs = [job for job in held.get(worker.id, ()) if job.queue in worker.queues]
+        jobs.sort(key=lambda job: (job.claimed_at or 0, job.id))
+        rows.append(
+            LiveWorker(worker, tuple(jobs), more=any(name in cut for name in worker.queues))
+        )
+    return rows
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_MINUTES = 5
+"""Minutes per sparkline character: twelve characters for the hour."""
+
+
+def throughput_by_queue(store: Store) -> dict[str, QueueThroughput]:
+    """``store.throughput()`` by queue (contract 1.2 §19.6); none without the profile."""
+    try:
+        return {counted.queue: counted for counted in store.throughput()}
+    except ProfileUnavailable:
+        return {}
+
+
+def sparkline(per_minute: tuple[int, ...]) -> str:
+    """The hour's counts as block characters, one per ``SPARK_MINUTES`` minutes, the
+    tallest the busiest stretch; a stretch with no job is the lowest block."""
+    sums = [
+        sum(per_minute[start : start + SPARK_MINUTES])
+        for start in range(0, len(per_minute), SPARK_MINUTES)
+    ]
+    top = max(sums, default=0)
+    if top == 0:
+        return SPARK[0] * len(sums)
+    return "".join(SPARK[(len(SPARK) - 1) * value // top] for value in sums)

@@ -29,6 +29,7 @@ from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenan
 from .observe import ABANDONED, SNOOZED, Observers, WorkerObserver
 from .outcome_log import OutcomeLog
 from .periodic import Declaration, Periodic, check_new, make_declaration, require_periodic
+from .registry import Registration, has_registry
 from .runs import RunState
 from .settle import Settler
 from .signals import stopping_on_signals
@@ -340,6 +341,10 @@ class Worker:
                 store, self.name, list(self._declarations.values()), lead=maintenance is None
             )
         tasks = list(self._tasks.values())
+        registration = None
+        if has_registry(store):
+            registration = Registration(store, self.name, [task.queue for task in tasks])
+            self._observers.add(registration.finished)
         self._slots.open(tasks)
         queues = {task.queue: store.queue(task.queue) for task in tasks}
         settler = Settler(
@@ -368,6 +373,15 @@ class Worker:
                     if maintenance is not None:
                         maintenance.close()
                     raise
+            if registration is not None:
+                try:
+                    registration.start()  # registered before the first claim
+                except BaseException:
+                    if maintenance is not None:
+                        maintenance.close()
+                    if periodic is not None:
+                        periodic.close()
+                    raise
             try:
                 self._outcomes.start()
                 execution.start()
@@ -385,6 +399,8 @@ class Worker:
                     maintenance.close()
                 if periodic is not None:
                     periodic.close()
+                if registration is not None:
+                    registration.close()  # after the drain: its jobs are settled
                 self._heartbeats.close()
                 execution.close()
                 self._outcomes.close()

@@ -44,10 +44,11 @@ CAPABILITIES: Final = Capabilities(
     limits=True,
     key_limits=True,
     results=True,
+    workers=True,
     async_native=True,
 )
 """Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,
-periodic, limits, results (and attach, locks, ...), and ``open_on_loop`` for
+periodic, limits, results, workers (and attach, locks, ...), and ``open_on_loop`` for
 ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 

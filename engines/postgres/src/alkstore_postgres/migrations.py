@@ -686,6 +686,47 @@ V11_KEY_LIMITS = Migration(
 )
 
 
+V12_DASHBOARD_READS = Migration(
+    12,
+    "the dashboard's reads: a queue's pending rows in id order, the worker registry "
+    "and its throughput counts",
+    (
+        # A queue page (q.jobs(PENDING, before_id=...)) was a walk of every pending
+        # row of the queue through the claim index, then a sort: its cost grew with
+        # the queue. Partial, so a claim (pending -> processing) and a heartbeat add
+        # no entry to it: only an enqueue and a retry do. Built under the migration's
+        # lock: on a large table the upgrade holds writes for the build.
+        """
+        CREATE INDEX alkstore_jobs_queue_pending
+            ON {schema}.alkstore_jobs (queue, id) WHERE state = 'pending'
+        """,
+        # The worker registry (the workers profile): one row per worker id, read
+        # whole (a fleet is small), its queues in the worker's order.
+        """
+        CREATE TABLE {schema}.alkstore_workers (
+            id text COLLATE "C" PRIMARY KEY,
+            host text NOT NULL,
+            pid bigint NOT NULL,
+            queues text[] NOT NULL,
+            started_at bigint NOT NULL,
+            last_seen bigint NOT NULL,
+            lease_until bigint NOT NULL
+        )
+        """,
+        # Jobs finished per queue and minute, added by workers' heartbeats (the ack
+        # path writes nothing here); at most an hour of minutes is kept.
+        """
+        CREATE TABLE {schema}.alkstore_throughput (
+            queue text COLLATE "C" NOT NULL,
+            minute bigint NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (queue, minute)
+        )
+        """,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -698,6 +739,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V9_QUEUE_LIMITS,
     V10_FINISHED_JOBS,
     V11_KEY_LIMITS,
+    V12_DASHBOARD_READS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -55,8 +55,10 @@ class OpsStatements:
             query = sql.list_dead_jobs_newest if newest else sql.list_dead_jobs
         elif state is JobState.COMPLETED:
             query = sql.list_completed_jobs_newest if newest else sql.list_completed_jobs
+        elif state is JobState.PROCESSING:
+            query = sql.list_processing_jobs_newest if newest else sql.list_processing_jobs
         else:
-            query = sql.list_live_jobs_newest if newest else sql.list_live_jobs
+            query = sql.list_pending_jobs_newest if newest else sql.list_pending_jobs
         bound = by_name(params, state=None if state is None else state.value)
         return [job_from_row(row) for row in execute(c, query, bound)]
 

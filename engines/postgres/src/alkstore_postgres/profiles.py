@@ -27,9 +27,15 @@ from alkstore.params import (
     StreamOffset,
     StreamRead,
     StreamTrim,
+    ThroughputAdd,
+    ThroughputSince,
+    WorkerRef,
+    WorkerRegister,
+    WorkerRenew,
+    WorkersAt,
 )
 from alkstore.rows import ScheduleRecord, stream_event
-from alkstore.values import StreamEvent
+from alkstore.values import StreamEvent, WorkerInfo
 
 from .binding import by_name
 from .handle import PgHandle, begin_transaction, execute, rowcount
@@ -89,6 +95,39 @@ class ProfileStatements:
         rows = execute(c, self._sql.schedules_lapse, by_name(params))
         return sorted(row[0] for row in rows)
 
+    # -- the worker registry (the workers profile) -----------------------------------
+    def worker_register(self, c: PgHandle, params: WorkerRegister) -> None:
+        execute(c, self._sql.worker_register, by_name(params, queues=list(params.queues)))
+
+    def worker_renew(self, c: PgHandle, params: WorkerRenew) -> bool:
+        return rowcount(c, self._sql.worker_renew, by_name(params)) == 1
+
+    def worker_deregister(self, c: PgHandle, params: WorkerRef) -> bool:
+        return rowcount(c, self._sql.worker_deregister, by_name(params)) == 1
+
+    def workers_list(self, c: PgHandle, params: WorkersAt) -> list[WorkerInfo]:
+        rows = execute(c, self._sql.workers_list, by_name(params))
+        return [
+            WorkerInfo(
+                worker_id,
+                host,
+                pid,
+                tuple(queues),
+                started_at,
+                last_seen=last_seen,
+                lease_until=lease_until,
+            )
+            for worker_id, host, pid, queues, started_at, last_seen, lease_until in rows
+        ]
+
+    def throughput_add(self, c: PgHandle, params: ThroughputAdd) -> None:
+        bound = by_name(params, queues=list(params.queues), counts=list(params.counts))
+        execute(c, self._sql.throughput_add, bound)
+
+    def throughput_read(self, c: PgHandle, params: ThroughputSince) -> list[tuple[str, int, int]]:
+        rows = execute(c, self._sql.throughput_read, by_name(params))
+        return [(queue, minute, count) for queue, minute, count in rows]
+
     # -- streams ----------------------------------------------------------------------
     def stream_append(self, c: PgHandle, params: StreamAppend) -> list[int]:
         payloads = params.payloads
@@ -145,7 +184,13 @@ class ProfileStatements:
 
 
 if TYPE_CHECKING:
-    from alkstore.driver import PeriodicDriver, PubSubDriver, SchedulerDriver, StreamDriver
+    from alkstore.driver import (
+        PeriodicDriver,
+        PubSubDriver,
+        SchedulerDriver,
+        StreamDriver,
+        WorkersDriver,
+    )
 
     # Static proof that these methods fill every profile the engine declares.
     def _conforms(
@@ -155,5 +200,6 @@ if TYPE_CHECKING:
         StreamDriver[PgHandle],
         PubSubDriver[PgHandle],
         PeriodicDriver[PgHandle],
+        WorkersDriver[PgHandle],
     ]:
-        return p, p, p, p
+        return p, p, p, p, p

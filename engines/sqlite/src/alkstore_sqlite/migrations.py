@@ -21,7 +21,11 @@ version 8 gives schedules contract 1.2's declaration lease (the periodic profile
 version 9 adds contract 1.2's queue limits: one row per limited queue, and the
 claim starts of rate-limited queues (written by a trigger on each claim);
 version 10 adds contract 1.2's finished jobs (the results profile): every job's
-completed retention stamp and the completed table, apart from the claim path.
+completed retention stamp and the completed table, apart from the claim path;
+version 11 adds contract 1.2's per-key limits (every job's limit key, the per-key
+limit and its turn on the limits row, per-key claim starts); version 12 adds the
+dashboard's reads: a queue's live rows in id order, the worker registry and its
+throughput counts.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ LOCKS = "__alkstore_locks"
 META = "__alkstore_meta"
 
 LIVE_INDEX = "__alkstore_jobs_live"
+QUEUE_INDEX = "__alkstore_jobs_queue"
 # Versions 1 to 3's two indexes of live rows, replaced by LIVE_INDEX in version 4.
 CLAIM_INDEX = "__alkstore_jobs_claim"
 LAPSE_INDEX = "__alkstore_jobs_lapse"
@@ -64,6 +69,8 @@ CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
 KEY_STARTS = "__alkstore_key_claim_starts"
 KEY_STARTS_INDEX = "__alkstore_key_claim_starts_window"
 COMPLETED = "__alkstore_completed"
+WORKERS = "__alkstore_workers"
+THROUGHPUT = "__alkstore_throughput"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
 
@@ -627,6 +634,39 @@ _V11 = (
 )
 
 
+_V12 = (
+    # A queue's live rows in id order (each entry ends with the rowid), for a page
+    # of its jobs: an enqueue adds an entry and an ack or a move to dead removes
+    # it; a claim, a heartbeat and a retry change neither column, so they write
+    # no page of it.
+    f"CREATE INDEX IF NOT EXISTS {QUEUE_INDEX} ON {JOBS} (queue)",
+    # The worker registry (the workers profile): one row per worker id, read whole
+    # (a fleet is small); queues as a JSON array in the worker's order.
+    f"""
+    CREATE TABLE IF NOT EXISTS {WORKERS} (
+        id          TEXT    PRIMARY KEY,
+        host        TEXT    NOT NULL,
+        pid         INTEGER NOT NULL,
+        queues      TEXT    NOT NULL,
+        started_at  INTEGER NOT NULL,
+        last_seen   INTEGER NOT NULL,
+        lease_until INTEGER NOT NULL
+    )
+    """,
+    # Jobs finished per queue and minute, added by workers' heartbeats (the ack
+    # path writes nothing here); at most an hour of minutes is kept.
+    f"""
+    CREATE TABLE IF NOT EXISTS {THROUGHPUT} (
+        queue  TEXT    NOT NULL,
+        minute INTEGER NOT NULL,
+        count  INTEGER NOT NULL,
+        PRIMARY KEY (queue, minute)
+    ) WITHOUT ROWID
+    """,
+)
+
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -639,6 +679,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V9,
     _V10,
     _V11,
+    _V12,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 

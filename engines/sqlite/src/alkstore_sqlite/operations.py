@@ -50,9 +50,10 @@ class OperationStatements:
             statement = sql.LIST_DEAD_JOBS_NEWEST if newest else sql.LIST_DEAD_JOBS
         elif state is JobState.COMPLETED:
             statement = sql.LIST_COMPLETED_JOBS_NEWEST if newest else sql.LIST_COMPLETED_JOBS
+        elif state is JobState.PROCESSING:
+            statement = sql.LIST_PROCESSING_JOBS_NEWEST if newest else sql.LIST_PROCESSING_JOBS
         else:
-            statement = sql.LIST_LIVE_JOBS_NEWEST if newest else sql.LIST_LIVE_JOBS
-            named["state"] = state.value
+            statement = sql.LIST_PENDING_JOBS_NEWEST if newest else sql.LIST_PENDING_JOBS
         return [job_from_row(row) for row in _cursor(c).execute(statement, named)]
 
     def redrive(self, c: sqlite3.Connection, params: Redrive) -> list[int]:

@@ -13,6 +13,7 @@ is a prefix of the commit order, so it never holds offset n + 1 without n.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import asdict
 from itertools import starmap
@@ -28,9 +29,15 @@ from alkstore.params import (
     StreamOffset,
     StreamRead,
     StreamTrim,
+    ThroughputAdd,
+    ThroughputSince,
+    WorkerRef,
+    WorkerRegister,
+    WorkerRenew,
+    WorkersAt,
 )
 from alkstore.rows import ScheduleRecord, stream_event
-from alkstore.values import StreamEvent
+from alkstore.values import StreamEvent, WorkerInfo
 
 from . import statements as sql
 from .handle import begin_transaction
@@ -88,6 +95,50 @@ class ProfileStatements:
         rows = _cursor(c).execute(sql.SCHEDULES_LAPSE, sql.SCHEDULES_LAPSE_PARAMS(params))
         return sorted(name for (name,) in rows)
 
+    # -- the worker registry (the workers profile) -----------------------------------
+    def worker_register(self, c: sqlite3.Connection, params: WorkerRegister) -> None:
+        c.execute(sql.WORKERS_LAPSE, {"now": params.now})
+        named = asdict(params)
+        named["queues"] = json.dumps(list(params.queues))
+        c.execute(sql.WORKER_UPSERT, named)
+
+    def worker_renew(self, c: sqlite3.Connection, params: WorkerRenew) -> bool:
+        return c.execute(sql.WORKER_RENEW, sql.WORKER_RENEW_PARAMS(params)).rowcount == 1
+
+    def worker_deregister(self, c: sqlite3.Connection, params: WorkerRef) -> bool:
+        bound = sql.WORKER_DEREGISTER_PARAMS(params)
+        return c.execute(sql.WORKER_DEREGISTER, bound).rowcount == 1
+
+    def workers_list(self, c: sqlite3.Connection, params: WorkersAt) -> list[WorkerInfo]:
+        rows = _cursor(c).execute(sql.WORKERS_LIST, sql.WORKERS_LIST_PARAMS(params))
+        return [
+            WorkerInfo(
+                worker_id,
+                host,
+                pid,
+                tuple(json.loads(queues)),
+                started_at,
+                last_seen=last_seen,
+                lease_until=lease_until,
+            )
+            for worker_id, host, pid, queues, started_at, last_seen, lease_until in rows
+        ]
+
+    def throughput_add(self, c: sqlite3.Connection, params: ThroughputAdd) -> None:
+        named = {
+            "minute": params.minute,
+            "queues": json.dumps(list(params.queues)),
+            "counts": json.dumps(list(params.counts)),
+        }
+        c.execute(sql.THROUGHPUT_ADD, named)
+        c.execute(sql.THROUGHPUT_PRUNE, {"prune_through": params.prune_through})
+
+    def throughput_read(
+        self, c: sqlite3.Connection, params: ThroughputSince
+    ) -> list[tuple[str, int, int]]:
+        rows = _cursor(c).execute(sql.THROUGHPUT_READ, {"after": params.after})
+        return [(queue, minute, count) for queue, minute, count in rows]
+
     # -- streams ----------------------------------------------------------------------
     def stream_append(self, c: sqlite3.Connection, params: StreamAppend) -> list[int]:
         stream, payloads, now = params.stream, params.payloads, params.now
@@ -136,7 +187,13 @@ def _cursor(c: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 if TYPE_CHECKING:
-    from alkstore.driver import PeriodicDriver, PubSubDriver, SchedulerDriver, StreamDriver
+    from alkstore.driver import (
+        PeriodicDriver,
+        PubSubDriver,
+        SchedulerDriver,
+        StreamDriver,
+        WorkersDriver,
+    )
 
     # Static proof that these methods fill every profile the engine declares.
     def _conforms(
@@ -146,5 +203,6 @@ if TYPE_CHECKING:
         StreamDriver[sqlite3.Connection],
         PubSubDriver[sqlite3.Connection],
         PeriodicDriver[sqlite3.Connection],
+        WorkersDriver[sqlite3.Connection],
     ]:
-        return p, p, p, p
+        return p, p, p, p, p

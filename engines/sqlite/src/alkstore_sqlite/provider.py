@@ -45,6 +45,7 @@ class SqliteEngine:
         limits=True,
         key_limits=True,
         results=True,
+        workers=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

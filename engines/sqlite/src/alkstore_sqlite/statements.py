@@ -34,6 +34,9 @@ from alkstore.params import (
     StreamOffset,
     StreamRead,
     StreamTrim,
+    WorkerRef,
+    WorkerRenew,
+    WorkersAt,
     bind_by_name,
 )
 from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
@@ -56,11 +59,14 @@ from .migrations import (
     NOTIFICATIONS,
     PAUSED,
     PURGE_INDEX,
+    QUEUE_INDEX,
     SCHEDULES,
     STREAM_EVENTS,
     STREAM_OFFSETS,
     STREAMS,
+    THROUGHPUT,
     UNIQUE_INDEX,
+    WORKERS,
 )
 
 
@@ -712,13 +718,21 @@ QUEUE_STATS_ALL = _queue_stats(
 )
 """Stats of every queue with a live or dead row or a pause, as of ``:now``."""
 
-# A page of a queue's jobs, by id. Live rows are read as a range of the primary
-# key from :after (NOT INDEXED pins that: no live index is in id order, and one
-# would cost every enqueue), skipping other queues' rows; dead rows as a range
-# of the dead table's queue index, which is in id order.
+# A page of a queue's jobs, by id. Live rows are a range of the queue index
+# (queue, then the rowid: version 12), which an enqueue and an ack write and a
+# claim does not touch; the pending rows among them are most of them, so a
+# pending page reads about its own rows. Processing rows (the claims in flight)
+# are read off the live index's claimed range and sorted: walking the queue
+# index for them would step over every pending row. Dead and completed rows are
+# ranges of their tables' queue indexes, in id order too.
 _LIVE_PAGE = f"""
-SELECT {_LIVE_COLUMNS} FROM {JOBS} NOT INDEXED
- WHERE id > :after AND queue = :queue{{state}}
+SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {QUEUE_INDEX}
+ WHERE queue = :queue AND id > :after{{state}}
+ ORDER BY id LIMIT :limit
+"""
+_CLAIMED_PAGE = f"""
+SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {LIVE_INDEX}
+ WHERE queue = :queue AND deadline IS NOT NULL AND state = 'processing' AND id > :after
  ORDER BY id LIMIT :limit
 """
 _DEAD_PAGE = f"""
@@ -743,8 +757,11 @@ SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
 """Live, dead and completed jobs of ``:queue`` with ``id > :after``, the first
 ``:limit`` by id."""
 
-LIST_LIVE_JOBS = _LIVE_PAGE.format(state=" AND state = :state")
-"""Jobs of ``:queue`` in ``:state`` (pending or processing) with ``id > :after``."""
+LIST_PENDING_JOBS = _LIVE_PAGE.format(state=" AND state = 'pending'")
+"""Pending jobs of ``:queue`` with ``id > :after``."""
+
+LIST_PROCESSING_JOBS = _CLAIMED_PAGE
+"""Processing jobs of ``:queue`` with ``id > :after``."""
 
 LIST_DEAD_JOBS = _DEAD_PAGE
 
@@ -765,8 +782,11 @@ LIST_JOBS_NEWEST = _newest(LIST_JOBS)
 """Live and dead jobs of ``:queue`` with ``:after < id < :before``, the last ``:limit``
 by id, largest first."""
 
-LIST_LIVE_JOBS_NEWEST = _newest(LIST_LIVE_JOBS)
-"""Jobs of ``:queue`` in ``:state`` with ``:after < id < :before``, largest id first."""
+LIST_PENDING_JOBS_NEWEST = _newest(LIST_PENDING_JOBS)
+"""Pending jobs of ``:queue`` with ``:after < id < :before``, largest id first."""
+
+LIST_PROCESSING_JOBS_NEWEST = _newest(LIST_PROCESSING_JOBS)
+"""Processing jobs of ``:queue`` with ``:after < id < :before``, largest id first."""
 
 LIST_DEAD_JOBS_NEWEST = _newest(LIST_DEAD_JOBS)
 
@@ -981,6 +1001,55 @@ RETURNING name
 """,
     ScheduleLapse,
 )
+
+# -- the worker registry (the workers profile) -------------------------------------
+
+WORKERS_LAPSE = f"DELETE FROM {WORKERS} WHERE lease_until <= :now"
+"""Named: ``now``."""
+
+WORKER_UPSERT = f"""
+INSERT INTO {WORKERS} (id, host, pid, queues, started_at, last_seen, lease_until)
+VALUES (:worker_id, :host, :pid, :queues, :started_at, :now, :lease_until)
+ON CONFLICT (id) DO UPDATE
+   SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+       started_at = excluded.started_at, last_seen = excluded.last_seen,
+       lease_until = excluded.lease_until
+"""
+"""Named: ``WorkerRegister``'s fields, ``queues`` as JSON text."""
+
+WORKER_RENEW, WORKER_RENEW_PARAMS = _bind(
+    f"""
+UPDATE {WORKERS} SET last_seen = :now, lease_until = :lease_until
+ WHERE id = :worker_id AND lease_until > :now
+""",
+    WorkerRenew,
+)
+
+WORKER_DEREGISTER, WORKER_DEREGISTER_PARAMS = _bind(
+    f"DELETE FROM {WORKERS} WHERE id = :worker_id", WorkerRef
+)
+
+WORKERS_LIST, WORKERS_LIST_PARAMS = _bind(
+    f"""
+SELECT id, host, pid, queues, started_at, last_seen, lease_until FROM {WORKERS}
+ WHERE lease_until > :now
+ ORDER BY id
+""",
+    WorkersAt,
+)
+
+THROUGHPUT_ADD = f"""
+INSERT INTO {THROUGHPUT} (queue, minute, count)
+SELECT q.value, :minute, n.value
+  FROM json_each(:queues) AS q JOIN json_each(:counts) AS n ON n.key = q.key
+ WHERE true
+ON CONFLICT (queue, minute) DO UPDATE SET count = count + excluded.count
+"""
+"""Named: ``minute``, and ``queues`` and ``counts`` as JSON arrays of one length."""
+
+THROUGHPUT_PRUNE = f"DELETE FROM {THROUGHPUT} WHERE minute <= :prune_through"
+
+THROUGHPUT_READ = f"SELECT queue, minute, count FROM {THROUGHPUT} WHERE minute > :after"
 
 # -- streams ----------------------------------------------------------------------
 

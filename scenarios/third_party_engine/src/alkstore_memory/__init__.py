@@ -76,6 +76,7 @@ class MemoryEngine:
         limits=True,
         key_limits=True,
         results=True,
+        workers=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

@@ -62,9 +62,15 @@ from alkstore.params import (
     StreamRead,
     StreamTrim,
     Sweep,
+    ThroughputAdd,
+    ThroughputSince,
+    WorkerRef,
+    WorkerRegister,
+    WorkerRenew,
+    WorkersAt,
 )
 from alkstore.rows import ScheduleRecord, error_entry, stream_event
-from alkstore.values import Job, JobState, LockInfo, QueueStats, StreamEvent
+from alkstore.values import Job, JobState, LockInfo, QueueStats, StreamEvent, WorkerInfo
 
 from .database import Database, Tx
 from .tables import EventRow, JobRow, Tables
@@ -80,6 +86,7 @@ if TYPE_CHECKING:
         SchedulerDriver,
         StreamDriver,
         UniqueDriver,
+        WorkersDriver,
     )
 
 T = TypeVar("T")
@@ -830,6 +837,54 @@ class MemoryDriver:
             del c.tables.schedules[name]
         return lapsed
 
+    # -- workers profile (contract 1.2 §19) --------------------------------------------
+    def worker_register(self, c: Tx, params: WorkerRegister) -> None:
+        workers = c.tables.workers
+        now = params.now
+        for lapsed in [w for w, row in workers.items() if (row.lease_until or 0) <= now]:
+            del workers[lapsed]
+        workers[params.worker_id] = WorkerInfo(
+            params.worker_id,
+            params.host,
+            params.pid,
+            tuple(params.queues),
+            params.started_at,
+            last_seen=now,
+            lease_until=params.lease_until,
+        )
+
+    def worker_renew(self, c: Tx, params: WorkerRenew) -> bool:
+        stored = c.tables.workers.get(params.worker_id)
+        if stored is None or stored.lease_until is None or stored.lease_until <= params.now:
+            return False
+        c.tables.workers[params.worker_id] = replace(
+            stored, last_seen=params.now, lease_until=params.lease_until
+        )
+        return True
+
+    def worker_deregister(self, c: Tx, params: WorkerRef) -> bool:
+        return c.tables.workers.pop(params.worker_id, None) is not None
+
+    def workers_list(self, c: Tx, params: WorkersAt) -> list[WorkerInfo]:
+        now = params.now
+        live = [w for w in c.tables.workers.values() if (w.lease_until or 0) > now]
+        return sorted(live, key=lambda w: w.id.encode("utf-8"))
+
+    def throughput_add(self, c: Tx, params: ThroughputAdd) -> None:
+        counts = c.tables.throughput
+        for queue, count in zip(params.queues, params.counts, strict=True):
+            key = (queue, params.minute)
+            counts[key] = counts.get(key, 0) + count
+        for key in [k for k in counts if k[1] <= params.prune_through]:
+            del counts[key]
+
+    def throughput_read(self, c: Tx, params: ThroughputSince) -> list[tuple[str, int, int]]:
+        return [
+            (queue, minute, count)
+            for (queue, minute), count in c.tables.throughput.items()
+            if minute > params.after
+        ]
+
     # -- streams profile --------------------------------------------------------------
     def stream_append(self, c: Tx, params: StreamAppend) -> list[int]:
         stream, payloads, now = params.stream, params.payloads, params.now
@@ -946,5 +1001,6 @@ if TYPE_CHECKING:
         PeriodicDriver[Tx],
         LimitsDriver[Tx],
         ResultsDriver[Tx],
+        WorkersDriver[Tx],
     ]:
-        return d, d, d, d, d, d, d, d, d
+        return d, d, d, d, d, d, d, d, d, d

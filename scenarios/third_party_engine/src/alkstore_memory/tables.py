@@ -18,7 +18,7 @@ from typing import Any
 
 from alkstore.options import JOB_STAMP_FIELDS, JobStamps, Limits
 from alkstore.rows import JOB_COLUMNS, ScheduleRecord, job_from_row
-from alkstore.values import Job, JobState, LockInfo
+from alkstore.values import Job, JobState, LockInfo, WorkerInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +119,10 @@ class Tables:
     key_cursors: dict[str, str] = field(default_factory=dict)
     # A queue with a per-key rate: each key's claim starts in the window, oldest first.
     key_starts: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    # The worker registry (the workers profile): each row as workers() lists it.
+    workers: dict[str, WorkerInfo] = field(default_factory=dict)
+    # Jobs finished per (queue, minute), as heartbeats report them (workers profile).
+    throughput: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def copy(self) -> Tables:
         """A snapshot: O(rows) per write transaction, the price of simplicity here
@@ -136,4 +140,6 @@ class Tables:
             starts=dict(self.starts),
             key_cursors=dict(self.key_cursors),
             key_starts=dict(self.key_starts),
+            workers=dict(self.workers),
+            throughput=dict(self.throughput),
         )
