@@ -113,6 +113,8 @@ class ReferenceWithoutKeyLimits(ReferenceWithoutLocks):
     def __init__(self) -> None:
         super().__init__()
         self.capabilities = dataclasses.replace(self._inner.capabilities, key_limits=False)
+
+
 class ReferenceWithoutWorkers(ReferenceWithoutLocks):
     """The reference engine, claiming to be an engine before the ``workers`` profile."""
 

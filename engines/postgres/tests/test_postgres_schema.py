@@ -501,6 +501,8 @@ def test_an_upgraded_schema_before_key_limits_counts_each_keys_starts_against_it
         clock.advance(60)
         assert len(queue.claim_batch("w", 10)) == 2
     assert "alkstore_key_claim_starts" in _tables(admin, schema)
+
+
 DASHBOARD_MIGRATION = 12
 """The migration that adds the dashboard's reads (the tests below start from the one
 before it)."""

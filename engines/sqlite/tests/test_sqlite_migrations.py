@@ -758,17 +758,6 @@ def test_an_upgraded_file_before_key_limits_claims_keys_in_turn_and_keeps_a_dead
     db_path: Path, url: str
 ) -> None:
     _make_file_before_key_limits(db_path)
-# -- the version before the dashboard's reads to the latest: the queue index ----------
-
-DASHBOARD_VERSION = 12
-"""The version that adds the queue index of a page of live jobs (the tests below start
-from the version before it)."""
-
-
-def test_an_upgraded_file_before_the_queue_index_pages_its_jobs_by_state_newest_first(
-    db_path: Path, url: str
-) -> None:
-    _make_v4_file(db_path, DASHBOARD_VERSION - 1)
     conn = sqlite3.connect(str(db_path), isolation_level=None)
     conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
     conn.close()
@@ -802,6 +791,23 @@ def test_an_upgraded_file_before_key_limits_counts_each_keys_starts_against_its_
         clock.advance(60)
         assert len(queue.claim_batch("w", 10)) == 2
     assert "__alkstore_key_claim_starts" in _tables(db_path)
+
+
+# -- the version before the dashboard's reads to the latest: the queue index ----------
+
+DASHBOARD_VERSION = 12
+"""The version that adds the queue index of a page of live jobs (the tests below start
+from the version before it)."""
+
+
+def test_an_upgraded_file_before_the_queue_index_pages_its_jobs_by_state_newest_first(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DASHBOARD_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
         queue = store.queue("q")
         queue.enqueue({"n": 4})
         pending = queue.jobs(alkstore.JobState.PENDING, before_id=100, limit=10)

@@ -666,7 +666,6 @@ _V12 = (
 )
 
 
-
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
