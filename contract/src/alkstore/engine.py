@@ -57,6 +57,9 @@ class Capabilities:
             (``Queue.set_limits``, ``LimitsDriver``), honoured by every claim.
         results: contract 1.2's finished jobs (§17): ``QueueOpts.completed_retention_s``
             keeps acked jobs as ``completed`` with their result (``ResultsDriver``).
+        dependencies: contract 1.2's job dependencies (§18): ``EnqueueOpts(after=...)``
+            makes a job wait, ``waiting``, until the jobs it names complete
+            (``DependenciesDriver``).
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -85,6 +88,8 @@ class Capabilities:
     """Contract 1.2's queue limits: at most N jobs of a queue processing, fleet-wide."""
     results: bool = False
     """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
+    dependencies: bool = False
+    """Contract 1.2's job dependencies: a job waits until the jobs it names complete."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

@@ -19,6 +19,7 @@ from .constants import (
     MAX_CONCURRENCY_LIMIT,
     MAX_RATE_LIMIT,
     MAX_RATE_WINDOW_S,
+    MAX_DEPENDENCIES,
     MAX_UNIQUE_KEY_CHARS,
     PRIORITY_RANGE,
 )
@@ -121,6 +122,29 @@ DEFAULT_UNIQUE_STATES: Final = ("pending", "processing")
 """What ``Unique`` holds a key in by default, and what it always holds it in: a retry
 moves a job from processing back to pending, so a key freed at the claim would let
 the retried job collide with a newer one."""
+
+
+def _check_after(value: object) -> tuple[int, ...] | None:
+    """``EnqueueOpts.after``: distinct job ids (ints, not bools), at most
+    ``MAX_DEPENDENCIES``; an empty one is no dependencies (``None``)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidOptions(
+            f"after must be a list or tuple of job ids (or None), got {type(value).__name__}"
+        )
+    ids = list(value)
+    for job_id in ids:
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise InvalidOptions(f"after must hold job ids (ints), got {job_id!r}")
+        if job_id < 1:
+            raise InvalidOptions(f"after: {job_id} is no job id (ids are positive)")
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise InvalidOptions(f"after names job {twice} twice")
+    if len(ids) > MAX_DEPENDENCIES:
+        raise InvalidOptions(
+            f"after names {len(ids)} jobs; the limit is MAX_DEPENDENCIES ({MAX_DEPENDENCIES})"
+        )
+    return tuple(int(i) for i in ids) or None
 
 
 def _check_unique_key(value: object) -> str | None:
@@ -311,6 +335,10 @@ class EnqueueOpts:
         unique: a ``Unique`` (or a ``str``, its key): at most one job of the queue
             holds the key (contract §15, the unique profile). ``None`` (the default):
             every enqueue makes a job.
+        after: the ids of the jobs (of any queue of the store) this one waits for:
+            it is ``waiting`` until each of them has completed, then ``pending``
+            (contract 1.2 §18, the dependencies profile). At most
+            ``MAX_DEPENDENCIES`` distinct ids; ``None`` or empty: no dependencies.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
@@ -323,6 +351,7 @@ class EnqueueOpts:
     expires: int | None
     run_at: int | None
     unique: Unique | None
+    after: tuple[int, ...] | None
 
     def __init__(
         self,
@@ -332,6 +361,7 @@ class EnqueueOpts:
         expires: Duration | None = None,
         run_at: Instant | None = None,
         unique: Unique | str | None = None,
+        after: Iterable[int] | None = None,
     ) -> None:
         # Field by field, defaults unchecked: an enqueue often builds its opts per
         # call (a unique key per job), so they stay cheap to make.
@@ -342,6 +372,7 @@ class EnqueueOpts:
         put(self, "expires", _optional_duration(expires, "expires", minimum=1))
         put(self, "run_at", None if run_at is None else instant_seconds(run_at, "run_at"))
         put(self, "unique", _check_unique(unique))
+        put(self, "after", None if after is None else _check_after(after))
 
 
 @dataclass(frozen=True, slots=True, init=False)

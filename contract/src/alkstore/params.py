@@ -110,10 +110,12 @@ class Bury:
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """``cancel``: the live job ``job_id`` of ``queue``."""
+    """``cancel``: the live job ``job_id`` of ``queue``, at ``now`` (the dependencies
+    profile dead-letters the jobs waiting for it then)."""
 
     queue: str
     job_id: int
+    now: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,17 @@ class NextWake:
 
     queue: str
     now: int
+
+
+@dataclass(frozen=True, slots=True)
+class InsertAfter:
+    """``insert_after_jobs`` (dependencies profile): one row per payload, stamped
+    ``stamps``, waiting for the jobs ``after`` (distinct ids, of any queue of the
+    store) that have not completed; ``stamps.created_at`` is "now"."""
+
+    stamps: JobStamps
+    payloads: Sequence[str]
+    after: Sequence[int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from .options import ScheduleOpts
 
 class JobState(enum.StrEnum):
     """Where a job is in its life: ``pending -> processing -> dead`` (contract §2), or
-    ``processing -> completed`` when its queue keeps acked jobs (contract 1.2 §17).
+    ``processing -> completed`` when its queue keeps acked jobs (contract 1.2 §17),
+    and ``waiting -> pending`` for a job enqueued after others (contract 1.2 §18).
 
     An acked job without that retention, and a cancelled job, have no state: the row
     is gone.
@@ -24,6 +25,7 @@ class JobState(enum.StrEnum):
     PROCESSING = "processing"
     DEAD = "dead"
     COMPLETED = "completed"
+    WAITING = "waiting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,8 @@ class QueueStats:
         rate_per_s: the window of its rate limit, in seconds, or ``None``.
         completed: completed jobs kept (contract 1.2's results profile; ``0`` on an
             engine without it).
+        waiting: jobs waiting for their dependencies (contract 1.2 §18, the
+            dependencies profile; ``0`` on an engine without it).
     """
 
     queue: str
@@ -191,6 +195,7 @@ class QueueStats:
     rate_limit: int | None = None
     rate_per_s: int | None = None
     completed: int = 0
+    waiting: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from ..driver import (
     PeriodicDriver,
     PubSubDriver,
     ResultsDriver,
+    DependenciesDriver,
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,
@@ -168,6 +169,10 @@ class StoreContext:
 
     def results(self) -> ResultsDriver[Any]:
         driver: ResultsDriver[Any] = self._profile("results")
+        return driver
+
+    def dependencies(self) -> DependenciesDriver[Any]:
+        driver: DependenciesDriver[Any] = self._profile("dependencies")
         return driver
 
     def require(self, profile: str) -> None:

@@ -50,6 +50,8 @@ class OperationStatements:
             statement = sql.LIST_DEAD_JOBS_NEWEST if newest else sql.LIST_DEAD_JOBS
         elif state is JobState.COMPLETED:
             statement = sql.LIST_COMPLETED_JOBS_NEWEST if newest else sql.LIST_COMPLETED_JOBS
+        elif state is JobState.WAITING:
+            statement = sql.LIST_WAITING_JOBS_NEWEST if newest else sql.LIST_WAITING_JOBS
         else:
             statement = sql.LIST_LIVE_JOBS_NEWEST if newest else sql.LIST_LIVE_JOBS
             named["state"] = state.value
@@ -129,6 +131,7 @@ def _queue_stats(
     oldest_ready_age_s: int | None,
     paused: int,
     completed: int,
+    waiting: int,
 ) -> QueueStats:
     return QueueStats(
         queue=queue,
@@ -140,6 +143,7 @@ def _queue_stats(
         oldest_ready_age_s=oldest_ready_age_s,
         paused=bool(paused),
         completed=completed,
+        waiting=waiting,
     )
 
 

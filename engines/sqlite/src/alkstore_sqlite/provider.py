@@ -44,6 +44,7 @@ class SqliteEngine:
         periodic=True,
         limits=True,
         results=True,
+        dependencies=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

@@ -75,6 +75,7 @@ class MemoryEngine:
         periodic=True,
         limits=True,
         results=True,
+        dependencies=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

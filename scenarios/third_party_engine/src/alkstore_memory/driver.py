@@ -27,7 +27,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic, stream_topic
+from alkstore.driver import (
+    ERROR_DEPENDENCY_CANCELLED,
+    ERROR_DEPENDENCY_DEAD,
+    ERROR_EXHAUSTED,
+    ERROR_EXPIRED,
+    WakeSink,
+    queue_topic,
+    stream_topic,
+)
 from alkstore.options import JobStamps, Limits
 from alkstore.params import (
     AckBatch,
@@ -38,6 +46,7 @@ from alkstore.params import (
     Complete,
     GetJob,
     Heartbeat,
+    InsertAfter,
     InsertUnique,
     ListJobs,
     LockHolder,
@@ -76,6 +85,7 @@ if TYPE_CHECKING:
         PeriodicDriver,
         PubSubDriver,
         ResultsDriver,
+        DependenciesDriver,
         SchedulerDriver,
         StreamDriver,
         UniqueDriver,
@@ -85,6 +95,7 @@ T = TypeVar("T")
 
 PENDING, PROCESSING, DEAD = JobState.PENDING, JobState.PROCESSING, JobState.DEAD
 COMPLETED = JobState.COMPLETED
+WAITING = JobState.WAITING
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """The most a call waits for the database's lock (the ``lock_timeout_s`` option)."""
@@ -195,6 +206,49 @@ def _to_dead(tables: Tables, row: JobRow, error: str, now: int) -> None:
     tables.dead[row.id] = replace(
         row, state=DEAD, last_error=error, died_at=now, deadline=None, unique_hold=hold
     )
+    _bury_dependents(tables, row.id, ERROR_DEPENDENCY_DEAD, now)
+
+
+def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
+    """The dependencies profile: the jobs waiting for ``job_id``, which will never
+    complete, move to dead naming it, and theirs after them (transitively)."""
+    doomed = [(job_id, error)]
+    while doomed:
+        dead_id, template = doomed.pop()
+        for dependent in sorted(tables.dependents.pop(dead_id, frozenset())):
+            row = tables.waiting.pop(dependent, None)
+            if row is None:
+                continue
+            _forget_waits(tables, dependent)
+            tables.dead[dependent] = replace(
+                row, state=DEAD, last_error=template.format(id=dead_id), died_at=now
+            )
+            doomed.append((dependent, ERROR_DEPENDENCY_DEAD))
+
+
+def _forget_waits(tables: Tables, dependent: int) -> None:
+    """Drop the edges of ``dependent``, which waits no more."""
+    for dependency in tables.waits_for.pop(dependent, frozenset()):
+        left = tables.dependents.get(dependency, frozenset()) - {dependent}
+        if left:
+            tables.dependents[dependency] = left
+        else:
+            tables.dependents.pop(dependency, None)
+
+
+def _release_dependents(tx: Tx, job_id: int) -> None:
+    """The dependencies profile: ``job_id`` completed, so the jobs waiting for it wait
+    for one job less; those that wait for none any more become pending."""
+    tables = tx.tables
+    for dependent in tables.dependents.pop(job_id, frozenset()):
+        left = tables.waits_for.get(dependent, frozenset()) - {job_id}
+        if left:
+            tables.waits_for[dependent] = left
+            continue
+        tables.waits_for.pop(dependent, None)
+        row = tables.waiting.pop(dependent)
+        tables.jobs[dependent] = replace(row, state=PENDING)
+        tx.topics.add(queue_topic(row.queue))
 
 
 def _to_completed(tables: Tables, row: JobRow, now: int, result: str | None) -> None:
@@ -292,6 +346,37 @@ class MemoryDriver:
         c.topics.add(queue_topic(stamps.queue))
         return ids
 
+    def insert_after_jobs(
+        self, c: Tx, params: InsertAfter
+    ) -> tuple[list[int], dict[int, JobState | None]]:
+        tables = c.tables
+        live: set[int] = set()
+        blocked: dict[int, JobState | None] = {}
+        for dependency in params.after:
+            if dependency in tables.jobs or dependency in tables.waiting:
+                live.add(dependency)
+            elif dependency in tables.dead:
+                blocked[dependency] = DEAD
+            elif dependency not in tables.completed:
+                blocked[dependency] = None
+        if blocked:
+            return [], blocked
+        if not live:
+            return self.insert_jobs(c, params.stamps, params.payloads), {}
+        waits = frozenset(live)
+        ids = []
+        for payload in params.payloads:
+            job_id = self._db.next_job_id()
+            row = JobRow.pending(job_id, params.stamps, payload)
+            tables.waiting[job_id] = replace(row, state=WAITING)
+            tables.waits_for[job_id] = waits
+            ids.append(job_id)
+        for dependency in live:
+            tables.dependents[dependency] = tables.dependents.get(dependency, frozenset()) | set(
+                ids
+            )
+        return ids, {}
+
     def insert_unique_jobs(self, c: Tx, params: InsertUnique) -> list[tuple[int, bool]]:
         stamps = params.stamps
         queue, now = stamps.queue, stamps.created_at
@@ -353,7 +438,14 @@ class MemoryDriver:
 
     def bury_expired(self, c: Tx, params: Sweep) -> int:
         queue, now = params.queue, params.now
-        return _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
+        tables = c.tables
+        waited = [r for r in tables.waiting.values() if r.queue == queue and _expired(r, now)]
+        for row in waited:  # a waiting job expires as a pending one does
+            del tables.waiting[row.id]
+            _forget_waits(tables, row.id)
+            tables.dead[row.id] = replace(row, state=DEAD, last_error=ERROR_EXPIRED, died_at=now)
+            _bury_dependents(tables, row.id, ERROR_DEPENDENCY_DEAD, now)
+        return len(waited) + _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
 
     def purge_dead(self, c: Tx, params: Sweep) -> int:
         queue, now = params.queue, params.now
@@ -376,6 +468,7 @@ class MemoryDriver:
             return False
         del c.tables.jobs[job_id]
         _slot_freed(c, row.queue)
+        _release_dependents(c, job_id)
         return True
 
     def ack_batch(self, c: Tx, params: AckBatch) -> int:
@@ -395,6 +488,7 @@ class MemoryDriver:
                     del c.tables.jobs[job_id]
                 else:
                     _to_completed(c.tables, row, now, None)
+                _release_dependents(c, job_id)
                 acked += 1
         if acked:
             _slot_freed(c, queue)
@@ -407,6 +501,7 @@ class MemoryDriver:
             return False
         _to_completed(c.tables, row, params.now, params.result)
         _slot_freed(c, row.queue)
+        _release_dependents(c, row.id)
         return True
 
     def purge_completed(self, c: Tx, params: Sweep) -> int:
@@ -505,18 +600,29 @@ class MemoryDriver:
 
     def cancel(self, c: Tx, params: Cancel) -> bool:
         queue, job_id = params.queue, params.job_id
-        row = c.tables.jobs.get(job_id)  # the live table only: dead rows are untouched
+        tables = c.tables
+        row = tables.jobs.get(job_id) or tables.waiting.get(job_id)  # dead rows are untouched
         if row is None or row.queue != queue:
             return False
-        del c.tables.jobs[job_id]
+        if row.state == WAITING:
+            del tables.waiting[job_id]
+            _forget_waits(tables, job_id)
+        else:
+            del tables.jobs[job_id]
         if row.state == PROCESSING:
             _slot_freed(c, queue)
+        _bury_dependents(tables, job_id, ERROR_DEPENDENCY_CANCELLED, params.now)
         return True
 
     def get_job(self, c: Tx, params: GetJob) -> Job | None:
         job_id, queue = params.job_id, params.queue
         tables = c.tables
-        row = tables.jobs.get(job_id) or tables.dead.get(job_id) or tables.completed.get(job_id)
+        row = (
+            tables.jobs.get(job_id)
+            or tables.dead.get(job_id)
+            or tables.completed.get(job_id)
+            or tables.waiting.get(job_id)
+        )
         if row is None or (queue is not None and row.queue != queue):
             return None
         return row.to_job()
@@ -542,7 +648,7 @@ class MemoryDriver:
         if queues is None:
             names = {
                 r.queue
-                for rows in (tables.jobs, tables.dead, tables.completed)
+                for rows in (tables.jobs, tables.dead, tables.completed, tables.waiting)
                 for r in rows.values()
             }
             queues = sorted(names | tables.paused)
@@ -553,7 +659,10 @@ class MemoryDriver:
         before_id = params.before_id
         tables = c.tables
         rows = itertools.chain(
-            tables.jobs.values(), tables.dead.values(), tables.completed.values()
+            tables.jobs.values(),
+            tables.dead.values(),
+            tables.completed.values(),
+            tables.waiting.values(),
         )
         wanted = (
             r
@@ -823,6 +932,7 @@ def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
             processing += 1
     dead = sum(1 for row in tables.dead.values() if row.queue == queue)
     completed = sum(1 for row in tables.completed.values() if row.queue == queue)
+    waiting = sum(1 for row in tables.waiting.values() if row.queue == queue)
     return QueueStats(
         queue=queue,
         ready=ready,
@@ -833,6 +943,7 @@ def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
         oldest_ready_age_s=None if oldest_ready is None else now - oldest_ready,
         paused=queue in tables.paused,
         completed=completed,
+        waiting=waiting,
     )
 
 
@@ -850,5 +961,6 @@ if TYPE_CHECKING:
         PeriodicDriver[Tx],
         LimitsDriver[Tx],
         ResultsDriver[Tx],
+        DependenciesDriver[Tx],
     ]:
-        return d, d, d, d, d, d, d, d, d
+        return d, d, d, d, d, d, d, d, d, d

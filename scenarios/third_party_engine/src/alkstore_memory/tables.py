@@ -100,6 +100,11 @@ class Tables:
     jobs: dict[int, JobRow] = field(default_factory=dict)
     dead: dict[int, JobRow] = field(default_factory=dict)
     completed: dict[int, JobRow] = field(default_factory=dict)
+    # Jobs waiting for others (the dependencies profile), apart from the live table so
+    # no claim reads them; what each still waits for, and who waits for each job.
+    waiting: dict[int, JobRow] = field(default_factory=dict)
+    waits_for: dict[int, frozenset[int]] = field(default_factory=dict)
+    dependents: dict[int, frozenset[int]] = field(default_factory=dict)
     locks: dict[str, LockInfo] = field(default_factory=dict)
     schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
     # Each stream's events in offset order; a tuple so the snapshot stays shallow.
@@ -121,6 +126,9 @@ class Tables:
             jobs=dict(self.jobs),
             dead=dict(self.dead),
             completed=dict(self.completed),
+            waiting=dict(self.waiting),
+            waits_for=dict(self.waits_for),
+            dependents=dict(self.dependents),
             locks=dict(self.locks),
             schedules=dict(self.schedules),
             streams=dict(self.streams),
