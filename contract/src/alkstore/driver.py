@@ -695,11 +695,11 @@ class DependenciesDriver(Protocol[C_contra]):
     ) -> tuple[list[int], dict[int, JobState | None]]:
         """In one atomic step: look up every id of ``params.after`` in the store. If
         each is live (pending, processing, waiting) or completed, insert one row per
-        payload, waiting on the live ones (or pending, announcing its queue, when
-        none is live), and return ``(ids in payload order, {})``; the live ones must
-        stay live until the step commits (lock them), so none finishes unseen.
-        Otherwise write nothing and return ``([], {id: JobState.DEAD or None})``
-        for the dead and the absent ones."""
+        payload, waiting on the live ones (pending when none is live: then it
+        announces its queue), and return ``(ids in payload order, {})``; the live
+        ones must stay live until the step commits (lock them), so none finishes
+        unseen. Otherwise write nothing and return ``([], {id: JobState.DEAD or
+        None})`` for the dead and the absent ones."""
         ...
 
 

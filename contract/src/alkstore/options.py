@@ -17,9 +17,9 @@ from typing import Any, Final
 from .constants import (
     CATCH_UP_POLICIES,
     MAX_CONCURRENCY_LIMIT,
+    MAX_DEPENDENCIES,
     MAX_RATE_LIMIT,
     MAX_RATE_WINDOW_S,
-    MAX_DEPENDENCIES,
     MAX_UNIQUE_KEY_CHARS,
     PRIORITY_RANGE,
 )

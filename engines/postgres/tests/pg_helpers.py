@@ -34,6 +34,8 @@ ENGINE_TABLES = frozenset(
         "alkstore_queue_limits",
         "alkstore_claim_starts",
         "alkstore_completed_jobs",
+        "alkstore_waiting_jobs",
+        "alkstore_job_dependencies",
         "alkstore_migrations",
     }
 )

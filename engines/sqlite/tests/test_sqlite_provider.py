@@ -34,6 +34,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         periodic=True,
         limits=True,
         results=True,
+        dependencies=True,
     )
     assert provider.capabilities.profiles() >= {
         "transactions",

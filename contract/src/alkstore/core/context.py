@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 from ..clock import Clock
 from ..constants import MAX_PAYLOAD_BYTES
 from ..driver import (
+    DependenciesDriver,
     Driver,
     LimitsDriver,
     OpsDriver,
     PeriodicDriver,
     PubSubDriver,
     ResultsDriver,
-    DependenciesDriver,
     SchedulerDriver,
     SnoozeDriver,
     StreamDriver,

@@ -23,8 +23,8 @@ from ..params import GetJob, Publish, StreamAppend
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
-from .queues import CoreJobHandle, acking
 from .dependencies import check_after, insert_after
+from .queues import CoreJobHandle, acking
 from .unique import insert_unique_one
 
 

@@ -43,6 +43,7 @@ CAPABILITIES: Final = Capabilities(
     periodic=True,
     limits=True,
     results=True,
+    dependencies=True,
     async_native=True,
 )
 """Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,

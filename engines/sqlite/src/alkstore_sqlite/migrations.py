@@ -586,6 +586,10 @@ def _trigger_body(statements: tuple[str, ...]) -> str:
     return "".join(f"    {statement};\n" for statement in statements)
 
 
+_BURY_DEAD_DEPENDENTS = _trigger_body(
+    bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at")
+)
+
 _RELEASED = f"""(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = OLD.id)"""
 
 _V11 = (
@@ -676,7 +680,7 @@ _V11 = (
     CREATE TRIGGER IF NOT EXISTS {BURY_DEPENDENTS_TRIGGER}
     AFTER INSERT ON {DEAD} WHEN NEW.has_dependents != 0
     BEGIN
-{_trigger_body(bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at"))}    END
+{_BURY_DEAD_DEPENDENTS}    END
     """,
 )
 

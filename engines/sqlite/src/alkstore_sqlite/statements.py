@@ -47,8 +47,10 @@ from .migrations import (
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
     DEAD_UNIQUE_INDEX,
+    DEPENDENCIES,
     EXPIRY_INDEX,
     JOBS,
+    KEPT_COLUMNS,
     LIMITS,
     LIVE_INDEX,
     LOCKS,
@@ -62,8 +64,6 @@ from .migrations import (
     UNIQUE_INDEX,
     WAITING,
     WAITING_QUEUE_INDEX,
-    DEPENDENCIES,
-    KEPT_COLUMNS,
     bury_dependents,
 )
 

@@ -79,13 +79,13 @@ from .tables import EventRow, JobRow, Tables
 
 if TYPE_CHECKING:
     from alkstore.driver import (
+        DependenciesDriver,
         Driver,
         LimitsDriver,
         OpsDriver,
         PeriodicDriver,
         PubSubDriver,
         ResultsDriver,
-        DependenciesDriver,
         SchedulerDriver,
         StreamDriver,
         UniqueDriver,
