@@ -558,3 +558,37 @@ def limited_worker_process(
                 last.ack()
                 held = []
     return ("intervals", intervals)
+
+
+# -- job dependencies (contract 1.2 §18) ----------------------------------------------
+
+
+@child_process
+def dependency_acker_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_names: list[str],
+    worker_id: str,
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+) -> Report:
+    """For each of ``queue_names`` in turn: claim one of its jobs, meet the other ackers
+    at the barrier, then ack it at once; report ``("acked", [job_id, ...])``."""
+    acked: list[int] = []
+    with open_in_child(engine_name, engine_group, spec) as store:
+        for name in queue_names:
+            acked.append(ack_at_the_barrier(store.queue(name), worker_id, barrier, time_limit_s))
+    return ("acked", acked)
+
+
+def ack_at_the_barrier(queue: Any, worker_id: str, barrier: Any, time_limit_s: float) -> int:
+    """Claim one job of ``queue``, wait for the others at ``barrier``, ack it; its id."""
+    handle = queue.claim_wait(worker_id, timeout=time_limit_s)
+    if handle is None:
+        raise TimeoutError(f"no dependency of {queue.name} to claim within {time_limit_s} s")
+    barrier.wait(timeout=time_limit_s)
+    if not handle.ack():
+        raise AssertionError(f"the ack of dependency {handle.id} was refused")
+    return int(handle.id)
