@@ -107,6 +107,14 @@ class ReferenceWithoutResults(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, results=False)
 
 
+class ReferenceWithoutDependencies(ReferenceWithoutLocks):
+    """The reference engine, claiming to be an engine before the ``dependencies`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, dependencies=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

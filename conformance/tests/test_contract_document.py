@@ -84,8 +84,8 @@ def test_the_contract_document_is_in_step_with_the_shipped_manifest() -> None:
 
 def test_the_contract_document_has_every_section_from_0_to_17() -> None:
     document = parse_document(CONTRACT_DOCUMENT.read_text(encoding="utf-8"))
-    assert [section.number for section in document.sections] == list(range(18))
-    assert [section.anchor for section in document.sections] == [f"s{n}" for n in range(18)]
+    assert [section.number for section in document.sections] == list(range(19))
+    assert [section.anchor for section in document.sections] == [f"s{n}" for n in range(19)]
 
 
 def test_the_contract_document_states_version_1_1() -> None:

@@ -141,6 +141,7 @@ def _statuses(report: dict[str, Any]) -> dict[str, str]:
         ("periodic", "kit_engines:ReferenceWithoutPeriodic"),
         ("limits", "kit_engines:ReferenceWithoutLimits"),
         ("results", "kit_engines:ReferenceWithoutResults"),
+        ("dependencies", "kit_engines:ReferenceWithoutDependencies"),
     ],
     ids=lambda value: value.rsplit("Without", 1)[-1].lower() if ":" in value else value,
 )
