@@ -103,6 +103,11 @@ PROFILE_NEEDS: dict[str, str] = {
     "`result` on job rows (`alkstore.rows.RESULTS_JOB_COLUMNS`), completed rows kept apart "
     "from the live ones, and `ack_batch`, `get_job`, `list_jobs` and `queue_stats` that "
     "know them",
+    "dependencies": "the driver protocol's method, waiting rows kept apart from the live "
+    "ones, and every statement that finishes a job (ack, ack_batch, complete, every move "
+    "to dead, cancel) releasing or dead-lettering the jobs waiting for it in the same "
+    "atomic step (the kit acks dependencies from eight processes at once); `get_job`, "
+    "`list_jobs`, `queue_stats`, `cancel` and `bury_expired` that know waiting rows",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

@@ -22,6 +22,7 @@ EVERY_PROFILE = Capabilities(
     periodic=True,
     limits=True,
     results=True,
+    dependencies=True,
 )
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from alkstore import Capabilities
 
 from .base import SeamTests
+from .dependencies import DependencyStatements
 from .limits import LimitsStatements
 from .locks import LockStatements
 from .operations import OperationStatements
@@ -69,6 +70,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     UniqueStatements,
     LimitsStatements,
     ResultsStatements,
+    DependencyStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

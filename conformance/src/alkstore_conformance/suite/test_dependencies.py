@@ -608,3 +608,20 @@ def test_a_refused_dependency_in_a_transaction_raises_there_and_writes_nothing(
     handle = _claim(queue, kept)
     assert handle.ack()
     assert queue.claim("w1") is None
+
+
+# -- DEPS-REDRIVE ------------------------------------------------------------------------------
+
+
+@pytest.mark.property("DEPS-REDRIVE")
+@pytest.mark.requires("ops")
+def test_a_redriven_dependent_is_a_new_pending_job_without_dependencies(store: Store) -> None:
+    queue, root, child, grandchild = _graph(store)
+    assert _claim(queue, root).fail("broken")
+    (new_root,) = queue.redrive([root])
+    assert _state(queue, new_root) is JobState.PENDING
+    assert [_state(queue, i) for i in (child, grandchild)] == [JobState.DEAD] * 2
+    (new_child,) = queue.redrive([child])
+    job = _job(queue, new_child)
+    assert (job.state, job.payload, job.redriven_from) == (JobState.PENDING, "child", child)
+    assert _state(queue, grandchild) is JobState.DEAD
