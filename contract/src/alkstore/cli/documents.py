@@ -33,6 +33,7 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "rate_limit": stats.rate_limit,
         "rate_per_s": stats.rate_per_s,
         "completed": stats.completed,
+        "waiting": stats.waiting,
     }
 
 
