@@ -143,6 +143,9 @@ class InsertAfter:
     stamps: JobStamps
     payloads: Sequence[str]
     after: Sequence[int]
+    finished: bool = False
+    """``after_finished``: the rows wait for the jobs ``after`` to finish whatever their
+    outcome (a dead or cancelled one counts as finished, and a dead one is no refusal)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -288,17 +288,21 @@ def test_a_rolled_back_tx_ack_leaves_the_dependent_waiting(store: Store) -> None
     assert _state(queue, waiting) is JobState.PENDING
 
 
-def _concurrent_groups(store: Store, name: str) -> tuple[list[str], dict[int, list[int]]]:
+def _concurrent_groups(
+    store: Store, name: str, fan_in: bool = False
+) -> tuple[list[str], dict[int, list[int]]]:
     """``ROUNDS`` groups of ``ACKERS`` dependencies, each on a queue of its own, and
-    ``DEPENDENTS`` jobs of ``name`` waiting for every dependency of a group: the queue
-    names and, per dependent, its dependencies."""
+    ``DEPENDENTS`` jobs of ``name`` waiting for every dependency of a group (to finish
+    whatever its outcome, ``fan_in``): the queue names and, per dependent, its
+    dependencies."""
     queues = [f"{name}-deps-{n}" for n in range(ROUNDS)]
     waits: dict[int, list[int]] = {}
     dependents = store.queue(name)
     for queue_name in queues:
         group = [int(i) for i in store.queue(queue_name).enqueue_many(list(range(ACKERS)))]
+        opts = EnqueueOpts(after_finished=group) if fan_in else EnqueueOpts(after=group)
         for n in range(DEPENDENTS):
-            waits[int(dependents.enqueue({"n": n}, EnqueueOpts(after=group)))] = group
+            waits[int(dependents.enqueue({"n": n}, opts))] = group
     return queues, waits
 
 
@@ -313,7 +317,11 @@ def _claim_dependents(store: Store, name: str, waits: dict[int, list[int]]) -> l
         if handle is None:
             problems.append(f"dependents never released: {sorted(set(waits) - set(claimed))}")
             break
-        live = [d for d in waits.get(handle.id, []) if store.queue(name).get_job(d) is not None]
+        live = [
+            d
+            for d in waits.get(handle.id, [])
+            if _state(queue, d) in (JobState.PENDING, JobState.PROCESSING)
+        ]
         if live:
             problems.append(f"job {handle.id} was claimed while {live} had not completed")
         claimed.append(handle.id)
@@ -625,3 +633,133 @@ def test_a_redriven_dependent_is_a_new_pending_job_without_dependencies(store: S
     job = _job(queue, new_child)
     assert (job.state, job.payload, job.redriven_from) == (JobState.PENDING, "child", child)
     assert _state(queue, grandchild) is JobState.DEAD
+
+
+# -- DEPS-FAN-IN ---------------------------------------------------------------------------------
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+def test_a_fan_in_runs_once_every_member_finished_whatever_its_outcome(store: Store) -> None:
+    members = store.queue(unique_name("members"), QueueOpts(max_attempts=1))
+    report = store.queue(unique_name("report"))
+    acked, failed, cancelled, retried = (int(i) for i in members.enqueue_many([1, 2, 3, 4]))
+    callback = int(
+        report.enqueue("report", EnqueueOpts(after_finished=[acked, failed, cancelled, retried]))
+    )
+    handles = {h.id: h for h in members.claim_batch("w1", 3)}
+    assert set(handles) == {acked, failed, cancelled}
+    assert handles[failed].fail("declined")
+    assert _state(report, callback) is JobState.WAITING  # a dead member finished: no cascade
+    assert members.cancel(cancelled)
+    assert handles[acked].ack()
+    assert _state(report, callback) is JobState.WAITING
+    assert report.claim("w1") is None
+    assert _claim(members, retried).retry("again")  # past its budget: dead, the last one
+    assert _state(report, callback) is JobState.PENDING
+    assert _claim(report, callback).ack()
+    assert report.claim("w1") is None
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+@pytest.mark.requires("results")
+def test_a_fan_in_reads_its_members_outcomes(store: Store) -> None:
+    members = store.queue(unique_name("kept-members"), QueueOpts(completed_retention_s=KEEP_S))
+    ids = [int(i) for i in members.enqueue_many([{"n": 1}, {"n": 2}])]
+    callback = int(members.enqueue({"members": ids}, EnqueueOpts(after_finished=ids)))
+    first, second = (_claim(members, i) for i in ids)
+    assert first.ack(result={"charged": 10})
+    assert second.fail("card declined")
+    handle = _claim(members, callback)
+    outcomes = [_job(members, i) for i in handle.payload["members"]]
+    assert [(job.state, job.result, job.last_error) for job in outcomes] == [
+        (JobState.COMPLETED, {"charged": 10}, None),
+        (JobState.DEAD, None, "card declined"),
+    ]
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+def test_a_fan_in_on_finished_members_is_pending_at_once(store: Store) -> None:
+    members = store.queue(unique_name("finished-members"))
+    dead = int(members.enqueue("dead"))
+    assert _claim(members, dead).fail("broken")
+    callback = int(members.enqueue("report", EnqueueOpts(after_finished=[dead])))
+    assert _state(members, callback) is JobState.PENDING
+    assert _claim(members, callback).ack()
+    done = int(members.enqueue("acked"))
+    assert _claim(members, done).ack()
+    with pytest.raises(InvalidOptions, match=f"no job {done}"):  # gone: never finished, to it
+        members.enqueue("report", EnqueueOpts(after_finished=[done]))
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+def test_a_fan_in_waiting_for_a_dependent_counts_its_cascaded_death(store: Store) -> None:
+    queue = store.queue(unique_name("fan-in-cascade"))
+    root = int(queue.enqueue("root"))
+    child = int(queue.enqueue("child", _after(root)))
+    callback = int(queue.enqueue("report", EnqueueOpts(after_finished=[root, child])))
+    assert _claim(queue, root).fail("broken")  # child dies with it: both finished
+    _dead_because(queue, child, root)
+    assert _state(queue, callback) is JobState.PENDING
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+def test_after_and_after_finished_together_are_refused() -> None:
+    with pytest.raises(InvalidOptions, match="after_finished"):
+        EnqueueOpts(after=[1], after_finished=[2])
+    with pytest.raises(InvalidOptions, match="after_finished"):
+        EnqueueOpts(after_finished=[3, 3])
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+@pytest.mark.requires("multi_process")
+def test_processes_failing_the_members_at_once_run_each_fan_in_once(
+    engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store, trial: Trial
+) -> None:
+    name = unique_name(f"fan-in-{trial.seed}")
+    queues, waits = _concurrent_groups(store, name, fan_in=True)
+    with Children(TIME_LIMIT_S * 2) as children:
+        barrier = children.context.Barrier(ACKERS)
+        for index in range(ACKERS):
+            children.start(
+                dependency_acker_process,
+                engine_name,
+                engine_group,
+                engine_spec,
+                queues,
+                f"process-{index}",
+                barrier=barrier,
+                results=children.results,
+                time_limit_s=TIME_LIMIT_S,
+                fail=index % 2 == 0,  # half the members die, half complete
+            )
+        problems = _claim_dependents(store, name, waits)
+        for _ in range(ACKERS):
+            children.expect("acked")
+    assert problems == []
+    assert store.queue(name).claim("w1") is None
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+def test_threads_finishing_the_members_at_once_run_each_fan_in_once(store: Store) -> None:
+    name = unique_name("fan-in-threads")
+    queues, waits = _concurrent_groups(store, name, fan_in=True)
+    barrier = threading.Barrier(ACKERS)
+    errors: list[BaseException] = []
+
+    def finisher(index: int) -> None:
+        try:
+            for queue_name in queues:
+                queue = store.queue(queue_name)
+                ack_at_the_barrier(queue, f"t{index}", barrier, TIME_LIMIT_S, index % 2 == 0)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=finisher, args=(i,), daemon=True) for i in range(ACKERS)]
+    for thread in threads:
+        thread.start()
+    problems = _claim_dependents(store, name, waits)
+    for thread in threads:
+        thread.join(TIME_LIMIT_S)
+    assert not errors, errors
+    assert problems == []

@@ -16,17 +16,24 @@ from ..params import InsertAfter
 from ..values import JobState
 
 
-def check_after(opts: EnqueueOpts) -> tuple[int, ...]:
-    """The ids ``opts.after`` names (not ``None``), refusing what §18.2 refuses before
-    anything is looked up: dependencies together with a unique key."""
-    after = opts.after
+def waits(opts: EnqueueOpts) -> bool:
+    """Whether ``opts`` makes its jobs wait for others (``after`` or ``after_finished``)."""
+    return opts.after is not None or opts.after_finished is not None
+
+
+def check_after(opts: EnqueueOpts) -> tuple[tuple[int, ...], bool]:
+    """The ids ``opts`` waits for and whether it waits for them to finish whatever
+    their outcome (``after_finished``), refusing what §18.2 refuses before anything is
+    looked up: dependencies together with a unique key."""
+    finished = opts.after is None
+    after = opts.after_finished if finished else opts.after
     assert after is not None
     if opts.unique is not None:
         raise InvalidOptions(
             "after and unique cannot be combined: a unique enqueue may return another "
             "job, which would not wait for the jobs named in after"
         )
-    return after
+    return after, finished
 
 
 def insert_after(
@@ -35,10 +42,13 @@ def insert_after(
     stamps: JobStamps,
     texts: Sequence[str],
     after: Sequence[int],
+    finished: bool = False,
 ) -> list[int]:
-    """Inside a write: insert ``texts`` waiting for ``after``; ``InvalidOptions``
-    naming each dead or absent dependency, with nothing written, when one is."""
-    ids, blocked = driver.insert_after_jobs(c, InsertAfter(stamps, texts, after))
+    """Inside a write: insert ``texts`` waiting for ``after`` (to finish, whatever their
+    outcome, when ``finished``); ``InvalidOptions`` naming each dead (unless
+    ``finished``) or absent dependency, with nothing written, when one is."""
+    params = InsertAfter(stamps, texts, after, finished)
+    ids, blocked = driver.insert_after_jobs(c, params)
     if blocked:
         raise InvalidOptions(_refusal(blocked))
     return ids

@@ -52,7 +52,7 @@ from .checks import (
 )
 from .claiming import claim_waiting
 from .context import StoreContext
-from .dependencies import check_after, insert_after
+from .dependencies import check_after, insert_after, waits
 from .limits import with_limits
 from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
@@ -251,7 +251,7 @@ class CoreQueue:
         self._context.check_open()
         resolved = enqueue_opts(opts)
         text = self._context.encode(payload)
-        if resolved.after is not None:
+        if waits(resolved):
             return Enqueued(self._insert_after([text], resolved)[0])
         unique = resolved.unique
         if unique is not None:
@@ -267,7 +267,7 @@ class CoreQueue:
             raise InvalidOptions("payloads must be a sequence (list or tuple) of payloads")
         resolved = enqueue_opts(opts)
         texts = [ctx.encode(p) for p in payloads]  # refuse bad payloads before writing
-        if resolved.after is not None:
+        if waits(resolved):
             return list(map(Enqueued, self._insert_after(texts, resolved)))
         if resolved.unique is not None:
             ctx.unique()  # an engine without the profile refuses even an empty batch
@@ -287,13 +287,13 @@ class CoreQueue:
 
     def _insert_after(self, texts: list[str], resolved: EnqueueOpts) -> list[int]:
         """The enqueue of jobs that wait for others (contract 1.2 §18)."""
-        after = check_after(resolved)
+        after, finished = check_after(resolved)
         ctx = self._context
         driver = ctx.dependencies()  # an engine without the profile refuses even an empty batch
         if not texts:
             return []
         stamps = resolve_stamps(self._name, self._opts, resolved, ctx.now())
-        ids = ctx.write(lambda c: insert_after(driver, c, stamps, texts, after))
+        ids = ctx.write(lambda c: insert_after(driver, c, stamps, texts, after, finished))
         ctx.hub.notify(self._topic)
         return ids
 

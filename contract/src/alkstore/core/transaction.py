@@ -23,7 +23,7 @@ from ..params import GetJob, Publish, StreamAppend
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
-from .dependencies import check_after, insert_after
+from .dependencies import check_after, insert_after, waits
 from .queues import CoreJobHandle, acking
 from .unique import insert_unique_one
 
@@ -132,11 +132,11 @@ class CoreTransaction:
         text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
-        if opts.after is not None:
-            after = check_after(opts)
+        if waits(opts):
+            after, finished = check_after(opts)
             deps = ctx.dependencies()
             stamps = resolve_stamps(queue, queue_opts, opts, ctx.now())
-            (job_id,) = insert_after(deps, self._handle, stamps, [text], after)
+            (job_id,) = insert_after(deps, self._handle, stamps, [text], after, finished)
             self._woken.add(queue_topic(queue))
             return job_id, False
         unique = opts.unique

@@ -52,9 +52,10 @@ WHERE id = ANY(%(ids)s::bigint[]) AND NOT has_dependents
 
 INSERT_WAITING: Final = f"""
 WITH inserted AS (
-    INSERT INTO {{schema}}.alkstore_waiting_jobs (id, payload, {STAMP_COLUMNS}, waiting_on)
+    INSERT INTO {{schema}}.alkstore_waiting_jobs (
+        id, payload, {STAMP_COLUMNS}, finishes, waiting_on)
     SELECT nextval(pg_get_serial_sequence('{{schema}}.alkstore_jobs', 'id')),
-           job.payload, {STAMP_PARAMETERS}, cardinality(%(after)s::bigint[])
+           job.payload, {STAMP_PARAMETERS}, %(finishes)s, cardinality(%(after)s::bigint[])
     FROM unnest(%(payloads)s::text[]) WITH ORDINALITY AS job (payload, position)
     ORDER BY job.position
     RETURNING id
@@ -145,10 +146,11 @@ class DependencyStatements:
             found = dict(execute(c, self._deps.look_up, {"ids": after}).fetchall())
             if len(found) == len(after):
                 break
+        finished = ("live", "completed", "dead") if params.finished else ("live", "completed")
         blocked: dict[int, JobState | None] = {
             i: (JobState.DEAD if found.get(i) == "dead" else None)
             for i in after
-            if found.get(i) not in ("live", "completed")
+            if found.get(i) not in finished
         }
         if blocked:
             return [], blocked
@@ -156,7 +158,9 @@ class DependencyStatements:
         if not live:
             return self.insert_jobs(c, params.stamps, params.payloads), {}
         execute(c, self._deps.mark, {"ids": live})
-        bound = by_name(params.stamps, payloads=list(params.payloads), after=live)
+        bound = by_name(
+            params.stamps, payloads=list(params.payloads), after=live, finishes=params.finished
+        )
         rows = execute(c, self._deps.insert_waiting, bound).fetchall()
         c.announced.add(queue_topic(params.stamps.queue))
         return [row[0] for row in rows], {}

@@ -680,6 +680,7 @@ V11_DEPENDENCIES = Migration(
             unique_key text COLLATE "C",
             completed_retention_s bigint,
             has_dependents boolean NOT NULL DEFAULT false,
+            finishes boolean NOT NULL DEFAULT false,
             waiting_on integer NOT NULL CHECK (waiting_on > 0)
         )
         """,
@@ -696,17 +697,20 @@ V11_DEPENDENCIES = Migration(
         """,
         """CREATE INDEX alkstore_job_dependencies_dependent
             ON {schema}.alkstore_job_dependencies (job_id)""",
-        # The waiting jobs with an edge to `dependency`, to dead with `error`: their
-        # rows and edges go in one statement, whose inserts into the dead table fire
-        # the trigger below for the next level.
+        # `dependency` will never complete. The fan-ins waiting for it (finishes) count
+        # it finished, as a completion does (below). The other waiting jobs with an
+        # edge to it go to dead with `error`: their rows and edges in one statement,
+        # whose inserts into the dead table fire the trigger below for the next level.
         f"""
         CREATE FUNCTION {{schema}}.alkstore_bury_dependents(
             dependency bigint, error text, at bigint) RETURNS void
         LANGUAGE plpgsql AS $$
         BEGIN
+            PERFORM {{schema}}.alkstore_count_finished(dependency, true);
             WITH gone AS (
                 DELETE FROM {{schema}}.alkstore_waiting_jobs
-                WHERE id IN (SELECT job_id FROM {{schema}}.alkstore_job_dependencies
+                WHERE NOT finishes
+                  AND id IN (SELECT job_id FROM {{schema}}.alkstore_job_dependencies
                              WHERE depends_on = dependency)
                 RETURNING *
             ), edges AS (
@@ -740,24 +744,23 @@ V11_DEPENDENCIES = Migration(
         # (an UPDATE: two completions at once serialise on the waiting row's lock, and
         # the second counts from the first's result), those at 0 become pending.
         f"""
-        CREATE FUNCTION {{schema}}.alkstore_release_dependents() RETURNS trigger
+        CREATE FUNCTION {{schema}}.alkstore_count_finished(dependency bigint, fan_ins_only boolean)
+        RETURNS void
         LANGUAGE plpgsql AS $$
         DECLARE
-            cancel text := current_setting('alkstore.cancel', true);
             released bigint[];
         BEGIN
-            IF split_part(cancel, ' ', 1) = OLD.id::text THEN
-                PERFORM {{schema}}.alkstore_bury_dependents(
-                    OLD.id, 'dependency ' || OLD.id || ' was cancelled',
-                    split_part(cancel, ' ', 2)::bigint);
-                RETURN NULL;
-            END IF;
-            IF EXISTS (SELECT FROM {{schema}}.alkstore_dead_jobs WHERE id = OLD.id) THEN
-                RETURN NULL;
-            END IF;
+            -- Each waiting job with an edge to `dependency` (only the fan-ins when it
+            -- died) waits for one job less: an UPDATE, so two at once serialise on the
+            -- waiting row's lock and the second counts from the first's result; those
+            -- at 0 become pending, same id, and their queues are woken.
             WITH edges AS (
-                DELETE FROM {{schema}}.alkstore_job_dependencies
-                WHERE depends_on = OLD.id RETURNING job_id
+                DELETE FROM {{schema}}.alkstore_job_dependencies AS edge
+                WHERE edge.depends_on = dependency
+                  AND (NOT fan_ins_only OR EXISTS (
+                      SELECT FROM {{schema}}.alkstore_waiting_jobs AS w
+                      WHERE w.id = edge.job_id AND w.finishes))
+                RETURNING job_id
             ), counted AS (
                 UPDATE {{schema}}.alkstore_waiting_jobs SET waiting_on = waiting_on - 1
                 WHERE id IN (SELECT job_id FROM edges) AND waiting_on > 1
@@ -766,7 +769,7 @@ V11_DEPENDENCIES = Migration(
             SELECT coalesce(array_agg(job_id), ARRAY[]::bigint[]) INTO released
             FROM edges WHERE job_id NOT IN (SELECT id FROM counted);
             IF cardinality(released) = 0 THEN
-                RETURN NULL;
+                RETURN;
             END IF;
             WITH moved AS (
                 DELETE FROM {{schema}}.alkstore_waiting_jobs WHERE id = ANY(released)
@@ -778,6 +781,25 @@ V11_DEPENDENCIES = Migration(
             INSERT INTO {{schema}}.alkstore_jobs ({_V11_MOVED}, state)
             OVERRIDING SYSTEM VALUE
             SELECT {_V11_MOVED}, 'pending' FROM moved;
+        END
+        $$
+        """,
+        f"""
+        CREATE FUNCTION {{schema}}.alkstore_release_dependents() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            cancel text := current_setting('alkstore.cancel', true);
+        BEGIN
+            IF split_part(cancel, ' ', 1) = OLD.id::text THEN
+                PERFORM {{schema}}.alkstore_bury_dependents(
+                    OLD.id, 'dependency ' || OLD.id || ' was cancelled',
+                    split_part(cancel, ' ', 2)::bigint);
+                RETURN NULL;
+            END IF;
+            IF EXISTS (SELECT FROM {{schema}}.alkstore_dead_jobs WHERE id = OLD.id) THEN
+                RETURN NULL;
+            END IF;
+            PERFORM {{schema}}.alkstore_count_finished(OLD.id, false);
             RETURN NULL;
         END
         $$

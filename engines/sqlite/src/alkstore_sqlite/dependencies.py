@@ -35,10 +35,11 @@ class DependencyStatements:
         begin_transaction(c)  # the look-up and the writes are one transaction
         after = list(params.after)
         found = dict(c.execute(sql.DEPENDENCY_STATES, {"ids": json.dumps(after)}).fetchall())
+        finished = ("live", "completed", "dead") if params.finished else ("live", "completed")
         blocked: dict[int, JobState | None] = {
             i: (JobState.DEAD if found.get(i) == "dead" else None)
             for i in after
-            if found.get(i) not in ("live", "completed")
+            if found.get(i) not in finished
         }
         if blocked:
             return [], blocked
@@ -50,6 +51,7 @@ class DependencyStatements:
             "ids": json.dumps(ids),
             "after": json.dumps(live),
             "count": len(live),
+            "finishes": int(params.finished),
         }
         for statement in sql.MARK_DEPENDED_ON:
             c.execute(statement, {"ids": named["after"]})

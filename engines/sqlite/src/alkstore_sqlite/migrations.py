@@ -84,17 +84,26 @@ KEPT_COLUMNS = (
 
 
 def bury_dependents(dependency: str, error: str, died_at: str) -> tuple[str, ...]:
-    """The statements that dead-letter the waiting jobs with an edge to ``dependency``
-    (an SQL expression) with ``error`` and ``died_at`` (expressions): each insert into
-    the dead table fires ``BURY_DEPENDENTS_TRIGGER`` for the next level (the
-    connection's ``recursive_triggers``), then the rows and their edges go."""
+    """The statements run when the job ``dependency`` (an SQL expression) will never
+    complete. The fan-ins waiting for it (``finishes = 1``) count it finished: one job
+    less, pending at none. The other waiting jobs with an edge to it move to dead with
+    ``error`` and ``died_at`` (expressions): each insert into the dead table fires
+    ``BURY_DEPENDENTS_TRIGGER`` for the next level (the connection's
+    ``recursive_triggers``); then the rows and their edges go."""
     waiters = f"(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = {dependency})"
     return (
+        f"UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE finishes = 1 AND id IN {waiters}",
+        f"""INSERT INTO {JOBS} ({KEPT_COLUMNS}, state, has_dependents)
+        SELECT {KEPT_COLUMNS}, 'pending', has_dependents FROM {WAITING}
+         WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}""",
+        f"DELETE FROM {WAITING} WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}",
         f"""INSERT OR IGNORE INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
         SELECT {KEPT_COLUMNS}, has_dependents, {error}, {died_at}
-          FROM {WAITING} WHERE id IN {waiters}""",
-        f"DELETE FROM {WAITING} WHERE id IN {waiters}",
-        f"DELETE FROM {DEPENDENCIES} WHERE job_id IN {waiters}",
+          FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}""",
+        f"DELETE FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}",
+        f"""DELETE FROM {DEPENDENCIES} WHERE job_id IN (
+            SELECT id FROM {DEAD} WHERE id IN {waiters})""",
+        f"DELETE FROM {DEPENDENCIES} WHERE depends_on = {dependency}",
     )
 
 
@@ -622,6 +631,7 @@ _V11 = (
         unique_key              TEXT,
         completed_retention_s   INTEGER,
         has_dependents          INTEGER NOT NULL DEFAULT 0,
+        finishes                INTEGER NOT NULL DEFAULT 0,
         waiting_on              INTEGER NOT NULL
     )
     """,

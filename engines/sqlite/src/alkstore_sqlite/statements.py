@@ -521,14 +521,15 @@ MARK_DEPENDED_ON = (
 )
 
 MAKE_WAITING = (
-    f"""INSERT INTO {WAITING} ({KEPT_COLUMNS}, waiting_on)
-    SELECT {KEPT_COLUMNS}, :count FROM {JOBS} WHERE id IN ({_JSON_IDS})""",
+    f"""INSERT INTO {WAITING} ({KEPT_COLUMNS}, finishes, waiting_on)
+    SELECT {KEPT_COLUMNS}, :finishes, :count FROM {JOBS} WHERE id IN ({_JSON_IDS})""",
     f"DELETE FROM {JOBS} WHERE id IN ({_JSON_IDS})",
     f"""INSERT INTO {DEPENDENCIES} (depends_on, job_id)
     SELECT after.value, job.value FROM json_each(:after) AS after, json_each(:ids) AS job""",
 )
 """The new rows (``:ids``), just inserted pending in this transaction, moved to the
-waiting table with their edges to the live jobs ``:after`` (``:count`` of them)."""
+waiting table with their edges to the live jobs ``:after`` (``:count`` of them);
+``:finishes`` 1 for fan-ins (``after_finished``)."""
 
 CANCEL_MARK = f"""
 UPDATE {JOBS} SET has_dependents = 2, died_at = :now

@@ -211,11 +211,15 @@ def _to_dead(tables: Tables, row: JobRow, error: str, now: int) -> None:
 
 def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
     """The dependencies profile: the jobs waiting for ``job_id``, which will never
-    complete, move to dead naming it, and theirs after them (transitively)."""
+    complete, move to dead naming it, and theirs after them (transitively); those
+    waiting for it to finish whatever its outcome (fan-ins) count it finished."""
     doomed = [(job_id, error)]
     while doomed:
         dead_id, template = doomed.pop()
         for dependent in sorted(tables.dependents.pop(dead_id, frozenset())):
+            if dependent in tables.fan_ins:
+                _count_finished(tables, dependent, dead_id)
+                continue
             row = tables.waiting.pop(dependent, None)
             if row is None:
                 continue
@@ -224,6 +228,20 @@ def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
                 row, state=DEAD, last_error=template.format(id=dead_id), died_at=now
             )
             doomed.append((dependent, ERROR_DEPENDENCY_DEAD))
+
+
+def _count_finished(tables: Tables, dependent: int, job_id: int) -> str | None:
+    """``job_id``, which ``dependent`` waits for, finished: one job less to wait for;
+    at none, ``dependent`` becomes pending. The queue of a job released, else ``None``."""
+    left = tables.waits_for.get(dependent, frozenset()) - {job_id}
+    if left:
+        tables.waits_for[dependent] = left
+        return None
+    tables.waits_for.pop(dependent, None)
+    tables.fan_ins = tables.fan_ins - {dependent}
+    row = tables.waiting.pop(dependent)
+    tables.jobs[dependent] = replace(row, state=PENDING)
+    return row.queue
 
 
 def _forget_waits(tables: Tables, dependent: int) -> None:
@@ -241,14 +259,9 @@ def _release_dependents(tx: Tx, job_id: int) -> None:
     for one job less; those that wait for none any more become pending."""
     tables = tx.tables
     for dependent in tables.dependents.pop(job_id, frozenset()):
-        left = tables.waits_for.get(dependent, frozenset()) - {job_id}
-        if left:
-            tables.waits_for[dependent] = left
-            continue
-        tables.waits_for.pop(dependent, None)
-        row = tables.waiting.pop(dependent)
-        tables.jobs[dependent] = replace(row, state=PENDING)
-        tx.topics.add(queue_topic(row.queue))
+        queue = _count_finished(tables, dependent, job_id)
+        if queue is not None:
+            tx.topics.add(queue_topic(queue))
 
 
 def _to_completed(tables: Tables, row: JobRow, now: int, result: str | None) -> None:
@@ -356,7 +369,8 @@ class MemoryDriver:
             if dependency in tables.jobs or dependency in tables.waiting:
                 live.add(dependency)
             elif dependency in tables.dead:
-                blocked[dependency] = DEAD
+                if not params.finished:  # a dead job has finished: a fan-in counts it
+                    blocked[dependency] = DEAD
             elif dependency not in tables.completed:
                 blocked[dependency] = None
         if blocked:
@@ -371,6 +385,8 @@ class MemoryDriver:
             tables.waiting[job_id] = replace(row, state=WAITING)
             tables.waits_for[job_id] = waits
             ids.append(job_id)
+        if params.finished:
+            tables.fan_ins = tables.fan_ins | set(ids)
         for dependency in live:
             tables.dependents[dependency] = tables.dependents.get(dependency, frozenset()) | set(
                 ids
@@ -443,6 +459,7 @@ class MemoryDriver:
         for row in waited:  # a waiting job expires as a pending one does
             del tables.waiting[row.id]
             _forget_waits(tables, row.id)
+            tables.fan_ins = tables.fan_ins - {row.id}
             tables.dead[row.id] = replace(row, state=DEAD, last_error=ERROR_EXPIRED, died_at=now)
             _bury_dependents(tables, row.id, ERROR_DEPENDENCY_DEAD, now)
         return len(waited) + _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
@@ -607,6 +624,7 @@ class MemoryDriver:
         if row.state == WAITING:
             del tables.waiting[job_id]
             _forget_waits(tables, job_id)
+            tables.fan_ins = tables.fan_ins - {job_id}
         else:
             del tables.jobs[job_id]
         if row.state == PROCESSING:

@@ -105,6 +105,8 @@ class Tables:
     waiting: dict[int, JobRow] = field(default_factory=dict)
     waits_for: dict[int, frozenset[int]] = field(default_factory=dict)
     dependents: dict[int, frozenset[int]] = field(default_factory=dict)
+    # The waiting jobs that wait for their dependencies to finish whatever the outcome.
+    fan_ins: frozenset[int] = frozenset()
     locks: dict[str, LockInfo] = field(default_factory=dict)
     schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
     # Each stream's events in offset order; a tuple so the snapshot stays shallow.
@@ -129,6 +131,7 @@ class Tables:
             waiting=dict(self.waiting),
             waits_for=dict(self.waits_for),
             dependents=dict(self.dependents),
+            fan_ins=self.fan_ins,
             locks=dict(self.locks),
             schedules=dict(self.schedules),
             streams=dict(self.streams),
