@@ -35,6 +35,7 @@ from .contention import (
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .dependencies import (
     DeadDependencyLeavesWaitingDriver,
+    FanInAsDependencyDriver,
     ReleaseInOwnCommitDriver,
     ReleaseOnFirstAckDriver,
 )
@@ -554,6 +555,13 @@ DEAD_DEPENDENCY_LEAVES_WAITING = MutantEngine(
     bug="a dependency moved to dead or cancelled leaves its dependents waiting for ever",
     driver=DeadDependencyLeavesWaitingDriver,
 )
+FAN_IN_AS_DEPENDENCY = MutantEngine(
+    "fan-in-as-dependency",
+    catches="DEPS-FAN-IN",
+    bug="after_finished is stored as after: a failed member dead-letters the fan-in "
+    "callback instead of counting as finished",
+    driver=FanInAsDependencyDriver,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -666,6 +674,7 @@ MUTANTS: dict[str, MutantEngine] = {
         RELEASE_ON_FIRST_ACK,
         RELEASE_IN_OWN_COMMIT,
         DEAD_DEPENDENCY_LEAVES_WAITING,
+        FAN_IN_AS_DEPENDENCY,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -6,16 +6,19 @@ Each is a bug a hand-rolled workflow table shows: a flag flipped on "a parent
 finished" rather than a count of the parents still running; a "promote the ready
 children" step run after the ack rather than in it, so a crash (or a rolled-back
 transaction) between the two is a child that never runs, or one that runs though its
-parent's ack was undone; a failure path that forgets the children.
+parent's ack was undone; a failure path that forgets the children; a fan-in that
+treats a failed member as a failed parent.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from alkstore.params import Cancel, ClaimRef, Complete
+from alkstore.params import Cancel, ClaimRef, Complete, InsertAfter
+from alkstore.values import JobState
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
 from alkstore_sqlite.migrations import (
@@ -107,3 +110,13 @@ class DeadDependencyLeavesWaitingDriver(SqliteDriver):
         for statement in sql.CANCEL_WAITING:
             cancelled = c.execute(statement, named).rowcount == 1
         return cancelled
+
+
+class FanInAsDependencyDriver(SqliteDriver):
+    """``after_finished`` stored as ``after``: a dead or cancelled member dead-letters
+    the fan-in callback instead of counting as finished, and a dead member is refused."""
+
+    def insert_after_jobs(
+        self, c: sqlite3.Connection, params: InsertAfter
+    ) -> tuple[list[int], dict[int, JobState | None]]:
+        return super().insert_after_jobs(c, replace(params, finished=False))

@@ -784,22 +784,22 @@ V11_DEPENDENCIES = Migration(
         END
         $$
         """,
-        f"""
-        CREATE FUNCTION {{schema}}.alkstore_release_dependents() RETURNS trigger
+        """
+        CREATE FUNCTION {schema}.alkstore_release_dependents() RETURNS trigger
         LANGUAGE plpgsql AS $$
         DECLARE
             cancel text := current_setting('alkstore.cancel', true);
         BEGIN
             IF split_part(cancel, ' ', 1) = OLD.id::text THEN
-                PERFORM {{schema}}.alkstore_bury_dependents(
+                PERFORM {schema}.alkstore_bury_dependents(
                     OLD.id, 'dependency ' || OLD.id || ' was cancelled',
                     split_part(cancel, ' ', 2)::bigint);
                 RETURN NULL;
             END IF;
-            IF EXISTS (SELECT FROM {{schema}}.alkstore_dead_jobs WHERE id = OLD.id) THEN
+            IF EXISTS (SELECT FROM {schema}.alkstore_dead_jobs WHERE id = OLD.id) THEN
                 RETURN NULL;
             END IF;
-            PERFORM {{schema}}.alkstore_count_finished(OLD.id, false);
+            PERFORM {schema}.alkstore_count_finished(OLD.id, false);
             RETURN NULL;
         END
         $$
