@@ -498,10 +498,22 @@ def test_a_diamond_dead_letters_the_job_below_it_once(store: Store) -> None:
     assert _claim(queue, root).fail("broken")
     _dead_because(queue, left, root)
     _dead_because(queue, right, root)
-    assert _job(queue, bottom).state is JobState.DEAD
-    assert _job(queue, bottom).last_error in {
-        f"dependency {i} is dead" for i in (root, left, right)
-    }
+    _dead_because(queue, bottom, root)  # it waited for root itself: it names root
+
+
+@pytest.mark.property("DEPS-DEAD-CASCADE")
+def test_the_cascade_goes_level_by_level_in_id_order(store: Store) -> None:
+    queue = store.queue(unique_name("levels"))
+    root = int(queue.enqueue("root"))
+    first = int(queue.enqueue("first", _after(root)))
+    second = int(queue.enqueue("second", _after(root)))
+    below_first = int(queue.enqueue("below first", _after(first)))
+    last = int(queue.enqueue("last", _after(below_first, second)))
+    assert _claim(queue, root).fail("broken")
+    _dead_because(queue, first, root)
+    _dead_because(queue, second, root)
+    _dead_because(queue, below_first, first)
+    _dead_because(queue, last, below_first)  # first's line is passed on before second's
 
 
 # -- DEPS-REFUSED ---------------------------------------------------------------------------

@@ -93,7 +93,7 @@ WITH gone AS (
     DELETE FROM {{schema}}.alkstore_job_dependencies WHERE job_id IN (SELECT id FROM gone)
 )
 INSERT INTO {{schema}}.alkstore_dead_jobs ({MOVED}, errors, has_dependents, last_error, died_at)
-SELECT {MOVED}, errors, has_dependents, 'expired', %(now)s FROM gone
+SELECT {MOVED}, errors, has_dependents, 'expired', %(now)s FROM gone ORDER BY id
 """
 """Waiting jobs past their expiry, to dead (the dead table's trigger buries theirs)."""
 

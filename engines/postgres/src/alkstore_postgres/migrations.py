@@ -717,8 +717,9 @@ V11_DEPENDENCIES = Migration(
                 DELETE FROM {{schema}}.alkstore_job_dependencies
                 WHERE job_id IN (SELECT id FROM gone)
             )
+            -- In id order: each one's trigger buries its own in turn, level by level.
             INSERT INTO {{schema}}.alkstore_dead_jobs ({_V11_MOVED}, last_error, died_at)
-            SELECT {_V11_MOVED}, error, at FROM gone;
+            SELECT {_V11_MOVED}, error, at FROM gone ORDER BY id;
         END
         $$
         """,

@@ -74,6 +74,7 @@ DEPENDENCIES = "__alkstore_dependencies"
 DEPENDENTS_INDEX = "__alkstore_dependencies_dependent"
 RELEASE_TRIGGER = "__alkstore_jobs_release_dependents"
 BURY_DEPENDENTS_TRIGGER = "__alkstore_dead_bury_dependents"
+PASS_ON_TRIGGER = "__alkstore_dead_pass_on"
 
 KEPT_COLUMNS = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
@@ -87,8 +88,8 @@ def bury_dependents(dependency: str, error: str, died_at: str) -> tuple[str, ...
     """The statements run when the job ``dependency`` (an SQL expression) will never
     complete. The fan-ins waiting for it (``finishes = 1``) count it finished: one job
     less, pending at none. The other waiting jobs with an edge to it move to dead with
-    ``error`` and ``died_at`` (expressions): each insert into the dead table fires
-    ``BURY_DEPENDENTS_TRIGGER`` for the next level (the connection's
+    ``error`` and ``died_at`` (expressions), all of them first; then each one's flag,
+    set, fires ``PASS_ON_TRIGGER`` for the next level, in id order (the connection's
     ``recursive_triggers``); then the rows and their edges go."""
     waiters = f"(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = {dependency})"
     return (
@@ -97,10 +98,13 @@ def bury_dependents(dependency: str, error: str, died_at: str) -> tuple[str, ...
         SELECT {KEPT_COLUMNS}, 'pending', has_dependents FROM {WAITING}
          WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}""",
         f"DELETE FROM {WAITING} WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}",
+        # All of them die at once (a job with dependents of its own marked 2: not yet
+        # passed on), then each passes it on in id order: level by level.
         f"""INSERT OR IGNORE INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
-        SELECT {KEPT_COLUMNS}, has_dependents, {error}, {died_at}
-          FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}""",
+        SELECT {KEPT_COLUMNS}, 2 * has_dependents, {error}, {died_at}
+          FROM {WAITING} WHERE finishes = 0 AND id IN {waiters} ORDER BY id""",
         f"DELETE FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}",
+        f"UPDATE {DEAD} SET has_dependents = 1 WHERE has_dependents = 2 AND id IN {waiters}",
         f"""DELETE FROM {DEPENDENCIES} WHERE job_id IN (
             SELECT id FROM {DEAD} WHERE id IN {waiters})""",
         f"DELETE FROM {DEPENDENCIES} WHERE depends_on = {dependency}",
@@ -688,7 +692,14 @@ _V11 = (
     # A job with dependents reached the dead table (any path): they never run.
     f"""
     CREATE TRIGGER IF NOT EXISTS {BURY_DEPENDENTS_TRIGGER}
-    AFTER INSERT ON {DEAD} WHEN NEW.has_dependents != 0
+    AFTER INSERT ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_BURY_DEAD_DEPENDENTS}    END
+    """,
+    # A job buried with the others waiting for a dead one passes it on to its own.
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {PASS_ON_TRIGGER}
+    AFTER UPDATE OF has_dependents ON {DEAD} WHEN NEW.has_dependents = 1
     BEGIN
 {_BURY_DEAD_DEPENDENTS}    END
     """,

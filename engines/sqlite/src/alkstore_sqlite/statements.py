@@ -550,13 +550,16 @@ BURY_CANCELLED_DEPENDENTS = bury_dependents(
 _EXPIRED_WAITING = f"(SELECT id FROM {WAITING} WHERE queue = :queue AND expires_at <= :now)"
 
 BURY_EXPIRED_WAITING = (
+    f"""INSERT OR IGNORE INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
+    SELECT {KEPT_COLUMNS}, 2 * has_dependents, 'expired', :now FROM {WAITING}
+     WHERE queue = :queue AND expires_at <= :now ORDER BY id""",
     f"DELETE FROM {DEPENDENCIES} WHERE job_id IN {_EXPIRED_WAITING}",
-    f"""INSERT INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
-    SELECT {KEPT_COLUMNS}, has_dependents, 'expired', :now FROM {WAITING}
-     WHERE queue = :queue AND expires_at <= :now""",
     f"DELETE FROM {WAITING} WHERE queue = :queue AND expires_at <= :now",
+    f"""UPDATE {DEAD} SET has_dependents = 1
+     WHERE queue = :queue AND died_at = :now AND has_dependents = 2""",
 )
-"""Waiting jobs past their expiry, to dead (their own dependents after them)."""
+"""Waiting jobs past their expiry, to dead all at once; then each passes its death on to
+its own dependents, in id order (migration 11's pass-on trigger)."""
 
 GET_JOB = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id

@@ -213,21 +213,23 @@ def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
     """The dependencies profile: the jobs waiting for ``job_id``, which will never
     complete, move to dead naming it, and theirs after them (transitively); those
     waiting for it to finish whatever its outcome (fan-ins) count it finished."""
-    doomed = [(job_id, error)]
-    while doomed:
-        dead_id, template = doomed.pop()
-        for dependent in sorted(tables.dependents.pop(dead_id, frozenset())):
-            if dependent in tables.fan_ins:
-                _count_finished(tables, dependent, dead_id)
-                continue
-            row = tables.waiting.pop(dependent, None)
-            if row is None:
-                continue
-            _forget_waits(tables, dependent)
-            tables.dead[dependent] = replace(
-                row, state=DEAD, last_error=template.format(id=dead_id), died_at=now
-            )
-            doomed.append((dependent, ERROR_DEPENDENCY_DEAD))
+    # Every job waiting for it dies at once, naming it; then, in id order, each of
+    # those buries its own (as the SQL engines' triggers do, level by level).
+    buried = []
+    for dependent in sorted(tables.dependents.pop(job_id, frozenset())):
+        if dependent in tables.fan_ins:
+            _count_finished(tables, dependent, job_id)
+            continue
+        row = tables.waiting.pop(dependent, None)
+        if row is None:
+            continue
+        _forget_waits(tables, dependent)
+        tables.dead[dependent] = replace(
+            row, state=DEAD, last_error=error.format(id=job_id), died_at=now
+        )
+        buried.append(dependent)
+    for dependent in buried:
+        _bury_dependents(tables, dependent, ERROR_DEPENDENCY_DEAD, now)
 
 
 def _count_finished(tables: Tables, dependent: int, job_id: int) -> str | None:
@@ -456,11 +458,13 @@ class MemoryDriver:
         queue, now = params.queue, params.now
         tables = c.tables
         waited = [r for r in tables.waiting.values() if r.queue == queue and _expired(r, now)]
-        for row in waited:  # a waiting job expires as a pending one does
+        waited.sort(key=lambda r: r.id)
+        for row in waited:  # a waiting job expires as a pending one does, all at once
             del tables.waiting[row.id]
             _forget_waits(tables, row.id)
             tables.fan_ins = tables.fan_ins - {row.id}
             tables.dead[row.id] = replace(row, state=DEAD, last_error=ERROR_EXPIRED, died_at=now)
+        for row in waited:  # then each passes it on to its own dependents
             _bury_dependents(tables, row.id, ERROR_DEPENDENCY_DEAD, now)
         return len(waited) + _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
 
