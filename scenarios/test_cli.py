@@ -138,6 +138,7 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "completed": 0,
                 "concurrency_per_key": None,
                 "rate_per_key": None,
+                "waiting": 0,
             },
             {
                 "queue": "reports",
@@ -154,6 +155,7 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "completed": 0,
                 "concurrency_per_key": None,
                 "rate_per_key": None,
+                "waiting": 0,
             },
         ],
     }
@@ -313,6 +315,20 @@ def test_jobs_lists_completed_jobs_and_stats_count_them(cli: Cli, store: Store) 
 
     assert [job["id"] for job in listed["jobs"]] == [job_id]
     assert [(q["queue"], q["completed"]) for q in stats["queues"]] == [("reports", 1)]
+
+
+def test_jobs_lists_waiting_jobs_and_stats_count_them(cli: Cli, store: Store) -> None:
+    charges = store.queue("charges")
+    charge = charges.enqueue({"order": 7})
+    ship = store.queue("ships").enqueue({"order": 7}, EnqueueOpts(after=[charge]))
+
+    listed = cli.json("jobs", "ships", "--state", "waiting")
+    stats = cli.json("stats")
+    table = cli.run("stats")
+
+    assert [(job["id"], job["state"]) for job in listed["jobs"]] == [(ship, "waiting")]
+    assert [(q["queue"], q["waiting"]) for q in stats["queues"]] == [("charges", 0), ("ships", 1)]
+    assert "waiting" in table.stdout
 
 
 def test_jobs_refuses_a_page_over_1000_as_usage(cli: Cli) -> None:

@@ -362,6 +362,21 @@ def test_guide_results_tx_ack_examples_commit_the_charge_with_the_ack_on_postgre
     assert rows == [(order,)]
 
 
+DEPENDENCIES_GUIDE = "dependencies.md"
+
+
+def test_guide_dependencies_order_pipeline_prints_what_the_page_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run_guide_block(
+        DEPENDENCIES_GUIDE, "import alkstore\nfrom alkstore import EnqueueOpts", tmp_path
+    )
+    assert capsys.readouterr().out == (
+        "3 None\n"
+        "[(7, 'completed', None), (8, 'dead', 'dependency 5 is dead'), (9, 'completed', None)]\n"
+    )
+
+
 GUIDE_SA_PREFIX = "postgresql+psycopg://"
 
 

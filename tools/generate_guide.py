@@ -113,6 +113,11 @@ PROFILE_NEEDS: dict[str, str] = {
     "pid, queues in order, start, last seen and lease end) and one count per queue and "
     "minute that a heartbeat adds to, never replaces; the lease, the lapse rule and the "
     "hour are the core's, passed in the params",
+    "dependencies": "the driver protocol's method, waiting rows kept apart from the live "
+    "ones, and every statement that finishes a job (ack, ack_batch, complete, every move "
+    "to dead, cancel) releasing or dead-lettering the jobs waiting for it in the same "
+    "atomic step (the kit acks dependencies from eight processes at once); `get_job`, "
+    "`list_jobs`, `queue_stats`, `cancel` and `bury_expired` that know waiting rows",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

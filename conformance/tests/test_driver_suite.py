@@ -24,6 +24,7 @@ EVERY_PROFILE = Capabilities(
     key_limits=True,
     results=True,
     workers=True,
+    dependencies=True,
 )
 QUEUE_ONLY = Capabilities(transactions=False, locks=False)
 

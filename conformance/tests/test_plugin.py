@@ -143,6 +143,7 @@ def _statuses(report: dict[str, Any]) -> dict[str, str]:
         ("key_limits", "kit_engines:ReferenceWithoutKeyLimits"),
         ("results", "kit_engines:ReferenceWithoutResults"),
         ("workers", "kit_engines:ReferenceWithoutWorkers"),
+        ("dependencies", "kit_engines:ReferenceWithoutDependencies"),
     ],
     ids=lambda value: value.rsplit("Without", 1)[-1].lower() if ":" in value else value,
 )

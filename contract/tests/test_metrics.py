@@ -67,6 +67,13 @@ def test_completed_jobs_are_exported_per_queue() -> None:
     assert _sample(text, "completed", "emails") == "0"
 
 
+def test_waiting_jobs_are_exported_per_queue() -> None:
+    text = metrics.render_stats([_stats("ships", waiting=2), _stats("emails")])
+
+    assert _sample(text, "waiting", "ships") == "2"
+    assert _sample(text, "waiting", "emails") == "0"
+
+
 def test_no_ready_job_exports_age_zero() -> None:
     text = metrics.render_stats([_stats(oldest_ready_age_s=None)])
 

@@ -63,6 +63,10 @@ return value or ``ack(result=...)`` over it is refused with ``ResultError`` befo
 anything is written. A result is kept for its job's completed retention and read by
 ``get_job``: like a payload, it carries an answer, not a document."""
 
+MAX_DEPENDENCIES: Final = 100
+"""Most jobs one job may wait for (contract 1.2 §18, the dependencies profile):
+``EnqueueOpts(after=...)`` names at most this many ids."""
+
 MAX_ERROR_HISTORY: Final = 25
 """A job keeps the latest this many ``JobError``s (contract §11)."""
 

@@ -37,6 +37,7 @@ from .params import (
     Complete,
     GetJob,
     Heartbeat,
+    InsertAfter,
     InsertUnique,
     ListJobs,
     LockHolder,
@@ -78,7 +79,7 @@ from .rows import decode_errors as decode_errors
 from .rows import error_entry as error_entry
 from .rows import job_from_row as job_from_row
 from .rows import stream_event as stream_event
-from .values import Job, LockInfo, QueueStats, StreamEvent, WorkerInfo
+from .values import Job, JobState, LockInfo, QueueStats, StreamEvent, WorkerInfo
 
 C = TypeVar("C")
 C_contra = TypeVar("C_contra", contravariant=True)
@@ -679,6 +680,53 @@ class ResultsDriver(Protocol[C_contra]):
         ...
 
 
+ERROR_DEPENDENCY_DEAD = "dependency {id} is dead"
+"""The ``last_error`` of a waiting job dead-lettered because a job it waits for moved to
+dead (contract 1.2 §18.3); ``{id}`` is that job's id."""
+
+ERROR_DEPENDENCY_CANCELLED = "dependency {id} was cancelled"
+"""The ``last_error`` of a waiting job dead-lettered because a job it waits for was
+cancelled (contract 1.2 §18.3)."""
+
+
+class DependenciesDriver(Protocol[C_contra]):
+    """Contract 1.2's dependencies profile (``Capabilities.dependencies``): jobs that
+    wait for others.
+
+    A waiting row lives apart from the claim path (no claim, ``next_wake_at`` or
+    claim index ever reads it) with the count of the jobs it still waits for and one
+    edge per such job. ``get_job`` finds it (state ``waiting``), ``OpsDriver.list_jobs``
+    lists it (``state`` ``None`` or ``WAITING``), ``queue_stats`` counts it
+    (``QueueStats.waiting``) and lists a queue that has one; ``cancel`` deletes it
+    (its edges too) and ``bury_expired`` moves one past its ``expires_at`` to dead.
+
+    Every statement that finishes a job resolves its edges in the same atomic step
+    (the same statement, or triggers it fires), whatever path it takes:
+
+    - the job completes (``ack``, ``ack_batch``, ``ResultsDriver.complete``): each
+      waiting row with an edge to it counts one job less; a row whose count reaches 0
+      becomes pending (same id, its own ``run_at``) and its queue is announced. Two
+      completions committed concurrently must not both leave the row waiting.
+    - the job moves to dead (any path: ``bury``, ``bury_exhausted``, ``bury_expired``,
+      a claim's exhaustion) or is cancelled: each waiting row with an edge to it
+      moves to dead with ``ERROR_DEPENDENCY_DEAD`` (or ``ERROR_DEPENDENCY_CANCELLED``)
+      naming it and ``died_at`` that job's, and so on transitively.
+
+    A job that finishes without any waiting row naming it pays nothing for this."""
+
+    def insert_after_jobs(
+        self, c: C_contra, params: InsertAfter
+    ) -> tuple[list[int], dict[int, JobState | None]]:
+        """In one atomic step: look up every id of ``params.after`` in the store. If
+        each is live (pending, processing, waiting) or completed, insert one row per
+        payload, waiting on the live ones (pending when none is live: then it
+        announces its queue), and return ``(ids in payload order, {})``; the live
+        ones must stay live until the step commits (lock them), so none finishes
+        unseen. Otherwise write nothing and return ``([], {id: JobState.DEAD or
+        None})`` for the dead and the absent ones."""
+        ...
+
+
 # -- what the core requires of a driver ------------------------------------------------
 
 
@@ -735,6 +783,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "limits": LimitsDriver,
         "results": ResultsDriver,
         "workers": WorkersDriver,
+        "dependencies": DependenciesDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's
@@ -751,6 +800,7 @@ ANNOUNCES: Final[Mapping[str, str]] = MappingProxyType(
         "snooze": "the job's queue",
         "insert_unique_jobs": "its queue, when it inserted a row",
         "set_limits": "its queue, when it changed anything",
+        "insert_after_jobs": "its queue, when it inserted a pending row",
     }
 )
 """The statements that announce their own topic to other processes on commit

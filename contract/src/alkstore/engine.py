@@ -64,6 +64,9 @@ class Capabilities:
         workers: contract 1.2's worker registry (§19, ``WorkersDriver``): workers
             register, heartbeat and deregister, and ``store.workers()`` lists the
             live ones.
+        dependencies: contract 1.2's job dependencies (§18): ``EnqueueOpts(after=...)``
+            makes a job wait, ``waiting``, until the jobs it names complete
+            (``DependenciesDriver``).
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -96,6 +99,8 @@ class Capabilities:
     """Contract 1.2's finished jobs: acked jobs kept as completed, with their results."""
     workers: bool = False
     """Contract 1.2's worker registry: live workers listed, a lapsed one dropped."""
+    dependencies: bool = False
+    """Contract 1.2's job dependencies: a job waits until the jobs it names complete."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

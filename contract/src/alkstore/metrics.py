@@ -12,8 +12,9 @@ call, which engines answer from their claim indexes::
 ``queue`` label (reserved queues included: outboxes' backing queues):
 
 * ``alkstore_queue_ready``, ``alkstore_queue_scheduled``, ``alkstore_queue_processing``,
-  ``alkstore_queue_lapsed``, ``alkstore_queue_dead``, ``alkstore_queue_completed``: job
-  counts (``QueueStats``; completed jobs: the results profile, ``0`` without it);
+  ``alkstore_queue_lapsed``, ``alkstore_queue_dead``, ``alkstore_queue_completed``,
+  ``alkstore_queue_waiting``: job counts (``QueueStats``; completed jobs: the results
+  profile, waiting ones: the dependencies profile, ``0`` without it);
 * ``alkstore_queue_oldest_ready_age_seconds``: how long the oldest ready job has been
   due, ``0`` when nothing is ready (so the series never vanishes under an alert);
 * ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
@@ -65,6 +66,11 @@ GAUGES: tuple[Gauge, ...] = (
         lambda s: s.lapsed,
     ),
     Gauge("dead", "Dead jobs kept.", lambda s: s.dead),
+    Gauge(
+        "waiting",
+        "Jobs waiting for the jobs they depend on (contract 1.2 §18).",
+        lambda s: s.waiting,
+    ),
     Gauge(
         "completed",
         "Completed jobs kept (a queue with a completed retention, contract 1.2 §17).",

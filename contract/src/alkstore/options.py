@@ -18,6 +18,7 @@ from .constants import (
     CATCH_UP_POLICIES,
     MAX_CONCURRENCY_LIMIT,
     MAX_LIMIT_KEY_CHARS,
+    MAX_DEPENDENCIES,
     MAX_RATE_LIMIT,
     MAX_RATE_WINDOW_S,
     MAX_UNIQUE_KEY_CHARS,
@@ -122,6 +123,30 @@ DEFAULT_UNIQUE_STATES: Final = ("pending", "processing")
 """What ``Unique`` holds a key in by default, and what it always holds it in: a retry
 moves a job from processing back to pending, so a key freed at the claim would let
 the retried job collide with a newer one."""
+
+
+def _check_after(value: object, field: str) -> tuple[int, ...] | None:
+    """``EnqueueOpts.after`` (or ``after_finished``, named ``field``): distinct job ids
+    (ints, not bools), at most ``MAX_DEPENDENCIES``; an empty one is no dependencies
+    (``None``)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidOptions(
+            f"{field} must be a list or tuple of job ids (or None), got {type(value).__name__}"
+        )
+    ids = list(value)
+    for job_id in ids:
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise InvalidOptions(f"{field} must hold job ids (ints), got {job_id!r}")
+        if job_id < 1:
+            raise InvalidOptions(f"{field}: {job_id} is no job id (ids are positive)")
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise InvalidOptions(f"{field} names job {twice} twice")
+    if len(ids) > MAX_DEPENDENCIES:
+        raise InvalidOptions(
+            f"{field} names {len(ids)} jobs; the limit is MAX_DEPENDENCIES ({MAX_DEPENDENCIES})"
+        )
+    return tuple(int(i) for i in ids) or None
 
 
 def _check_unique_key(value: object) -> str | None:
@@ -367,6 +392,13 @@ class EnqueueOpts:
             customer id: 1 to ``MAX_LIMIT_KEY_CHARS`` characters, no NUL; contract 1.2
             §16.9, the key_limits profile). ``None`` (the default): the job shares the
             key of every job without one.
+        after: the ids of the jobs (of any queue of the store) this one waits for:
+            it is ``waiting`` until each of them has completed, then ``pending``
+            (contract 1.2 §18, the dependencies profile). At most
+            ``MAX_DEPENDENCIES`` distinct ids; ``None`` or empty: no dependencies.
+        after_finished: like ``after``, but the job waits until each of them has
+            *finished*, whatever its outcome: completed, dead or cancelled (a fan-in
+            callback, §18.6). At most one of ``after`` and ``after_finished``.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
@@ -380,6 +412,8 @@ class EnqueueOpts:
     run_at: int | None
     unique: Unique | None
     limit_key: str | None
+    after: tuple[int, ...] | None
+    after_finished: tuple[int, ...] | None
 
     def __init__(
         self,
@@ -390,6 +424,8 @@ class EnqueueOpts:
         run_at: Instant | None = None,
         unique: Unique | str | None = None,
         limit_key: str | None = None,
+        after: Iterable[int] | None = None,
+        after_finished: Iterable[int] | None = None,
     ) -> None:
         # Field by field, defaults unchecked: an enqueue often builds its opts per
         # call (a unique key per job), so they stay cheap to make.
@@ -401,6 +437,13 @@ class EnqueueOpts:
         put(self, "run_at", None if run_at is None else instant_seconds(run_at, "run_at"))
         put(self, "unique", _check_unique(unique))
         put(self, "limit_key", None if limit_key is None else _check_limit_key(limit_key))
+        put(self, "after", None if after is None else _check_after(after, "after"))
+        finished = (
+            None if after_finished is None else _check_after(after_finished, "after_finished")
+        )
+        if finished is not None and self.after is not None:
+            raise InvalidOptions("give after or after_finished, not both")
+        put(self, "after_finished", finished)
 
 
 @dataclass(frozen=True, slots=True, init=False)

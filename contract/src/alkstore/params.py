@@ -110,10 +110,12 @@ class Bury:
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """``cancel``: the live job ``job_id`` of ``queue``."""
+    """``cancel``: the live job ``job_id`` of ``queue``, at ``now`` (the dependencies
+    profile dead-letters the jobs waiting for it then)."""
 
     queue: str
     job_id: int
+    now: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,20 @@ class NextWake:
 
     queue: str
     now: int
+
+
+@dataclass(frozen=True, slots=True)
+class InsertAfter:
+    """``insert_after_jobs`` (dependencies profile): one row per payload, stamped
+    ``stamps``, waiting for the jobs ``after`` (distinct ids, of any queue of the
+    store) that have not completed; ``stamps.created_at`` is "now"."""
+
+    stamps: JobStamps
+    payloads: Sequence[str]
+    after: Sequence[int]
+    finished: bool = False
+    """``after_finished``: the rows wait for the jobs ``after`` to finish whatever their
+    outcome (a dead or cancelled one counts as finished, and a dead one is no refusal)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from .options import ScheduleOpts
 
 class JobState(enum.StrEnum):
     """Where a job is in its life: ``pending -> processing -> dead`` (contract §2), or
-    ``processing -> completed`` when its queue keeps acked jobs (contract 1.2 §17).
+    ``processing -> completed`` when its queue keeps acked jobs (contract 1.2 §17),
+    and ``waiting -> pending`` for a job enqueued after others (contract 1.2 §18).
 
     An acked job without that retention, and a cancelled job, have no state: the row
     is gone.
@@ -24,6 +25,7 @@ class JobState(enum.StrEnum):
     PROCESSING = "processing"
     DEAD = "dead"
     COMPLETED = "completed"
+    WAITING = "waiting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,8 @@ class QueueStats:
             ``None`` when it has none.
         rate_per_key: how many claims of each limit key its per-key rate lets start per
             ``rate_per_s`` seconds (§16.11), ``None`` when it has none.
+        waiting: jobs waiting for their dependencies (contract 1.2 §18, the
+            dependencies profile; ``0`` on an engine without it).
     """
 
     queue: str
@@ -200,6 +204,7 @@ class QueueStats:
     completed: int = 0
     concurrency_per_key: int | None = None
     rate_per_key: int | None = None
+    waiting: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ ENGINE_TABLES = frozenset(
         "alkstore_completed_jobs",
         "alkstore_workers",
         "alkstore_throughput",
+        "alkstore_waiting_jobs",
+        "alkstore_job_dependencies",
         "alkstore_migrations",
     }
 )

@@ -289,6 +289,36 @@ def test_a_schema_before_finished_jobs_is_upgraded_with_every_job_acked_as_befor
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
+DEPENDENCIES_MIGRATION = VERSIONS[-1]
+"""The migration that adds the dependencies profile (the test below starts from the one
+before it)."""
+
+
+def test_a_schema_before_dependencies_is_upgraded_and_an_old_job_releases_its_dependent(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"old\"', 0, 1, 1, 1, 30, 1)"
+    )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (old,) = queue.jobs()
+        assert queue.stats().waiting == 0
+        waiting = queue.enqueue("new", alkstore.EnqueueOpts(after=[old.id]))
+        assert waiting > old.id  # the waiting row's id comes from the live table's identity
+        assert queue.get_job(waiting).state is alkstore.JobState.WAITING  # type: ignore[union-attr]
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.id == old.id
+        assert handle.ack()
+        released = queue.get_job(waiting)
+        assert released is not None
+        assert released.state is alkstore.JobState.PENDING
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
 def test_migrate_false_on_an_empty_schema_is_a_clear_error_and_creates_nothing(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
 ) -> None:

@@ -281,6 +281,7 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         *UNIQUE_COLUMNS,
         "completed_retention_s",
         "limit_key",
+        "has_dependents",
     ]
     assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
     assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added
@@ -833,3 +834,47 @@ def test_an_upgraded_file_before_the_worker_registry_registers_and_lists_workers
         (counted,) = store.throughput()
         assert (counted.queue, counted.total) == ("q", 3)
     assert {"__alkstore_workers", "__alkstore_throughput"} <= _tables(db_path)
+
+
+# -- the version before job dependencies to the latest ----------------------------------
+
+DEPENDENCIES_VERSION = LATEST_VERSION
+"""The version that adds the dependencies profile's waiting table, edges and triggers
+(the tests below start from the version before it)."""
+
+
+def test_a_file_before_dependencies_is_upgraded_with_no_job_waiting(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DEPENDENCIES_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert [job.state for job in queue.jobs()] == [
+            alkstore.JobState.PENDING,
+            alkstore.JobState.PROCESSING,
+            alkstore.JobState.DEAD,
+        ]
+        assert queue.stats().waiting == 0
+    assert _version(db_path) == LATEST_VERSION
+    assert {"__alkstore_waiting", "__alkstore_dependencies"} <= set(_tables(db_path))
+    assert "has_dependents" in _columns(db_path, "__alkstore_dead")
+
+
+def test_an_upgraded_file_before_dependencies_releases_a_job_waiting_on_an_old_one(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, DEPENDENCIES_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        waiting = queue.enqueue({"n": 4}, EnqueueOpts(after=[1]))  # job 1, written before
+        assert waiting == 4
+        assert queue.get_job(waiting).state is alkstore.JobState.WAITING  # type: ignore[union-attr]
+        (handle,) = queue.claim_batch("w2", 1)
+        assert handle.id == 1
+        assert handle.ack()
+        released = queue.get_job(waiting)
+        assert released is not None
+        assert released.state is alkstore.JobState.PENDING

@@ -36,6 +36,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         key_limits=True,
         results=True,
         workers=True,
+        dependencies=True,
     )
     assert provider.capabilities.profiles() >= {
         "transactions",

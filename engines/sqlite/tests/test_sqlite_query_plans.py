@@ -206,6 +206,7 @@ def test_get_job_looks_up_every_job_table_by_primary_key(deep: sqlite3.Connectio
         "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_dead USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_completed USING INTEGER PRIMARY KEY (rowid=?)",
+        "SEARCH __alkstore_waiting USING INTEGER PRIMARY KEY (rowid=?)",
     ]
 
 

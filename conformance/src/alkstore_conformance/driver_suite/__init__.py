@@ -30,6 +30,7 @@ from alkstore import Capabilities
 
 from .base import SeamTests
 from .key_limits import KeyLimitsStatements
+from .dependencies import DependencyStatements
 from .limits import LimitsStatements
 from .locks import LockStatements
 from .operations import OperationStatements
@@ -73,6 +74,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     KeyLimitsStatements,
     ResultsStatements,
     WorkerStatements,
+    DependencyStatements,
 )
 """Every suite class; each names the profiles it needs in ``requires`` (data)."""
 

@@ -559,3 +559,43 @@ def limited_worker_process(
                 last.ack()
                 held = []
     return ("intervals", intervals)
+
+
+# -- job dependencies (contract 1.2 §18) ----------------------------------------------
+
+
+@child_process
+def dependency_acker_process(
+    engine_name: str,
+    engine_group: str,
+    spec: EngineSpec,
+    queue_names: list[str],
+    worker_id: str,
+    barrier: Any,
+    results: Any,
+    time_limit_s: float,
+    fail: bool = False,
+) -> Report:
+    """For each of ``queue_names`` in turn: claim one of its jobs, meet the other ackers
+    at the barrier, then ack it (or, ``fail``, fail it) at once; report ``("acked",
+    [job_id, ...])``."""
+    acked: list[int] = []
+    with open_in_child(engine_name, engine_group, spec) as store:
+        for name in queue_names:
+            queue = store.queue(name)
+            acked.append(ack_at_the_barrier(queue, worker_id, barrier, time_limit_s, fail))
+    return ("acked", acked)
+
+
+def ack_at_the_barrier(
+    queue: Any, worker_id: str, barrier: Any, time_limit_s: float, fail: bool = False
+) -> int:
+    """Claim one job of ``queue``, wait for the others at ``barrier``, ack it (or fail
+    it); its id."""
+    handle = queue.claim_wait(worker_id, timeout=time_limit_s)
+    if handle is None:
+        raise TimeoutError(f"no dependency of {queue.name} to claim within {time_limit_s} s")
+    barrier.wait(timeout=time_limit_s)
+    if not (handle.fail("failed at the barrier") if fail else handle.ack()):
+        raise AssertionError(f"the end of dependency {handle.id}'s claim was refused")
+    return int(handle.id)

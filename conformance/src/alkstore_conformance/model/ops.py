@@ -33,16 +33,27 @@ class OpsModel(ModelState):
             concurrency_limit=self._limits.get(queue),
             concurrency_per_key=self._per_key.get(queue),
             completed=sum(1 for j in self._completed.values() if j.queue == queue),
+            waiting=sum(1 for j in self._waiting.values() if j.queue == queue),
         )
 
     def store_stats(self) -> list[QueueStats]:
         """Every queue with a live, dead or completed row, a pause or a limit, by name."""
-        rows = (*self._live.values(), *self._dead.values(), *self._completed.values())
+        rows = (
+            *self._live.values(),
+            *self._dead.values(),
+            *self._completed.values(),
+            *self._waiting.values(),
+        )
         names = {job.queue for job in rows} | self._paused | set(self._limits) | set(self._per_key)
         return [self.stats(name) for name in sorted(names)]
 
     def jobs(self, queue: str, state: JobState | None, after_id: int, limit: int) -> list[Job]:
-        every = (*self._live.values(), *self._dead.values(), *self._completed.values())
+        every = (
+            *self._live.values(),
+            *self._dead.values(),
+            *self._completed.values(),
+            *self._waiting.values(),
+        )
         rows = sorted(every, key=lambda job: job.id)
         return [
             job.as_job()

@@ -1,6 +1,6 @@
 """The queue core of the model (contract §2): enqueue, claim, the handle's
 ack / heartbeat / fail / retry / snooze (§14), ack_batch, cancel and the sweep; an ack
-keeps a job completed when it is stamped to (§17)."""
+keeps a job completed when it is stamped to (§17); jobs wait for others (§18)."""
 
 from __future__ import annotations
 
@@ -55,10 +55,71 @@ class QueuesModel(ModelState):
         if any(getattr(i, "duplicate", False) for i in ids):
             raise ModelDisagreement(f"an enqueue without unique= returned a duplicate: {ids}")
         resolved = opts or EnqueueOpts()
-        self._commit_jobs(
+        jobs = [
             self._new_job(i, queue, p, queue_opts, resolved)
             for i, p in zip(ids, payloads, strict=True)
-        )
+        ]
+        self._commit_jobs(jobs)
+        after = resolved.after if resolved.after is not None else resolved.after_finished
+        if after is None:
+            return
+        if self.refuses_after(resolved):
+            raise ModelDisagreement(f"an enqueue after {list(after)} was taken, not refused")
+        live = {i for i in after if i in self._live or i in self._waiting}
+        if not live:
+            return
+        for job in jobs:  # §18.1: waiting until the live ones complete
+            del self._live[job.id]
+            job.state = JobState.WAITING
+            self._waiting[job.id] = job
+            self._waits_for[job.id] = set(live)
+            if resolved.after is None:
+                self._fan_ins.add(job.id)
+
+    def refuses_after(self, opts: EnqueueOpts) -> bool:
+        """§18.2: whether an enqueue with ``opts`` is refused (an id that names no job,
+        or a dead one unless the job waits for it to finish whatever its outcome)."""
+        after = opts.after if opts.after is not None else opts.after_finished
+        if after is None:
+            return False
+        allowed = (self._live, self._waiting, self._completed)
+        if opts.after is None:
+            allowed = (*allowed, self._dead)
+        return any(all(i not in table for table in allowed) for i in after)
+
+    # -- dependencies (§18) --------------------------------------------------------
+    def _count_finished(self, job_id: int, fan_ins_only: bool) -> None:
+        """``job_id`` finished: each job waiting for it (only the fan-ins, when it will
+        never complete) waits for one less, and becomes pending at none."""
+        for dependent in sorted(i for i, waits in self._waits_for.items() if job_id in waits):
+            if fan_ins_only and dependent not in self._fan_ins:
+                continue
+            waits = self._waits_for[dependent]
+            waits.discard(job_id)
+            if waits:
+                continue
+            del self._waits_for[dependent]
+            self._fan_ins.discard(dependent)
+            job = self._waiting.pop(dependent)
+            job.state = JobState.PENDING
+            self._live[dependent] = job
+
+    def _never_completes(self, job_id: int, error: str, now: int) -> None:
+        """§18.3: the jobs waiting for ``job_id`` die naming it (fan-ins count it
+        finished), and the jobs waiting for those after them."""
+        self._count_finished(job_id, fan_ins_only=True)
+        # Every job waiting for it dies at once, naming it; then, in id order, each of
+        # those passes it on to its own.
+        buried = sorted(i for i, waits in self._waits_for.items() if job_id in waits)
+        for dependent in buried:
+            job = self._waiting.pop(dependent)
+            del self._waits_for[dependent]
+            job.state = JobState.DEAD
+            job.last_error = error
+            job.died_at = now
+            self._dead[dependent] = job
+        for dependent in buried:
+            self._never_completes(dependent, f"dependency {dependent} is dead", now)
 
     def enqueue(
         self, queue: str, payload: Any, queue_opts: QueueOpts, opts: EnqueueOpts | None, job_id: int
@@ -75,6 +136,7 @@ class QueuesModel(ModelState):
         job.deadline = None
         job.holding = job.holding and job.hold_dead  # §15.4: dead frees the key unless kept
         self._dead[job.id] = job
+        self._never_completes(job.id, f"dependency {job.id} is dead", now)
 
     def _bury_exhausted(self, queue: str, now: int) -> int:
         doomed = [
@@ -169,6 +231,7 @@ class QueuesModel(ModelState):
 
     def _finish(self, job: ModelJob, now: int, result: Any) -> None:
         del self._live[job.id]
+        self._count_finished(job.id, fan_ins_only=False)
         if job.completed_retention_s is None:
             return
         job.state = JobState.COMPLETED
@@ -287,10 +350,16 @@ class QueuesModel(ModelState):
     def cancel(self, queue: str, job_id: int) -> bool:
         """Deletes a pending or processing row of ``queue`` whoever holds it; dead stays."""
         self._check_settled()
-        job = self._live.get(job_id)
+        job = self._live.get(job_id) or self._waiting.get(job_id)
         if job is None or job.queue != queue:
             return False
-        del self._live[job_id]
+        if job.state is JobState.WAITING:  # §18.3: a waiting job is cancelled as a pending one
+            del self._waiting[job_id]
+            del self._waits_for[job_id]
+            self._fan_ins.discard(job_id)
+        else:
+            del self._live[job_id]
+        self._never_completes(job_id, f"dependency {job_id} was cancelled", self.now)
         return True
 
     def sweep_expired(self, queue: str) -> SweepResult:
@@ -298,6 +367,20 @@ class QueuesModel(ModelState):
         lapsed exhausted rows, then dead rows past their stamped retention."""
         self._check_settled()
         now = self.now
+        waited = sorted(
+            (j for j in self._waiting.values() if j.queue == queue and j.expired(now)),
+            key=lambda job: job.id,
+        )
+        for job in waited:  # §18.3: a waiting job expires as a pending one does, all at once
+            del self._waiting[job.id]
+            del self._waits_for[job.id]
+            self._fan_ins.discard(job.id)
+            job.state = JobState.DEAD
+            job.last_error = ERROR_EXPIRED
+            job.died_at = now
+            self._dead[job.id] = job
+        for job in waited:  # then each passes it on
+            self._never_completes(job.id, f"dependency {job.id} is dead", now)
         expired = [j for j in self._live.values() if j.queue == queue and j.expired(now)]
         for job in expired:
             self._bury(job, ERROR_EXPIRED, now)
@@ -322,4 +405,5 @@ class QueuesModel(ModelState):
         ]
         for job in swept:
             del self._completed[job.id]
-        return SweepResult(len(expired), exhausted, len(purged), purged_completed=len(swept))
+        expired_count = len(expired) + len(waited)
+        return SweepResult(expired_count, exhausted, len(purged), purged_completed=len(swept))

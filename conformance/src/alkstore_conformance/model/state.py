@@ -48,6 +48,12 @@ class ModelState:
         self._dead: dict[int, ModelJob] = {}
         self._completed: dict[int, ModelJob] = {}
         """Acked jobs of a queue with a completed retention (§17), until swept."""
+        self._waiting: dict[int, ModelJob] = {}
+        """Jobs waiting for others (§18, the dependencies profile)."""
+        self._waits_for: dict[int, set[int]] = {}
+        """What each waiting job still waits for."""
+        self._fan_ins: set[int] = set()
+        """The waiting jobs that wait for their jobs to finish whatever the outcome."""
         self._locks: dict[str, ModelLock] = {}
         self._seen_ids: set[int] = set()
         self._max_committed_id: int | None = None
@@ -74,7 +80,12 @@ class ModelState:
 
     # -- reads ---------------------------------------------------------------
     def _row(self, job_id: int) -> ModelJob | None:
-        return self._live.get(job_id) or self._dead.get(job_id) or self._completed.get(job_id)
+        return (
+            self._live.get(job_id)
+            or self._dead.get(job_id)
+            or self._completed.get(job_id)
+            or self._waiting.get(job_id)
+        )
 
     def get_job(self, job_id: int) -> Job | None:
         """``Queue.get_job`` is id-global (contract §2)."""
@@ -95,6 +106,8 @@ class ModelState:
             return f"job {job_id} pending, run_at {job.run_at}, now {self.now}"
         if job.state is JobState.COMPLETED:
             return f"job {job_id} completed at {job.completed_at}, now {self.now}"
+        if job.state is JobState.WAITING:
+            return f"job {job_id} waiting for {sorted(self._waits_for.get(job_id, ()))}"
         return f"job {job_id} dead ({job.last_error!r})"
 
     # -- producing -------------------------------------------------------------

@@ -33,6 +33,12 @@ from .contention import (
     WaitPastTimeoutDriver,
 )
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
+from .dependencies import (
+    DeadDependencyLeavesWaitingDriver,
+    FanInAsDependencyDriver,
+    ReleaseInOwnCommitDriver,
+    ReleaseOnFirstAckDriver,
+)
 from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
 from .hangs import CursorIgnoredDriver, TimeoutIgnoredStore
@@ -593,6 +599,35 @@ THROUGHPUT_LAST_WRITE_WINS = MutantEngine(
     driver=ThroughputLastWriteWinsDriver,
 )
 
+# -- job dependencies (contract 1.2 §18) -----------------------------------------------------
+RELEASE_ON_FIRST_ACK = MutantEngine(
+    "release-on-first-ack",
+    catches="DEPS-WAITING",
+    bug="the first dependency's ack releases its dependents, though others still run",
+    driver=ReleaseOnFirstAckDriver,
+)
+RELEASE_IN_OWN_COMMIT = MutantEngine(
+    "release-in-own-commit",
+    catches="DEPS-RELEASE-IN-ACK-COMMIT",
+    bug="the dependents of an acked job are released by a write of their own after the "
+    "ack's commit: waiting when the ack returns, and released though a rolled-back "
+    "tx.ack undid the ack",
+    driver=ReleaseInOwnCommitDriver,
+)
+DEAD_DEPENDENCY_LEAVES_WAITING = MutantEngine(
+    "dead-dependency-leaves-waiting",
+    catches="DEPS-DEAD-CASCADE",
+    bug="a dependency moved to dead or cancelled leaves its dependents waiting for ever",
+    driver=DeadDependencyLeavesWaitingDriver,
+)
+FAN_IN_AS_DEPENDENCY = MutantEngine(
+    "fan-in-as-dependency",
+    catches="DEPS-FAN-IN",
+    bug="after_finished is stored as after: a failed member dead-letters the fan-in "
+    "callback instead of counting as finished",
+    driver=FanInAsDependencyDriver,
+)
+
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
     "endless-pages",
@@ -709,6 +744,11 @@ MUTANTS: dict[str, MutantEngine] = {
         LAPSED_WORKER_LISTED,
         DEREGISTER_KEEPS_WORKER,
         THROUGHPUT_LAST_WRITE_WINS,
+        # job dependencies (contract 1.2)
+        RELEASE_ON_FIRST_ACK,
+        RELEASE_IN_OWN_COMMIT,
+        DEAD_DEPENDENCY_LEAVES_WAITING,
+        FAN_IN_AS_DEPENDENCY,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

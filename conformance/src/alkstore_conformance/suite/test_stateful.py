@@ -63,6 +63,7 @@ from alkstore import (
     EngineProvider,
     EngineSpec,
     EnqueueOpts,
+    InvalidOptions,
     Job,
     JobHandle,
     JobState,
@@ -103,6 +104,8 @@ OUTBOX_QUEUE = outbox_queue_name(OUTBOX)
 # A queue that keeps its acked jobs 30 s (§17, on engines with the results profile;
 # without it, the same queue without the retention): completed jobs, their results
 # and the sweep that ends them.
+UNISSUED_ID = 10**12
+"""An id no job of the machine's store ever has: a dependency on it is refused (§18.2)."""
 KEEPING = "reports"
 KEEPING_OPTS = QueueOpts(
     visibility_timeout_s=30, max_attempts=2, backoff_base_s=5, completed_retention_s=30
@@ -352,6 +355,29 @@ class QueueModelMachine(RuleBasedStateMachine):
         ids = self.consumers[queue].enqueue_many(batch, opts)
         self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, ids)
         return multiple(*ids)
+
+    @precondition(lambda self: self.capabilities.dependencies)
+    @rule(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        batch=st.lists(payloads, min_size=1, max_size=2),
+        after=st.lists(job_ids | st.just(UNISSUED_ID), min_size=1, max_size=3, unique=True),
+        fan_in=st.booleans(),
+    )
+    def enqueue_after(
+        self, queue: str, batch: list[Any], after: list[int], fan_in: bool
+    ) -> MultipleResults[int]:
+        """§18: jobs waiting for others (to complete, or to finish whatever the outcome)."""
+        ids = [int(i) for i in after]
+        opts = EnqueueOpts(after_finished=ids) if fan_in else EnqueueOpts(after=ids)
+        consumer = self.consumers[queue]
+        if self.model.refuses_after(opts):
+            with pytest.raises(InvalidOptions):
+                consumer.enqueue_many(batch, opts)
+            return multiple()
+        new_ids = consumer.enqueue_many(batch, opts)
+        self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, new_ids)
+        return multiple(*new_ids)
 
     @precondition(lambda self: self.capabilities.unique)
     @rule(
@@ -605,8 +631,10 @@ class QueueModelMachine(RuleBasedStateMachine):
         limit=st.integers(1, 4),
     )
     def list_jobs(self, queue: str, state: JobState | None, after: int, limit: int) -> None:
-        if state is JobState.COMPLETED and not self.capabilities.results:
-            with pytest.raises(ProfileUnavailable):  # §17: no such state without the profile
+        if (state is JobState.COMPLETED and not self.capabilities.results) or (
+            state is JobState.WAITING and not self.capabilities.dependencies
+        ):
+            with pytest.raises(ProfileUnavailable):  # §17, §18: no such state without it
                 self.consumers[queue].jobs(state, after_id=after, limit=limit)
             return
         agree(

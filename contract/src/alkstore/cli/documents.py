@@ -35,6 +35,7 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "completed": stats.completed,
         "concurrency_per_key": stats.concurrency_per_key,
         "rate_per_key": stats.rate_per_key,
+        "waiting": stats.waiting,
     }
 
 

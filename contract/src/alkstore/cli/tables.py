@@ -98,7 +98,16 @@ def limits_text(limits: Limits | None) -> str:
 def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
     table = Table(title="queues", caption=f"at {instant(now)}", caption_justify="left")
     table.add_column("queue", overflow="fold", min_width=12)
-    headings = ("ready", "scheduled", "processing", "lapsed", "dead", "completed", "oldest ready")
+    headings = (
+        "ready",
+        "scheduled",
+        "waiting",
+        "processing",
+        "lapsed",
+        "dead",
+        "completed",
+        "oldest ready",
+    )
     for heading in headings:
         table.add_column(heading, justify="right")
     table.add_column("paused")
@@ -108,6 +117,7 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
             Text(s.queue),
             str(s.ready),
             str(s.scheduled),
+            str(s.waiting),
             str(s.processing),
             str(s.lapsed),
             str(s.dead),

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ..clock import Clock
 from ..constants import MAX_PAYLOAD_BYTES
 from ..driver import (
+    DependenciesDriver,
     Driver,
     LimitsDriver,
     OpsDriver,
@@ -179,6 +180,10 @@ class StoreContext:
 
     def results(self) -> ResultsDriver[Any]:
         driver: ResultsDriver[Any] = self._profile("results")
+        return driver
+
+    def dependencies(self) -> DependenciesDriver[Any]:
+        driver: DependenciesDriver[Any] = self._profile("dependencies")
         return driver
 
     def require(self, profile: str) -> None:

@@ -52,6 +52,7 @@ from .checks import (
 )
 from .claiming import claim_waiting
 from .context import StoreContext
+from .dependencies import check_after, insert_after, waits
 from .limits import with_limits
 from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
@@ -252,6 +253,8 @@ class CoreQueue:
         text = self._context.encode(payload)
         if resolved.limit_key is not None:
             self._context.require("key_limits")
+        if waits(resolved):
+            return Enqueued(self._insert_after([text], resolved)[0])
         unique = resolved.unique
         if unique is not None:
             return self._insert_unique_one(text, resolved, unique)
@@ -268,6 +271,8 @@ class CoreQueue:
         texts = [ctx.encode(p) for p in payloads]  # refuse bad payloads before writing
         if resolved.limit_key is not None:
             ctx.require("key_limits")  # even for an empty batch
+        if waits(resolved):
+            return list(map(Enqueued, self._insert_after(texts, resolved)))
         if resolved.unique is not None:
             ctx.unique()  # an engine without the profile refuses even an empty batch
             return self._insert_unique(texts, resolved, resolved.unique) if texts else []
@@ -281,6 +286,18 @@ class CoreQueue:
         stamps = resolve_stamps(self._name, self._opts, resolved, ctx.now())
         driver = ctx.driver
         ids = ctx.write(lambda c: driver.insert_jobs(c, stamps, texts))
+        ctx.hub.notify(self._topic)
+        return ids
+
+    def _insert_after(self, texts: list[str], resolved: EnqueueOpts) -> list[int]:
+        """The enqueue of jobs that wait for others (contract 1.2 §18)."""
+        after, finished = check_after(resolved)
+        ctx = self._context
+        driver = ctx.dependencies()  # an engine without the profile refuses even an empty batch
+        if not texts:
+            return []
+        stamps = resolve_stamps(self._name, self._opts, resolved, ctx.now())
+        ids = ctx.write(lambda c: insert_after(driver, c, stamps, texts, after, finished))
         ctx.hub.notify(self._topic)
         return ids
 
@@ -388,7 +405,8 @@ class CoreQueue:
         ctx.check_open()
         if not storable_id(job_id):
             return False
-        return ctx.write(lambda c: ctx.driver.cancel(c, Cancel(self._name, job_id)))
+        now = ctx.now()
+        return ctx.write(lambda c: ctx.driver.cancel(c, Cancel(self._name, job_id, now)))
 
     def get_job(self, job_id: int) -> Job | None:
         check_job_id(job_id)
@@ -435,6 +453,8 @@ class CoreQueue:
         wanted = check_state(state)
         if wanted is JobState.COMPLETED:
             self._context.results()  # an engine without the profile has no such state
+        elif wanted is JobState.WAITING:
+            self._context.dependencies()
         check_job_id(after_id)
         if before_id is not None and (
             isinstance(before_id, bool) or not isinstance(before_id, int)

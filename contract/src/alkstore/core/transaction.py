@@ -23,6 +23,7 @@ from ..params import GetJob, Publish, StreamAppend
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
+from .dependencies import check_after, insert_after, waits
 from .queues import CoreJobHandle, acking
 from .unique import insert_unique_one
 
@@ -131,6 +132,13 @@ class CoreTransaction:
         text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
+        if waits(opts):
+            after, finished = check_after(opts)
+            deps = ctx.dependencies()
+            stamps = resolve_stamps(queue, queue_opts, opts, ctx.now())
+            (job_id,) = insert_after(deps, self._handle, stamps, [text], after, finished)
+            self._woken.add(queue_topic(queue))
+            return job_id, False
         unique = opts.unique
         driver = None if unique is None else ctx.unique()
         if opts.limit_key is not None:

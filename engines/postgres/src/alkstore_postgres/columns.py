@@ -109,6 +109,17 @@ COMPLETED_COMPUTED: Final[Mapping[str, str]] = {
 """How ``alkstore_completed_jobs`` (the results profile) gives the contract columns it
 does not store as they are read."""
 
+WAITING_COMPUTED: Final[Mapping[str, str]] = {
+    # The waiting table (the dependencies profile) holds waiting rows only.
+    "state": "'waiting'",
+    "last_error": "NULL::text",
+    "died_at": "NULL::bigint",
+    "errors": history("errors"),
+    **_NOT_COMPLETED,
+}
+"""How ``alkstore_waiting_jobs`` gives the contract columns it does not store as they are
+read."""
+
 JOB_SELECTED: Final = JOB_COLUMNS
 """The columns a statement reading jobs selects, live and dead alike."""
 
@@ -123,6 +134,9 @@ DEAD_JOB: Final = select_list(JOB_SELECTED, DEAD_COMPUTED)
 
 COMPLETED_JOB: Final = select_list(JOB_SELECTED, COMPLETED_COMPUTED)
 """A completed row, in ``JOB_SELECTED`` order."""
+
+WAITING_JOB: Final = select_list(JOB_SELECTED, WAITING_COMPUTED)
+"""A waiting row, in ``JOB_SELECTED`` order."""
 
 CLAIMED_JOB: Final = select_list(
     CLAIM_RETURNED, {name: how for name, how in LIVE_COMPUTED.items() if name in CLAIM_RETURNED}

@@ -95,6 +95,7 @@ from .binding import by_name
 from .clock import ServerClock
 from .columns import claimed_jobs, job_from_row
 from .connections import Pool, StorePool
+from .dependencies import DependencyStatements
 from .errors import contract_error
 from .handle import PgHandle, SqlConnection, begin_transaction, execute, rowcount
 from .listener import Listener, NotifyListener, PollOnlyListener, notify_payload
@@ -181,7 +182,7 @@ _LIMIT_KEY = CLAIMED_COLUMNS.index("limit_key")
 """Where a claimed row holds its limit key (the key_limits profile)."""
 
 
-class PostgresDriver(ProfileStatements, OpsStatements):
+class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
     def __init__(
@@ -510,7 +511,10 @@ class PostgresDriver(ProfileStatements, OpsStatements):
         return rowcount(c, self._sql.bury_exhausted, by_name(params, last_error=ERROR_EXHAUSTED))
 
     def bury_expired(self, c: PgHandle, params: Sweep) -> int:
-        return rowcount(c, self._sql.bury_expired, by_name(params, last_error=ERROR_EXPIRED))
+        waiting = self._bury_expired_waiting(c, params)  # an atomic statement of its own
+        return waiting + rowcount(
+            c, self._sql.bury_expired, by_name(params, last_error=ERROR_EXPIRED)
+        )
 
     def purge_dead(self, c: PgHandle, params: Sweep) -> int:
         return rowcount(c, self._sql.purge_dead, by_name(params))
@@ -579,7 +583,7 @@ class PostgresDriver(ProfileStatements, OpsStatements):
 
     def cancel(self, c: PgHandle, params: Cancel) -> bool:
         if rowcount(c, self._sql.cancel, by_name(params)) != 1:
-            return False
+            return self._cancel_waiting(c, params)
         self._wake_if_limited(c, params.queue)
         return True
 

@@ -45,6 +45,7 @@ CAPABILITIES: Final = Capabilities(
     key_limits=True,
     results=True,
     workers=True,
+    dependencies=True,
     async_native=True,
 )
 """Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
+from psycopg import sql as pgsql
 
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
@@ -727,6 +728,182 @@ V12_DASHBOARD_READS = Migration(
 )
 
 
+# The columns a row keeps as it moves between the live, waiting and dead tables (as
+# columns.MOVED, written out: a released migration never changes).
+_V13_MOVED = """id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, redriven_from, snoozes, unique_key,
+            completed_retention_s, limit_key, errors, has_dependents"""
+
+V13_DEPENDENCIES = Migration(
+    13,
+    "job dependencies: the waiting table, its edges, and the release and cascade triggers",
+    (
+        # Whether some job waits for this one. A constant default: catalog-only.
+        """ALTER TABLE {schema}.alkstore_jobs
+            ADD COLUMN has_dependents boolean NOT NULL DEFAULT false""",
+        """ALTER TABLE {schema}.alkstore_dead_jobs
+            ADD COLUMN has_dependents boolean NOT NULL DEFAULT false""",
+        # Jobs waiting for others, ids from the live table's identity; the claim path
+        # and its indexes never read this table.
+        """
+        CREATE TABLE {schema}.alkstore_waiting_jobs (
+            id bigint PRIMARY KEY,
+            queue text COLLATE "C" NOT NULL,
+            payload text NOT NULL,
+            priority integer NOT NULL,
+            attempts integer NOT NULL DEFAULT 0,
+            max_attempts integer NOT NULL,
+            created_at bigint NOT NULL,
+            run_at bigint NOT NULL,
+            claimed_at bigint,
+            expires_at bigint,
+            worker_id text COLLATE "C",
+            visibility_timeout_s bigint NOT NULL,
+            backoff_base_s bigint NOT NULL,
+            dead_letter_retention_s bigint,
+            errors text[],
+            redriven_from bigint,
+            snoozes integer NOT NULL DEFAULT 0,
+            unique_key text COLLATE "C",
+            completed_retention_s bigint,
+            limit_key text COLLATE "C",
+            has_dependents boolean NOT NULL DEFAULT false,
+            finishes boolean NOT NULL DEFAULT false,
+            waiting_on integer NOT NULL CHECK (waiting_on > 0)
+        )
+        """,
+        "CREATE INDEX alkstore_waiting_jobs_queue ON {schema}.alkstore_waiting_jobs (queue, id)",
+        """CREATE INDEX alkstore_waiting_jobs_expiry
+            ON {schema}.alkstore_waiting_jobs (queue, expires_at) WHERE expires_at IS NOT NULL""",
+        # One edge per job a waiting job still waits for.
+        """
+        CREATE TABLE {schema}.alkstore_job_dependencies (
+            depends_on bigint NOT NULL,
+            job_id bigint NOT NULL,
+            PRIMARY KEY (depends_on, job_id)
+        )
+        """,
+        """CREATE INDEX alkstore_job_dependencies_dependent
+            ON {schema}.alkstore_job_dependencies (job_id)""",
+        # `dependency` will never complete. The fan-ins waiting for it (finishes) count
+        # it finished, as a completion does (below). The other waiting jobs with an
+        # edge to it go to dead with `error`: their rows and edges in one statement,
+        # whose inserts into the dead table fire the trigger below for the next level.
+        f"""
+        CREATE FUNCTION {{schema}}.alkstore_bury_dependents(
+            dependency bigint, error text, at bigint) RETURNS void
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM {{schema}}.alkstore_count_finished(dependency, true);
+            WITH gone AS (
+                DELETE FROM {{schema}}.alkstore_waiting_jobs
+                WHERE NOT finishes
+                  AND id IN (SELECT job_id FROM {{schema}}.alkstore_job_dependencies
+                             WHERE depends_on = dependency)
+                RETURNING *
+            ), edges AS (
+                DELETE FROM {{schema}}.alkstore_job_dependencies
+                WHERE job_id IN (SELECT id FROM gone)
+            )
+            -- In id order: each one's trigger buries its own in turn, level by level.
+            INSERT INTO {{schema}}.alkstore_dead_jobs ({_V13_MOVED}, last_error, died_at)
+            SELECT {_V13_MOVED}, error, at FROM gone ORDER BY id;
+        END
+        $$
+        """,
+        """
+        CREATE FUNCTION {schema}.alkstore_dead_bury_dependents() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM {schema}.alkstore_bury_dependents(
+                NEW.id, 'dependency ' || NEW.id || ' is dead', NEW.died_at);
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER alkstore_dead_bury_dependents
+        AFTER INSERT ON {schema}.alkstore_dead_jobs
+        FOR EACH ROW WHEN (NEW.has_dependents)
+        EXECUTE FUNCTION {schema}.alkstore_dead_bury_dependents()
+        """,
+        # A live row with dependents left the live table: to dead (the trigger above
+        # does the rest), cancelled (the cancel statement says so, its id and instant
+        # in alkstore.cancel), or completed: each waiting job counts one job less
+        # (an UPDATE: two completions at once serialise on the waiting row's lock, and
+        # the second counts from the first's result), those at 0 become pending.
+        f"""
+        CREATE FUNCTION {{schema}}.alkstore_count_finished(dependency bigint, fan_ins_only boolean)
+        RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            released bigint[];
+        BEGIN
+            -- Each waiting job with an edge to `dependency` (only the fan-ins when it
+            -- died) waits for one job less: an UPDATE, so two at once serialise on the
+            -- waiting row's lock and the second counts from the first's result; those
+            -- at 0 become pending, same id, and their queues are woken.
+            WITH edges AS (
+                DELETE FROM {{schema}}.alkstore_job_dependencies AS edge
+                WHERE edge.depends_on = dependency
+                  AND (NOT fan_ins_only OR EXISTS (
+                      SELECT FROM {{schema}}.alkstore_waiting_jobs AS w
+                      WHERE w.id = edge.job_id AND w.finishes))
+                RETURNING job_id
+            ), counted AS (
+                UPDATE {{schema}}.alkstore_waiting_jobs SET waiting_on = waiting_on - 1
+                WHERE id IN (SELECT job_id FROM edges) AND waiting_on > 1
+                RETURNING id
+            )
+            SELECT coalesce(array_agg(job_id), ARRAY[]::bigint[]) INTO released
+            FROM edges WHERE job_id NOT IN (SELECT id FROM counted);
+            IF cardinality(released) = 0 THEN
+                RETURN;
+            END IF;
+            WITH moved AS (
+                DELETE FROM {{schema}}.alkstore_waiting_jobs WHERE id = ANY(released)
+                RETURNING *
+            ), woken AS (
+                SELECT pg_notify({{wake_channel}}, 'queue:' || queue)
+                FROM (SELECT DISTINCT queue FROM moved) AS queues
+            )
+            INSERT INTO {{schema}}.alkstore_jobs ({_V13_MOVED}, state)
+            OVERRIDING SYSTEM VALUE
+            SELECT {_V13_MOVED}, 'pending' FROM moved;
+        END
+        $$
+        """,
+        """
+        CREATE FUNCTION {schema}.alkstore_release_dependents() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            cancel text := current_setting('alkstore.cancel', true);
+        BEGIN
+            IF split_part(cancel, ' ', 1) = OLD.id::text THEN
+                PERFORM {schema}.alkstore_bury_dependents(
+                    OLD.id, 'dependency ' || OLD.id || ' was cancelled',
+                    split_part(cancel, ' ', 2)::bigint);
+                RETURN NULL;
+            END IF;
+            IF EXISTS (SELECT FROM {schema}.alkstore_dead_jobs WHERE id = OLD.id) THEN
+                RETURN NULL;
+            END IF;
+            PERFORM {schema}.alkstore_count_finished(OLD.id, false);
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER alkstore_release_dependents
+        AFTER DELETE ON {schema}.alkstore_jobs
+        FOR EACH ROW WHEN (OLD.has_dependents)
+        EXECUTE FUNCTION {schema}.alkstore_release_dependents()
+        """,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -740,6 +917,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V10_FINISHED_JOBS,
     V11_KEY_LIMITS,
     V12_DASHBOARD_READS,
+    V13_DEPENDENCIES,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
@@ -828,6 +1006,19 @@ def ensure_schema(
         return _upgrade(conn, schema)
 
 
+def _render_migration(template: str, schema: str) -> bytes:
+    """``render`` of a migration's template, which may also name the store's wake
+    channel as ``{wake_channel}`` (a trigger that NOTIFYs, migration 13)."""
+    if "{wake_channel}" not in template:
+        return render(template, schema)
+    from .driver import wake_channel  # the driver imports this module
+
+    rendered = pgsql.SQL(template).format(
+        schema=pgsql.Identifier(schema), wake_channel=pgsql.Literal(wake_channel(schema))
+    )
+    return rendered.as_bytes(None)
+
+
 def _upgrade(conn: psycopg.Connection[Any], schema: str) -> int:
     """Inside the migrating transaction, under the schema's lock."""
     version = applied_version(conn, schema)  # another opener may have finished first
@@ -845,7 +1036,7 @@ def _upgrade(conn: psycopg.Connection[Any], schema: str) -> int:
         if migration.version <= version:
             continue
         for template in migration.statements:
-            conn.execute(render(template, schema))
+            conn.execute(_render_migration(template, schema))
         conn.execute(
             render(RECORD_VERSION, schema),
             {"version": migration.version, "description": migration.description},

@@ -57,6 +57,8 @@ class OpsStatements:
             query = sql.list_completed_jobs_newest if newest else sql.list_completed_jobs
         elif state is JobState.PROCESSING:
             query = sql.list_processing_jobs_newest if newest else sql.list_processing_jobs
+        elif state is JobState.WAITING:
+            query = sql.list_waiting_jobs_newest if newest else sql.list_waiting_jobs
         else:
             query = sql.list_pending_jobs_newest if newest else sql.list_pending_jobs
         bound = by_name(params, state=None if state is None else state.value)
@@ -151,7 +153,18 @@ class OpsStatements:
 
 
 def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:
-    queue, ready, scheduled, oldest_ready_at, processing, lapsed, dead, paused, completed = row
+    (
+        queue,
+        ready,
+        scheduled,
+        oldest_ready_at,
+        processing,
+        lapsed,
+        dead,
+        paused,
+        completed,
+        waiting,
+    ) = row
     return QueueStats(
         queue=queue,
         ready=ready,
@@ -162,6 +175,7 @@ def _queue_stats(row: Sequence[Any], now: int) -> QueueStats:
         oldest_ready_age_s=None if oldest_ready_at is None else now - oldest_ready_at,
         paused=paused,
         completed=completed,
+        waiting=waiting,
     )
 
 

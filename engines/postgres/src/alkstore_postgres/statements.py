@@ -29,6 +29,7 @@ from .columns import (
     MOVED,
     STAMP_COLUMNS,
     STAMP_PARAMETERS,
+    WAITING_JOB,
     column,
     column_list,
     parameters,
@@ -48,17 +49,18 @@ are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)""
 def _move_to_dead(predicate: str, errors: str = "errors") -> str:
     """One atomic statement: delete the live rows matching ``predicate`` and insert
     them into the dead table with ``%(last_error)s`` and the history ``errors``; the
-    statement's row count is how many moved. A unique job's hold of its key moves
+    statement's row count is how many moved. A row with dependents carries the flag,
+    whose trigger dead-letters them (the dependencies profile). A unique job's hold of its key moves
     only if it keeps it while dead (``HOLD_KEPT_DEAD``)."""
     return f"""
 WITH moved AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE {predicate}
-    RETURNING {MOVED}, errors, {HOLD}
+    RETURNING {MOVED}, errors, {HOLD}, has_dependents
 )
 INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, {HOLD}, last_error, died_at)
-SELECT {MOVED}, {errors}, {HOLD_KEPT_DEAD}, %(last_error)s, %(now)s
+        {MOVED}, errors, {HOLD}, has_dependents, last_error, died_at)
+SELECT {MOVED}, {errors}, {HOLD_KEPT_DEAD}, has_dependents, %(last_error)s, %(now)s
 FROM moved
 """
 
@@ -167,11 +169,11 @@ WITH exhausted AS (
 ), buried AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {MOVED}, errors, {HOLD}
+    RETURNING {MOVED}, errors, {HOLD}, has_dependents
 ), dead AS (
     INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, {HOLD}, last_error, died_at)
-    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, %(last_error)s, %(now)s
+        {MOVED}, errors, {HOLD}, has_dependents, last_error, died_at)
+    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, has_dependents, %(last_error)s, %(now)s
     FROM buried
 ), ready AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
@@ -559,8 +561,15 @@ is, and the queue's waiters in every process told in the same round trip (their
 timers may have to move)."""
 
 CANCEL: Final = """
-DELETE FROM {schema}.alkstore_jobs WHERE id = %(job_id)s AND queue = %(queue)s
+WITH mark AS MATERIALIZED (
+    SELECT set_config('alkstore.cancel', %(job_id)s::text || ' ' || %(now)s::text, true)
+)
+DELETE FROM {schema}.alkstore_jobs
+WHERE id = %(job_id)s AND queue = %(queue)s AND EXISTS (SELECT FROM mark)
 """
+"""The job's row gone. The dependencies profile's trigger (migration 13) reads which
+job this statement cancels, and when, from ``alkstore.cancel``: its dependents are
+dead-lettered, not released. (``EXISTS`` makes the setting precede the delete.)"""
 
 GET_JOB: Final = f"""
 SELECT {LIVE_JOB}
@@ -573,6 +582,10 @@ WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 UNION ALL
 SELECT {COMPLETED_JOB}
 FROM {{schema}}.alkstore_completed_jobs
+WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+UNION ALL
+SELECT {WAITING_JOB}
+FROM {{schema}}.alkstore_waiting_jobs
 WHERE id = %(job_id)s AND (%(queue)s::text IS NULL OR queue = %(queue)s)
 """
 """Live, dead and completed rows share the id sequence, so at most one row matches."""
@@ -639,7 +652,7 @@ SELECT name.queue, pending.ready, pending.scheduled, pending.oldest_ready_at,
        claimed.processing, claimed.lapsed, dead.dead,
        EXISTS (SELECT FROM {{schema}}.alkstore_paused_queues AS paused
                WHERE paused.queue = name.queue) AS paused,
-       completed.completed
+       completed.completed, waiting.waiting
 FROM (SELECT DISTINCT queue FROM named WHERE queue IS NOT NULL) AS name
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE run_at <= %(now)s) AS ready,
@@ -661,6 +674,10 @@ CROSS JOIN LATERAL (
     SELECT count(*) AS completed FROM {{schema}}.alkstore_completed_jobs
     WHERE queue = name.queue
 ) AS completed
+CROSS JOIN LATERAL (
+    SELECT count(*) AS waiting FROM {{schema}}.alkstore_waiting_jobs
+    WHERE queue = name.queue
+) AS waiting
 ORDER BY name.queue COLLATE "C"
 """
 
@@ -675,11 +692,13 @@ QUEUE_STATS_ALL: Final = _queue_stats(
 {_loose_scan("processing_queues", "alkstore_jobs", "state = 'processing'")},
 {_loose_scan("dead_queues", "alkstore_dead_jobs")},
 {_loose_scan("completed_queues", "alkstore_completed_jobs")},
+{_loose_scan("waiting_queues", "alkstore_waiting_jobs")},
 named (queue) AS (
     SELECT queue FROM pending_queues
     UNION ALL SELECT queue FROM processing_queues
     UNION ALL SELECT queue FROM dead_queues
     UNION ALL SELECT queue FROM completed_queues
+    UNION ALL SELECT queue FROM waiting_queues
     UNION ALL SELECT queue FROM {{schema}}.alkstore_paused_queues
 )"""
 )
@@ -740,6 +759,10 @@ SELECT * FROM (
     (SELECT {COMPLETED_JOB} FROM {{schema}}.alkstore_completed_jobs
      WHERE queue = %(queue)s AND {ids}
      {order} LIMIT %(limit)s)
+    UNION ALL
+    (SELECT {WAITING_JOB} FROM {{schema}}.alkstore_waiting_jobs
+     WHERE queue = %(queue)s AND {ids}
+     {order} LIMIT %(limit)s)
 ) AS page
 {order}
 LIMIT %(limit)s
@@ -779,6 +802,14 @@ LIMIT %(limit)s
 """
 """A keyset page of the completed rows (the results profile)."""
 
+LIST_WAITING_JOBS: Final = f"""
+SELECT {WAITING_JOB} FROM {{schema}}.alkstore_waiting_jobs
+WHERE queue = %(queue)s AND id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s
+"""
+"""A keyset page of the waiting rows (the dependencies profile)."""
+
 # Newest first (``before_id``): the same ranges walked backwards from before_id.
 _NEWEST = (
     ("id > %(after_id)s", "id > %(after_id)s AND id < %(before_id)s"),
@@ -803,6 +834,8 @@ LIST_DEAD_JOBS_NEWEST: Final = _newest(LIST_DEAD_JOBS)
 """``LIST_DEAD_JOBS`` below ``before_id``, the largest ids first."""
 LIST_COMPLETED_JOBS_NEWEST: Final = _newest(LIST_COMPLETED_JOBS)
 """``LIST_COMPLETED_JOBS`` below ``before_id``, the largest ids first."""
+LIST_WAITING_JOBS_NEWEST: Final = _newest(LIST_WAITING_JOBS)
+"""``LIST_WAITING_JOBS`` below ``before_id``, the largest ids first."""
 
 
 _REDRIVEN_STAMPS = restamped(
@@ -1301,6 +1334,8 @@ class Statements:
     list_dead_jobs_newest: bytes
     list_completed_jobs: bytes
     list_completed_jobs_newest: bytes
+    list_waiting_jobs: bytes
+    list_waiting_jobs_newest: bytes
     complete: bytes
     purge_completed: bytes
     set_completed_retention: bytes
@@ -1392,6 +1427,8 @@ class Statements:
             list_dead_jobs_newest=render(LIST_DEAD_JOBS_NEWEST, schema),
             list_completed_jobs=render(LIST_COMPLETED_JOBS, schema),
             list_completed_jobs_newest=render(LIST_COMPLETED_JOBS_NEWEST, schema),
+            list_waiting_jobs=render(LIST_WAITING_JOBS, schema),
+            list_waiting_jobs_newest=render(LIST_WAITING_JOBS_NEWEST, schema),
             complete=render(COMPLETE, schema),
             purge_completed=render(PURGE_COMPLETED, schema),
             set_completed_retention=render(SET_COMPLETED_RETENTION, schema),

@@ -42,6 +42,7 @@ def connect(
         try:
             conn.execute(sql.SYNCHRONOUS[options.synchronous])
             conn.execute(sql.TEMP_STORE_MEMORY)
+            conn.execute(sql.RECURSIVE_TRIGGERS)
             conn.execute(sql.WAL_AUTOCHECKPOINT)
             conn.execute(sql.JOURNAL_SIZE_LIMIT)
             return conn

@@ -67,6 +67,7 @@ from alkstore.values import Job, LockInfo
 from . import statements as sql
 from .budget import describe_limit, limit_s, pause
 from .connections import ConnectionPool, connect
+from .dependencies import DependencyStatements
 from .errors import is_busy, is_out_of_space, is_unavailable, unavailable
 from .gate import GateBusy, NoGate, WriterGate
 from .handle import begin_transaction
@@ -88,7 +89,7 @@ _NESTED_WRITE = (
 )
 
 
-class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
+class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, DependencyStatements):
     def __init__(
         self, path: str, options: SqliteOptions, *, serialize_writers: bool = True
     ) -> None:
@@ -517,7 +518,9 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         return c.execute(sql.BURY_EXHAUSTED, named).rowcount
 
     def bury_expired(self, c: sqlite3.Connection, params: Sweep) -> int:
-        return c.execute(sql.BURY_EXPIRED, {"queue": params.queue, "now": params.now}).rowcount
+        waiting = self._bury_expired_waiting(c, params)
+        named = {"queue": params.queue, "now": params.now}
+        return waiting + c.execute(sql.BURY_EXPIRED, named).rowcount
 
     def purge_dead(self, c: sqlite3.Connection, params: Sweep) -> int:
         return c.execute(sql.PURGE_DEAD, {"queue": params.queue, "now": params.now}).rowcount
@@ -571,7 +574,7 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements):
         return c.execute(sql.BURY, (*sql.BURY_PARAMS(params), entry)).rowcount == 1
 
     def cancel(self, c: sqlite3.Connection, params: Cancel) -> bool:
-        return c.execute(sql.CANCEL, {"id": params.job_id, "queue": params.queue}).rowcount == 1
+        return self._cancel(c, params)
 
     def get_job(self, c: sqlite3.Connection, params: GetJob) -> Job | None:
         cursor = c.cursor()

@@ -25,7 +25,10 @@ completed retention stamp and the completed table, apart from the claim path;
 version 11 adds contract 1.2's per-key limits (every job's limit key, the per-key
 limit and its turn on the limits row, per-key claim starts); version 12 adds the
 dashboard's reads: a queue's live rows in id order, the worker registry and its
-throughput counts.
+throughput counts; version 13 adds contract 1.2's job dependencies (the
+dependencies profile): the waiting table apart from the claim path, the edges,
+every job's flag saying that some job waits for it, and the triggers that release
+or dead-letter its dependents in the statement that finishes it.
 """
 
 from __future__ import annotations
@@ -71,8 +74,50 @@ KEY_STARTS_INDEX = "__alkstore_key_claim_starts_window"
 COMPLETED = "__alkstore_completed"
 WORKERS = "__alkstore_workers"
 THROUGHPUT = "__alkstore_throughput"
+WAITING = "__alkstore_waiting"
+WAITING_QUEUE_INDEX = "__alkstore_waiting_queue"
+DEPENDENCIES = "__alkstore_dependencies"
+DEPENDENTS_INDEX = "__alkstore_dependencies_dependent"
+RELEASE_TRIGGER = "__alkstore_jobs_release_dependents"
+BURY_DEPENDENTS_TRIGGER = "__alkstore_dead_bury_dependents"
+PASS_ON_TRIGGER = "__alkstore_dead_pass_on"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
+
+KEPT_COLUMNS = (
+    "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
+    "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
+    "errors, redriven_from, snoozes, unique_key, completed_retention_s, limit_key"
+)
+"""The columns the live, dead, completed and waiting tables share (a row moves with them)."""
+
+
+def bury_dependents(dependency: str, error: str, died_at: str) -> tuple[str, ...]:
+    """The statements run when the job ``dependency`` (an SQL expression) will never
+    complete. The fan-ins waiting for it (``finishes = 1``) count it finished: one job
+    less, pending at none. The other waiting jobs with an edge to it move to dead with
+    ``error`` and ``died_at`` (expressions), all of them first; then each one's flag,
+    set, fires ``PASS_ON_TRIGGER`` for the next level, in id order (the connection's
+    ``recursive_triggers``); then the rows and their edges go."""
+    waiters = f"(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = {dependency})"
+    return (
+        f"UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE finishes = 1 AND id IN {waiters}",
+        f"""INSERT INTO {JOBS} ({KEPT_COLUMNS}, state, has_dependents)
+        SELECT {KEPT_COLUMNS}, 'pending', has_dependents FROM {WAITING}
+         WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}""",
+        f"DELETE FROM {WAITING} WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}",
+        # All of them die at once (a job with dependents of its own marked 2: not yet
+        # passed on), then each passes it on in id order: level by level.
+        f"""INSERT OR IGNORE INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
+        SELECT {KEPT_COLUMNS}, 2 * has_dependents, {error}, {died_at}
+          FROM {WAITING} WHERE finishes = 0 AND id IN {waiters} ORDER BY id""",
+        f"DELETE FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}",
+        f"UPDATE {DEAD} SET has_dependents = 1 WHERE has_dependents = 2 AND id IN {waiters}",
+        f"""DELETE FROM {DEPENDENCIES} WHERE job_id IN (
+            SELECT id FROM {DEAD} WHERE id IN {waiters})""",
+        f"DELETE FROM {DEPENDENCIES} WHERE depends_on = {dependency}",
+    )
+
 
 _V1 = (
     f"""
@@ -666,6 +711,120 @@ _V12 = (
 )
 
 
+def _trigger_body(statements: tuple[str, ...]) -> str:
+    return "".join(f"    {statement};\n" for statement in statements)
+
+
+_BURY_DEAD_DEPENDENTS = _trigger_body(
+    bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at")
+)
+
+_RELEASED = f"""(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = OLD.id)"""
+
+_V13 = (
+    # The dependencies profile. has_dependents: 1 once a job waits for this one (0 on
+    # every row written before, and on most rows); 2 on a live row being cancelled.
+    f"ALTER TABLE {JOBS} ADD COLUMN has_dependents INTEGER NOT NULL DEFAULT 0",
+    f"ALTER TABLE {DEAD} ADD COLUMN has_dependents INTEGER NOT NULL DEFAULT 0",
+    # Jobs waiting for others: same ids as the live table, out of it (no claim, no
+    # claim index, no next-wake read ever sees them), with how many jobs they still
+    # wait for.
+    f"""
+    CREATE TABLE IF NOT EXISTS {WAITING} (
+        id                      INTEGER PRIMARY KEY,
+        queue                   TEXT    NOT NULL,
+        payload                 TEXT    NOT NULL,
+        priority                INTEGER NOT NULL,
+        attempts                INTEGER NOT NULL,
+        max_attempts            INTEGER NOT NULL,
+        created_at              INTEGER NOT NULL,
+        run_at                  INTEGER NOT NULL,
+        claimed_at              INTEGER,
+        expires_at              INTEGER,
+        worker_id               TEXT,
+        visibility_timeout_s    INTEGER NOT NULL,
+        backoff_base_s          INTEGER NOT NULL,
+        dead_letter_retention_s INTEGER,
+        errors                  TEXT,
+        redriven_from           INTEGER,
+        snoozes                 INTEGER NOT NULL DEFAULT 0,
+        unique_key              TEXT,
+        completed_retention_s   INTEGER,
+        limit_key               TEXT,
+        has_dependents          INTEGER NOT NULL DEFAULT 0,
+        finishes                INTEGER NOT NULL DEFAULT 0,
+        waiting_on              INTEGER NOT NULL
+    )
+    """,
+    f"CREATE INDEX IF NOT EXISTS {WAITING_QUEUE_INDEX} ON {WAITING} (queue)",
+    # One edge per job a waiting job still waits for; by dependency (the release and
+    # the dead-letter cascade), and by dependent (its own cancel or expiry).
+    f"""
+    CREATE TABLE IF NOT EXISTS {DEPENDENCIES} (
+        depends_on INTEGER NOT NULL,
+        job_id     INTEGER NOT NULL,
+        PRIMARY KEY (depends_on, job_id)
+    ) WITHOUT ROWID
+    """,
+    f"CREATE INDEX IF NOT EXISTS {DEPENDENTS_INDEX} ON {DEPENDENCIES} (job_id)",
+    # The move to dead carries the flag (and version 11's limit key): replace it.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes,
+            unique_key, unique_hold, hold_until, hold_dead, completed_retention_s,
+            limit_key, has_dependents
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from, NEW.snoozes,
+            NEW.unique_key, CASE WHEN NEW.hold_dead THEN NEW.unique_hold END,
+            NEW.hold_until, NEW.hold_dead, NEW.completed_retention_s, NEW.limit_key,
+            NEW.has_dependents
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+    # A live row with dependents leaving the table other than to dead (an ack, a
+    # completion; a cancel marks it 2 first) completed: in the same statement, each
+    # waiting job counts one job less, and those at 0 become pending, same id.
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
+    AFTER DELETE ON {JOBS}
+    WHEN OLD.has_dependents = 1 AND NOT EXISTS (SELECT 1 FROM {DEAD} WHERE id = OLD.id)
+    BEGIN
+        UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE id IN {_RELEASED};
+        INSERT INTO {JOBS} ({KEPT_COLUMNS}, state, has_dependents)
+        SELECT {KEPT_COLUMNS}, 'pending', has_dependents
+          FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
+        DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
+        DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
+    END
+    """,
+    # A job with dependents reached the dead table (any path): they never run.
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {BURY_DEPENDENTS_TRIGGER}
+    AFTER INSERT ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_BURY_DEAD_DEPENDENTS}    END
+    """,
+    # A job buried with the others waiting for a dead one passes it on to its own.
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {PASS_ON_TRIGGER}
+    AFTER UPDATE OF has_dependents ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_BURY_DEAD_DEPENDENTS}    END
+    """,
+)
+
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -679,6 +838,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V10,
     _V11,
     _V12,
+    _V13,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 

@@ -52,6 +52,8 @@ class OperationStatements:
             statement = sql.LIST_COMPLETED_JOBS_NEWEST if newest else sql.LIST_COMPLETED_JOBS
         elif state is JobState.PROCESSING:
             statement = sql.LIST_PROCESSING_JOBS_NEWEST if newest else sql.LIST_PROCESSING_JOBS
+        elif state is JobState.WAITING:
+            statement = sql.LIST_WAITING_JOBS_NEWEST if newest else sql.LIST_WAITING_JOBS
         else:
             statement = sql.LIST_PENDING_JOBS_NEWEST if newest else sql.LIST_PENDING_JOBS
         return [job_from_row(row) for row in _cursor(c).execute(statement, named)]
@@ -143,6 +145,7 @@ def _queue_stats(
     oldest_ready_age_s: int | None,
     paused: int,
     completed: int,
+    waiting: int,
 ) -> QueueStats:
     return QueueStats(
         queue=queue,
@@ -154,6 +157,7 @@ def _queue_stats(
         oldest_ready_age_s=oldest_ready_age_s,
         paused=bool(paused),
         completed=completed,
+        waiting=waiting,
     )
 
 

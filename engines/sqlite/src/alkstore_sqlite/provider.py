@@ -46,6 +46,7 @@ class SqliteEngine:
         key_limits=True,
         results=True,
         workers=True,
+        dependencies=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

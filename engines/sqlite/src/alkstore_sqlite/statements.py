@@ -50,9 +50,11 @@ from .migrations import (
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
     DEAD_UNIQUE_INDEX,
+    DEPENDENCIES,
     EXPIRY_INDEX,
     JOBS,
     KEY_STARTS,
+    KEPT_COLUMNS,
     LIMITS,
     LIVE_INDEX,
     LOCKS,
@@ -67,6 +69,9 @@ from .migrations import (
     THROUGHPUT,
     UNIQUE_INDEX,
     WORKERS,
+    WAITING,
+    WAITING_QUEUE_INDEX,
+    bury_dependents,
 )
 
 
@@ -89,6 +94,9 @@ SYNCHRONOUS = {
 }
 # Claims sort a handful of rows in a temp b-tree; on disk that costs a temp file per statement.
 TEMP_STORE_MEMORY = "PRAGMA temp_store = MEMORY"
+RECURSIVE_TRIGGERS = "PRAGMA recursive_triggers = ON"
+"""The dependencies profile's dead-letter cascade: a waiting job moved to dead fires the
+trigger that moves the jobs waiting for it (version 13), level after level."""
 # A checkpoint runs inside the COMMIT that crosses this many WAL pages, with two
 # fsyncs, while the writer gate is held. Checkpointing every 4000 pages (~8 MB
 # with the default 2 KiB pages) instead of SQLite's 1000 makes those stalls four
@@ -124,6 +132,9 @@ _LIVE_COLUMNS = _columns(_NOT_COMPLETED)
 _CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
 _DEAD_COLUMNS = _columns({"state": "'dead'", **_NOT_COMPLETED})
 _COMPLETED_COLUMNS = _columns({"state": "'completed'", "last_error": "NULL", "died_at": "NULL"})
+_WAITING_COLUMNS = _columns(
+    {"state": "'waiting'", "last_error": "NULL", "died_at": "NULL", **_NOT_COMPLETED}
+)
 
 # -- queues ---------------------------------------------------------------------
 
@@ -572,12 +583,72 @@ UPDATE {JOBS}
 
 CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue"
 
+# -- dependencies (the dependencies profile) ----------------------------------------
+
+_JSON_IDS = "SELECT value FROM json_each(:ids)"
+
+DEPENDENCY_STATES = f"""
+SELECT id, 'live' FROM {JOBS} WHERE id IN ({_JSON_IDS})
+UNION ALL SELECT id, 'live' FROM {WAITING} WHERE id IN ({_JSON_IDS})
+UNION ALL SELECT id, 'dead' FROM {DEAD} WHERE id IN ({_JSON_IDS})
+UNION ALL SELECT id, 'completed' FROM {COMPLETED} WHERE id IN ({_JSON_IDS})
+"""
+"""Where each of the ids (a JSON array) is; an absent one has no row."""
+
+MARK_DEPENDED_ON = (
+    f"UPDATE {JOBS} SET has_dependents = 1 WHERE id IN ({_JSON_IDS}) AND has_dependents = 0",
+    f"UPDATE {WAITING} SET has_dependents = 1 WHERE id IN ({_JSON_IDS}) AND has_dependents = 0",
+)
+
+MAKE_WAITING = (
+    f"""INSERT INTO {WAITING} ({KEPT_COLUMNS}, finishes, waiting_on)
+    SELECT {KEPT_COLUMNS}, :finishes, :count FROM {JOBS} WHERE id IN ({_JSON_IDS})""",
+    f"DELETE FROM {JOBS} WHERE id IN ({_JSON_IDS})",
+    f"""INSERT INTO {DEPENDENCIES} (depends_on, job_id)
+    SELECT after.value, job.value FROM json_each(:after) AS after, json_each(:ids) AS job""",
+)
+"""The new rows (``:ids``), just inserted pending in this transaction, moved to the
+waiting table with their edges to the live jobs ``:after`` (``:count`` of them);
+``:finishes`` 1 for fan-ins (``after_finished``)."""
+
+CANCEL_MARK = f"""
+UPDATE {JOBS} SET has_dependents = 2, died_at = :now
+ WHERE id = :id AND queue = :queue AND has_dependents = 1
+"""
+"""A live job with dependents about to be cancelled: the release trigger skips it."""
+
+CANCEL_WAITING = (
+    f"DELETE FROM {DEPENDENCIES} WHERE job_id = :id AND EXISTS "
+    f"(SELECT 1 FROM {WAITING} WHERE id = :id AND queue = :queue)",
+    f"DELETE FROM {WAITING} WHERE id = :id AND queue = :queue",
+)
+
+BURY_CANCELLED_DEPENDENTS = bury_dependents(
+    ":id", "'dependency ' || :id || ' was cancelled'", ":now"
+)
+
+_EXPIRED_WAITING = f"(SELECT id FROM {WAITING} WHERE queue = :queue AND expires_at <= :now)"
+
+BURY_EXPIRED_WAITING = (
+    f"""INSERT OR IGNORE INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
+    SELECT {KEPT_COLUMNS}, 2 * has_dependents, 'expired', :now FROM {WAITING}
+     WHERE queue = :queue AND expires_at <= :now ORDER BY id""",
+    f"DELETE FROM {DEPENDENCIES} WHERE job_id IN {_EXPIRED_WAITING}",
+    f"DELETE FROM {WAITING} WHERE queue = :queue AND expires_at <= :now",
+    f"""UPDATE {DEAD} SET has_dependents = 1
+     WHERE queue = :queue AND died_at = :now AND has_dependents = 2""",
+)
+"""Waiting jobs past their expiry, to dead all at once; then each passes its death on to
+its own dependents, in id order (version 13's pass-on trigger)."""
+
 GET_JOB = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id
 UNION ALL
 SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id
 UNION ALL
 SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} WHERE id = :id
+UNION ALL
+SELECT {_WAITING_COLUMNS} FROM {WAITING} WHERE id = :id
 """
 
 GET_JOB_IN_QUEUE = f"""
@@ -586,6 +657,8 @@ UNION ALL
 SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
 UNION ALL
 SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} WHERE id = :id AND queue = :queue
+UNION ALL
+SELECT {_WAITING_COLUMNS} FROM {WAITING} WHERE id = :id AND queue = :queue
 """
 
 # The earliest future run_at among pending rows without a second index on
@@ -691,17 +764,23 @@ dead (queue, dead) AS (
 completed (queue, completed) AS (
     SELECT queue, count(*) FROM {COMPLETED} INDEXED BY {COMPLETED_QUEUE_INDEX}
      WHERE {reported}
+     GROUP BY queue),
+waiting (queue, waiting) AS (
+    SELECT queue, count(*) FROM {WAITING} INDEXED BY {WAITING_QUEUE_INDEX}
+     WHERE {reported}
      GROUP BY queue)
 SELECT names.queue,
        coalesce(live.ready, 0), coalesce(live.scheduled, 0),
        coalesce(live.processing, 0), coalesce(live.lapsed, 0), coalesce(dead.dead, 0),
        :now - live.oldest_ready,
        EXISTS (SELECT 1 FROM {PAUSED} WHERE {PAUSED}.queue = names.queue),
-       coalesce(completed.completed, 0)
+       coalesce(completed.completed, 0),
+       coalesce(waiting.waiting, 0)
   FROM names
   LEFT JOIN live ON live.queue = names.queue
   LEFT JOIN dead ON dead.queue = names.queue
   LEFT JOIN completed ON completed.queue = names.queue
+  LEFT JOIN waiting ON waiting.queue = names.queue
  ORDER BY names.queue
 """
 
@@ -713,7 +792,8 @@ QUEUE_STATS = _queue_stats(_NAMED, f"queue IN ({_NAMED})")
 
 QUEUE_STATS_ALL = _queue_stats(
     f"""SELECT queue FROM live UNION SELECT queue FROM dead
-        UNION SELECT queue FROM completed UNION SELECT queue FROM {PAUSED}""",
+        UNION SELECT queue FROM completed UNION SELECT queue FROM waiting
+        UNION SELECT queue FROM {PAUSED}""",
     "TRUE",
 )
 """Stats of every queue with a live or dead row or a pause, as of ``:now``."""
@@ -746,12 +826,20 @@ SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} INDEXED BY {COMPLETED_QUEUE_INDEX}
  ORDER BY id LIMIT :limit
 """
 
+_WAITING_PAGE = f"""
+SELECT {_WAITING_COLUMNS} FROM {WAITING} INDEXED BY {WAITING_QUEUE_INDEX}
+ WHERE queue = :queue AND id > :after
+ ORDER BY id LIMIT :limit
+"""
+
 LIST_JOBS = f"""
 SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
                UNION ALL
                SELECT * FROM ({_DEAD_PAGE})
                UNION ALL
-               SELECT * FROM ({_COMPLETED_PAGE}))
+               SELECT * FROM ({_COMPLETED_PAGE})
+               UNION ALL
+               SELECT * FROM ({_WAITING_PAGE}))
  ORDER BY id LIMIT :limit
 """
 """Live, dead and completed jobs of ``:queue`` with ``id > :after``, the first
@@ -766,6 +854,8 @@ LIST_PROCESSING_JOBS = _CLAIMED_PAGE
 LIST_DEAD_JOBS = _DEAD_PAGE
 
 LIST_COMPLETED_JOBS = _COMPLETED_PAGE
+
+LIST_WAITING_JOBS = _WAITING_PAGE
 
 # Newest first (``before_id``): the same ranges walked backwards from :before.
 _NEWEST = (("id > :after", "id > :after AND id < :before"), ("ORDER BY id", "ORDER BY id DESC"))
@@ -791,6 +881,8 @@ LIST_PROCESSING_JOBS_NEWEST = _newest(LIST_PROCESSING_JOBS)
 LIST_DEAD_JOBS_NEWEST = _newest(LIST_DEAD_JOBS)
 
 LIST_COMPLETED_JOBS_NEWEST = _newest(LIST_COMPLETED_JOBS)
+
+LIST_WAITING_JOBS_NEWEST = _newest(LIST_WAITING_JOBS)
 
 
 # Redrive: one INSERT makes the new rows from the dead ones, in the order given

@@ -77,6 +77,7 @@ class MemoryEngine:
         key_limits=True,
         results=True,
         workers=True,
+        dependencies=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

@@ -28,7 +28,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
 from alkstore.constants import MAX_ERROR_HISTORY
-from alkstore.driver import ERROR_EXHAUSTED, ERROR_EXPIRED, WakeSink, queue_topic, stream_topic
+from alkstore.driver import (
+    ERROR_DEPENDENCY_CANCELLED,
+    ERROR_DEPENDENCY_DEAD,
+    ERROR_EXHAUSTED,
+    ERROR_EXPIRED,
+    WakeSink,
+    queue_topic,
+    stream_topic,
+)
 from alkstore.options import JobStamps, Limits
 from alkstore.params import (
     AckBatch,
@@ -39,6 +47,7 @@ from alkstore.params import (
     Complete,
     GetJob,
     Heartbeat,
+    InsertAfter,
     InsertUnique,
     ListJobs,
     LockHolder,
@@ -77,6 +86,7 @@ from .tables import EventRow, JobRow, Tables
 
 if TYPE_CHECKING:
     from alkstore.driver import (
+        DependenciesDriver,
         Driver,
         LimitsDriver,
         OpsDriver,
@@ -93,6 +103,7 @@ T = TypeVar("T")
 
 PENDING, PROCESSING, DEAD = JobState.PENDING, JobState.PROCESSING, JobState.DEAD
 COMPLETED = JobState.COMPLETED
+WAITING = JobState.WAITING
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """The most a call waits for the database's lock (the ``lock_timeout_s`` option)."""
@@ -258,6 +269,64 @@ def _to_dead(tables: Tables, row: JobRow, error: str, now: int) -> None:
     tables.dead[row.id] = replace(
         row, state=DEAD, last_error=error, died_at=now, deadline=None, unique_hold=hold
     )
+    _bury_dependents(tables, row.id, ERROR_DEPENDENCY_DEAD, now)
+
+
+def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
+    """The dependencies profile: the jobs waiting for ``job_id``, which will never
+    complete, move to dead naming it, and theirs after them (transitively); those
+    waiting for it to finish whatever its outcome (fan-ins) count it finished."""
+    # Every job waiting for it dies at once, naming it; then, in id order, each of
+    # those buries its own (as the SQL engines' triggers do, level by level).
+    buried = []
+    for dependent in sorted(tables.dependents.pop(job_id, frozenset())):
+        if dependent in tables.fan_ins:
+            _count_finished(tables, dependent, job_id)
+            continue
+        row = tables.waiting.pop(dependent, None)
+        if row is None:
+            continue
+        _forget_waits(tables, dependent)
+        tables.dead[dependent] = replace(
+            row, state=DEAD, last_error=error.format(id=job_id), died_at=now
+        )
+        buried.append(dependent)
+    for dependent in buried:
+        _bury_dependents(tables, dependent, ERROR_DEPENDENCY_DEAD, now)
+
+
+def _count_finished(tables: Tables, dependent: int, job_id: int) -> str | None:
+    """``job_id``, which ``dependent`` waits for, finished: one job less to wait for;
+    at none, ``dependent`` becomes pending. The queue of a job released, else ``None``."""
+    left = tables.waits_for.get(dependent, frozenset()) - {job_id}
+    if left:
+        tables.waits_for[dependent] = left
+        return None
+    tables.waits_for.pop(dependent, None)
+    tables.fan_ins = tables.fan_ins - {dependent}
+    row = tables.waiting.pop(dependent)
+    tables.jobs[dependent] = replace(row, state=PENDING)
+    return row.queue
+
+
+def _forget_waits(tables: Tables, dependent: int) -> None:
+    """Drop the edges of ``dependent``, which waits no more."""
+    for dependency in tables.waits_for.pop(dependent, frozenset()):
+        left = tables.dependents.get(dependency, frozenset()) - {dependent}
+        if left:
+            tables.dependents[dependency] = left
+        else:
+            tables.dependents.pop(dependency, None)
+
+
+def _release_dependents(tx: Tx, job_id: int) -> None:
+    """The dependencies profile: ``job_id`` completed, so the jobs waiting for it wait
+    for one job less; those that wait for none any more become pending."""
+    tables = tx.tables
+    for dependent in tables.dependents.pop(job_id, frozenset()):
+        queue = _count_finished(tables, dependent, job_id)
+        if queue is not None:
+            tx.topics.add(queue_topic(queue))
 
 
 def _to_completed(tables: Tables, row: JobRow, now: int, result: str | None) -> None:
@@ -355,6 +424,40 @@ class MemoryDriver:
         c.topics.add(queue_topic(stamps.queue))
         return ids
 
+    def insert_after_jobs(
+        self, c: Tx, params: InsertAfter
+    ) -> tuple[list[int], dict[int, JobState | None]]:
+        tables = c.tables
+        live: set[int] = set()
+        blocked: dict[int, JobState | None] = {}
+        for dependency in params.after:
+            if dependency in tables.jobs or dependency in tables.waiting:
+                live.add(dependency)
+            elif dependency in tables.dead:
+                if not params.finished:  # a dead job has finished: a fan-in counts it
+                    blocked[dependency] = DEAD
+            elif dependency not in tables.completed:
+                blocked[dependency] = None
+        if blocked:
+            return [], blocked
+        if not live:
+            return self.insert_jobs(c, params.stamps, params.payloads), {}
+        waits = frozenset(live)
+        ids = []
+        for payload in params.payloads:
+            job_id = self._db.next_job_id()
+            row = JobRow.pending(job_id, params.stamps, payload)
+            tables.waiting[job_id] = replace(row, state=WAITING)
+            tables.waits_for[job_id] = waits
+            ids.append(job_id)
+        if params.finished:
+            tables.fan_ins = tables.fan_ins | set(ids)
+        for dependency in live:
+            tables.dependents[dependency] = tables.dependents.get(dependency, frozenset()) | set(
+                ids
+            )
+        return ids, {}
+
     def insert_unique_jobs(self, c: Tx, params: InsertUnique) -> list[tuple[int, bool]]:
         stamps = params.stamps
         queue, now = stamps.queue, stamps.created_at
@@ -439,7 +542,17 @@ class MemoryDriver:
 
     def bury_expired(self, c: Tx, params: Sweep) -> int:
         queue, now = params.queue, params.now
-        return _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
+        tables = c.tables
+        waited = [r for r in tables.waiting.values() if r.queue == queue and _expired(r, now)]
+        waited.sort(key=lambda r: r.id)
+        for row in waited:  # a waiting job expires as a pending one does, all at once
+            del tables.waiting[row.id]
+            _forget_waits(tables, row.id)
+            tables.fan_ins = tables.fan_ins - {row.id}
+            tables.dead[row.id] = replace(row, state=DEAD, last_error=ERROR_EXPIRED, died_at=now)
+        for row in waited:  # then each passes it on to its own dependents
+            _bury_dependents(tables, row.id, ERROR_DEPENDENCY_DEAD, now)
+        return len(waited) + _bury_where(c, queue, now, ERROR_EXPIRED, lambda r: _expired(r, now))
 
     def purge_dead(self, c: Tx, params: Sweep) -> int:
         queue, now = params.queue, params.now
@@ -462,6 +575,7 @@ class MemoryDriver:
             return False
         del c.tables.jobs[job_id]
         _slot_freed(c, row.queue)
+        _release_dependents(c, job_id)
         return True
 
     def ack_batch(self, c: Tx, params: AckBatch) -> int:
@@ -481,6 +595,7 @@ class MemoryDriver:
                     del c.tables.jobs[job_id]
                 else:
                     _to_completed(c.tables, row, now, None)
+                _release_dependents(c, job_id)
                 acked += 1
         if acked:
             _slot_freed(c, queue)
@@ -493,6 +608,7 @@ class MemoryDriver:
             return False
         _to_completed(c.tables, row, params.now, params.result)
         _slot_freed(c, row.queue)
+        _release_dependents(c, row.id)
         return True
 
     def purge_completed(self, c: Tx, params: Sweep) -> int:
@@ -591,18 +707,30 @@ class MemoryDriver:
 
     def cancel(self, c: Tx, params: Cancel) -> bool:
         queue, job_id = params.queue, params.job_id
-        row = c.tables.jobs.get(job_id)  # the live table only: dead rows are untouched
+        tables = c.tables
+        row = tables.jobs.get(job_id) or tables.waiting.get(job_id)  # dead rows are untouched
         if row is None or row.queue != queue:
             return False
-        del c.tables.jobs[job_id]
+        if row.state == WAITING:
+            del tables.waiting[job_id]
+            _forget_waits(tables, job_id)
+            tables.fan_ins = tables.fan_ins - {job_id}
+        else:
+            del tables.jobs[job_id]
         if row.state == PROCESSING:
             _slot_freed(c, queue)
+        _bury_dependents(tables, job_id, ERROR_DEPENDENCY_CANCELLED, params.now)
         return True
 
     def get_job(self, c: Tx, params: GetJob) -> Job | None:
         job_id, queue = params.job_id, params.queue
         tables = c.tables
-        row = tables.jobs.get(job_id) or tables.dead.get(job_id) or tables.completed.get(job_id)
+        row = (
+            tables.jobs.get(job_id)
+            or tables.dead.get(job_id)
+            or tables.completed.get(job_id)
+            or tables.waiting.get(job_id)
+        )
         if row is None or (queue is not None and row.queue != queue):
             return None
         return row.to_job()
@@ -635,7 +763,7 @@ class MemoryDriver:
         if queues is None:
             names = {
                 r.queue
-                for rows in (tables.jobs, tables.dead, tables.completed)
+                for rows in (tables.jobs, tables.dead, tables.completed, tables.waiting)
                 for r in rows.values()
             }
             queues = sorted(names | tables.paused)
@@ -646,7 +774,10 @@ class MemoryDriver:
         before_id = params.before_id
         tables = c.tables
         rows = itertools.chain(
-            tables.jobs.values(), tables.dead.values(), tables.completed.values()
+            tables.jobs.values(),
+            tables.dead.values(),
+            tables.completed.values(),
+            tables.waiting.values(),
         )
         wanted = (
             r
@@ -974,6 +1105,7 @@ def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
             processing += 1
     dead = sum(1 for row in tables.dead.values() if row.queue == queue)
     completed = sum(1 for row in tables.completed.values() if row.queue == queue)
+    waiting = sum(1 for row in tables.waiting.values() if row.queue == queue)
     return QueueStats(
         queue=queue,
         ready=ready,
@@ -984,6 +1116,7 @@ def _stats(tables: Tables, queue: str, now: int) -> QueueStats:
         oldest_ready_age_s=None if oldest_ready is None else now - oldest_ready,
         paused=queue in tables.paused,
         completed=completed,
+        waiting=waiting,
     )
 
 
@@ -1002,5 +1135,6 @@ if TYPE_CHECKING:
         LimitsDriver[Tx],
         ResultsDriver[Tx],
         WorkersDriver[Tx],
+        DependenciesDriver[Tx],
     ]:
         return d, d, d, d, d, d, d, d, d, d

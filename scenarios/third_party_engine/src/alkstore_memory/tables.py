@@ -101,6 +101,13 @@ class Tables:
     jobs: dict[int, JobRow] = field(default_factory=dict)
     dead: dict[int, JobRow] = field(default_factory=dict)
     completed: dict[int, JobRow] = field(default_factory=dict)
+    # Jobs waiting for others (the dependencies profile), apart from the live table so
+    # no claim reads them; what each still waits for, and who waits for each job.
+    waiting: dict[int, JobRow] = field(default_factory=dict)
+    waits_for: dict[int, frozenset[int]] = field(default_factory=dict)
+    dependents: dict[int, frozenset[int]] = field(default_factory=dict)
+    # The waiting jobs that wait for their dependencies to finish whatever the outcome.
+    fan_ins: frozenset[int] = frozenset()
     locks: dict[str, LockInfo] = field(default_factory=dict)
     schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
     # Each stream's events in offset order; a tuple so the snapshot stays shallow.
@@ -131,6 +138,10 @@ class Tables:
             jobs=dict(self.jobs),
             dead=dict(self.dead),
             completed=dict(self.completed),
+            waiting=dict(self.waiting),
+            waits_for=dict(self.waits_for),
+            dependents=dict(self.dependents),
+            fan_ins=self.fan_ins,
             locks=dict(self.locks),
             schedules=dict(self.schedules),
             streams=dict(self.streams),

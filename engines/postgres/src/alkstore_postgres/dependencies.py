@@ -1,0 +1,180 @@
+"""The dependencies profile's statements (contract 1.2 §18): the enqueue of jobs that
+wait for others, and the cancel and expiry of waiting jobs.
+
+The release and the dead-letter cascade belong to no method: migration 13's triggers
+run them inside the very statement that acks, completes, buries or cancels a job with
+dependents (``alkstore_release_dependents``, ``alkstore_dead_bury_dependents``), on
+every path, in the store's transactions and an attached caller's alike. Two
+completions committed at once serialise on the waiting row's lock, and the second
+counts from the first's result, so neither leaves it waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from alkstore.driver import queue_topic
+from alkstore.options import JobStamps
+from alkstore.params import Cancel, InsertAfter, Sweep
+from alkstore.values import JobState
+
+from .binding import by_name
+from .columns import MOVED, STAMP_COLUMNS, STAMP_PARAMETERS
+from .handle import PgHandle, begin_transaction, execute
+from .statements import render
+
+LOOK_UP: Final = """
+SELECT id, 'live' FROM (
+    SELECT id FROM {schema}.alkstore_jobs WHERE id = ANY(%(ids)s::bigint[])
+    ORDER BY id FOR NO KEY UPDATE) AS live
+UNION ALL
+SELECT id, 'live' FROM (
+    SELECT id FROM {schema}.alkstore_waiting_jobs WHERE id = ANY(%(ids)s::bigint[])
+    ORDER BY id FOR NO KEY UPDATE) AS waiting
+UNION ALL
+SELECT id, 'dead' FROM {schema}.alkstore_dead_jobs WHERE id = ANY(%(ids)s::bigint[])
+UNION ALL
+SELECT id, 'completed' FROM {schema}.alkstore_completed_jobs WHERE id = ANY(%(ids)s::bigint[])
+"""
+"""Where each id is; the live and waiting ones locked (in id order, live table first,
+as every enqueue locks them) until the enqueue commits, so none finishes unseen."""
+
+MARK: Final = """
+WITH live AS (
+    UPDATE {schema}.alkstore_jobs SET has_dependents = true
+    WHERE id = ANY(%(ids)s::bigint[]) AND NOT has_dependents
+)
+UPDATE {schema}.alkstore_waiting_jobs SET has_dependents = true
+WHERE id = ANY(%(ids)s::bigint[]) AND NOT has_dependents
+"""
+
+INSERT_WAITING: Final = f"""
+WITH inserted AS (
+    INSERT INTO {{schema}}.alkstore_waiting_jobs (
+        id, payload, {STAMP_COLUMNS}, finishes, waiting_on)
+    SELECT nextval(pg_get_serial_sequence('{{schema}}.alkstore_jobs', 'id')),
+           job.payload, {STAMP_PARAMETERS}, %(finishes)s, cardinality(%(after)s::bigint[])
+    FROM unnest(%(payloads)s::text[]) WITH ORDINALITY AS job (payload, position)
+    ORDER BY job.position
+    RETURNING id
+), edges AS (
+    INSERT INTO {{schema}}.alkstore_job_dependencies (depends_on, job_id)
+    SELECT dependency, inserted.id
+    FROM inserted, unnest(%(after)s::bigint[]) AS dependency
+)
+SELECT id FROM inserted ORDER BY id
+"""
+"""The waiting rows, ids from the live table's identity in payload order, and their
+edges to the live jobs ``after``."""
+
+CANCEL_WAITING: Final = """
+WITH gone AS (
+    DELETE FROM {schema}.alkstore_waiting_jobs WHERE id = %(job_id)s AND queue = %(queue)s
+    RETURNING id, has_dependents
+), edges AS (
+    DELETE FROM {schema}.alkstore_job_dependencies WHERE job_id IN (SELECT id FROM gone)
+)
+SELECT has_dependents FROM gone
+"""
+
+BURY_CANCELLED_DEPENDENTS: Final = """
+SELECT {schema}.alkstore_bury_dependents(
+    %(job_id)s, 'dependency ' || %(job_id)s || ' was cancelled', %(now)s)
+"""
+
+BURY_EXPIRED_WAITING: Final = f"""
+WITH gone AS (
+    DELETE FROM {{schema}}.alkstore_waiting_jobs
+    WHERE queue = %(queue)s AND expires_at <= %(now)s
+    RETURNING *
+), edges AS (
+    DELETE FROM {{schema}}.alkstore_job_dependencies WHERE job_id IN (SELECT id FROM gone)
+)
+INSERT INTO {{schema}}.alkstore_dead_jobs ({MOVED}, errors, has_dependents, last_error, died_at)
+SELECT {MOVED}, errors, has_dependents, 'expired', %(now)s FROM gone ORDER BY id
+"""
+"""Waiting jobs past their expiry, to dead (the dead table's trigger buries theirs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DependencySql:
+    look_up: bytes
+    mark: bytes
+    insert_waiting: bytes
+    cancel_waiting: bytes
+    bury_cancelled_dependents: bytes
+    bury_expired_waiting: bytes
+
+    @classmethod
+    def for_schema(cls, schema: str) -> DependencySql:
+        return cls(
+            look_up=render(LOOK_UP, schema),
+            mark=render(MARK, schema),
+            insert_waiting=render(INSERT_WAITING, schema),
+            cancel_waiting=render(CANCEL_WAITING, schema),
+            bury_cancelled_dependents=render(BURY_CANCELLED_DEPENDENTS, schema),
+            bury_expired_waiting=render(BURY_EXPIRED_WAITING, schema),
+        )
+
+
+class DependencyStatements:
+    """Mixed into ``PostgresDriver``."""
+
+    schema: str
+    _deps_sql: DependencySql | None = None
+
+    def insert_jobs(self, c: PgHandle, stamps: JobStamps, payloads: Sequence[str]) -> list[int]:
+        raise NotImplementedError  # PostgresDriver's
+
+    @property
+    def _deps(self) -> DependencySql:
+        if self._deps_sql is None:
+            self._deps_sql = DependencySql.for_schema(self.schema)
+        return self._deps_sql
+
+    def insert_after_jobs(
+        self, c: PgHandle, params: InsertAfter
+    ) -> tuple[list[int], dict[int, JobState | None]]:
+        begin_transaction(c)  # the locks taken by the look-up last until the commit
+        after = sorted(params.after)
+        found: dict[int, str] = {}
+        for _ in range(2):
+            # A job that moved between tables while the look-up waited for its lock
+            # (acked, released) is read again, in a later snapshot.
+            found = dict(execute(c, self._deps.look_up, {"ids": after}).fetchall())
+            if len(found) == len(after):
+                break
+        finished = ("live", "completed", "dead") if params.finished else ("live", "completed")
+        blocked: dict[int, JobState | None] = {
+            i: (JobState.DEAD if found.get(i) == "dead" else None)
+            for i in after
+            if found.get(i) not in finished
+        }
+        if blocked:
+            return [], blocked
+        live = [i for i in after if found[i] == "live"]
+        if not live:
+            return self.insert_jobs(c, params.stamps, params.payloads), {}
+        execute(c, self._deps.mark, {"ids": live})
+        bound = by_name(
+            params.stamps, payloads=list(params.payloads), after=live, finishes=params.finished
+        )
+        rows = execute(c, self._deps.insert_waiting, bound).fetchall()
+        c.announced.add(queue_topic(params.stamps.queue))
+        return [row[0] for row in rows], {}
+
+    def _cancel_waiting(self, c: PgHandle, params: Cancel) -> bool:
+        begin_transaction(c)
+        bound: dict[str, Any] = {"job_id": params.job_id, "queue": params.queue}
+        rows = execute(c, self._deps.cancel_waiting, bound).fetchall()
+        if not rows:
+            return False
+        if rows[0][0]:
+            execute(c, self._deps.bury_cancelled_dependents, {**bound, "now": params.now})
+        return True
+
+    def _bury_expired_waiting(self, c: PgHandle, params: Sweep) -> int:
+        bound = {"queue": params.queue, "now": params.now}
+        return execute(c, self._deps.bury_expired_waiting, bound).rowcount
