@@ -120,6 +120,24 @@ def test_a_job_waits_until_its_last_dependency_completes(store: Store) -> None:
 
 
 @pytest.mark.property("DEPS-WAITING")
+@pytest.mark.requires("key_limits")
+def test_a_waiting_job_keeps_its_limit_key_when_released_and_when_dead(store: Store) -> None:
+    queue = store.queue(unique_name("keyed"))
+    first, second = (int(i) for i in queue.enqueue_many([1, 2]))
+    keyed = EnqueueOpts(after=[first], limit_key="tenant-7")
+    released = int(queue.enqueue({"n": "released"}, keyed))
+    doomed = int(queue.enqueue({"n": "doomed"}, EnqueueOpts(after=[second], limit_key="t-8")))
+    assert _job(queue, released).limit_key == "tenant-7"  # while waiting
+    assert _claim(queue, first).ack()
+    assert (_job(queue, released).state, _job(queue, released).limit_key) == (
+        JobState.PENDING,
+        "tenant-7",
+    )
+    assert _claim(queue, second).fail("broken")
+    assert (_job(queue, doomed).state, _job(queue, doomed).limit_key) == (JobState.DEAD, "t-8")
+
+
+@pytest.mark.property("DEPS-WAITING")
 def test_a_waiting_job_of_another_queue_is_released_by_its_dependencys_ack(
     store: Store,
 ) -> None:
