@@ -121,6 +121,8 @@ class ReferenceWithoutWorkers(ReferenceWithoutLocks):
     def __init__(self) -> None:
         super().__init__()
         self.capabilities = dataclasses.replace(self._inner.capabilities, workers=False)
+
+
 class ReferenceWithoutDependencies(ReferenceWithoutLocks):
     """The reference engine, claiming to be an engine before the ``dependencies`` profile."""
 

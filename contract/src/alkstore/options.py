@@ -17,8 +17,8 @@ from typing import Any, Final
 from .constants import (
     CATCH_UP_POLICIES,
     MAX_CONCURRENCY_LIMIT,
-    MAX_LIMIT_KEY_CHARS,
     MAX_DEPENDENCIES,
+    MAX_LIMIT_KEY_CHARS,
     MAX_RATE_LIMIT,
     MAX_RATE_WINDOW_S,
     MAX_UNIQUE_KEY_CHARS,

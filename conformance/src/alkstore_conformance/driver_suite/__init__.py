@@ -29,8 +29,8 @@ from __future__ import annotations
 from alkstore import Capabilities
 
 from .base import SeamTests
-from .key_limits import KeyLimitsStatements
 from .dependencies import DependencyStatements
+from .key_limits import KeyLimitsStatements
 from .limits import LimitsStatements
 from .locks import LockStatements
 from .operations import OperationStatements

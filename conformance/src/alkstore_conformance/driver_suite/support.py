@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from alkstore.driver import (
+    DependenciesDriver,
     Driver,
     JobStamps,
     LimitsDriver,
@@ -52,6 +53,7 @@ class SeamDriver(
     LimitsDriver[Any],
     ResultsDriver[Any],
     WorkersDriver[Any],
+    DependenciesDriver[Any],
     Protocol,
 ):
     """A driver with every optional profile (what the suites are written against)."""

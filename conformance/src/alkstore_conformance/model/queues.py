@@ -82,7 +82,7 @@ class QueuesModel(ModelState):
         after = opts.after if opts.after is not None else opts.after_finished
         if after is None:
             return False
-        allowed = (self._live, self._waiting, self._completed)
+        allowed: tuple[dict[int, ModelJob], ...] = (self._live, self._waiting, self._completed)
         if opts.after is None:
             allowed = (*allowed, self._dead)
         return any(all(i not in table for table in allowed) for i in after)

@@ -824,7 +824,6 @@ _V13 = (
 )
 
 
-
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,

@@ -53,8 +53,8 @@ from .migrations import (
     DEPENDENCIES,
     EXPIRY_INDEX,
     JOBS,
-    KEY_STARTS,
     KEPT_COLUMNS,
+    KEY_STARTS,
     LIMITS,
     LIVE_INDEX,
     LOCKS,
@@ -68,9 +68,9 @@ from .migrations import (
     STREAMS,
     THROUGHPUT,
     UNIQUE_INDEX,
-    WORKERS,
     WAITING,
     WAITING_QUEUE_INDEX,
+    WORKERS,
     bury_dependents,
 )
 

@@ -1137,4 +1137,4 @@ if TYPE_CHECKING:
         WorkersDriver[Tx],
         DependenciesDriver[Tx],
     ]:
-        return d, d, d, d, d, d, d, d, d, d
+        return d, d, d, d, d, d, d, d, d, d, d
