@@ -69,6 +69,7 @@ def job_entry(job: Job) -> dict[str, Any]:
         "errors": [{"attempt": e.attempt, "at": e.at, "error": e.error} for e in job.errors],
         "redriven_from": job.redriven_from,
         "unique_key": job.unique_key,
+        "limit_key": job.limit_key,
         "completed_retention_s": job.completed_retention_s,
         "completed_at": job.completed_at,
         "result": None if isinstance(job.result, UndecodablePayload) else job.result,

@@ -198,6 +198,7 @@ def job_view(job: Job) -> RenderableType:
         ("last_error", job.last_error),
         ("redriven_from", _optional(job.redriven_from)),
         ("unique_key", job.unique_key),
+        ("limit_key", job.limit_key),
         ("completed_retention_s", _optional(job.completed_retention_s)),
         ("completed_at", instant(job.completed_at)),
         ("result", None if job.result is None else payload_text(job.result)),
