@@ -13,11 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from ..api import JobHandle, Queue
-from ..constants import MAX_SNOOZES
+from ..constants import MAX_ERROR_LENGTH, MAX_SNOOZES
+from ..core.checks import check_error
 from ..errors import AlkstoreError, EngineUnavailable
+from ..values import Job, JobState
 from .heartbeats import Heartbeats
 from .observe import Observers, outcome_label
 from .outcome_log import OutcomeLog
@@ -28,12 +31,20 @@ from .slots import Slots
 SETTLE_RETRY_PAUSE_S = 0.5
 """How long a worker waits between two writes of an outcome the store could not take."""
 
+CONFIRMED: str = " (confirmed: an earlier write had committed)"
+"""What an outcome log line's first words end with when an outcome written again was
+refused and the job, read back, shows this claim's outcome applied (§12.9)."""
+
+Reread = Callable[[], Job | None]
+"""Reads a job back (its queue's ``get_job``), to tell what a refused write means."""
+
 
 def write(
     handle: JobHandle,
     outcome: Outcome,
     claim_for: str | None = None,
     give_up: threading.Event | None = None,
+    reread: Reread | None = None,
 ) -> tuple[str, JobHandle | None]:
     """Write ``outcome`` for ``handle``'s job; what happened, as the log says it.
 
@@ -42,6 +53,8 @@ def write(
     With ``give_up``, a write the store could not take (``EngineUnavailable``) is
     made again, every ``SETTLE_RETRY_PAUSE_S``, until the store answers, the
     claim's visibility timeout has passed since, or ``give_up`` is set (§12.9).
+    A write made again and refused is confirmed through ``reread`` when the job
+    shows this very claim's outcome applied.
     """
     try:
         return _write_once(handle, outcome, claim_for)
@@ -63,6 +76,9 @@ def write(
             return _not_confirmed(error), None
         if said.endswith("refused (claim lost)"):
             # The first write committed after all, or the claim lapsed meanwhile.
+            applied = _applied(handle, outcome, reread)
+            if applied is not None:
+                return applied + CONFIRMED, None
             return _not_confirmed(unavailable, "written again: refused"), None
         return said, None
     return _not_confirmed(unavailable), None
@@ -72,6 +88,50 @@ def _not_confirmed(error: AlkstoreError, then: str = "") -> str:
     # The write (and a claim made with it) may have committed before the error:
     # unless it did, the claim lapses and the job runs again elsewhere.
     return f"not confirmed ({type(error).__name__}: {error}{'; ' + then if then else ''})"
+
+
+def _applied(handle: JobHandle, outcome: Outcome, reread: Reread | None) -> str | None:
+    """What ``outcome``, written for ``handle``'s claim, did, if the job read back
+    shows it applied (as ``_write_once`` says it), or ``None`` when it cannot tell.
+
+    A claim is ``(id, attempts)`` and every claim counts an attempt, so a row still
+    at this claim's attempt and no longer processing was ended by this claim's
+    outcome, or by its lapse (§2), and each outcome leaves a mark a lapse cannot:
+    completed; pending again on the same budget; dead with this outcome's error;
+    pending with one more snooze, or one more attempt of budget. An acked job that
+    was deleted (no retention) cannot be told from a cancelled one, and a retry past
+    the budget from a lapse past it, so neither is confirmed.
+    """
+    if reread is None:
+        return None
+    try:
+        now = reread()
+    except AlkstoreError:
+        return None
+    was = handle.job
+    if now is None or now.attempts != was.attempts or now.state is JobState.PROCESSING:
+        return None
+    budget = now.max_attempts - was.max_attempts  # release and snooze give one back
+    kept = (now.state, budget, now.snoozes - was.snoozes)
+    match outcome:
+        case Ack():
+            return "ack" if now.state is JobState.COMPLETED else None
+        case RetryLater() if kept == (JobState.PENDING, 0, 0):
+            return "retry"  # a lapse never puts a job back to pending
+        case Failed(error) if now.state is JobState.DEAD:
+            # A lapse past the budget is buried with an error of its own.
+            return "fail" if now.last_error in _as_kept(error) else None
+        case Snoozed() if kept == (JobState.PENDING, 1, 1):
+            return "snooze"
+        case Released() if kept == (JobState.PENDING, 1, 0):
+            return "release"
+    return None
+
+
+def _as_kept(error: str) -> tuple[str, str]:
+    # As the core hands it to the store (NULs stood in for), whole or cut to length.
+    error = check_error(error)
+    return error, error[:MAX_ERROR_LENGTH]
 
 
 def _write_once(
@@ -153,7 +213,9 @@ class Settler:
             said = "lost"  # another worker may hold the job now: write nothing
         else:
             claim_for = self._worker_id if chain else None
-            said, claimed = write(run.handle, outcome, claim_for, self._give_up)
+            queue = self._queues[run.task.queue]
+            reread = partial(queue.get_job, run.handle.id)
+            said, claimed = write(run.handle, outcome, claim_for, self._give_up, reread)
             if isinstance(outcome, Ack):
                 return said, claimed  # an ack claims in its own write (or not at all)
         return said, self._claim_next(run) if chain else None
@@ -169,7 +231,8 @@ class Settler:
 
     def _log(self, run: JobRun, outcome: Outcome, said: str) -> None:
         asked_for = not (isinstance(outcome, RetryLater) and outcome.raised is not None)
-        expected = said in ("ack", "snooze") or (said == "retry" and asked_for)
+        plain = said.removesuffix(CONFIRMED)
+        expected = plain in ("ack", "snooze") or (plain == "retry" and asked_for)
         job = run.handle.job
         elapsed_s = run.elapsed_s()
         self._outcomes.note(
@@ -182,4 +245,4 @@ class Settler:
             outcome.why,
         )
         if self._observers:
-            self._observers.run_finished(job, outcome_label(said), elapsed_s)
+            self._observers.run_finished(job, outcome_label(plain), elapsed_s)
