@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlite_helpers import StoreFactory
 
-from alkstore import InvalidOptions, JobState, Store, WriteWouldDeadlock
+from alkstore import EnqueueOpts, InvalidOptions, JobState, Store, WriteWouldDeadlock
 
 
 class Boom(Exception):
@@ -196,3 +196,38 @@ def test_attached_commit_wakes_a_waiter_of_the_same_process(
     (handle,) = result
     assert handle is not None
     assert handle.id == job_id  # type: ignore[attr-defined]
+
+
+def test_an_attached_ack_releases_dependents_on_a_connection_without_recursive_triggers(
+    store: Store, db_path: Path
+) -> None:
+    # The engine's own connections turn recursive_triggers on (a dead job's dependents
+    # are dead-lettered level by level); a caller's connection has it off, and the
+    # release an ack fires must not need it.
+    q = store.queue("orders")
+    first = q.enqueue({"step": 1})
+    second = q.enqueue({"step": 2}, EnqueueOpts(after=[first]))
+    third = q.enqueue({"step": 3}, EnqueueOpts(after=[second]))
+    report = q.enqueue({"report": True}, EnqueueOpts(after_finished=[first]))
+    handle = q.claim("w")
+    assert handle is not None
+    assert handle.id == first
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        assert conn.execute("PRAGMA recursive_triggers").fetchone() == (0,)
+        conn.execute("BEGIN IMMEDIATE")
+        with store.attach(conn) as tx:
+            tx.ack(handle)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    states = {
+        job_id: getattr(q.get_job(job_id), "state", None)
+        for job_id in (first, second, third, report)
+    }
+    assert states == {
+        first: None,
+        second: JobState.PENDING,
+        third: JobState.WAITING,
+        report: JobState.PENDING,
+    }
