@@ -4,6 +4,8 @@ and standbys). Each pair is two throwaway clusters, stopped and deleted afterwar
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,11 +13,12 @@ from typing import TypeVar
 
 import psycopg
 import pytest
-from pg_helpers import fresh_schema_name
+from pg_helpers import fresh_schema_name, wait_until
 from psycopg.conninfo import conninfo_to_dict
 
 import alkstore
-from alkstore import EngineUnavailable, InvalidOptions
+from alkstore import EngineUnavailable, InvalidOptions, Job, JobState, QueueOpts
+from alkstore.worker import Worker
 from alkstore_postgres.options import DEFAULT_CALL_TIMEOUT_S, parse_options
 from alkstore_postgres.testing.provisioning import dsn_as_url
 from alkstore_postgres.testing.replication import STANDBY_NAME, ReplicatedPostgres
@@ -258,3 +261,51 @@ def test_a_malformed_call_timeout_is_refused_before_connecting(
 ) -> None:
     with pytest.raises(InvalidOptions, match=message):
         alkstore.open("postgresql://postgres@127.0.0.1:1/postgres", **opts)
+
+
+def test_a_kept_ack_committed_before_its_standby_was_lost_is_confirmed_by_the_worker(
+    cut_pair: ReplicatedPostgres, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The ack commits on the primary, then waits for a standby that never answers, so
+    # the store cancels the wait and raises EngineUnavailable: committed, and not told.
+    # The worker writes the ack again (refused: the claim is over) and reads the job
+    # back: completed under this claim, so it logs the ack confirmed (§12.9).
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    opts = {"schema": fresh_schema_name(), "lock_timeout_s": 1, "call_timeout_s": CALL_TIMEOUT_S}
+    with alkstore.open(cut_pair.url, **opts) as store:
+        queue = store.queue("q", QueueOpts(completed_retention_s=3600))
+        job_id = queue.enqueue({"n": 1})
+        started, finish = threading.Event(), threading.Event()
+
+        def handler(job: Job) -> dict[str, bool]:
+            started.set()
+            assert finish.wait(60)
+            return {"ok": True}
+
+        worker = Worker(store, name="w")
+        worker.task("q")(handler)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        try:
+            assert started.wait(60)  # claimed before the cut: the claim's commit did not wait
+            cut_pair.cut_replication()
+            finish.set()
+            assert wait_until(lambda: _outcome_line(caplog, job_id) is not None, timeout=RETRY_S)
+        finally:
+            worker.stop()
+            thread.join(60)
+        assert not thread.is_alive()
+        said = _outcome_line(caplog, job_id)
+        assert said is not None
+        assert said.startswith(
+            f"job ack (confirmed: an earlier write had committed): queue=q id={job_id} attempt=1"
+        )
+        job = store.queue("q").get_job(job_id)
+        assert job is not None
+        assert (job.state, job.result) == (JobState.COMPLETED, {"ok": True})
+
+
+def _outcome_line(caplog: pytest.LogCaptureFixture, job_id: int) -> str | None:
+    """The worker's outcome line for ``job_id``, once it has logged one."""
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("job ")]
+    return next((line for line in lines if f" id={job_id} " in line), None)
