@@ -212,6 +212,8 @@ def test_the_flags_reach_the_worker(app_dir: Path, opened: list[Any], ran: list[
         "--shutdown-grace",
         "5",
         "--snooze-on-stop",
+        "--ack-window",
+        "0.002",
     )
 
     assert result.exit_code == 0, result.output
@@ -221,6 +223,7 @@ def test_the_flags_reach_the_worker(app_dir: Path, opened: list[Any], ran: list[
     assert worker.name == "mailer-1"
     assert worker.shutdown_grace_s == 5.0
     assert worker.snooze_on_stop is True
+    assert worker.ack_window_s == 0.002
 
 
 def test_without_flags_the_worker_keeps_its_own_settings(
@@ -236,6 +239,7 @@ def test_without_flags_the_worker_keeps_its_own_settings(
     assert worker.maintenance is False
     assert worker.shutdown_grace_s == 30.0
     assert worker.snooze_on_stop is False
+    assert worker.ack_window_s == 0.0
 
 
 def test_a_queue_without_a_task_is_a_usage_error(
@@ -257,6 +261,7 @@ def test_a_queue_without_a_task_is_a_usage_error(
         ["--concurrency", "1001"],
         ["--queues", " , "],
         ["--shutdown-grace", "-1"],
+        ["--ack-window", "2"],
         ["--log-level", "loud"],
         ["--name", ""],
     ],

@@ -84,6 +84,7 @@ from .results import (
     AckBatchDeletesKeptDriver,
     AckCommitsEarlyDriver,
     CompletedNeverSweptDriver,
+    StaleAckAbortsDriver,
     TruncatedResultDriver,
     TxAckOutsideStore,
 )
@@ -576,6 +577,15 @@ TX_ACK_COMMITS_EARLY = MutantEngine(
     driver=AckCommitsEarlyDriver,
 )
 
+STALE_ACK_ABORTS_TRANSACTION = MutantEngine(
+    "stale-ack-aborts-transaction",
+    catches="TX-ACK-GROUP",
+    bug="a tx.ack refused for a stale claim rolls back the transaction it ran in and "
+    "begins another: the acks made before it in the transaction are lost, so a worker's "
+    "grouped acks lose every job acked ahead of one lapsed claim",
+    driver=StaleAckAbortsDriver,
+)
+
 # -- the worker registry (contract 1.2 §19) -------------------------------------------
 LAPSED_WORKER_LISTED = MutantEngine(
     "lapsed-worker-listed",
@@ -740,6 +750,7 @@ MUTANTS: dict[str, MutantEngine] = {
         ACK_BATCH_DELETES_KEPT,
         TX_ACK_OUTSIDE,
         TX_ACK_COMMITS_EARLY,
+        STALE_ACK_ABORTS_TRANSACTION,
         # the worker registry (contract 1.2)
         LAPSED_WORKER_LISTED,
         DEREGISTER_KEEPS_WORKER,

@@ -79,6 +79,19 @@ class AckCommitsEarlyDriver(SqliteDriver):
         return acked
 
 
+class StaleAckAbortsDriver(SqliteDriver):
+    """An ack that matched nothing ends the transaction it runs in, rolled back, and
+    opens another, as a driver whose refusal was a failed statement would leave a
+    PostgreSQL transaction aborted: every write before it in the transaction is lost."""
+
+    def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
+        acked = super().ack(c, params)
+        if not acked and c.in_transaction:
+            c.execute("ROLLBACK")
+            c.execute("BEGIN IMMEDIATE")
+        return acked
+
+
 class _AckAfterTheBlock(CoreTransaction):
     """Checks nothing and writes nothing in the transaction: the handles wait for it to
     end, then are acked on their own, whether it committed or rolled back."""

@@ -194,6 +194,34 @@ def test_a_refused_ack_leaves_the_business_write_to_the_callers_rollback(
         assert business_ids(clocked_store, table) == []
 
 
+# -- TX-ACK-GROUP ----------------------------------------------------------------------
+
+
+@pytest.mark.property("TX-ACK-GROUP")
+def test_a_transaction_carried_on_past_a_refused_ack_commits_the_other_acks(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    # What a worker's grouped acks rely on (§12.10): one transaction acks many claims,
+    # each under its own guard; a refusal changes nothing, and the rest commit.
+    lapsed = _claimed(clocked_store, unique_name("group-lapsed"))
+    clock.advance(VISIBILITY_S)
+    queue = clocked_store.queue(unique_name("group"), QueueOpts(visibility_timeout_s=VISIBILITY_S))
+    queue.enqueue_many([{"order": 8}, {"order": 9}])
+    live = queue.claim_batch("w2", 2)
+    assert len(live) == 2
+    refused: list[int] = []
+    with clocked_store.transaction() as tx:
+        tx.ack(live[0])
+        try:
+            tx.ack(lapsed)
+        except StaleHandle:
+            refused.append(lapsed.id)
+        tx.ack(live[1], None)
+    assert refused == [lapsed.id]
+    assert [_state(clocked_store, h) for h in live] == [None, None]
+    assert _state(clocked_store, lapsed) is JobState.PROCESSING  # lapsed, not acked
+
+
 # -- TX-ACK-ATTACH ---------------------------------------------------------------------
 
 

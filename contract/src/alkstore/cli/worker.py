@@ -30,7 +30,7 @@ from click.core import ParameterSource
 
 from ..errors import InvalidOptions
 from ..worker import MAX_CONCURRENCY, Worker
-from ..worker.runtime import MAX_SHUTDOWN_GRACE_S
+from ..worker.runtime import MAX_ACK_WINDOW_S, MAX_SHUTDOWN_GRACE_S
 from .arguments import engine_options
 from .logs import JobFormatter, StderrHandler
 from .settings import Settings, open_store
@@ -244,6 +244,13 @@ def _serve_metrics(loaded: Worker, host: str, port: int) -> WSGIServer:
     "claims lapse (default: as the worker says).",
 )
 @click.option(
+    "--ack-window",
+    type=click.FloatRange(0, MAX_ACK_WINDOW_S),
+    metavar="SECONDS",
+    help="Group the acks of jobs finishing within SECONDS into one commit (e.g. 0.002; "
+    "0: each ack commits on its own, the default; needs the transactions profile).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
     metavar="PORT",
@@ -270,6 +277,7 @@ def worker(
     log_level: str,
     shutdown_grace: float | None,
     snooze_on_stop: bool | None,
+    ack_window: float | None,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -288,6 +296,7 @@ def worker(
         name=name,
         shutdown_grace_s=shutdown_grace,
         snooze_on_stop=snooze_on_stop,
+        ack_window_s=ack_window,
     )
     settings = _store_settings(ctx, url, options)
     explicit = url is not None or bool(options) or _given(ctx, "url") or _given(ctx, "options")

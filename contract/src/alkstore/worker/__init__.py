@@ -16,11 +16,12 @@ Pure contract surface: it runs on any certified engine.
 
 from __future__ import annotations
 
+from .grouping import MAX_ACK_GROUP
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, MAINTENANCE_SCHEDULE
 from .observe import OUTCOMES, WorkerObserver
 from .outcomes import Fail, Retry, Snooze
 from .runs import JobContext
-from .runtime import DEFAULT_SHUTDOWN_GRACE_S, Worker
+from .runtime import DEFAULT_SHUTDOWN_GRACE_S, MAX_ACK_WINDOW_S, Worker
 from .tasks import MAX_CONCURRENCY, Task
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "DEFAULT_SHUTDOWN_GRACE_S",
     "MAINTENANCE_QUEUE",
     "MAINTENANCE_SCHEDULE",
+    "MAX_ACK_GROUP",
+    "MAX_ACK_WINDOW_S",
     "MAX_CONCURRENCY",
     "OUTCOMES",
     "Fail",

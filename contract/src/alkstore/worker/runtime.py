@@ -24,6 +24,7 @@ from ..names import validate_identifier, validate_name
 from ..options import ScheduleOpts
 from .dispatch import Dispatcher
 from .execution import Execution
+from .grouping import AckGroups
 from .heartbeats import Heartbeats
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenance, check_every
 from .observe import ABANDONED, SNOOZED, Observers, WorkerObserver
@@ -42,6 +43,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_SHUTDOWN_GRACE_S = 30.0
 MAX_SHUTDOWN_GRACE_S = 86_400.0
+MAX_ACK_WINDOW_S = 1.0
+"""The longest ``ack_window_s``: a longer window would only hold slots (§12.10)."""
 
 
 def default_worker_name() -> str:
@@ -67,10 +70,16 @@ class Worker:
             (contract §12.5). Needs an engine with the snooze profile.
         observers: ``WorkerObserver`` objects told about every run (contract §12.8), e.g.
             ``alkstore.prometheus.WorkerMetrics()``; more with ``observe``.
+        ack_window_s: group the acks of runs finishing within this many seconds
+            (at most ``MAX_ACK_WINDOW_S``) into one transaction, one commit per group
+            of up to ``MAX_ACK_GROUP`` (contract §12.10); a run's slot is freed once
+            its group is written. ``0`` (the default): each ack commits on its own,
+            with the next claim. Needs an engine with the transactions profile.
 
     Raises:
         InvalidName: ``name`` is malformed.
-        InvalidOptions: ``shutdown_grace_s`` is not a non-negative number, or an
+        InvalidOptions: ``shutdown_grace_s`` is not a non-negative number,
+            ``ack_window_s`` is not a number in ``[0, MAX_ACK_WINDOW_S]``, or an
             observer is not a ``WorkerObserver``.
         InvalidSpec: ``maintenance_every`` is not a schedule spec.
     """
@@ -85,6 +94,7 @@ class Worker:
         maintenance_every: str = DEFAULT_MAINTENANCE_EVERY,
         snooze_on_stop: bool = False,
         observers: Iterable[WorkerObserver] = (),
+        ack_window_s: float = 0.0,
     ) -> None:
         self.store = store
         self.name = validate_identifier(
@@ -94,6 +104,7 @@ class Worker:
         self.maintenance = bool(maintenance)
         self.maintenance_every = check_every(maintenance_every)
         self.snooze_on_stop = bool(snooze_on_stop)
+        self.ack_window_s = _window(ack_window_s)
         self._tasks: dict[str, Task] = {}
         self._declarations: dict[str, Declaration] = {}
         self._lock = threading.Lock()
@@ -210,6 +221,7 @@ class Worker:
         name: str | None = None,
         shutdown_grace_s: float | None = None,
         snooze_on_stop: bool | None = None,
+        ack_window_s: float | None = None,
     ) -> None:
         """Adjust a defined worker before ``run`` (what ``alkstore worker``'s flags do).
 
@@ -223,17 +235,20 @@ class Worker:
             shutdown_grace_s: how long a graceful stop waits for running handlers.
             snooze_on_stop: snooze, rather than abandon, the jobs still running
                 when the grace ends.
+            ack_window_s: group acks within this window (§12.10; ``0``: off).
 
         Raises:
             InvalidOptions: a queue has no registered task, ``concurrency`` is
-                not an int within 1..1000, ``shutdown_grace_s`` is out of range,
-                or ``run`` has started.
+                not an int within 1..1000, ``shutdown_grace_s`` or ``ack_window_s``
+                is out of range, or ``run`` has started.
             InvalidName: ``name`` is malformed.
         """
         if name is not None:
             self.name = validate_identifier(name, "worker name")
         if shutdown_grace_s is not None:
             self.shutdown_grace_s = _grace(shutdown_grace_s)
+        if ack_window_s is not None:
+            self.ack_window_s = _window(ack_window_s)
         with self._lock:
             if self._started:
                 raise InvalidOptions("configure() must come before run()")
@@ -326,7 +341,9 @@ class Worker:
                 # Declarations alone make a scheduler process, like Celery's beat.
                 raise InvalidOptions("no task is registered: decorate a handler with task()")
             if self.snooze_on_stop:
-                _require_snooze(store)
+                _require(store, "snooze")
+            if self.ack_window_s:
+                _require(store, "transactions")
             if self._declarations:
                 require_periodic(store)
             self._started = True
@@ -357,6 +374,10 @@ class Worker:
             self._observers,
             self._give_up,
         )
+        groups = None
+        if self.ack_window_s:
+            groups = AckGroups(store, self.ack_window_s, settler.group_written, settler.write_alone)
+            settler.group_acks(groups)
         execution = Execution(
             store, tasks, settler, self._slots, self._heartbeats, self._stopping, self._observers
         )
@@ -384,6 +405,8 @@ class Worker:
                     raise
             try:
                 self._outcomes.start()
+                if groups is not None:
+                    groups.start()
                 execution.start()
                 self._heartbeats.start()
                 log.info(
@@ -393,8 +416,10 @@ class Worker:
                 )
                 dispatcher.run()
             finally:
-                self._drain()
+                self._drain()  # a grouped ack holds its slot: the drain waits for it
                 self._give_up.set()
+                if groups is not None:
+                    groups.close()  # what a forced stop left: written now, once
                 if maintenance is not None:
                     maintenance.close()
                 if periodic is not None:
@@ -451,10 +476,10 @@ class Worker:
         return written
 
 
-def _require_snooze(store: Store) -> None:
+def _require(store: Store, profile: str) -> None:
     capabilities = getattr(store, "capabilities", None)
-    if isinstance(capabilities, Capabilities) and not capabilities.snooze:
-        raise ProfileUnavailable(getattr(store, "engine_name", ""), "snooze")
+    if isinstance(capabilities, Capabilities) and not getattr(capabilities, profile):
+        raise ProfileUnavailable(getattr(store, "engine_name", ""), profile)
 
 
 def _observers(observers: Iterable[object]) -> list[WorkerObserver]:
@@ -467,6 +492,19 @@ def _observers(observers: Iterable[object]) -> list[WorkerObserver]:
             )
         checked.append(observer)
     return checked
+
+
+def _window(seconds: object) -> float:
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not 0 <= seconds <= MAX_ACK_WINDOW_S
+    ):
+        raise InvalidOptions(
+            f"ack_window_s must be a number of seconds in [0, {MAX_ACK_WINDOW_S:g}], "
+            f"got {seconds!r}"
+        )
+    return float(seconds)
 
 
 def _grace(seconds: object) -> float:

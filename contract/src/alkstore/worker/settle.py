@@ -21,6 +21,7 @@ from ..constants import MAX_ERROR_LENGTH, MAX_SNOOZES
 from ..core.checks import check_error
 from ..errors import AlkstoreError, EngineUnavailable
 from ..values import Job, JobState
+from .grouping import AckGroups
 from .heartbeats import Heartbeats
 from .observe import Observers, outcome_label
 from .outcome_log import OutcomeLog
@@ -64,6 +65,18 @@ def write(
         return _not_confirmed(error), None
     if give_up is None:
         return _not_confirmed(unavailable), None
+    return write_again(handle, outcome, unavailable, give_up, reread), None
+
+
+def write_again(
+    handle: JobHandle,
+    outcome: Outcome,
+    unavailable: EngineUnavailable,
+    give_up: threading.Event,
+    reread: Reread | None,
+) -> str:
+    """``write``'s part after a write of ``outcome`` raised ``unavailable``: the
+    outcome written again, and what happened, as the log says it (§12.9)."""
     # Safe to repeat: every outcome is guarded by the claim ``(id, attempts)``, so
     # once one write has committed, the claim is over and the next is refused.
     until = time.monotonic() + handle.job.visibility_timeout_s
@@ -73,15 +86,15 @@ def write(
         except EngineUnavailable:
             continue
         except AlkstoreError as error:
-            return _not_confirmed(error), None
+            return _not_confirmed(error)
         if said.endswith("refused (claim lost)"):
             # The first write committed after all, or the claim lapsed meanwhile.
             applied = _applied(handle, outcome, reread)
             if applied is not None:
-                return applied + CONFIRMED, None
-            return _not_confirmed(unavailable, "written again: refused"), None
-        return said, None
-    return _not_confirmed(unavailable), None
+                return applied + CONFIRMED
+            return _not_confirmed(unavailable, "written again: refused")
+        return said
+    return _not_confirmed(unavailable)
 
 
 def _not_confirmed(error: AlkstoreError, then: str = "") -> str:
@@ -185,26 +198,54 @@ class Settler:
         self._outcomes = outcomes
         self._stopping = stopping
         self._observers = observers
+        self._groups: AckGroups | None = None
 
     def settle(self, run: JobRun, outcome: Outcome) -> JobHandle | None:
         """End ``run`` with ``outcome``: write it, log it, and free its slot, or
         return the job claimed for that slot (the slot is then still held, for the
         caller to hand on). Writes nothing for a run a stop abandoned first."""
         claimed = None
+        grouped = False
         try:
             if run.end(RunState.FINISHED):
                 self._heartbeats.discard(run)
-                said, claimed = self._write(run, outcome)
-                self._log(run, outcome, said)
+                if self._groups is not None and isinstance(outcome, Ack) and not run.lost:
+                    self._groups.add(run, outcome)  # its slot is freed once it is written
+                    grouped = True
+                else:
+                    said, claimed = self._write(run, outcome)
+                    self._log(run, outcome, said)
             if claimed is not None and self._stopping.is_set():
                 # Claimed as the stop arrived: given back unused (no attempt
                 # spent), rather than started now.
                 write(claimed, RELEASED)
                 claimed = None
         finally:
-            if claimed is None:
+            if claimed is None and not grouped:
                 self._slots.free(run)
         return claimed
+
+    def group_acks(self, groups: AckGroups) -> None:
+        """Write acks with ``groups`` from now on (§12.10), before the first run."""
+        self._groups = groups
+
+    def group_written(self, run: JobRun, ack: Ack, said: str) -> None:
+        """``run``'s ack was written with its group: log it and free its slot."""
+        try:
+            self._log(run, ack, said)
+        finally:
+            self._slots.free(run)
+
+    def write_alone(self, run: JobRun, ack: Ack, unavailable: EngineUnavailable | None) -> str:
+        """``run``'s ack written on its own: after its group raised ``unavailable``,
+        written again as §12.9 has it; otherwise (the group rolled back) afresh."""
+        if unavailable is not None:
+            return write_again(run.handle, ack, unavailable, self._give_up, self._reread(run))
+        said, _ = write(run.handle, ack, None, self._give_up, self._reread(run))
+        return said
+
+    def _reread(self, run: JobRun) -> Reread:
+        return partial(self._queues[run.task.queue].get_job, run.handle.id)
 
     def _write(self, run: JobRun, outcome: Outcome) -> tuple[str, JobHandle | None]:
         # A cancelled async run's executor is going away: its slot goes back.
@@ -213,8 +254,7 @@ class Settler:
             said = "lost"  # another worker may hold the job now: write nothing
         else:
             claim_for = self._worker_id if chain else None
-            queue = self._queues[run.task.queue]
-            reread = partial(queue.get_job, run.handle.id)
+            reread = self._reread(run)
             said, claimed = write(run.handle, outcome, claim_for, self._give_up, reread)
             if isinstance(outcome, Ack):
                 return said, claimed  # an ack claims in its own write (or not at all)
