@@ -122,3 +122,30 @@ def test_the_key_walk_picks_what_ranking_every_claimable_row_picks(
     expected = admin.execute(statements.render(REFERENCE, schema), named).fetchall()
     picked = admin.execute(statements.render(statements.PICK_IN_TURN, schema), named).fetchall()
     assert picked == expected
+
+
+def test_the_key_walk_reads_the_key_index_and_never_the_whole_table(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(START)) as store:
+        queue = store.queue("q")
+        queue.set_limits(Limits(concurrency_per_key=1))
+        for key in range(50):
+            queue.enqueue_many([{"n": n} for n in range(40)], EnqueueOpts(limit_key=f"k{key}"))
+        queue.claim_batch("w", 10)
+    admin.execute(f'VACUUM ANALYZE "{schema}".alkstore_jobs')
+    named = {
+        "queue": "q",
+        "now": START,
+        "limit": 10,
+        "concurrency": None,
+        "rate": None,
+        "per_s": None,
+        "per_key": 1,
+        "rate_per_key": None,
+        "cursor": "k3",
+    }
+    explain = b"EXPLAIN " + statements.render(statements.PICK_IN_TURN, schema)
+    plan = "\n".join(row[0] for row in admin.execute(explain, named).fetchall())
+    assert "alkstore_jobs_pending_key" in plan
+    assert "Seq Scan on alkstore_jobs" not in plan

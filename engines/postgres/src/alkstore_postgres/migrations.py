@@ -913,11 +913,14 @@ V14_KEY_INDEX = Migration(
         # the pending rows; the lapsed claims are few and read through
         # alkstore_jobs_processing_deadline. No index is made redundant by it: the
         # claim index still serves every other claim. Built under the migration's
-        # lock: on a large table the upgrade holds writes for the build.
+        # lock: on a large table the upgrade holds writes for the build. The second
+        # term of its predicate holds for every row; it keeps the index to statements
+        # that compare the key (from which the planner proves it), so the counts and
+        # pages of a queue stay on the claim index, the narrower one.
         """
         CREATE INDEX alkstore_jobs_pending_key
             ON {schema}.alkstore_jobs (queue, coalesce(limit_key, ''), priority DESC, run_at, id)
-            WHERE state = 'pending'
+            WHERE state = 'pending' AND coalesce(limit_key, '') IS NOT NULL
         """,
     ),
 )
