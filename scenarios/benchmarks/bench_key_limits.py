@@ -13,8 +13,8 @@ per-key limit (what the ranking of a claim in turn costs). Numbers for reading: 
 assertion on them, only that every key was served.
 
 The backlog rows (``key_backlog_rates``) give that claim+ack rate at two backlogs, the
-same 100 Zipf keys with ``BIG`` and ``10 * BIG`` jobs for the biggest (10,374 and
-103,744 jobs), beside the same backlog without a per-key limit: a claim under a
+same 100 Zipf keys with ``BIG`` and ``10 * BIG`` jobs for the biggest (10,416 and
+103,793 jobs), beside the same backlog without a per-key limit: a claim under a
 per-key limit that reads only what it takes keeps its rate as the backlog grows.
 """
 
