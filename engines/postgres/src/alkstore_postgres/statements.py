@@ -331,8 +331,9 @@ WHERE queue = %(queue)s FOR UPDATE
 # Cost: O(slots² · log n) for the rows plus one probe per key visited. The worst case
 # is a queue with many keys that cannot be served (at their limit, or with no row due
 # yet): each costs its probe, and a key's probe also reads its rows not yet due that
-# rank before its first due one; the live claims are counted once per claim (`live`),
-# so a claim also reads the queue's claims in flight.
+# rank before its first due one; each probe also reads the queue's lapsed claims
+# (few: a sweep or a claim takes them back), and the live claims are counted once
+# per claim (`live`), so a claim also reads the queue's claims in flight.
 _KEY = "coalesce(limit_key, '')"
 _DUE_ROW = """AND (expires_at IS NULL OR expires_at > %(now)s) AND attempts < max_attempts"""
 
@@ -480,10 +481,10 @@ SELECT * FROM claimed
 window (§16.11); the claim takes every key's first row, then every key's second,
 and so on, the keys of each turn after ``cursor`` (the key the queue's last claim
 served) first, then the rest, each in byte order (``COLLATE "C"``), at most the queue's
-free slots; the key of the last row claimed becomes the cursor. Ranking rows rules out
-``FOR UPDATE``: claims of the queue serialise on the limit row instead, and a row
-another statement changed since the snapshot is left alone (its ``ctid`` moved). Its
-cost grows with the queue's claimable rows, which the ranking reads."""
+free slots; the key of the last row claimed becomes the cursor. The rows are found by
+``_PICK_CTES``' key walk (only what the claim takes; its cost and worst case there),
+without ``FOR UPDATE``: claims of the queue serialise on the limit row instead, and a
+row another statement changed since the snapshot is left alone (its ``ctid`` moved)."""
 
 RECORD_KEY_STARTS: Final = """
 WITH gone AS (
