@@ -11,6 +11,11 @@ fair share N / 100), the claim by which every key had been served once (one turn
 the claim+ack rate of that queue beside the same backlog on a queue without a
 per-key limit (what the ranking of a claim in turn costs). Numbers for reading: no
 assertion on them, only that every key was served.
+
+The backlog rows (``key_backlog_rates``) give that claim+ack rate at two backlogs, the
+same 100 Zipf keys with ``BIG`` and ``10 * BIG`` jobs for the biggest (10,416 and
+103,793 jobs), beside the same backlog without a per-key limit: a claim under a
+per-key limit that reads only what it takes keeps its rate as the backlog grows.
 """
 
 from __future__ import annotations
@@ -122,6 +127,63 @@ def key_fairness(engine: str, provider: alkstore.EngineProvider, quick: bool) ->
         keyed_rate=len(keys) / keyed_s,
         plain_rate=claims / plain_s,
     )
+
+
+@dataclass(frozen=True)
+class KeyBacklogRate:
+    engine: str
+    jobs: int
+    claims: int
+    keyed_rate: float
+    plain_rate: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "jobs": self.jobs,
+            "claims": self.claims,
+            "keyed_claim_ack_per_s": self.keyed_rate,
+            "plain_claim_ack_per_s": self.plain_rate,
+        }
+
+
+def key_backlog_rates(
+    engine: str, provider: alkstore.EngineProvider, quick: bool
+) -> list[KeyBacklogRate]:
+    """Claim+ack under ``Limits(concurrency_per_key=PER_KEY)`` and without, on the same
+    Zipf backlog at each size (a fresh store each)."""
+    rows = []
+    claims = QUICK_CLAIMS if quick else CLAIMS
+    for big in (QUICK_BIG,) if quick else (BIG, 10 * BIG):
+        sizes = backlogs(big)
+        with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
+            keyed = store.queue("bench-keyed")
+            keyed.set_limits(Limits(concurrency_per_key=PER_KEY))
+            _fill(keyed, sizes, keyed=True)
+            plain = store.queue("bench-unkeyed")
+            _fill(plain, sizes, keyed=False)
+            keys, keyed_s = _drain(keyed, claims)
+            done, plain_s = _drain(plain, claims)
+        rows.append(
+            KeyBacklogRate(engine, sum(sizes), len(keys), len(keys) / keyed_s, len(done) / plain_s)
+        )
+    return rows
+
+
+def render_key_backlog_rates(rows: list[KeyBacklogRate]) -> str:
+    if not rows:
+        return ""
+    lines = [
+        f"Claim+ack under a per-key limit as the backlog grows: {KEYS} Zipf keys, "
+        f"Limits(concurrency_per_key={PER_KEY}), batches of {BATCH} acked before the next, "
+        "beside the same backlog without a per-key limit:"
+    ]
+    for r in rows:
+        lines.append(
+            f"  {r.engine:<12} {r.jobs:>9,} jobs waiting, {r.claims:,} claims: "
+            f"{r.keyed_rate:,.0f}/s keyed, {r.plain_rate:,.0f}/s without a per-key limit"
+        )
+    return "\n".join(lines)
 
 
 def render_key_fairness(rows: list[KeyShares]) -> str:

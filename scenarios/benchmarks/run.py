@@ -30,7 +30,14 @@ from typing import Any
 from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
-from bench_key_limits import KeyShares, key_fairness, render_key_fairness
+from bench_key_limits import (
+    KeyBacklogRate,
+    KeyShares,
+    key_backlog_rates,
+    key_fairness,
+    render_key_backlog_rates,
+    render_key_fairness,
+)
 from bench_report import (
     Measurement,
     render_backlog_growth,
@@ -393,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
 
     fairness: list[KeyShares] = []
+    key_backlog: list[KeyBacklogRate] = []
     if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
         for engine in engines:
             if not providers[engine].capabilities.key_limits:
@@ -401,6 +409,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             fairness.append(key_fairness(engine, providers[engine], args.quick))
             print(
                 f"  {'key fairness':<13} {engine:<18} done in "
+                f"{time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            started = time.perf_counter()
+            key_backlog.extend(key_backlog_rates(engine, providers[engine], args.quick))
+            print(
+                f"  {'key backlog':<13} {engine:<18} done in "
                 f"{time.perf_counter() - started:6.1f} s",
                 file=sys.stderr,
                 flush=True,
@@ -435,6 +451,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fairness_table:
         print()
         print(fairness_table)
+    backlog_table = render_key_backlog_rates(key_backlog)
+    if backlog_table:
+        print()
+        print(backlog_table)
     dashboard_table = render_dashboard(dashboard)
     if dashboard_table:
         print()
@@ -476,6 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 engine: [r.as_json() for r in rows] for engine, rows in finished.items()
             },
             "key_fairness": [row.as_json() for row in fairness],
+            "key_backlog": [row.as_json() for row in key_backlog],
         },
     )
     print(f"\nResults written to {args.json}")

@@ -188,3 +188,15 @@ def test_quick_sqlite_run_sets_each_keys_share_of_claims_under_a_per_key_limit(
     assert row["least_claims_of_a_key"] >= 1  # every key served within the run's claims
     assert row["every_key_served_by_claim"] is not None
     assert "Per-key fairness" in done.stdout
+
+
+def test_quick_sqlite_run_sets_the_claim_ack_rate_under_a_per_key_limit_beside_none(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    (row,) = document["key_backlog"]
+    assert row["engine"] == "sqlite"
+    assert row["claims"] > 0
+    assert row["keyed_claim_ack_per_s"] > 0
+    assert row["plain_claim_ack_per_s"] > 0
+    assert "as the backlog grows" in done.stdout

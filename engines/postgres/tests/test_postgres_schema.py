@@ -289,7 +289,7 @@ def test_a_schema_before_finished_jobs_is_upgraded_with_every_job_acked_as_befor
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
-DEPENDENCIES_MIGRATION = VERSIONS[-1]
+DEPENDENCIES_MIGRATION = VERSIONS[-2]
 """The migration that adds the dependencies profile (the test below starts from the one
 before it)."""
 
@@ -297,7 +297,7 @@ before it)."""
 def test_a_schema_before_dependencies_is_upgraded_and_an_old_job_releases_its_dependent(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS[-2])
+    _migrate_as_release(pg_dsn, schema, monkeypatch, DEPENDENCIES_MIGRATION - 1)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
         " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"old\"', 0, 1, 1, 1, 30, 1)"
@@ -316,6 +316,33 @@ def test_a_schema_before_dependencies_is_upgraded_and_an_old_job_releases_its_de
         released = queue.get_job(waiting)
         assert released is not None
         assert released.state is alkstore.JobState.PENDING
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+KEY_INDEX_MIGRATION = VERSIONS[-1]
+"""The migration that adds the index of pending jobs by limit key (the test below starts
+from the one before it)."""
+
+
+def test_a_schema_before_the_key_index_is_upgraded_and_claims_its_old_jobs_keys_in_turn(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, KEY_INDEX_MIGRATION - 1)
+    for key in ("'b'", "'b'", "'a'", "NULL"):
+        admin.execute(
+            f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts,'
+            " created_at, run_at, visibility_timeout_s, backoff_base_s, limit_key)"
+            f" VALUES ('q', '\"old\"', 0, 3, 1, 1, 300, 1, {key})"
+        )
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        assert queue.set_limits(alkstore.Limits(concurrency_per_key=1))
+        claimed = queue.claim_batch("w", 10)
+        assert sorted(handle.job.limit_key or "" for handle in claimed) == ["", "a", "b"]
+    indexes = admin.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)
+    ).fetchall()
+    assert ("alkstore_jobs_pending_key",) in indexes
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 

@@ -838,7 +838,7 @@ def test_an_upgraded_file_before_the_worker_registry_registers_and_lists_workers
 
 # -- the version before job dependencies to the latest ----------------------------------
 
-DEPENDENCIES_VERSION = LATEST_VERSION
+DEPENDENCIES_VERSION = LATEST_VERSION - 1
 """The version that adds the dependencies profile's waiting table, edges and triggers
 (the tests below start from the version before it)."""
 
@@ -878,3 +878,42 @@ def test_an_upgraded_file_before_dependencies_releases_a_job_waiting_on_an_old_o
         released = queue.get_job(waiting)
         assert released is not None
         assert released.state is alkstore.JobState.PENDING
+
+
+# -- the version before the key index to the latest -------------------------------------
+
+KEY_INDEX_VERSION = LATEST_VERSION
+"""The version that adds the index of pending rows by limit key (the tests below start
+from the version before it)."""
+
+
+def test_a_file_before_the_key_index_is_upgraded_with_the_key_index(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, KEY_INDEX_VERSION - 1)
+    assert "__alkstore_jobs_key" not in _tables(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)):
+        pass
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_jobs_key" in _tables(db_path)
+
+
+def test_an_upgraded_file_before_the_key_index_claims_its_old_jobs_keys_in_turn(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, KEY_INDEX_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        old = store.queue("q")
+        assert old.set_limits(alkstore.Limits(concurrency_per_key=2))
+        # the old jobs share the key "": its live claim holds one of its two slots
+        (handle,) = old.claim_batch("w2", 10)
+        assert (handle.id, handle.job.limit_key) == (1, None)
+        queue = store.queue("keyed")
+        assert queue.set_limits(alkstore.Limits(concurrency_per_key=1))
+        queue.enqueue_many([{"n": 1}, {"n": 2}], EnqueueOpts(limit_key="big"))
+        queue.enqueue({"n": 3}, EnqueueOpts(limit_key="small"))
+        claimed = queue.claim_batch("w", 10)
+        assert [claim.job.limit_key for claim in claimed] == ["big", "small"]

@@ -29,9 +29,9 @@ _CLAIM_ORDER = """ORDER BY (SELECT priority FROM {jobs} WHERE id = ranked.id) DE
 def _unfair_pick() -> str:
     from alkstore_sqlite.migrations import JOBS
 
-    if _TURN_ORDER not in sql.PICK_IN_TURN:  # pragma: no cover - the engine changed
+    if _TURN_ORDER not in sql.PICK_IN_TURN_RANKED:  # pragma: no cover - the engine changed
         raise RuntimeError("the mutant no longer finds the turn order it replaces")
-    return sql.PICK_IN_TURN.replace(_TURN_ORDER, _CLAIM_ORDER.format(jobs=JOBS))
+    return sql.PICK_IN_TURN_RANKED.replace(_TURN_ORDER, _CLAIM_ORDER.format(jobs=JOBS))
 
 
 _PER_KEY_STARTS = "LEFT JOIN started ON started.k = ranked.k"
@@ -39,9 +39,9 @@ _QUEUE_STARTS = "LEFT JOIN (SELECT sum(n) AS n FROM started) AS started ON 1"
 
 
 def _rate_per_queue_pick() -> str:
-    if _PER_KEY_STARTS not in sql.PICK_IN_TURN:  # pragma: no cover - the engine changed
+    if _PER_KEY_STARTS not in sql.PICK_IN_TURN_RANKED:  # pragma: no cover - the engine changed
         raise RuntimeError("the mutant no longer finds the per-key starts it replaces")
-    return sql.PICK_IN_TURN.replace(_PER_KEY_STARTS, _QUEUE_STARTS)
+    return sql.PICK_IN_TURN_RANKED.replace(_PER_KEY_STARTS, _QUEUE_STARTS)
 
 
 class PerKeyLimitIgnoredDriver(SqliteDriver):

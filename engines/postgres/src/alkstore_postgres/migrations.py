@@ -903,6 +903,29 @@ V13_DEPENDENCIES = Migration(
     ),
 )
 
+V14_KEY_INDEX = Migration(
+    14,
+    "the pending jobs by queue and limit key: a claim under a per-key limit walks the keys",
+    (
+        # A claim under a per-key limit (the key_limits profile) reads only what it
+        # takes: the queue's distinct keys one probe each from the key cursor on, and
+        # each key's first rows in claim order (statements.CLAIM_IN_TURN). Partial on
+        # the pending rows; the lapsed claims are few and read through
+        # alkstore_jobs_processing_deadline. On the pair (queue, key) as one array, so
+        # that only the claim's statements, which compare that pair, can use it (the
+        # counts and pages of a queue stay on the narrower claim index), and those
+        # statements no other index (see statements._PAIR). No index is made redundant
+        # by it: the claim index still serves every other claim. Built under the
+        # migration's lock: on a large table the upgrade holds writes for the build.
+        """
+        CREATE INDEX alkstore_jobs_pending_key
+            ON {schema}.alkstore_jobs
+            ((ARRAY[queue, coalesce(limit_key, '')]), priority DESC, run_at, id)
+            WHERE state = 'pending'
+        """,
+    ),
+)
+
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
@@ -918,6 +941,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V11_KEY_LIMITS,
     V12_DASHBOARD_READS,
     V13_DEPENDENCIES,
+    V14_KEY_INDEX,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -71,6 +71,8 @@ CLAIM_STARTS_INDEX = "__alkstore_claim_starts_window"
 CLAIM_STARTS_TRIGGER = "__alkstore_jobs_claim_start"
 KEY_STARTS = "__alkstore_key_claim_starts"
 KEY_STARTS_INDEX = "__alkstore_key_claim_starts_window"
+# The pending rows by key in claim order: a claim under a per-key limit walks the keys.
+KEY_INDEX = "__alkstore_jobs_key"
 COMPLETED = "__alkstore_completed"
 WORKERS = "__alkstore_workers"
 THROUGHPUT = "__alkstore_throughput"
@@ -823,6 +825,21 @@ _V13 = (
     """,
 )
 
+_V14 = (
+    # A claim under a per-key limit (the key_limits profile) reads only what it takes:
+    # the queue's distinct keys one seek each, from the key cursor on, and each key's
+    # first rows in claim order (statements.PICK_IN_TURN). Every live row, pending or
+    # claimed: a claim changes none of these columns, so it writes nothing here (an
+    # index partial on the pending rows would lose an entry on every claim of every
+    # queue, one page more per claim), and the lapsed claims are found with the
+    # pending rows, in claim order. No index is made redundant by it: LIVE_INDEX still
+    # serves every other claim, the live counts and the lapsed claims.
+    f"""
+    CREATE INDEX IF NOT EXISTS {KEY_INDEX}
+        ON {JOBS} (queue, coalesce(limit_key, ''), priority DESC, run_at, id)
+    """,
+)
+
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
@@ -838,6 +855,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V11,
     _V12,
     _V13,
+    _V14,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 

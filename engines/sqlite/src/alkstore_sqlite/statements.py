@@ -54,6 +54,7 @@ from .migrations import (
     EXPIRY_INDEX,
     JOBS,
     KEPT_COLUMNS,
+    KEY_INDEX,
     KEY_STARTS,
     LIMITS,
     LIVE_INDEX,
@@ -358,8 +359,10 @@ SELECT concurrency_per_key, rate_per_key, per_s, key_cursor FROM {LIMITS}
 """A queue's per-key limit and rate, and the key its last claim served; no row without
 either."""
 
-# Contract §16.10's order, in one SELECT under the write lock: each key (NULL: the
-# shared key "") offers its first `concurrency_per_key - its live claims` claimable
+# The reference for PICK_IN_TURN (the claim's pick before the key walk; the engine's
+# tests check the two agree, and the kit's key mutants change this one): contract
+# §16.10's order, in one SELECT under the write lock: each key (NULL: the shared key
+# "") offers its first `concurrency_per_key - its live claims` claimable
 # rows in claim order (`turn` 1, 2, ...), and no more than `rate_per_key - its starts
 # in the window (now - per_s, now]` (§16.11); the claim takes every key's first row, then
 # every key's second, and so on, the keys of each turn after :cursor first (the key
@@ -367,7 +370,7 @@ either."""
 # bytes, which is code-point order). The queue's own limits and a pause cut it as
 # for any claim. Its cost grows with the queue's claimable rows, as the ranking
 # reads them all.
-PICK_IN_TURN = f"""
+PICK_IN_TURN_RANKED = f"""
 WITH live AS (
     SELECT coalesce(limit_key, '') AS k, count(*) AS n FROM {JOBS} INDEXED BY {LIVE_INDEX}
      WHERE queue = :queue AND deadline > :now
@@ -394,6 +397,117 @@ SELECT ranked.id, ranked.k FROM ranked
  ORDER BY ranked.turn, (:cursor IS NOT NULL AND ranked.k <= :cursor), ranked.k
  LIMIT CASE WHEN EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue) THEN 0
             ELSE (SELECT {_FREE} FROM {LIMITS} AS limits WHERE limits.queue = :queue) END
+"""
+"""``PICK_IN_TURN`` by ranking every claimable row of the queue (the reference)."""
+
+# Contract §16.10's order, read off KEY_INDEX: only what a claim takes. The key
+# (NULL: the shared key "") and `turn` (1, 2, ...: a key's claimable rows in claim
+# order) are as in PICK_IN_TURN_RANKED, whose result this one equals; the turn order
+# is every key's first row, then every key's second, the keys after :cursor first
+# (the key the queue's last claim served), then the rest, each in key order (BINARY:
+# UTF-8 bytes, which is code-point order).
+#
+# KEY_INDEX holds every live row, pending or claimed, by key in claim order (a claim
+# changes none of its columns, so it writes nothing to it; see migrations._V14).
+# `walk` visits the queue's distinct keys in turn order, one loose-index seek each
+# (the smallest key past the one before), wrapping once past the last key to the
+# first, and stops as soon as `slots` keys have a free slot and a claimable row
+# (`eligible`): the claim's first turn is then full, and no later key can be served.
+# Each chosen key then offers its rows one seek at a time (`turns`: the next of the
+# same priority, else the first of a lower one), at most `slots - keys + 1` of them
+# (a key is served no more in a claim that takes one row of every other chosen key
+# first), and no more than its allowance (the per-key limit less its live claims,
+# the per-key rate less its starts in the window (now - per_s, now]).
+#
+# Cost: O(slots² · log n) for the rows plus one probe (a few seeks) per key visited.
+# The worst case is a queue with many keys that cannot be served (at their limit, or
+# with no row due yet): each costs its probe, and a key's probe also reads its rows
+# that are not claimable (not yet due, in flight) ranking before its first claimable
+# one; the live claims are counted once per claim (`live`), so a claim also reads
+# the queue's claims in flight.
+_K = "coalesce(limit_key, '')"
+
+
+def _next_key(after: str, op: str = ">") -> str:
+    """The smallest key of the queue's live rows ``op`` ``after`` (one seek)."""
+    return f"""(SELECT {_K} FROM {JOBS} INDEXED BY {KEY_INDEX}
+                 WHERE queue = :queue AND {_K} {op} {after} ORDER BY {_K} LIMIT 1)"""
+
+
+def _allowance(key: str) -> str:
+    return f"""min(coalesce(:per_key - coalesce((SELECT n FROM live WHERE k = {key}), 0),
+                        :limit),
+                   coalesce(:rate_per_key
+                            - coalesce((SELECT n FROM started WHERE k = {key}), 0), :limit))"""
+
+
+_CLAIMABLE_OF = f"""FROM {JOBS} INDEXED BY {KEY_INDEX}
+             WHERE queue = :queue AND {_K} = {{key}}
+               AND ((deadline IS NULL AND run_at <= :now) OR deadline <= :now)
+               AND (expires_at IS NULL OR expires_at > :now) AND attempts < max_attempts"""
+
+
+def _first_row(key: str) -> str:
+    """The first claimable row of ``key`` in claim order."""
+    return f"""(SELECT id {_CLAIMABLE_OF.format(key=key)}
+                 ORDER BY priority DESC, run_at, id LIMIT 1)"""
+
+
+def _next_row(key: str, cur: str) -> str:
+    """The claimable row of ``key`` after the row ``cur`` in claim order: the next one of
+    its priority, else the first of a lower one (each one seek)."""
+    return f"""coalesce(
+        (SELECT id {_CLAIMABLE_OF.format(key=key)}
+            AND priority = {cur}.priority AND (run_at, id) > ({cur}.run_at, {cur}.id)
+          ORDER BY run_at, id LIMIT 1),
+        (SELECT id {_CLAIMABLE_OF.format(key=key)} AND priority < {cur}.priority
+          ORDER BY priority DESC, run_at, id LIMIT 1))"""
+
+
+def _eligible(key: str) -> str:
+    return f"""({_allowance(key)} >= 1 AND {_first_row(key)} IS NOT NULL)"""
+
+
+_FIRST_KEY = _next_key("''", ">=")
+_IN_WALK = "(walk.k IS NOT NULL AND (walk.wrapped = 0 OR :cursor IS NULL OR walk.k <= :cursor))"
+
+PICK_IN_TURN = f"""
+WITH RECURSIVE live AS (
+    SELECT {_K} AS k, count(*) AS n FROM {JOBS} INDEXED BY {LIVE_INDEX}
+     WHERE queue = :queue AND deadline > :now
+     GROUP BY 1
+), started AS (
+    SELECT limit_key AS k, count(*) AS n FROM {KEY_STARTS}
+     WHERE queue = :queue AND started_at > :now - :per_s
+     GROUP BY 1
+), slots(n) AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM {PAUSED} WHERE queue = :queue) THEN 0
+                ELSE (SELECT {_FREE} FROM {LIMITS} AS limits WHERE limits.queue = :queue) END
+), walk(k, wrapped, pos, found) AS (
+    SELECT coalesce({_next_key(":cursor")}, {_FIRST_KEY}),
+           CASE WHEN {_next_key(":cursor")} IS NULL THEN 1 ELSE 0 END, 0, 0
+    UNION ALL
+    SELECT coalesce({_next_key("walk.k")}, CASE WHEN walk.wrapped = 0 THEN {_FIRST_KEY} END),
+           CASE WHEN walk.wrapped = 1 OR {_next_key("walk.k")} IS NULL THEN 1 ELSE 0 END,
+           walk.pos + 1, walk.found + {_eligible("walk.k")}
+      FROM walk
+     WHERE {_IN_WALK} AND walk.found + {_eligible("walk.k")} < (SELECT n FROM slots)
+), chosen AS (
+    SELECT walk.k, walk.pos, {_allowance("walk.k")} AS allowance FROM walk
+     WHERE {_IN_WALK} AND {_eligible("walk.k")}
+), cap(n) AS (
+    SELECT max(1, (SELECT n FROM slots) - (SELECT count(*) FROM chosen) + 1)
+), turns(pos, k, allowance, turn, id) AS (
+    SELECT chosen.pos, chosen.k, chosen.allowance, 1, {_first_row("chosen.k")} FROM chosen
+    UNION ALL
+    SELECT turns.pos, turns.k, turns.allowance, turns.turn + 1, {_next_row("turns.k", "cur")}
+      FROM turns JOIN {JOBS} AS cur ON cur.id = turns.id
+     WHERE turns.turn < min(turns.allowance, (SELECT n FROM cap))
+)
+SELECT turns.id, turns.k FROM turns
+ WHERE turns.id IS NOT NULL AND turns.turn <= turns.allowance
+ ORDER BY turns.turn, turns.pos
+ LIMIT (SELECT n FROM slots)
 """
 """The rows a claim of a queue with a per-key limit takes, in turn order, with their keys."""
 
