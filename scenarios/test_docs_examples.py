@@ -32,7 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 README_URL = '"sqlite:///app.db"'
-EXPECTED_OUTPUT = "sending {'to': 'a@example.com'}\nsending {'order': 7}\n"
+EXPECTED_OUTPUT = (
+    "result {'paid': 7}\n"
+    "sending {'to': 'a@example.com'}\nsending {'order': 7}\nsending {'receipt': 7}\n"
+)
 
 
 def readme_example() -> str:
@@ -73,7 +76,7 @@ def test_readme_example_runs_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFix
 
     assert capsys.readouterr().out == EXPECTED_OUTPUT
     with closing(sqlite3.connect(database)) as conn:
-        assert conn.execute("SELECT id FROM orders").fetchall() == [(7,)]
+        assert conn.execute("SELECT id, paid FROM orders").fetchall() == [(7, 1)]
 
 
 def test_readme_example_runs_on_postgres(
@@ -83,7 +86,7 @@ def test_readme_example_runs_on_postgres(
 
     assert capsys.readouterr().out == EXPECTED_OUTPUT
     with psycopg.connect(postgres_database) as conn:
-        assert conn.execute("SELECT id FROM orders").fetchall() == [(7,)]
+        assert conn.execute("SELECT id, paid FROM orders").fetchall() == [(7, 1)]
 
 
 def guide_block(page: str, first_line: str) -> str:

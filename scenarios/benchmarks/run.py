@@ -30,6 +30,7 @@ from typing import Any
 from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
+from bench_graph import GraphRun, graph_run, render_graph
 from bench_key_limits import (
     KeyBacklogRate,
     KeyShares,
@@ -422,6 +423,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    graphs: list[GraphRun] = []
+    if not args.workload or "claim_ack" in set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.dependencies:
+                continue
+            started = time.perf_counter()
+            graphs.append(graph_run(engine, providers[engine], args.quick))
+            print(
+                f"  {'job graph':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -447,6 +461,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results_table:
         print()
         print(results_table)
+    graph_table = render_graph(graphs)
+    if graph_table:
+        print()
+        print(graph_table)
     fairness_table = render_key_fairness(fairness)
     if fairness_table:
         print()
@@ -497,10 +515,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "key_fairness": [row.as_json() for row in fairness],
             "key_backlog": [row.as_json() for row in key_backlog],
+            "job_graph": [run.as_json() for run in graphs],
         },
     )
     print(f"\nResults written to {args.json}")
     failed = any(m.failure is not None for by_key in results.values() for m in by_key.values())
+    failed = failed or any(run.failure is not None for run in graphs)
     return 1 if failed or any(run.failure is not None for run in dashboard) else 0
 
 

@@ -22,6 +22,7 @@ from bench_before import BEFORE_UNIQUE  # noqa: E402
 from bench_catalog import WORKLOADS  # noqa: E402
 from bench_dashboard import QUICK_JOBS as DASHBOARD_QUICK_JOBS  # noqa: E402
 from bench_dashboard import SSE_STREAMS, Filled, page_paths  # noqa: E402
+from bench_graph import FULL, QUICK, WORKERS  # noqa: E402
 from bench_report import cell  # noqa: E402
 from bench_scheduler import QUICK_SCHEDULES, SCHEDULES, TICK_ROUNDS  # noqa: E402
 from bench_sides import Side, SideSpec  # noqa: E402
@@ -123,6 +124,20 @@ def test_quick_sqlite_run_sets_kept_completed_jobs_and_tx_ack_beside_delete_on_a
     assert all(row["first_rate_per_s"] > 0 and row["second_rate_per_s"] > 0 for row in rows)
     assert all(len(row["ratios"]) == 2 for row in rows)  # the quick run's rounds
     assert "Finished jobs and tx.ack" in done.stdout
+
+
+def test_quick_sqlite_run_drains_a_small_job_graph_in_four_processes(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    (run,) = document["job_graph"]
+    assert run["failure"] is None
+    assert (run["engine"], run["jobs"], run["workers"]) == ("sqlite", QUICK.jobs, WORKERS)
+    assert run["waits"] == QUICK.chains * (QUICK.chain_length - 1) + QUICK.fan_ins
+    assert run["rate_per_s"] > 0
+    assert 0 <= run["wait_p50_ms"] <= run["wait_p99_ms"]
+    assert (FULL.jobs, WORKERS) == (10_000, 4)  # the full run's graph is the issue's
+    assert "Job graph: chains and fan-ins" in done.stdout
 
 
 def test_quick_sqlite_run_ticks_a_thousand_cron_schedules_in_the_full_run_and_fewer_in_quick(

@@ -838,7 +838,7 @@ def test_an_upgraded_file_before_the_worker_registry_registers_and_lists_workers
 
 # -- the version before job dependencies to the latest ----------------------------------
 
-DEPENDENCIES_VERSION = LATEST_VERSION - 1
+DEPENDENCIES_VERSION = 13
 """The version that adds the dependencies profile's waiting table, edges and triggers
 (the tests below start from the version before it)."""
 
@@ -882,7 +882,7 @@ def test_an_upgraded_file_before_dependencies_releases_a_job_waiting_on_an_old_o
 
 # -- the version before the key index to the latest -------------------------------------
 
-KEY_INDEX_VERSION = LATEST_VERSION
+KEY_INDEX_VERSION = 14
 """The version that adds the index of pending rows by limit key (the tests below start
 from the version before it)."""
 
@@ -917,3 +917,42 @@ def test_an_upgraded_file_before_the_key_index_claims_its_old_jobs_keys_in_turn(
         queue.enqueue({"n": 3}, EnqueueOpts(limit_key="small"))
         claimed = queue.claim_batch("w", 10)
         assert [claim.job.limit_key for claim in claimed] == ["big", "small"]
+
+
+# -- the version before the kept queues to the latest ------------------------------------
+
+KEPT_QUEUES_VERSION = LATEST_VERSION
+"""The version that adds the queues keeping completed jobs, read by ack_batch (the
+tests below start from the version before it)."""
+
+
+def test_an_upgraded_file_keeps_an_ack_batch_of_a_job_stamped_with_a_retention_before(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, KEPT_QUEUES_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE __alkstore_jobs SET completed_retention_s = 60 WHERE id = 2")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.ack_batch([2], "w") == 1  # job 2, claimed by w before the upgrade
+        done = queue.get_job(2)
+        assert done is not None
+        assert (done.state, done.completed_at) == (alkstore.JobState.COMPLETED, 1400)
+    assert _version(db_path) == LATEST_VERSION
+
+
+def test_an_upgraded_file_deletes_on_an_ack_batch_of_a_queue_that_never_kept_a_job(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, KEPT_QUEUES_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.ack_batch([2], "w") == 1
+        assert queue.get_job(2) is None
+    conn = sqlite3.connect(str(db_path))
+    try:
+        assert conn.execute("SELECT count(*) FROM __alkstore_kept_queues").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM __alkstore_completed").fetchone() == (0,)
+    finally:
+        conn.close()

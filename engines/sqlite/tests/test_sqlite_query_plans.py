@@ -199,6 +199,15 @@ def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
 
+def test_ack_batch_copy_looks_up_the_kept_queue_before_any_job(deep: sqlite3.Connection) -> None:
+    params = [1, 2, 3, 4, QUEUE, "w", NOW]
+    plan = query_plan(deep, sql.COMPLETE_FOR_WORKER[4], params)
+    assert _details(plan) == [
+        "SEARCH kept USING PRIMARY KEY (queue=?)",
+        "SEARCH job USING INTEGER PRIMARY KEY (rowid=?)",
+    ]
+
+
 def test_get_job_looks_up_every_job_table_by_primary_key(deep: sqlite3.Connection) -> None:
     plan = query_plan(deep, sql.GET_JOB, {"id": 1})
     searches = [d for d in _details(plan) if d.startswith(("SEARCH", "SCAN"))]

@@ -162,6 +162,36 @@ def test_ack_batch_keeps_the_jobs_of_a_retaining_queue_completed(store: Store) -
     ]
 
 
+@pytest.mark.property("RESULTS-COMPLETED-VISIBLE")
+def test_ack_batch_keeps_exactly_the_jobs_stamped_with_a_retention_of_a_mixed_batch(
+    store: Store,
+) -> None:
+    name = unique_name("mixed-batch")
+    kept = [int(i) for i in store.queue(name, KEEPS).enqueue_many([1, 2])]
+    deleted = [int(i) for i in store.queue(name).enqueue_many([3, 4])]
+    queue = store.queue(name)
+    assert len(queue.claim_batch("w1", 4)) == 4
+    assert queue.ack_batch([kept[0], deleted[0], kept[1], deleted[1]], "w1") == 4
+    assert [_completed(queue, i).payload for i in kept] == [1, 2]
+    assert [queue.get_job(i) for i in deleted] == [None, None]
+
+
+@pytest.mark.property("RESULTS-COMPLETED-VISIBLE")
+def test_ack_batch_keeps_a_job_of_a_queue_that_deleted_every_job_before_it(
+    store: Store,
+) -> None:
+    name = unique_name("late-keeper")
+    deleting = store.queue(name)
+    first = int(deleting.enqueue("deleted"))
+    assert len(deleting.claim_batch("w1", 1)) == 1
+    assert deleting.ack_batch([first], "w1") == 1
+    assert deleting.get_job(first) is None
+    later = int(store.queue(name, KEEPS).enqueue("kept"))
+    assert len(deleting.claim_batch("w1", 1)) == 1
+    assert deleting.ack_batch([later], "w1") == 1
+    assert _completed(deleting, later).payload == "kept"
+
+
 # -- RESULTS-DELETE-WITHOUT-RETENTION ---------------------------------------------------
 
 

@@ -551,15 +551,18 @@ SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """Delete a valid claim's row; a limited queue's freed slot wakes its waiters in every
 process (the limits profile), in the same round trip."""
 
+_KEPT_OF_ACKED: Final = ", ".join(f"(acked.job).{name.strip()}" for name in MOVED.split(","))
+
 ACK_BATCH: Final = f"""
 WITH acked AS (
-    DELETE FROM {{schema}}.alkstore_jobs
+    DELETE FROM {{schema}}.alkstore_jobs AS job
     WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
       AND worker_id = %(worker_id)s AND deadline > %(now)s
-    RETURNING {MOVED}, errors
+    RETURNING CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job
 ), kept AS (
     INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at)
-    SELECT {MOVED}, errors, %(now)s FROM acked WHERE completed_retention_s IS NOT NULL
+    SELECT {_KEPT_OF_ACKED}, (acked.job).errors, %(now)s
+      FROM acked WHERE (acked.job).id IS NOT NULL
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic)s)
     WHERE EXISTS (SELECT FROM acked)
@@ -569,7 +572,9 @@ SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
 """One atomic statement: the rows acked, those stamped with a completed retention
 moved to the completed table without a result (the results profile); the count of
-the rows acked. Looks rows up by primary key. A generic plan made while the table was nearly
+the rows acked. Each acked row returns its whole row only when it is kept, NULL
+otherwise: a queue that deletes on ack carries no column of its rows out of the
+delete. Looks rows up by primary key. A generic plan made while the table was nearly
 empty can scan the whole table for every batch once it has grown: the driver
 lets a connection's plans go once they are ``plans.PLAN_REFRESH_S`` old, before it
 runs this (``plans.py``). ``deadline > now`` already means "processing"

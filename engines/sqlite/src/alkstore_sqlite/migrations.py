@@ -28,7 +28,10 @@ dashboard's reads: a queue's live rows in id order, the worker registry and its
 throughput counts; version 13 adds contract 1.2's job dependencies (the
 dependencies profile): the waiting table apart from the claim path, the edges,
 every job's flag saying that some job waits for it, and the triggers that release
-or dead-letter its dependents in the statement that finishes it.
+or dead-letter its dependents in the statement that finishes it; version 14 adds the
+queues that keep completed jobs (a row per queue, written by a trigger when a live row
+stamped with a completed retention is written), so an ``ack_batch`` of a queue that
+deletes on ack copies nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ KEY_INDEX = "__alkstore_jobs_key"
 COMPLETED = "__alkstore_completed"
 WORKERS = "__alkstore_workers"
 THROUGHPUT = "__alkstore_throughput"
+KEPT_QUEUES = "__alkstore_kept_queues"
+KEEP_ON_INSERT_TRIGGER = "__alkstore_jobs_keep_on_insert"
+KEEP_ON_UPDATE_TRIGGER = "__alkstore_jobs_keep_on_update"
 WAITING = "__alkstore_waiting"
 WAITING_QUEUE_INDEX = "__alkstore_waiting_queue"
 DEPENDENCIES = "__alkstore_dependencies"
@@ -840,6 +846,38 @@ _V14 = (
     """,
 )
 
+_V15 = (
+    # The queues some live row of which was ever stamped with a completed retention
+    # (the results profile): ack_batch copies rows to the completed table only for
+    # these. A row is never removed (a queue that kept jobs once may again), and a
+    # queue that deletes on ack never gets one: its enqueues and acks pay nothing.
+    f"""
+    CREATE TABLE IF NOT EXISTS {KEPT_QUEUES} (
+        queue TEXT PRIMARY KEY
+    ) WITHOUT ROWID
+    """,
+    f"""
+    INSERT OR IGNORE INTO {KEPT_QUEUES} (queue)
+    SELECT DISTINCT queue FROM {JOBS} WHERE completed_retention_s IS NOT NULL
+    """,
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {KEEP_ON_INSERT_TRIGGER}
+    AFTER INSERT ON {JOBS} WHEN NEW.completed_retention_s IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM {KEPT_QUEUES} WHERE queue = NEW.queue)
+    BEGIN
+        INSERT OR IGNORE INTO {KEPT_QUEUES} (queue) VALUES (NEW.queue);
+    END
+    """,
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {KEEP_ON_UPDATE_TRIGGER}
+    AFTER UPDATE OF completed_retention_s, queue ON {JOBS}
+    WHEN NEW.completed_retention_s IS NOT NULL
+    BEGIN
+        INSERT OR IGNORE INTO {KEPT_QUEUES} (queue) VALUES (NEW.queue);
+    END
+    """,
+)
+
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
@@ -856,6 +894,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V12,
     _V13,
     _V14,
+    _V15,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 

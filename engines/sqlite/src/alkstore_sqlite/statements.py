@@ -54,6 +54,7 @@ from .migrations import (
     EXPIRY_INDEX,
     JOBS,
     KEPT_COLUMNS,
+    KEPT_QUEUES,
     KEY_INDEX,
     KEY_STARTS,
     LIMITS,
@@ -618,18 +619,27 @@ DELETE FROM {JOBS} NOT INDEXED
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
 
+_KEPT_OF_JOB = ", ".join(f"job.{name.strip()}" for name in _KEPT.split(","))
+
+# CROSS JOIN keeps SQLite's join order: the kept queues' row first, by its key, so
+# on a queue that never kept a job (no row) the loop over the ids never runs.
 COMPLETE_FOR_WORKER = {
     size: f"""
 INSERT INTO {COMPLETED} ({_KEPT}, completed_at, result)
-SELECT {_KEPT}, ?{size + 3}, NULL FROM {JOBS} NOT INDEXED
- WHERE id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
-   AND queue = ?{size + 1} AND worker_id = ?{size + 2} AND state = 'processing'
-   AND deadline > ?{size + 3} AND completed_retention_s IS NOT NULL
+SELECT {_KEPT_OF_JOB}, ?{size + 3}, NULL
+  FROM {KEPT_QUEUES} AS kept CROSS JOIN {JOBS} AS job NOT INDEXED
+ WHERE kept.queue = ?{size + 1}
+   AND job.id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
+   AND job.queue = ?{size + 1} AND job.worker_id = ?{size + 2}
+   AND job.state = 'processing' AND job.deadline > ?{size + 3}
+   AND job.completed_retention_s IS NOT NULL
 """
     for size in ACK_SIZES
 }
 """Before ``ACK_FOR_WORKER`` with the same values: the rows of it whose queue keeps
-them, copied to the completed table without a result (the results profile)."""
+them, copied to the completed table without a result (the results profile). A queue
+that deletes on ack (none of its rows ever stamped with a retention: no row in the
+kept queues) pays one key look-up in a table of a row per keeping queue."""
 
 HEARTBEAT, HEARTBEAT_PARAMS = _bind(
     f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}", Heartbeat
