@@ -50,6 +50,22 @@ def test_a_unit_outlasting_the_bound_is_cancelled_and_finish_says_so() -> None:
         dog.close()
 
 
+def test_a_unit_still_running_after_its_cancel_is_cancelled_again_until_it_finishes() -> None:
+    # A cancel that reached the server between two statements of a unit ended nothing:
+    # found a unit of several statements (a heartbeat and its throughput rows) hanging.
+    dog = Watchdog(0.1)
+    conn = LoopConnection()
+    try:
+        key = dog.start(conn)
+        assert _eventually(lambda: conn.native.cancels >= 3)
+        assert dog.finish(key) is True
+        after = conn.native.cancels
+        time.sleep(POLL_S * 3)
+        assert conn.native.cancels == after  # none once it has finished
+    finally:
+        dog.close()
+
+
 def test_a_unit_finished_within_the_bound_is_never_cancelled() -> None:
     dog = Watchdog(POLL_S * 2)
     conn = LoopConnection()

@@ -5,9 +5,10 @@ a commit waiting for a synchronous standby that stopped answering (PostgreSQL 15
 has no such timeout): the call would hang for ever, where the contract (§8.4)
 says no call waits past the engine's limit. So the store watches its own units
 from the client: one daemon thread, started with the first unit, looks every
-``POLL_S`` at the oldest units running and cancels (``cancel_safe``) each one
-older than the bound. A commit cancelled in that wait has committed on this
-server and is not confirmed by the standby (a failover may lose it); a statement
+``POLL_S`` at the units running and cancels (``cancel_safe``) each one older
+than the bound, again at every look until it ends. A commit cancelled in that
+wait has committed on this server and is not confirmed by the standby (a
+failover may lose it); a statement
 cancelled while it ran has rolled back. Either way the call raises
 ``EngineUnavailable``, which says which.
 """
@@ -43,7 +44,9 @@ class Watchdog:
         self.limit_s = limit_s
         self._lock = threading.Lock()
         self._keys = itertools.count()
-        self._running: dict[int, tuple[float, Any]] = {}
+        self._running: dict[int, tuple[float, Any, bool]] = {}
+        """Each unit's key: when it is due to be cancelled, its connection, and
+        whether it has been cancelled already."""
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -51,7 +54,7 @@ class Watchdog:
         """Watch ``conn``'s unit from now on; the key to ``finish`` it with, before the
         connection is used for anything else."""
         key = next(self._keys)
-        self._running[key] = (time.monotonic() + self.limit_s, conn)
+        self._running[key] = (time.monotonic() + self.limit_s, conn, False)
         if self._thread is None:
             self._start_thread()
         return key
@@ -59,9 +62,11 @@ class Watchdog:
     def finish(self, key: int) -> bool:
         """Stop watching; whether the unit was cancelled (then only once the cancel
         request has been sent). Idempotent only as long as the unit was not cancelled."""
-        if self._running.pop(key, None) is not None:
-            return False
-        with self._lock:  # the watchdog took it: wait until its cancel is sent
+        taken = self._running.pop(key, None)
+        if taken is not None:
+            return taken[2]  # cancelled before, and put back to be cancelled again
+        with self._lock:  # the watchdog holds it: wait until its cancel is sent
+            self._running.pop(key, None)  # put back meanwhile: no more cancels
             return True
 
     def close(self) -> None:
@@ -81,14 +86,17 @@ class Watchdog:
     def _watch(self) -> None:
         while not self._closed.wait(POLL_S):
             now = time.monotonic()
-            # Keys grow with time and every unit has the same bound: oldest first.
-            for key, (due, _) in sorted(self._running.items()):
+            for key, (due, _, _) in list(self._running.items()):
                 if due > now:
-                    break
+                    continue
                 with self._lock:
                     taken = self._running.pop(key, None)
                     if taken is not None:
                         _cancel(taken[1])
+                        # Cancelled again each poll until the unit ends: a cancel that
+                        # reached the server between two of the unit's statements
+                        # ends nothing, and the next statement (or the commit) may wait.
+                        self._running[key] = (now + POLL_S, taken[1], True)
 
 
 def _cancel(conn: Any) -> None:
