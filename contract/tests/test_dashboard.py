@@ -429,6 +429,63 @@ def test_the_pulse_tells_a_listener_when_a_job_is_enqueued(store: Store) -> None
     assert asyncio.run(watch())
 
 
+def _told_after(pulse: Pulse, change: Any) -> bool:
+    """Whether a listener of ``pulse`` is told of a change once ``change()`` ran (after
+    the watcher's first read)."""
+
+    async def watch() -> bool:
+        listener = pulse.listen()
+        try:
+            while pulse.wakes < 2:  # the watcher has read the store once and polls on
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(change)
+            await asyncio.wait_for(listener.changed.wait(), 10)
+            return True
+        finally:
+            pulse.forget(listener)
+
+    return asyncio.run(watch())
+
+
+def test_the_pulse_tells_a_listener_when_a_worker_registers(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    pulse = Pulse(store, poll_s=0.05, min_interval_s=0.01)
+    worker = alkstore.WorkerInfo("w-1", "host-a", 1, ("idle",), 1_000)
+
+    assert _told_after(pulse, lambda: store.register_worker(worker))
+
+
+def test_the_pulse_tells_a_listener_when_a_worker_deregisters(store: Store) -> None:
+    store.register_worker(alkstore.WorkerInfo("w-1", "host-a", 1, ("idle",), 1_000))
+    pulse = Pulse(store, poll_s=0.05, min_interval_s=0.01)
+
+    assert _told_after(pulse, lambda: store.deregister_worker("w-1"))
+
+
+def test_the_pulse_reads_the_registry_no_more_without_the_workers_profile(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+
+    def refuse() -> list[alkstore.WorkerInfo]:
+        asked.append(1)
+        raise alkstore.ProfileUnavailable("memory", "workers")
+
+    monkeypatch.setattr(store, "workers", refuse)
+    pulse = Pulse(store, poll_s=0.01, min_interval_s=0.01)
+
+    async def watch() -> None:
+        listener = pulse.listen()
+        try:
+            while pulse.wakes < 4:
+                await asyncio.sleep(0.01)
+        finally:
+            pulse.forget(listener)
+
+    asyncio.run(watch())
+    assert asked == [1]
+
+
 class _Storm:
     """A wake watcher that is always woken: a store enqueued to without pause."""
 
