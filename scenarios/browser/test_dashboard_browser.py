@@ -419,3 +419,16 @@ def test_an_idle_worker_appears_and_goes_without_a_reload(
         stop()
     wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, row), f"{name} gone")
     assert _not_reloaded(browser)
+
+
+def test_a_waiting_jobs_page_lists_its_dependency(served: Served, browser: WebDriver) -> None:
+    charges, ships = served.store.queue("charges"), served.store.queue("ships")
+    charge = int(charges.enqueue({"order": 7}))
+    ship = int(ships.enqueue({"order": 7}, alkstore.EnqueueOpts(after=[charge])))
+    browser.get(served.url(f"/jobs/{ship}"))
+    assert text_of(browser, "#job-state") == "waiting"
+    listed = text_of(browser, f'#waits-for li[data-job="{charge}"]')
+    assert listed == f"charges #{charge} pending"
+    browser.find_element(By.CSS_SELECTOR, f'#waits-for li[data-job="{charge}"] a').click()
+    wait_for(browser, lambda d: text_of(d, "h1").startswith(f"Job {charge}"), "the dependency")
+    assert text_of(browser, f'#waited-by li[data-job="{ship}"]') == f"ships #{ship} waiting"
