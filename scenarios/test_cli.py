@@ -34,6 +34,7 @@ from alkstore import (
     Schedule,
     ScheduleOpts,
     Store,
+    WorkerInfo,
 )
 from alkstore.rows import JOB_COLUMNS
 
@@ -139,6 +140,8 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "concurrency_per_key": None,
                 "rate_per_key": None,
                 "waiting": 0,
+                "acked_last_minute": 0,
+                "acked_last_hour": 0,
             },
             {
                 "queue": "reports",
@@ -156,10 +159,37 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
                 "concurrency_per_key": None,
                 "rate_per_key": None,
                 "waiting": 0,
+                "acked_last_minute": 0,
+                "acked_last_hour": 0,
             },
         ],
     }
     assert isinstance(document["queues"][0]["oldest_ready_age_s"], int)
+
+
+def test_stats_show_each_queues_acked_counts_in_json_table_and_prometheus(
+    cli: Cli, store: Store
+) -> None:
+    # Both reference engines have the workers profile (contract 1.2 §19.6).
+    store.register_worker(WorkerInfo("w", "h", 1, ("emails",), 0))
+    assert store.heartbeat_worker("w", {"emails": 3})
+    store.queue("reports").enqueue("x")
+
+    document = cli.json("stats")
+    table = cli.run("stats")
+    prometheus = cli.run("stats", "--format", "prometheus")
+
+    acked = {q["queue"]: (q["acked_last_minute"], q["acked_last_hour"]) for q in document["queues"]}
+    # emails holds no job now: its acked jobs list it all the same.
+    assert acked == {"emails": (3, 3), "reports": (0, 0)}
+    assert table.returncode == 0, table.stderr
+    assert "acked 1h" in table.stdout
+    (row,) = [line for line in table.stdout.splitlines() if "emails" in line]
+    cells = [cell.strip() for cell in row.strip(" │|").split("│")]
+    assert cells[-2:] == ["3", "3"]
+    assert prometheus.returncode == 0, prometheus.stderr
+    assert 'alkstore_queue_acked_last_minute{queue="emails"} 3' in prometheus.stdout
+    assert 'alkstore_queue_acked_last_hour{queue="reports"} 0' in prometheus.stdout
 
 
 def test_stats_table_names_each_queue(cli: Cli, store: Store) -> None:

@@ -121,6 +121,7 @@ SURFACE: tuple[Target, ...] = (
             "ack_batch": CALL,
             "cancel": CALL,
             "get_job": CALL,
+            "dependencies": CALL,
             "sweep_expired": CALL,
             "stats": CALL,
             "jobs": CALL,

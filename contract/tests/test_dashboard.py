@@ -429,6 +429,63 @@ def test_the_pulse_tells_a_listener_when_a_job_is_enqueued(store: Store) -> None
     assert asyncio.run(watch())
 
 
+def _told_after(pulse: Pulse, change: Any) -> bool:
+    """Whether a listener of ``pulse`` is told of a change once ``change()`` ran (after
+    the watcher's first read)."""
+
+    async def watch() -> bool:
+        listener = pulse.listen()
+        try:
+            while pulse.wakes < 2:  # the watcher has read the store once and polls on
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(change)
+            await asyncio.wait_for(listener.changed.wait(), 10)
+            return True
+        finally:
+            pulse.forget(listener)
+
+    return asyncio.run(watch())
+
+
+def test_the_pulse_tells_a_listener_when_a_worker_registers(store: Store) -> None:
+    store.queue("q").enqueue({"n": 1})
+    pulse = Pulse(store, poll_s=0.05, min_interval_s=0.01)
+    worker = alkstore.WorkerInfo("w-1", "host-a", 1, ("idle",), 1_000)
+
+    assert _told_after(pulse, lambda: store.register_worker(worker))
+
+
+def test_the_pulse_tells_a_listener_when_a_worker_deregisters(store: Store) -> None:
+    store.register_worker(alkstore.WorkerInfo("w-1", "host-a", 1, ("idle",), 1_000))
+    pulse = Pulse(store, poll_s=0.05, min_interval_s=0.01)
+
+    assert _told_after(pulse, lambda: store.deregister_worker("w-1"))
+
+
+def test_the_pulse_reads_the_registry_no_more_without_the_workers_profile(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+
+    def refuse() -> list[alkstore.WorkerInfo]:
+        asked.append(1)
+        raise alkstore.ProfileUnavailable("memory", "workers")
+
+    monkeypatch.setattr(store, "workers", refuse)
+    pulse = Pulse(store, poll_s=0.01, min_interval_s=0.01)
+
+    async def watch() -> None:
+        listener = pulse.listen()
+        try:
+            while pulse.wakes < 4:
+                await asyncio.sleep(0.01)
+        finally:
+            pulse.forget(listener)
+
+    asyncio.run(watch())
+    assert asked == [1]
+
+
 class _Storm:
     """A wake watcher that is always woken: a store enqueued to without pause."""
 
@@ -589,3 +646,50 @@ def test_a_sparkline_has_one_block_per_five_minutes_the_busiest_tallest() -> Non
     hour = (0,) * 50 + (1,) * 5 + (4,) * 5
     assert views.sparkline(hour) == "▁" * 10 + "▂█"
     assert views.sparkline((0,) * 60) == "▁" * 12
+
+
+# -- dependencies on the job page (contract 1.2 §18.7) -----------------------------
+def test_a_waiting_jobs_page_links_the_jobs_it_waits_for_with_their_states(store: Store) -> None:
+    charges, ships = store.queue("charges"), store.queue("ships")
+    charge = int(charges.enqueue({"order": 7}))
+    ship = int(ships.enqueue({"order": 7}, alkstore.EnqueueOpts(after=[charge])))
+
+    page = client(store).get(f"/jobs/{ship}").text
+
+    waits = page[page.index('id="waits-for"') :]
+    assert f'href="/jobs/{charge}"' in waits
+    assert f"charges #{charge}" in waits
+    assert '<span class="state pending">pending</span>' in waits
+
+
+def test_a_dependencys_page_lists_the_jobs_waiting_for_it(store: Store) -> None:
+    queue = store.queue("q")
+    root = int(queue.enqueue("root"))
+    first, second = (
+        int(i) for i in queue.enqueue_many(["a", "b"], alkstore.EnqueueOpts(after=[root]))
+    )
+
+    page = client(store).get(f"/jobs/{root}").text
+
+    listed = re.findall(r'class="linked" data-job="(\d+)"', page)
+    assert listed == [str(first), str(second)]
+    assert 'id="waits-for"' not in page
+
+
+def test_a_job_without_edges_shows_no_dependencies(store: Store) -> None:
+    job = int(store.queue("q").enqueue("alone"))
+
+    page = client(store).get(f"/jobs/{job}").text
+
+    assert "<h2>Dependencies</h2>" not in page
+
+
+def test_the_dependencies_are_escaped(store: Store) -> None:
+    queue_name = "a<b>&c"
+    root = int(store.queue(queue_name).enqueue("root"))
+    waiting = int(store.queue("q").enqueue("w", alkstore.EnqueueOpts(after=[root])))
+
+    page = client(store).get(f"/jobs/{waiting}").text
+
+    assert "a&lt;b&gt;&amp;c #" in page
+    assert "a<b>&c" not in page

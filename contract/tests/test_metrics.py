@@ -7,8 +7,17 @@ from typing import Any
 import pytest
 
 from alkstore import metrics
-from alkstore.errors import EngineUnavailable
-from alkstore.values import QueueStats
+from alkstore.constants import THROUGHPUT_BUCKET_S, THROUGHPUT_WINDOW_S
+from alkstore.errors import EngineUnavailable, ProfileUnavailable
+from alkstore.values import QueueStats, QueueThroughput
+
+MINUTES = THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S
+
+
+def _counted(queue: str, *per_minute: int) -> QueueThroughput:
+    """A queue's throughput whose last minutes are ``per_minute`` (the rest zeros)."""
+    minutes = (0,) * (MINUTES - len(per_minute)) + per_minute
+    return QueueThroughput(queue, sum(minutes), minutes)
 
 
 def _stats(queue: str = "emails", **counts: Any) -> QueueStats:
@@ -25,11 +34,24 @@ def _stats(queue: str = "emails", **counts: Any) -> QueueStats:
 
 
 class StatsStore:
-    """Just ``stats()``, counting calls: all ``metrics`` asks of a store."""
+    """Just ``stats()``, counting calls, and ``throughput()`` (refused as by an engine
+    without the workers profile unless counts are given): all ``metrics`` asks."""
 
-    def __init__(self, stats: list[QueueStats] | Exception) -> None:
+    def __init__(
+        self,
+        stats: list[QueueStats] | Exception,
+        throughput: list[QueueThroughput] | None = None,
+    ) -> None:
         self._stats = stats
+        self._throughput = throughput
         self.calls = 0
+        self.throughput_calls = 0
+
+    def throughput(self) -> list[QueueThroughput]:
+        self.throughput_calls += 1
+        if self._throughput is None:
+            raise ProfileUnavailable("stats-only", "workers")
+        return self._throughput
 
     def stats(self) -> list[QueueStats]:
         self.calls += 1
@@ -93,11 +115,44 @@ def test_label_values_are_escaped() -> None:
 
 
 def test_render_asks_the_store_once() -> None:
-    store = StatsStore([_stats(), _stats("reports")])
+    store = StatsStore([_stats(), _stats("reports")], [_counted("emails", 1)])
 
     metrics.render(store)  # type: ignore[arg-type]
 
-    assert store.calls == 1
+    assert (store.calls, store.throughput_calls) == (1, 1)
+
+
+def test_every_throughput_gauge_has_help_and_type() -> None:
+    text = metrics.render_stats([], {})
+
+    for gauge in metrics.THROUGHPUT_GAUGES:
+        assert f"# HELP alkstore_queue_{gauge.name} " in text
+        assert f"# TYPE alkstore_queue_{gauge.name} gauge" in text
+
+
+def test_acked_counts_of_the_last_minute_and_hour_are_exported_per_queue() -> None:
+    store = StatsStore([_stats(), _stats("reports")], [_counted("emails", 4, 0, 3, 2)])
+
+    text = metrics.render(store)  # type: ignore[arg-type]
+
+    assert _sample(text, "acked_last_minute", "emails") == "2"
+    assert _sample(text, "acked_last_hour", "emails") == "9"
+    assert _sample(text, "acked_last_minute", "reports") == "0"
+    assert _sample(text, "acked_last_hour", "reports") == "0"
+
+
+def test_a_queue_with_acked_jobs_but_none_held_is_exported() -> None:
+    text = metrics.render(StatsStore([], [_counted("emails", 5)]))  # type: ignore[arg-type]
+
+    assert _sample(text, "acked_last_hour", "emails") == "5"
+    assert _sample(text, "ready", "emails") == "0"
+
+
+def test_an_engine_without_the_workers_profile_exports_no_throughput() -> None:
+    text = metrics.render(StatsStore([_stats(ready=1)]))  # type: ignore[arg-type]
+
+    assert _sample(text, "ready", "emails") == "1"
+    assert "acked_last" not in text
 
 
 def _call(app: Any, method: str = "GET") -> tuple[str, dict[str, str], bytes]:

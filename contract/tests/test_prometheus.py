@@ -284,3 +284,31 @@ def test_multi_process_mode_adds_up_every_worker_process(tmp_path: Any) -> None:
     acked = (("outcome", "acked"), ("queue", "emails"))
     assert found[("alkstore_worker_jobs_finished_total", acked)] == 7
     assert found[("alkstore_worker_run_duration_seconds_count", (("queue", "emails"),))] == 7
+
+
+def test_the_store_gauges_give_each_queues_acked_counts_with_the_workers_profile() -> None:
+    import uuid
+
+    import alkstore
+    from alkstore import WorkerInfo
+
+    with alkstore.open(f"memory://prometheus-{uuid.uuid4().hex}") as store:
+        registry = CollectorRegistry()
+        registry.register(StoreCollector(store, queues=["reports"]))
+        store.register_worker(WorkerInfo("w", "h", 1, ("emails",), 0))
+        store.heartbeat_worker("w", {"emails": 3})
+
+        assert value(registry, "alkstore_queue_acked_last_minute", queue="emails") == 3
+        assert value(registry, "alkstore_queue_acked_last_hour", queue="emails") == 3
+        assert value(registry, "alkstore_queue_acked_last_hour", queue="reports") == 0
+
+
+@pytest.mark.parametrize("driver", [FakeOpsDriver()])
+def test_the_store_gauges_have_no_throughput_without_the_workers_profile(
+    make_store: Any,
+) -> None:
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(make_store(), queues=["emails"]))
+
+    assert value(registry, "alkstore_queue_ready", queue="emails") == 0
+    assert value(registry, "alkstore_queue_acked_last_hour", queue="emails") is None

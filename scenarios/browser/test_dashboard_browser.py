@@ -324,23 +324,29 @@ _HOLDING_WORKER = (
     "    @worker.task(spec['queue'])\n"
     "    def hold(job, context):\n"
     "        context.stop.wait(3600)\n"
-    "    store.queue(spec['queue']).enqueue({'held': True})\n"
+    "    if spec['enqueue']:\n"
+    "        store.queue(spec['queue']).enqueue({'held': True})\n"
     "    worker.run()\n"
 )
-"""A worker process that claims one job and holds it until it is told to stop."""
+"""A worker process that claims one job (with ``enqueue``: one it enqueues itself) and
+holds it until it is told to stop."""
 
 
-def _holding_worker(served: Served, name: str) -> Callable[[], None]:
-    """A worker holding one job of the queue ``held``, in another process (a thread of
-    this one on the memory engine); the function returned stops it."""
+def _holding_worker(
+    served: Served, name: str, queue: str = "held", *, enqueue: bool = True
+) -> Callable[[], None]:
+    """A worker of ``queue`` holding one job it enqueued (without ``enqueue``: idle, no
+    job at all), in another process (a thread of this one on the memory engine); the
+    function returned stops it."""
     if served.engine == "memory":
         worker = alkstore.worker.Worker(served.store, name=name, shutdown_grace_s=30)
 
-        @worker.task("held")
+        @worker.task(queue)
         def hold(job: Any, context: Any) -> None:
             context.stop.wait(3600)
 
-        served.store.queue("held").enqueue({"held": True})
+        if enqueue:
+            served.store.queue(queue).enqueue({"held": True})
         thread = threading.Thread(target=worker.run, daemon=True)
         thread.start()
 
@@ -350,7 +356,13 @@ def _holding_worker(served: Served, name: str) -> Callable[[], None]:
             assert not thread.is_alive()
 
         return stop_thread
-    spec = {"url": served.spec.url, "opts": dict(served.spec.opts), "queue": "held", "name": name}
+    spec = {
+        "url": served.spec.url,
+        "opts": dict(served.spec.opts),
+        "queue": queue,
+        "name": name,
+        "enqueue": enqueue,
+    }
     child = subprocess.Popen([sys.executable, "-c", _HOLDING_WORKER, json.dumps(spec)])
 
     def stop_child() -> None:
@@ -360,19 +372,63 @@ def _holding_worker(served: Served, name: str) -> Callable[[], None]:
     return stop_child
 
 
+def _open_live(served: Served, browser: WebDriver, path: str) -> None:
+    """Open ``path``, wait for its event stream, and mark the page so that a reload
+    shows (``_not_reloaded``)."""
+    browser.get(served.url(path))
+    wait_for(browser, lambda d: text_of(d, "#live-status") == "live", "its event stream open")
+    browser.execute_script("window.__notReloaded = true;")
+
+
+def _not_reloaded(browser: WebDriver) -> bool:
+    return bool(browser.execute_script("return window.__notReloaded === true;"))
+
+
 def test_a_worker_running_elsewhere_is_listed_with_the_job_it_holds(
     served: Served, browser: WebDriver
 ) -> None:
     name = f"browser-worker-{served.engine}"
+    row = f'tr.worker[data-worker="{name}"]'
+    _open_live(served, browser, "/workers")
     stop = _holding_worker(served, name)
     try:
-        browser.get(served.url("/workers"))
-        row = f'tr.worker[data-worker="{name}"]'
         wait_for(browser, lambda d: text_of(d, f"{row} .held-job").startswith("held #"), name)
         (listed,) = [w for w in served.store.workers() if w.id == name]
         assert str(listed.pid) in text_of(browser, row)
+        assert _not_reloaded(browser)
         shoot(served, browser, "workers")
     finally:
         stop()
-    browser.get(served.url("/workers"))
-    assert not browser.find_elements(By.CSS_SELECTOR, f'tr.worker[data-worker="{name}"]')
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, row), f"{name} gone")
+    assert _not_reloaded(browser)
+
+
+def test_an_idle_worker_appears_and_goes_without_a_reload(
+    served: Served, browser: WebDriver
+) -> None:
+    # No job anywhere changes: only the registry tells the page (contract 1.2 §19).
+    name = f"browser-idle-worker-{served.engine}"
+    row = f'tr.worker[data-worker="{name}"]'
+    _open_live(served, browser, "/workers")
+    stop = _holding_worker(served, name, "idle", enqueue=False)
+    try:
+        wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, row), f"{name} listed")
+        assert "idle" in text_of(browser, row)
+        assert _not_reloaded(browser)
+    finally:
+        stop()
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, row), f"{name} gone")
+    assert _not_reloaded(browser)
+
+
+def test_a_waiting_jobs_page_lists_its_dependency(served: Served, browser: WebDriver) -> None:
+    charges, ships = served.store.queue("charges"), served.store.queue("ships")
+    charge = int(charges.enqueue({"order": 7}))
+    ship = int(ships.enqueue({"order": 7}, alkstore.EnqueueOpts(after=[charge])))
+    browser.get(served.url(f"/jobs/{ship}"))
+    assert text_of(browser, "#job-state") == "waiting"
+    listed = text_of(browser, f'#waits-for li[data-job="{charge}"]')
+    assert listed == f"charges #{charge} pending"
+    browser.find_element(By.CSS_SELECTOR, f'#waits-for li[data-job="{charge}"] a').click()
+    wait_for(browser, lambda d: text_of(d, "h1").startswith(f"Job {charge}"), "the dependency")
+    assert text_of(browser, f'#waited-by li[data-job="{ship}"]') == f"ships #{ship} waiting"

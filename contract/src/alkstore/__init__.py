@@ -83,6 +83,7 @@ from .stop import StopToken
 from .values import (
     Enqueued,
     Job,
+    JobDependencies,
     JobError,
     JobState,
     LockInfo,
@@ -136,6 +137,7 @@ __all__ = [
     "InvalidOptions",
     "InvalidSpec",
     "Job",
+    "JobDependencies",
     "JobError",
     "JobHandle",
     "JobState",

@@ -22,6 +22,7 @@ from .timeconv import Duration
 from .values import (
     Enqueued,
     Job,
+    JobDependencies,
     JobState,
     LockInfo,
     QueueStats,
@@ -393,6 +394,18 @@ class QueueConsumer(Protocol):
 
         Raises:
             InvalidOptions: ``job_id`` is not an int.
+            StoreClosed: the store was closed.
+        """
+
+    def dependencies(self, job_id: int) -> JobDependencies:
+        """Where the job ``job_id`` stands in the dependency graph now, whatever its
+        queue (contract 1.2 §18.7): the jobs it still waits for, and the waiting jobs
+        that still wait for it. An id that names no job, or a job with no edge, has
+        neither.
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            ProfileUnavailable: the engine has no ``dependencies`` profile.
             StoreClosed: the store was closed.
         """
 

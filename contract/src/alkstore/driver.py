@@ -726,6 +726,12 @@ class DependenciesDriver(Protocol[C_contra]):
         None})`` for the dead and the absent ones."""
         ...
 
+    def job_edges(self, c: C_contra, params: GetJob) -> tuple[list[int], list[int]]:
+        """The edges of ``params.job_id`` as they stand: ``(the ids of the jobs it
+        still waits for, the ids of the waiting jobs that still wait for it)``, each
+        ascending; an id with no edge has two empty lists."""
+        ...
+
 
 # -- what the core requires of a driver ------------------------------------------------
 

@@ -20,6 +20,12 @@ call, which engines answer from their claim indexes::
 * ``alkstore_queue_paused``: ``1`` while the queue is paused, else ``0``.
 * ``alkstore_queue_concurrency_limit``: the queue's concurrency limit (contract 1.2
   §16, the limits profile), ``0`` when it has none.
+* ``alkstore_queue_acked_last_minute``, ``alkstore_queue_acked_last_hour``: how many
+  of the queue's jobs workers acked in the current minute and in the last hour, as
+  their heartbeats reported them (``store.throughput()``, contract 1.2 §19.6). Gauges,
+  not counters: they are read from rows and fall as the minutes pass. Only from an
+  engine with the workers profile (absent without it); a queue that acked jobs in the
+  hour is shown even when it holds none now.
 
 ``store.stats()`` lists only queues holding a job or a pause, so a queue that
 empties would drop out and its series vanish from every graph. A queue keeps
@@ -33,13 +39,14 @@ Only the standard library is used: the contract stays dependency-free.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from .api import Store
-from .errors import AlkstoreError
-from .values import QueueStats
+from .constants import THROUGHPUT_BUCKET_S, THROUGHPUT_WINDOW_S
+from .errors import AlkstoreError, ProfileUnavailable
+from .values import QueueStats, QueueThroughput
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The ``Content-Type`` of the exposition format 0.0.4."""
@@ -112,6 +119,47 @@ GAUGES: tuple[Gauge, ...] = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ThroughputGauge:
+    """One exported throughput gauge (contract 1.2 §19.6): its name after
+    ``METRIC_PREFIX``, its help, its value."""
+
+    name: str
+    help: str
+    value: Callable[[QueueThroughput], int]
+
+
+THROUGHPUT_GAUGES: tuple[ThroughputGauge, ...] = (
+    ThroughputGauge(
+        "acked_last_minute",
+        "Jobs workers acked in the current minute, as their heartbeats reported them "
+        "(contract 1.2 §19.6).",
+        lambda t: t.per_minute[-1] if t.per_minute else 0,
+    ),
+    ThroughputGauge(
+        "acked_last_hour",
+        "Jobs workers acked in the last hour, as their heartbeats reported them "
+        "(contract 1.2 §19.6).",
+        lambda t: t.total,
+    ),
+)
+"""Gauges from ``store.throughput()``: an engine without the workers profile has none."""
+
+
+def empty_throughput(queue: str) -> QueueThroughput:
+    """What a queue no worker acked a job of in the last hour reports."""
+    return QueueThroughput(queue, 0, (0,) * (THROUGHPUT_WINDOW_S // THROUGHPUT_BUCKET_S))
+
+
+def read_throughput(store: Store) -> dict[str, QueueThroughput] | None:
+    """``store.throughput()`` by queue, or ``None`` from an engine without the workers
+    profile (which has no throughput to show, and is not wrong for it)."""
+    try:
+        return {counted.queue: counted for counted in store.throughput()}
+    except ProfileUnavailable:
+        return None
+
+
 def empty_stats(queue: str) -> QueueStats:
     """What a queue holding nothing, unpaused, reports."""
     return QueueStats(queue, 0, 0, 0, 0, 0, None, False)
@@ -124,10 +172,12 @@ class QueueMemory:
         self._known: set[str] = set(queues)
         self._lock = threading.Lock()
 
-    def fill(self, stats: Sequence[QueueStats]) -> list[QueueStats]:
-        """``stats`` plus an ``empty_stats`` for each remembered queue it lacks, by name."""
+    def fill(self, stats: Sequence[QueueStats], also: Iterable[str] = ()) -> list[QueueStats]:
+        """``stats`` plus an ``empty_stats`` for each remembered queue it lacks, and for
+        each of ``also`` (a queue with throughput but no job now), by name."""
         with self._lock:
             self._known.update(s.queue for s in stats)
+            self._known.update(also)
             missing = self._known.difference(s.queue for s in stats)
         return sorted([*stats, *map(empty_stats, missing)], key=lambda s: s.queue)
 
@@ -137,27 +187,50 @@ def _label_value(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render_stats(stats: Sequence[QueueStats]) -> str:
-    """The exposition text of ``stats`` (one ``QueueStats`` per queue)."""
+def render_stats(
+    stats: Sequence[QueueStats], throughput: Mapping[str, QueueThroughput] | None = None
+) -> str:
+    """The exposition text of ``stats`` (one ``QueueStats`` per queue), with the
+    ``THROUGHPUT_GAUGES`` of each of its queues when ``throughput`` is given (zeros
+    for a queue it lacks)."""
     lines: list[str] = []
     for gauge in GAUGES:
         name = METRIC_PREFIX + gauge.name
         lines.append(f"# HELP {name} {gauge.help}")
         lines.append(f"# TYPE {name} gauge")
         lines.extend(f'{name}{{queue="{_label_value(s.queue)}"}} {gauge.value(s)}' for s in stats)
+    if throughput is not None:
+        for counted in THROUGHPUT_GAUGES:
+            name = METRIC_PREFIX + counted.name
+            lines.append(f"# HELP {name} {counted.help}")
+            lines.append(f"# TYPE {name} gauge")
+            lines.extend(
+                f'{name}{{queue="{_label_value(s.queue)}"}} '
+                f"{counted.value(throughput.get(s.queue) or empty_throughput(s.queue))}"
+                for s in stats
+            )
     return "\n".join(lines) + "\n"
 
 
+def render_store(store: Store, memory: QueueMemory) -> str:
+    """The exposition text of ``store``: one ``store.stats()`` and, with the workers
+    profile, one ``store.throughput()``; the queues ``memory`` remembers shown too."""
+    stats = store.stats()
+    throughput = read_throughput(store)
+    return render_stats(memory.fill(stats, throughput or ()), throughput)
+
+
 def render(store: Store, queues: Iterable[str] = ()) -> str:
-    """The exposition text of every queue of ``store``: one ``store.stats()`` call;
-    each of ``queues`` is shown too, with zeros when it holds nothing.
+    """The exposition text of every queue of ``store``: one ``store.stats()`` call (and
+    one ``store.throughput()`` with the workers profile); each of ``queues`` is shown
+    too, with zeros when it holds nothing.
 
     Raises:
         ProfileUnavailable: the engine has no ops profile.
         StoreClosed: the store was closed.
         EngineUnavailable: the database cannot be reached.
     """
-    return render_stats(QueueMemory(queues).fill(store.stats()))
+    return render_store(store, QueueMemory(queues))
 
 
 def wsgi_app(store: Store, queues: Iterable[str] = ()) -> WSGIApplication:
@@ -177,7 +250,7 @@ def wsgi_app(store: Store, queues: Iterable[str] = ()) -> WSGIApplication:
         if method not in ("GET", "HEAD"):
             return _respond(start_response, "405 Method Not Allowed", b"", [("Allow", "GET, HEAD")])
         try:
-            body = render_stats(memory.fill(store.stats())).encode("utf-8")
+            body = render_store(store, memory).encode("utf-8")
         except AlkstoreError as exc:
             reason = f"alkstore metrics unavailable: {exc}\n".encode()
             return _respond(start_response, "503 Service Unavailable", reason)

@@ -23,7 +23,8 @@ series (``WorkerMetrics``; ``queue`` label on each, ``outcome`` one of
   lost to a lapse, a cancel or another worker).
 
 ``StoreCollector`` serves the store's queue gauges (``alkstore.metrics.GAUGES``, one
-``store.stats()`` per scrape, an emptied queue kept at zero) and
+``store.stats()`` per scrape, an emptied queue kept at zero; with the workers profile
+also ``alkstore.metrics.THROUGHPUT_GAUGES``, one ``store.throughput()``) and
 ``alkstore_store_up`` (``0`` while the store cannot answer). With
 ``PROMETHEUS_MULTIPROC_DIR`` set (prometheus_client's multi-process mode: several
 worker processes behind one port), ``serve`` aggregates every process's files;
@@ -46,7 +47,14 @@ from prometheus_client.registry import Collector
 
 from .api import Store
 from .errors import AlkstoreError, ProfileUnavailable
-from .metrics import GAUGES, METRIC_PREFIX, QueueMemory
+from .metrics import (
+    GAUGES,
+    METRIC_PREFIX,
+    THROUGHPUT_GAUGES,
+    QueueMemory,
+    empty_throughput,
+    read_throughput,
+)
 from .values import Job
 from .worker.observe import OUTCOMES
 
@@ -143,7 +151,9 @@ class StoreCollector(Collector):
         up = GaugeMetricFamily(UP_METRIC, "1 while the store answers stats(), else 0.")
         try:
             with self._lock:  # one stats() at a time, however many scrapers
-                stats = self._memory.fill(self._store.stats())
+                found = self._store.stats()
+                throughput = read_throughput(self._store)
+                stats = self._memory.fill(found, throughput or ())
         except ProfileUnavailable:
             return  # an engine without the ops profile has no gauges to give, ever
         except AlkstoreError:
@@ -156,6 +166,14 @@ class StoreCollector(Collector):
             family = GaugeMetricFamily(METRIC_PREFIX + gauge.name, gauge.help, labels=["queue"])
             for entry in stats:
                 family.add_metric([entry.queue], gauge.value(entry))
+            yield family
+        if throughput is None:
+            return  # no workers profile: no throughput series, and nothing wrong
+        for counted in THROUGHPUT_GAUGES:
+            family = GaugeMetricFamily(METRIC_PREFIX + counted.name, counted.help, labels=["queue"])
+            for entry in stats:
+                value = counted.value(throughput.get(entry.queue) or empty_throughput(entry.queue))
+                family.add_metric([entry.queue], value)
             yield family
 
 

@@ -334,6 +334,24 @@ class WorkerInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class JobDependencies:
+    """Where a job stands in the dependency graph now (contract 1.2 §18.7).
+
+    Attributes:
+        job_id: the job.
+        waits_for: the jobs it still waits for (``after`` or ``after_finished``), by
+            id; the ones that finished already are gone from it, and it is empty
+            unless the job is waiting.
+        waited_by: the waiting jobs that still wait for it, by id (empty once it
+            finished: they were released, counted it or died with it).
+    """
+
+    job_id: int
+    waits_for: tuple[int, ...] = ()
+    waited_by: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class QueueThroughput:
     """How many jobs of a queue workers finished over the last hour (contract 1.2 §19.6).
 

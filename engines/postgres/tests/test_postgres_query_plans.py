@@ -187,7 +187,9 @@ def test_queue_stats_count_off_the_claim_and_dead_indexes_alone(
     plan = _plan(admin, getattr(queues_filled, statement), params)
     assert "Index Only Scan using alkstore_jobs_pending_claim" in plan
     assert "Index Only Scan using alkstore_jobs_processing_deadline" in plan
-    assert "Index Only Scan using alkstore_dead_jobs_died" in plan
+    # The dead count reads one of the dead table's two queue-led indexes, index only:
+    # (queue, id) since DEAD_PAGES_MIGRATION is the narrower, (queue, died_at, id) before.
+    assert re.search(r"Index Only Scan using alkstore_dead_jobs_(queue_id|died)\b", plan), plan
     assert _reads_no_table_of_jobs(plan)
 
 
@@ -231,8 +233,17 @@ def test_the_claims_dead_lettering_reads_the_deadline_index(
 
 
 def test_redriving_the_oldest_reads_the_dead_index_and_deletes_by_primary_key(
-    queues_filled: Statements, admin: psycopg.Connection[Any]
+    queues_filled: Statements, admin: psycopg.Connection[Any], schema: str
 ) -> None:
+    # A backlog worth redriving: with a few dead rows a queue's (queue, id) slice,
+    # sorted, is as cheap as any order, and the planner may take it.
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_dead_jobs (id, queue, payload, priority, attempts,'
+        " max_attempts, created_at, run_at, visibility_timeout_s, backoff_base_s, last_error,"
+        " died_at) SELECT n, 'q7', n::text, 0, 3, 3, 1, 1, 300, 1, 'boom', n"
+        " FROM generate_series(1000000, 1004999) AS n"
+    )
+    admin.execute(f'VACUUM ANALYZE "{schema}".alkstore_dead_jobs')
     params = {"queue": "q7", "limit": 10, "now": NOW, "wake_channel": "c", "topic": "t"}
     plan = _plan(admin, queues_filled.redrive_oldest, params)
     assert "alkstore_dead_jobs_died" in plan

@@ -15,6 +15,7 @@ import alkstore
 from alkstore import EnqueueOpts, QueueOpts
 from alkstore.testing import FakeClock
 from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
+from alkstore_postgres.migrations import DEAD_PAGES_MIGRATION
 from alkstore_postgres.statements import Statements
 
 NOW = 1_700_000_000
@@ -289,7 +290,7 @@ def test_a_schema_before_finished_jobs_is_upgraded_with_every_job_acked_as_befor
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
-DEPENDENCIES_MIGRATION = VERSIONS[-2]
+DEPENDENCIES_MIGRATION = 13
 """The migration that adds the dependencies profile (the test below starts from the one
 before it)."""
 
@@ -319,7 +320,7 @@ def test_a_schema_before_dependencies_is_upgraded_and_an_old_job_releases_its_de
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
-KEY_INDEX_MIGRATION = VERSIONS[-1]
+KEY_INDEX_MIGRATION = 14
 """The migration that adds the index of pending jobs by limit key (the test below starts
 from the one before it)."""
 
@@ -690,3 +691,57 @@ def test_a_prepared_page_of_live_jobs_keeps_to_its_index_in_a_generic_plan(
     plan = _generic_plan(admin, query, PAGE_PARAMS)
     assert index in plan
     assert "alkstore_jobs_pkey" not in plan  # no walk of every row in page order
+
+
+def _insert_dead(
+    admin: psycopg.Connection[Any], schema: str, queue: str, first_id: int, count: int
+) -> None:
+    """``count`` dead rows of ``queue`` with ids from ``first_id`` (written around the
+    store: as many as a test needs, fast)."""
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_dead_jobs (id, queue, payload, priority, attempts,'
+        " max_attempts, created_at, run_at, visibility_timeout_s, backoff_base_s, last_error,"
+        " died_at) SELECT n, %(queue)s, n::text, 0, 3, 3, 1, 1, 300, 1, 'boom', n"
+        " FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS n",
+        {"queue": queue, "first": first_id, "last": first_id + count - 1},
+    )
+
+
+def test_a_schema_before_the_dead_pages_index_pages_its_dead_jobs_newest_first(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _migrate_as_release(pg_dsn, schema, monkeypatch, VERSIONS.index(DEAD_PAGES_MIGRATION))
+    _insert_dead(admin, schema, "q", 10**6, 3)
+    _insert_dead(admin, schema, "other", 2 * 10**6, 2)
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(NOW)) as store:
+        queue = store.queue("q")
+        newest = queue.jobs(alkstore.JobState.DEAD, before_id=10**7, limit=2)
+        rest = queue.jobs(alkstore.JobState.DEAD, before_id=newest[-1].id, limit=2)
+        assert [job.id for job in newest] == [10**6 + 2, 10**6 + 1]
+        assert [job.id for job in rest] == [10**6]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def _dead_paged(admin: psycopg.Connection[Any], schema: str) -> None:
+    """Four queues of 5,000 dead jobs each, their ids interleaved, statistics gathered."""
+    for n in range(4):
+        _insert_dead(admin, schema, f"q{n}", 10**6 + n * 10**5, 5000)
+    admin.execute(f'ANALYZE "{schema}".alkstore_dead_jobs')
+
+
+DEAD_PAGE_PARAMS = {"queue": "q3", "after_id": 0, "before_id": 10**7, "limit": 51}
+
+
+@pytest.mark.parametrize("statement", ["list_dead_jobs_newest", "list_dead_jobs"])
+def test_a_page_of_dead_jobs_is_one_range_of_the_dead_queue_id_index(
+    open_store: StoreFactory, admin: psycopg.Connection[Any], schema: str, statement: str
+) -> None:
+    open_store(clock=FakeClock(NOW))
+    _dead_paged(admin, schema)
+    query = getattr(Statements.for_schema(schema), statement)
+    plan = _explain(admin, query, DEAD_PAGE_PARAMS)
+    generic = _generic_plan(admin, query, DEAD_PAGE_PARAMS)
+    for found in (plan, generic):
+        assert "alkstore_dead_jobs_queue_id" in found
+        assert "Sort" not in found
+        assert "alkstore_dead_jobs_pkey" not in found  # no walk past other queues' rows

@@ -208,6 +208,22 @@ def test_ack_batch_copy_looks_up_the_kept_queue_before_any_job(deep: sqlite3.Con
     ]
 
 
+@pytest.mark.parametrize(
+    ("statement", "search"),
+    [
+        ("JOB_WAITS_FOR", "SEARCH __alkstore_dependencies USING COVERING INDEX"),
+        ("JOB_WAITED_BY", "SEARCH __alkstore_dependencies USING PRIMARY KEY (depends_on=?)"),
+    ],
+)
+def test_a_jobs_edges_are_one_key_range_of_the_edges_each_way(
+    deep: sqlite3.Connection, statement: str, search: str
+) -> None:
+    plan = _details(query_plan(deep, getattr(sql, statement), {"job_id": 1}))
+    assert len(plan) == 1, plan
+    assert plan[0].startswith(search), plan
+    assert "TEMP B-TREE" not in plan[0]
+
+
 def test_get_job_looks_up_every_job_table_by_primary_key(deep: sqlite3.Connection) -> None:
     plan = query_plan(deep, sql.GET_JOB, {"id": 1})
     searches = [d for d in _details(plan) if d.startswith(("SEARCH", "SCAN"))]

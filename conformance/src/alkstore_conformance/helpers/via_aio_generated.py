@@ -33,6 +33,7 @@ from alkstore.timeconv import Duration
 from alkstore.values import (
     Enqueued,
     Job,
+    JobDependencies,
     JobState,
     LockInfo,
     QueueStats,
@@ -456,6 +457,21 @@ class AioQueueConsumer:
             StoreClosed: the store was closed.
         """
         return self._loop.run(self.aio.get_job(job_id))
+
+    def dependencies(self, job_id: int) -> JobDependencies:
+        """Where the job ``job_id`` stands in the dependency graph now, whatever its
+        queue (contract 1.2 §18.7): the jobs it still waits for, and the waiting jobs
+        that still wait for it. An id that names no job, or a job with no edge, has
+        neither.
+
+        Via aio: ``AsyncQueueConsumer.dependencies`` through the test's event loop.
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            ProfileUnavailable: the engine has no ``dependencies`` profile.
+            StoreClosed: the store was closed.
+        """
+        return self._loop.run(self.aio.dependencies(job_id))
 
     def sweep_expired(self) -> SweepResult:
         """Run this queue's maintenance, one atomic statement per step.

@@ -35,6 +35,7 @@ from .contention import (
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .dependencies import (
     DeadDependencyLeavesWaitingDriver,
+    EdgesOneWayDriver,
     FanInAsDependencyDriver,
     ReleaseInOwnCommitDriver,
     ReleaseOnFirstAckDriver,
@@ -637,6 +638,13 @@ FAN_IN_AS_DEPENDENCY = MutantEngine(
     "callback instead of counting as finished",
     driver=FanInAsDependencyDriver,
 )
+EDGES_ONE_WAY = MutantEngine(
+    "edges-one-way",
+    catches="DEPS-EDGES",
+    bug="dependencies(id) reads the edges by the waiting job only: a job never shows "
+    "the waiting jobs that wait for it",
+    driver=EdgesOneWayDriver,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -760,6 +768,7 @@ MUTANTS: dict[str, MutantEngine] = {
         RELEASE_IN_OWN_COMMIT,
         DEAD_DEPENDENCY_LEAVES_WAITING,
         FAN_IN_AS_DEPENDENCY,
+        EDGES_ONE_WAY,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

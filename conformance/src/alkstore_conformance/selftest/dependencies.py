@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from alkstore.params import Cancel, ClaimRef, Complete, InsertAfter
+from alkstore.params import Cancel, ClaimRef, Complete, GetJob, InsertAfter
 from alkstore.values import JobState
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
@@ -120,3 +120,12 @@ class FanInAsDependencyDriver(SqliteDriver):
         self, c: sqlite3.Connection, params: InsertAfter
     ) -> tuple[list[int], dict[int, JobState | None]]:
         return super().insert_after_jobs(c, replace(params, finished=False))
+
+
+class EdgesOneWayDriver(SqliteDriver):
+    """``job_edges`` reads the edges one way only (by the waiting job): what a job waits
+    for is right, but no job ever shows the jobs waiting for it."""
+
+    def job_edges(self, c: sqlite3.Connection, params: GetJob) -> tuple[list[int], list[int]]:
+        waits_for, _ = super().job_edges(c, params)
+        return waits_for, []

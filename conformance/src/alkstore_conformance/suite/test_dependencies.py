@@ -21,6 +21,7 @@ from alkstore import (
     EnqueueOpts,
     InvalidOptions,
     Job,
+    JobDependencies,
     JobState,
     ProfileUnavailable,
     QueueOpts,
@@ -81,7 +82,10 @@ def test_after_works_exactly_when_the_engine_declares_the_profile(
     if engine.capabilities.dependencies:
         waiting = queue.enqueue(2, _after(first))
         assert _state(queue, waiting) is JobState.WAITING
+        assert queue.dependencies(waiting).waits_for == (first,)
         return
+    with pytest.raises(ProfileUnavailable):
+        queue.dependencies(first)
     for enqueue in (
         lambda: queue.enqueue(2, _after(first)),
         lambda: queue.enqueue_many([2, 3], _after(first)),
@@ -646,6 +650,64 @@ def test_a_refused_dependency_in_a_transaction_raises_there_and_writes_nothing(
     handle = _claim(queue, kept)
     assert handle.ack()
     assert queue.claim("w1") is None
+
+
+# -- DEPS-EDGES ------------------------------------------------------------------------------
+
+
+def _edges(queue: Any, job_id: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    found: JobDependencies = queue.dependencies(job_id)
+    assert found.job_id == job_id
+    return found.waits_for, found.waited_by
+
+
+@pytest.mark.property("DEPS-EDGES")
+def test_the_edges_of_a_graph_are_read_both_ways_across_queues(store: Store) -> None:
+    charges = store.queue(unique_name("charges"))
+    ships = store.queue(unique_name("ships"))
+    first, second = (int(i) for i in charges.enqueue_many([1, 2]))
+    ship = int(ships.enqueue("ship", _after(second, first)))
+    email = int(charges.enqueue("email", _after(ship)))
+    assert _edges(ships, ship) == ((first, second), (email,))
+    assert _edges(charges, first) == ((), (ship,))
+    assert _edges(ships, second) == ((), (ship,))  # whatever queue handle reads it
+    assert _edges(charges, email) == ((ship,), ())
+    assert _edges(charges, email + 1_000_000) == ((), ())
+    assert _claim(charges, first).ack()
+    assert _edges(ships, ship) == ((second,), (email,))  # the finished one is gone
+    assert _edges(charges, first) == ((), ())
+    assert _claim(charges, second).ack()
+    assert _state(ships, ship) is JobState.PENDING
+    assert _edges(ships, ship) == ((), (email,))  # released: it waits no more
+
+
+@pytest.mark.property("DEPS-EDGES")
+def test_a_fan_in_lists_the_members_it_still_waits_for(store: Store) -> None:
+    members = store.queue(unique_name("fan-members"), QueueOpts(max_attempts=1))
+    ids = [int(i) for i in members.enqueue_many([1, 2, 3])]
+    callback = int(members.enqueue("report", EnqueueOpts(after_finished=ids)))
+    assert _edges(members, callback) == (tuple(ids), ())
+    handles = {h.id: h for h in members.claim_batch("w1", 3)}
+    assert handles[ids[1]].fail("declined")  # a dead member has finished: no cascade
+    assert _edges(members, callback) == ((ids[0], ids[2]), ())
+    assert _edges(members, ids[1]) == ((), ())
+    assert members.cancel(ids[2])
+    assert handles[ids[0]].ack()
+    assert _edges(members, callback) == ((), ())
+
+
+@pytest.mark.property("DEPS-EDGES")
+def test_a_waiting_job_that_dies_or_is_cancelled_leaves_no_edge(store: Store) -> None:
+    queue = store.queue(unique_name("edges-gone"), QueueOpts(max_attempts=1))
+    root = int(queue.enqueue("root"))
+    doomed, cancelled = (int(i) for i in queue.enqueue_many(["doomed", "cancelled"], _after(root)))
+    leaf = int(queue.enqueue("leaf", _after(doomed)))
+    assert _edges(queue, root) == ((), (doomed, cancelled))
+    assert queue.cancel(cancelled)
+    assert _edges(queue, root) == ((), (doomed,))
+    assert _claim(queue, root).fail("broken")  # doomed and leaf die with it
+    assert [_state(queue, i) for i in (doomed, leaf)] == [JobState.DEAD] * 2
+    assert [_edges(queue, i) for i in (root, doomed, leaf)] == [((), ())] * 3
 
 
 # -- DEPS-REDRIVE ------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ..timeconv import Duration
 from ..values import (
     Enqueued,
     Job,
+    JobDependencies,
     JobState,
     LockInfo,
     QueueStats,
@@ -485,6 +486,21 @@ class AsyncQueueConsumer:
             StoreClosed: the store was closed.
         """
         return await self._runner.call(self.sync.get_job, job_id)
+
+    async def dependencies(self, job_id: int) -> JobDependencies:
+        """Where the job ``job_id`` stands in the dependency graph now, whatever its
+        queue (contract 1.2 §18.7): the jobs it still waits for, and the waiting jobs
+        that still wait for it. An id that names no job, or a job with no edge, has
+        neither.
+
+        Async: awaited; the call runs on the store's threads, never on the event loop.
+
+        Raises:
+            InvalidOptions: ``job_id`` is not an int.
+            ProfileUnavailable: the engine has no ``dependencies`` profile.
+            StoreClosed: the store was closed.
+        """
+        return await self._runner.call(self.sync.dependencies, job_id)
 
     async def sweep_expired(self) -> SweepResult:
         """Run this queue's maintenance, one atomic statement per step.

@@ -155,7 +155,8 @@ def stats(
     ctx: click.Context, output: str | None, as_json: bool, watch: bool, interval: float
 ) -> None:
     """Every queue's ready, scheduled, processing, lapsed and dead counts, the age
-    of its oldest ready job, and whether it is paused."""
+    of its oldest ready job, whether it is paused, and (with the workers profile)
+    how many jobs workers acked in the current minute and the last hour."""
     if as_json and output not in (None, "json"):
         raise click.UsageError("--json and --format are two ways to say one thing: pick one")
     output = "json" if as_json else (output or "table")
@@ -166,14 +167,18 @@ def stats(
 
     def show() -> None:
         found = store.stats()  # one call: the counts come from the claim indexes
+        # The workers profile's acked counts (contract 1.2 §19.6); None without it. A
+        # queue with acked jobs in the hour is listed even when it holds none now.
+        throughput = metrics.read_throughput(store)
+        found = metrics.QueueMemory().fill(found, throughput or ())
         if output == "prometheus":
-            click.echo(metrics.render_stats(found), nl=False)
+            click.echo(metrics.render_stats(found, throughput), nl=False)
         elif output == "json":
-            click.echo(documents.dumps(documents.stats_document(found)))
+            click.echo(documents.dumps(documents.stats_document(found, throughput)))
         else:
             if watch:
                 console.clear()  # only a terminal is cleared
-            console.print(tables.stats_table(found, int(store.clock.now())))
+            console.print(tables.stats_table(found, int(store.clock.now()), throughput))
 
     if not watch:
         show()

@@ -8,18 +8,23 @@ values carry them.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..options import Limits
 from ..payload import UndecodablePayload
-from ..values import Job, QueueStats, Schedule
+from ..values import Job, QueueStats, QueueThroughput, Schedule
 
 SCHEMA_VERSION = 1
 """Bumped only if a document ever has to change incompatibly."""
 
 
-def stats_entry(stats: QueueStats) -> dict[str, Any]:
+def stats_entry(
+    stats: QueueStats, throughput: Mapping[str, QueueThroughput] | None = None
+) -> dict[str, Any]:
+    """One queue's entry; its acked counts (contract 1.2 §19.6) are ``null`` when the
+    engine has no workers profile (``throughput`` is ``None``)."""
+    counted = None if throughput is None else throughput.get(stats.queue)
     return {
         "queue": stats.queue,
         "ready": stats.ready,
@@ -36,7 +41,19 @@ def stats_entry(stats: QueueStats) -> dict[str, Any]:
         "concurrency_per_key": stats.concurrency_per_key,
         "rate_per_key": stats.rate_per_key,
         "waiting": stats.waiting,
+        "acked_last_minute": None if throughput is None else acked_last_minute(counted),
+        "acked_last_hour": None if throughput is None else acked_last_hour(counted),
     }
+
+
+def acked_last_minute(counted: QueueThroughput | None) -> int:
+    """The jobs of a queue workers acked in the current minute (none: ``0``)."""
+    return counted.per_minute[-1] if counted is not None and counted.per_minute else 0
+
+
+def acked_last_hour(counted: QueueThroughput | None) -> int:
+    """The jobs of a queue workers acked in the last hour (none: ``0``)."""
+    return counted.total if counted is not None else 0
 
 
 def job_entry(job: Job) -> dict[str, Any]:
@@ -93,8 +110,10 @@ def schedule_entry(schedule: Schedule) -> dict[str, Any]:
     }
 
 
-def stats_document(stats: Sequence[QueueStats]) -> dict[str, Any]:
-    return {"version": SCHEMA_VERSION, "queues": [stats_entry(s) for s in stats]}
+def stats_document(
+    stats: Sequence[QueueStats], throughput: Mapping[str, QueueThroughput] | None = None
+) -> dict[str, Any]:
+    return {"version": SCHEMA_VERSION, "queues": [stats_entry(s, throughput) for s in stats]}
 
 
 def jobs_document(

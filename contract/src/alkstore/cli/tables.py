@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from rich.console import Console, Group, RenderableType
@@ -18,8 +18,9 @@ from rich.text import Text
 from ..errors import InvalidSpec
 from ..options import Limits
 from ..payload import UndecodablePayload
-from ..values import Job, QueueStats, Schedule
+from ..values import Job, QueueStats, QueueThroughput, Schedule
 from ..zones import resolve_zone
+from . import documents
 
 PREVIEW_CHARS = 60
 """Payloads and errors are cut to this many characters in listings (``job ID`` shows all)."""
@@ -95,7 +96,11 @@ def limits_text(limits: Limits | None) -> str:
     return ", ".join(parts)
 
 
-def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
+def stats_table(
+    stats: Sequence[QueueStats],
+    now: int,
+    throughput: Mapping[str, QueueThroughput] | None = None,
+) -> Table:
     table = Table(title="queues", caption=f"at {instant(now)}", caption_justify="left")
     table.add_column("queue", overflow="fold", min_width=12)
     headings = (
@@ -112,7 +117,18 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
         table.add_column(heading, justify="right")
     table.add_column("paused")
     table.add_column("limit", justify="right")
+    if throughput is not None:  # the workers profile's acked counts (contract 1.2 §19.6)
+        table.add_column("acked 1m", justify="right")
+        table.add_column("acked 1h", justify="right")
     for s in stats:
+        acked = (
+            ()
+            if throughput is None
+            else (
+                str(documents.acked_last_minute(throughput.get(s.queue))),
+                str(documents.acked_last_hour(throughput.get(s.queue))),
+            )
+        )
         table.add_row(
             Text(s.queue),
             str(s.ready),
@@ -138,6 +154,7 @@ def stats_table(stats: Sequence[QueueStats], now: int) -> Table:
                     rate_per_key=s.rate_per_key,
                 )
             ),
+            *acked,
         )
     return table
 

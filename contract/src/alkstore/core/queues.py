@@ -38,7 +38,7 @@ from ..params import (
 from ..payload import UndecodablePayload, encode_result, is_undecodable
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
-from ..values import Enqueued, Job, JobState, QueueStats, SweepResult
+from ..values import Enqueued, Job, JobDependencies, JobState, QueueStats, SweepResult
 from .checks import (
     MAX_JOB_ID,
     check_error,
@@ -415,6 +415,15 @@ class CoreQueue:
         if not storable_id(job_id):
             return None
         return ctx.read(lambda c: ctx.driver.get_job(c, GetJob(job_id)))
+
+    def dependencies(self, job_id: int) -> JobDependencies:
+        check_job_id(job_id)
+        ctx = self._context
+        driver = ctx.dependencies()
+        if not storable_id(job_id):
+            return JobDependencies(job_id)
+        waits_for, waited_by = ctx.read(lambda c: driver.job_edges(c, GetJob(job_id)))
+        return JobDependencies(job_id, tuple(sorted(waits_for)), tuple(sorted(waited_by)))
 
     def sweep_expired(self) -> SweepResult:
         ctx = self._context

@@ -325,7 +325,12 @@ def create_app(
                 "No such job",
                 f"No job has id {job_id} (acked, cancelled, purged or never issued).",
             )
-        context = {"job": job, "live": "job_live.html", "title": f"Job {job.id}"}
+        context = {
+            "job": job,
+            "graph": views.job_graph(dash.store, job),
+            "live": "job_live.html",
+            "title": f"Job {job.id}",
+        }
         return dash.render(request, "job.html", context, access)
 
     @page("read")

@@ -5,7 +5,10 @@ changed.
 The thread waits on ``store.wake_watcher`` of the queues it last read (contract
 §2.15), so an enqueue in any process shows at once; it also re-reads every
 ``poll_s``, since what time alone changes -- a scheduled job coming due, a claim
-lapsing -- wakes nobody. Only the public surface: any ``Store`` will do.
+lapsing -- wakes nobody. Each read also lists the worker registry's ids (contract
+1.2 §19, with the workers profile), so a worker registering, deregistering or
+lapsing refreshes the pages within ``poll_s`` too; its heartbeats alone do not.
+Only the public surface: any ``Store`` will do.
 
 The reads are capped: at most one every ``min_interval_s``, however often the store
 wakes it (a busy store wakes it on every enqueue; the wakes in between coalesce
@@ -23,7 +26,7 @@ from collections.abc import Hashable
 from contextlib import AbstractContextManager, nullcontext
 
 from ..api import Store, WakeWatcher
-from ..errors import AlkstoreError
+from ..errors import AlkstoreError, ProfileUnavailable
 from ..values import QueueStats
 
 MIN_INTERVAL_S = 0.25
@@ -99,6 +102,8 @@ class Pulse:
         """The watcher's latest read, for the pages it tells."""
         self.wakes = 0
         """How many store reads the watcher made (each wake or poll): for tests."""
+        self._registry = True
+        """Whether the store has a worker registry to read (false after its refusal)."""
 
     def listen(self) -> Listener:
         listener = Listener(asyncio.get_running_loop())
@@ -116,13 +121,27 @@ class Pulse:
             self._listeners.discard(listener)
 
     def _snapshot(self) -> Hashable:
+        """The stats read (shared with the pages), beside the registry's worker ids."""
         started = time.monotonic()
         try:
             value = tuple(self._store.stats())
         except AlkstoreError as exc:  # no ops profile, a closed store, an outage
             return type(exc).__name__
         self.shared.offer(value, started)
-        return value
+        return value, self._worker_ids()
+
+    def _worker_ids(self) -> Hashable:
+        """The live workers' ids (contract 1.2 §19): what a register, a deregister or a
+        lapse changes and a heartbeat does not; ``None`` without the workers profile."""
+        if not self._registry:
+            return None
+        try:
+            return tuple(info.id for info in self._store.workers())
+        except ProfileUnavailable:
+            self._registry = False  # an engine's profiles do not change: ask no more
+            return None
+        except AlkstoreError as exc:  # a closed store, an outage: the next read retries
+            return type(exc).__name__
 
     def _watch(self) -> None:
         last: Hashable = None
@@ -154,7 +173,7 @@ class Pulse:
                         for listener in listeners:
                             listener.tell()
                     last = now
-                    queues = [stats.queue for stats in now] if isinstance(now, tuple) else []
+                    queues = [stats.queue for stats in now[0]] if isinstance(now, tuple) else []
                 if first:
                     continue  # straight to a waiter on the queues just read
                 if wake is None:

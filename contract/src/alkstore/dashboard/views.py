@@ -289,3 +289,52 @@ def sparkline(per_minute: tuple[int, ...]) -> str:
     if top == 0:
         return SPARK[0] * len(sums)
     return "".join(SPARK[(len(SPARK) - 1) * value // top] for value in sums)
+
+
+GRAPH_LINKS = 100
+"""The most jobs of each direction a job page lists (its waits are at most
+``MAX_DEPENDENCIES``; a job may have any number of dependents)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    """A job at the other end of an edge, as it stands now."""
+
+    id: int
+    state: str
+    """Its state, or ``gone`` (finished without a trace kept, or purged)."""
+    queue: str | None
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A job page's dependencies (contract 1.2 §18.7): what the job still waits for,
+    and the waiting jobs that still wait for it, each with its state."""
+
+    waits_for: tuple[Linked, ...]
+    waited_by: tuple[Linked, ...]
+    more_waited_by: int
+    """How many dependents are not listed (beyond ``GRAPH_LINKS``)."""
+
+
+def _linked(queue: QueueConsumer, job_id: int) -> Linked:
+    job = queue.get_job(job_id)
+    if job is None:
+        return Linked(job_id, "gone", None, None)
+    return Linked(job_id, job.state.value, job.queue, job.last_error)
+
+
+def job_graph(store: Store, job: Job) -> Graph | None:
+    """The dependencies of ``job`` (one read of its edges, one ``get_job`` per listed
+    job); ``None`` without the dependencies profile or when it has no edge."""
+    queue = handle(store, LOOKUP_QUEUE)
+    try:
+        found = queue.dependencies(job.id)
+    except ProfileUnavailable:
+        return None
+    if not found.waits_for and not found.waited_by:
+        return None
+    waits_for = tuple(_linked(queue, i) for i in found.waits_for[:GRAPH_LINKS])
+    waited_by = tuple(_linked(queue, i) for i in found.waited_by[:GRAPH_LINKS])
+    return Graph(waits_for, waited_by, max(0, len(found.waited_by) - GRAPH_LINKS))

@@ -17,13 +17,25 @@ from typing import Any, Final
 
 from alkstore.driver import queue_topic
 from alkstore.options import JobStamps
-from alkstore.params import Cancel, InsertAfter, Sweep
+from alkstore.params import Cancel, GetJob, InsertAfter, Sweep
 from alkstore.values import JobState
 
 from .binding import by_name
 from .columns import MOVED, STAMP_COLUMNS, STAMP_PARAMETERS
 from .handle import PgHandle, begin_transaction, execute
 from .statements import render
+
+WAITS_FOR: Final = """
+SELECT depends_on FROM {schema}.alkstore_job_dependencies
+WHERE job_id = %(job_id)s ORDER BY depends_on
+"""
+"""The jobs ``job_id`` still waits for (``alkstore_job_dependencies_dependent``)."""
+
+WAITED_BY: Final = """
+SELECT job_id FROM {schema}.alkstore_job_dependencies
+WHERE depends_on = %(job_id)s ORDER BY job_id
+"""
+"""The waiting jobs that still wait for ``job_id`` (the edges' primary key)."""
 
 LOOK_UP: Final = """
 SELECT id, 'live' FROM (
@@ -100,6 +112,8 @@ SELECT {MOVED}, errors, has_dependents, 'expired', %(now)s FROM gone ORDER BY id
 
 @dataclass(frozen=True, slots=True)
 class DependencySql:
+    waits_for: bytes
+    waited_by: bytes
     look_up: bytes
     mark: bytes
     insert_waiting: bytes
@@ -110,6 +124,8 @@ class DependencySql:
     @classmethod
     def for_schema(cls, schema: str) -> DependencySql:
         return cls(
+            waits_for=render(WAITS_FOR, schema),
+            waited_by=render(WAITED_BY, schema),
             look_up=render(LOOK_UP, schema),
             mark=render(MARK, schema),
             insert_waiting=render(INSERT_WAITING, schema),
@@ -133,6 +149,12 @@ class DependencyStatements:
         if self._deps_sql is None:
             self._deps_sql = DependencySql.for_schema(self.schema)
         return self._deps_sql
+
+    def job_edges(self, c: PgHandle, params: GetJob) -> tuple[list[int], list[int]]:
+        bound = {"job_id": params.job_id}
+        waits_for = [row[0] for row in execute(c, self._deps.waits_for, bound).fetchall()]
+        waited_by = [row[0] for row in execute(c, self._deps.waited_by, bound).fetchall()]
+        return waits_for, waited_by
 
     def insert_after_jobs(
         self, c: PgHandle, params: InsertAfter

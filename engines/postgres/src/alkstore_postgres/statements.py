@@ -842,6 +842,17 @@ LIMIT %(limit)s
 """
 
 
+def _dead_page(newest: bool) -> str:
+    # The same row comparison as the pending range: only alkstore_dead_jobs_queue_id
+    # (queue, id) serves it, so a generic plan cannot walk the primary key instead.
+    return f"""
+SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
+WHERE queue = %(queue)s AND {_PENDING_RANGE[newest]}
+{_ORDER[newest]}
+LIMIT %(limit)s
+"""
+
+
 def _processing_page(newest: bool) -> str:
     return f"""
 SELECT * FROM (
@@ -863,9 +874,7 @@ SELECT * FROM (
     UNION ALL
     ({_processing_page(newest)})
     UNION ALL
-    (SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
-     WHERE queue = %(queue)s AND {ids}
-     {order} LIMIT %(limit)s)
+    ({_dead_page(newest)})
     UNION ALL
     (SELECT {COMPLETED_JOB} FROM {{schema}}.alkstore_completed_jobs
      WHERE queue = %(queue)s AND {ids}
@@ -885,7 +894,8 @@ LIST_JOBS: Final = _all_page(newest=False)
 ``limit`` of each state past ``after_id``, merged. The pending rows are a range of
 ``alkstore_jobs_queue_pending (queue, id)``; the processing ones (as many as the
 claims in flight) are read off ``alkstore_jobs_processing_deadline`` and sorted; the
-dead and completed tables' ranges are their ``(queue, id)`` order. The states are
+dead rows are a range of ``alkstore_dead_jobs_queue_id (queue, id)``; the completed
+and waiting tables' ranges are their ``(queue, id)`` order. The states are
 literals, never parameters, so a generic plan still matches the partial indexes."""
 
 LIST_PENDING_JOBS: Final = _pending_page(newest=False)
@@ -897,13 +907,9 @@ LIST_PROCESSING_JOBS: Final = _processing_page(newest=False)
 ``alkstore_jobs_processing_deadline`` and sorted (no id-ordered index of claims is
 kept: each claim and heartbeat would write to it)."""
 
-LIST_DEAD_JOBS: Final = f"""
-SELECT {DEAD_JOB} FROM {{schema}}.alkstore_dead_jobs
-WHERE queue = %(queue)s AND id > %(after_id)s
-ORDER BY id
-LIMIT %(limit)s
-"""
-"""A keyset page of the dead rows."""
+LIST_DEAD_JOBS: Final = _dead_page(newest=False)
+"""A keyset page of the dead rows: one range of ``alkstore_dead_jobs_queue_id (queue,
+id)`` (migration ``DEAD_PAGES_MIGRATION``), whatever the dead table's size."""
 
 LIST_COMPLETED_JOBS: Final = f"""
 SELECT {COMPLETED_JOB} FROM {{schema}}.alkstore_completed_jobs
@@ -941,7 +947,7 @@ LIST_PENDING_JOBS_NEWEST: Final = _pending_page(newest=True)
 """``LIST_PENDING_JOBS`` below ``before_id``, the largest ids first."""
 LIST_PROCESSING_JOBS_NEWEST: Final = _processing_page(newest=True)
 """``LIST_PROCESSING_JOBS`` below ``before_id``, the largest ids first."""
-LIST_DEAD_JOBS_NEWEST: Final = _newest(LIST_DEAD_JOBS)
+LIST_DEAD_JOBS_NEWEST: Final = _dead_page(newest=True)
 """``LIST_DEAD_JOBS`` below ``before_id``, the largest ids first."""
 LIST_COMPLETED_JOBS_NEWEST: Final = _newest(LIST_COMPLETED_JOBS)
 """``LIST_COMPLETED_JOBS`` below ``before_id``, the largest ids first."""

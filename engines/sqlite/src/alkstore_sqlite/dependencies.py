@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from alkstore.options import JobStamps
-from alkstore.params import Cancel, InsertAfter, Sweep
+from alkstore.params import Cancel, GetJob, InsertAfter, Sweep
 from alkstore.values import JobState
 
 from . import statements as sql
@@ -28,6 +28,12 @@ class DependencyStatements:
         self, c: sqlite3.Connection, stamps: JobStamps, payloads: Sequence[str]
     ) -> list[int]:
         raise NotImplementedError  # SqliteDriver's
+
+    def job_edges(self, c: sqlite3.Connection, params: GetJob) -> tuple[list[int], list[int]]:
+        named = {"job_id": params.job_id}
+        waits_for = [row[0] for row in c.execute(sql.JOB_WAITS_FOR, named)]
+        waited_by = [row[0] for row in c.execute(sql.JOB_WAITED_BY, named)]
+        return waits_for, waited_by
 
     def insert_after_jobs(
         self, c: sqlite3.Connection, params: InsertAfter

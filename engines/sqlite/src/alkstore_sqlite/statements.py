@@ -51,6 +51,7 @@ from .migrations import (
     DEAD_QUEUE_INDEX,
     DEAD_UNIQUE_INDEX,
     DEPENDENCIES,
+    DEPENDENTS_INDEX,
     EXPIRY_INDEX,
     JOBS,
     KEPT_COLUMNS,
@@ -710,6 +711,17 @@ CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue"
 # -- dependencies (the dependencies profile) ----------------------------------------
 
 _JSON_IDS = "SELECT value FROM json_each(:ids)"
+
+JOB_WAITS_FOR = f"""
+SELECT depends_on FROM {DEPENDENCIES} INDEXED BY {DEPENDENTS_INDEX}
+ WHERE job_id = :job_id ORDER BY depends_on
+"""
+"""The jobs ``:job_id`` still waits for: a range of the edges' dependent index."""
+
+JOB_WAITED_BY = f"""
+SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = :job_id ORDER BY job_id
+"""
+"""The waiting jobs that still wait for ``:job_id``: a range of the edges' key."""
 
 DEPENDENCY_STATES = f"""
 SELECT id, 'live' FROM {JOBS} WHERE id IN ({_JSON_IDS})

@@ -424,6 +424,12 @@ class MemoryDriver:
         c.topics.add(queue_topic(stamps.queue))
         return ids
 
+    def job_edges(self, c: Tx, params: GetJob) -> tuple[list[int], list[int]]:
+        tables = c.tables
+        waits_for = sorted(tables.waits_for.get(params.job_id, frozenset()))
+        waited_by = sorted(tables.dependents.get(params.job_id, frozenset()))
+        return waits_for, waited_by
+
     def insert_after_jobs(
         self, c: Tx, params: InsertAfter
     ) -> tuple[list[int], dict[int, JobState | None]]:
