@@ -31,6 +31,7 @@ from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
 from bench_key_limits import KeyShares, key_fairness, render_key_fairness
+from bench_limits import LimitsRows, limits_rows, render_limits
 from bench_report import (
     Measurement,
     render_backlog_growth,
@@ -290,6 +291,19 @@ def run_dashboard_only(args: argparse.Namespace) -> int:
     env = environment(engines, providers)
     print(environment_line(env), flush=True)
     runs = run_dashboard(engines, providers, args.quick, args.dashboard_jobs)
+    limited: list[LimitsRows] = []
+    if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.limits:
+                continue
+            started = time.perf_counter()
+            limited.append(limits_rows(engine, providers[engine], args.jobs, args.quick))
+            print(
+                f"  {'limits':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print(f"Load average (1/5/15 min) at start {env['loadavg_start']}, at end {env['loadavg_end']}")
     print(render_dashboard(runs))
@@ -406,6 +420,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    limited: list[LimitsRows] = []
+    if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.limits:
+                continue
+            started = time.perf_counter()
+            limited.append(limits_rows(engine, providers[engine], args.jobs, args.quick))
+            print(
+                f"  {'limits':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -435,6 +462,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fairness_table:
         print()
         print(fairness_table)
+    limits_table = render_limits(limited)
+    if limits_table:
+        print()
+        print(limits_table)
     dashboard_table = render_dashboard(dashboard)
     if dashboard_table:
         print()
@@ -476,6 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 engine: [r.as_json() for r in rows] for engine, rows in finished.items()
             },
             "key_fairness": [row.as_json() for row in fairness],
+            "limits": [row.as_json() for row in limited],
         },
     )
     print(f"\nResults written to {args.json}")
