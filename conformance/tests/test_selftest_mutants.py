@@ -120,3 +120,19 @@ def test_mutants_leave_no_files_behind() -> None:
         path = Path(spec.url.removeprefix("sqlite:///"))
         assert path.exists()
     assert not path.parent.exists()
+
+
+def test_the_model_based_property_catches_a_rate_window_one_second_short(run_in: RunIn) -> None:
+    # The reference model counts §16.6's sliding window too: the stateful machine,
+    # not only LIMITS-RATE-WINDOW, tells a window one second short from the contract's.
+    ran = _run(
+        run_in,
+        "rate-window-off-by-one",
+        SELFTEST_GROUP,
+        ["QUEUE-MODEL-AGREEMENT"],
+        first_failure=True,
+    )
+    report = ran["report"]
+    assert isinstance(report, dict)
+    (prop,) = report["properties"]
+    assert (prop["id"], prop["status"]) == ("QUEUE-MODEL-AGREEMENT", "fail"), ran["output"]
