@@ -287,6 +287,8 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.model = ReferenceModel(self.clock, ops=self.capabilities.ops)
         self.generation = 0
         self.had_outage = False
+        self.rate_limited: str | None = None
+        """The queue ``rate_limited_at_start`` gave a rate (``None`` before it ran)."""
         self._resources = ExitStack()
         # Hypothesis reuses function-scoped fixtures across examples, so each example
         # provisions (and in teardown removes) its own store.
@@ -474,20 +476,21 @@ class QueueModelMachine(RuleBasedStateMachine):
         claims = self.model.claim(queue, worker, 1)
         return multiple(*self._check_claims([] if handle is None else [handle], claims))
 
-    @precondition(lambda self: self.capabilities.limits)
-    @rule(
-        target=held,
-        queue=st.sampled_from(CONSUMERS),
-        worker=st.sampled_from(WORKERS),
-        limit=st.integers(1, 3),
-    )
-    def claim_batch_a_second_later(
-        self, queue: str, worker: str, limit: int
+    @precondition(lambda self: self.capabilities.limits and self.rate_limited is not None)
+    @rule(target=held, worker=st.sampled_from(WORKERS), step=st.sampled_from([1, RATE_WINDOW_S]))
+    def claims_of_the_rate_limited_queue_a_step_apart(
+        self, worker: str, step: int
     ) -> MultipleResults[HeldClaim]:
-        """§16.6: one second on, a start of the second before is still in a window of
-        ``RATE_WINDOW_S`` (its last second): claims there meet the window's edge."""
-        self.clock.advance(1)
-        return self.claim_batch(queue, worker, limit)
+        """§16.6: a claim of the queue ``rate_limited_at_start`` limited (its rate as
+        the last set_or_clear_limits left it), then one ``step`` seconds later: at one
+        second the first claim's starts are in the window's last second and still
+        count, at ``RATE_WINDOW_S`` they have left it."""
+        queue = self.rate_limited
+        assert queue is not None
+        first = self.claim_batch(queue, worker, 3)
+        self.clock.advance(step)
+        second = self.claim_batch(queue, worker, 3)
+        return multiple(*first.values, *second.values)
 
     @rule(
         target=held,
@@ -756,6 +759,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         claims meet the rate's window (and its last second) often."""
         if self.capabilities.limits:  # (@initialize rules take no @precondition)
             self.set_or_clear_limits(queue, None, None, rate, None)
+            self.rate_limited = queue
         ids = self.consumers[queue].enqueue_many(backlog)
         self.model.enqueue_many(queue, backlog, self.queue_opts(queue), None, ids)
         return multiple(*ids)
