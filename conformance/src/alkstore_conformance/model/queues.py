@@ -179,7 +179,8 @@ class QueuesModel(ModelState):
             if ready:
                 self._cursors[queue] = ready[-1].limit_key or ""
         claims = []
-        for job in ready[:limit]:
+        # The core hands a batch back in claim order, whatever order the turn took it in.
+        for job in sorted(ready[:limit], key=ModelJob.claim_order):
             job.state = JobState.PROCESSING
             job.attempts += 1
             job.claimed_at = now

@@ -477,20 +477,26 @@ class QueueModelMachine(RuleBasedStateMachine):
         return multiple(*self._check_claims([] if handle is None else [handle], claims))
 
     @precondition(lambda self: self.capabilities.limits and self.rate_limited is not None)
-    @rule(target=held, worker=st.sampled_from(WORKERS), step=st.sampled_from([1, RATE_WINDOW_S]))
+    @rule(
+        target=held,
+        worker=st.sampled_from(WORKERS),
+        first=st.integers(1, 3),
+        step=st.sampled_from([1, RATE_WINDOW_S]),
+    )
     def claims_of_the_rate_limited_queue_a_step_apart(
-        self, worker: str, step: int
+        self, worker: str, first: int, step: int
     ) -> MultipleResults[HeldClaim]:
-        """§16.6: a claim of the queue ``rate_limited_at_start`` limited (its rate as
-        the last set_or_clear_limits left it), then one ``step`` seconds later: at one
-        second the first claim's starts are in the window's last second and still
-        count, at ``RATE_WINDOW_S`` they have left it."""
+        """§16.6, §16.11: a claim of up to ``first`` jobs of the queue
+        ``rate_limited_at_start`` limited (its rates as the last set_or_clear_limits left
+        them), then one of up to three ``step`` seconds later: at one second the first
+        claim's starts are in the window's last second and still count, at
+        ``RATE_WINDOW_S`` they have left it."""
         queue = self.rate_limited
         assert queue is not None
-        first = self.claim_batch(queue, worker, 3)
+        before = self.claim_batch(queue, worker, first)
         self.clock.advance(step)
-        second = self.claim_batch(queue, worker, 3)
-        return multiple(*first.values, *second.values)
+        after = self.claim_batch(queue, worker, 3)
+        return multiple(*before.values, *after.values)
 
     @rule(
         target=held,
@@ -750,18 +756,27 @@ class QueueModelMachine(RuleBasedStateMachine):
         target=job_ids,
         queue=st.sampled_from(CONSUMERS),
         rate=st.integers(1, 3),
-        backlog=st.lists(payloads, min_size=4, max_size=8),
+        rate_per_key=st.none() | st.integers(1, 2),
+        backlog=st.lists(
+            st.tuples(payloads, st.sampled_from([None, "a", "b"])), min_size=4, max_size=8
+        ),
     )
     def rate_limited_at_start(
-        self, queue: str, rate: int, backlog: list[Any]
+        self, queue: str, rate: int, rate_per_key: int | None, backlog: list[tuple[Any, str | None]]
     ) -> MultipleResults[int]:
-        """Every example starts with one queue rate limited and a backlog on it, so
-        claims meet the rate's window (and its last second) often."""
+        """Every example starts with one queue rate limited (per key too, on engines
+        with the key_limits profile) and a backlog on it, its jobs of a few limit keys,
+        so claims meet the rates' windows (and their last second) often."""
+        keyed = self.capabilities.key_limits
         if self.capabilities.limits:  # (@initialize rules take no @precondition)
-            self.set_or_clear_limits(queue, None, None, rate, None)
+            self.set_or_clear_limits(queue, None, None, rate, rate_per_key if keyed else None)
             self.rate_limited = queue
-        ids = self.consumers[queue].enqueue_many(backlog)
-        self.model.enqueue_many(queue, backlog, self.queue_opts(queue), None, ids)
+        ids = []
+        for payload, key in backlog:
+            opts = EnqueueOpts(limit_key=key if keyed else None)
+            job_id = self.consumers[queue].enqueue(payload, opts)
+            self.model.enqueue(queue, payload, self.queue_opts(queue), opts, job_id)
+            ids.append(job_id)
         return multiple(*ids)
 
     @precondition(lambda self: self.capabilities.key_limits)
