@@ -120,3 +120,17 @@ def test_mutants_leave_no_files_behind() -> None:
         path = Path(spec.url.removeprefix("sqlite:///"))
         assert path.exists()
     assert not path.parent.exists()
+
+
+@pytest.mark.parametrize("name", ["rate-window-off-by-one", "per-key-rate-per-queue"])
+def test_the_model_based_property_catches_a_rate_counted_wrong(run_in: RunIn, name: str) -> None:
+    # The reference model counts §16.6's and §16.11's sliding windows too: the stateful
+    # machine, not only the rate's own property, tells a window one second short, and
+    # a per-key rate counting every key's starts, from the contract's.
+    ran = _run(run_in, name, SELFTEST_GROUP, ["QUEUE-MODEL-AGREEMENT"], first_failure=True)
+    report = ran["report"]
+    assert isinstance(report, dict)
+    (prop,) = report["properties"]
+    assert (prop["id"], prop["status"]) == ("QUEUE-MODEL-AGREEMENT", "fail"), ran["output"]
+    endings = [f["message"].rstrip().splitlines()[-1] for f in prop["failures"]]
+    assert all(f["status"] == "fail" for f in prop["failures"]), json.dumps(endings)

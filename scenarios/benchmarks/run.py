@@ -39,6 +39,7 @@ from bench_key_limits import (
     render_key_backlog_rates,
     render_key_fairness,
 )
+from bench_limits import LimitsRows, limits_rows, render_limits
 from bench_report import (
     Measurement,
     render_backlog_growth,
@@ -298,6 +299,19 @@ def run_dashboard_only(args: argparse.Namespace) -> int:
     env = environment(engines, providers)
     print(environment_line(env), flush=True)
     runs = run_dashboard(engines, providers, args.quick, args.dashboard_jobs)
+    limited: list[LimitsRows] = []
+    if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.limits:
+                continue
+            started = time.perf_counter()
+            limited.append(limits_rows(engine, providers[engine], args.jobs, args.quick))
+            print(
+                f"  {'limits':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print(f"Load average (1/5/15 min) at start {env['loadavg_start']}, at end {env['loadavg_end']}")
     print(render_dashboard(runs))
@@ -436,6 +450,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    limited: list[LimitsRows] = []
+    if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
+        for engine in engines:
+            if not providers[engine].capabilities.limits:
+                continue
+            started = time.perf_counter()
+            limited.append(limits_rows(engine, providers[engine], args.jobs, args.quick))
+            print(
+                f"  {'limits':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -473,6 +500,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if backlog_table:
         print()
         print(backlog_table)
+    limits_table = render_limits(limited)
+    if limits_table:
+        print()
+        print(limits_table)
     dashboard_table = render_dashboard(dashboard)
     if dashboard_table:
         print()
@@ -516,6 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "key_fairness": [row.as_json() for row in fairness],
             "key_backlog": [row.as_json() for row in key_backlog],
             "job_graph": [run.as_json() for run in graphs],
+            "limits": [row.as_json() for row in limited],
         },
     )
     print(f"\nResults written to {args.json}")

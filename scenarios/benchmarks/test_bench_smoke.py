@@ -17,6 +17,7 @@ import pytest
 RUN = Path(__file__).with_name("run.py")
 sys.path.insert(0, str(RUN.parent))  # the harness's modules, as run.py sees them
 
+import bench_limits  # noqa: E402
 import bench_pgqueuer  # noqa: E402
 from bench_before import BEFORE_UNIQUE  # noqa: E402
 from bench_catalog import WORKLOADS  # noqa: E402
@@ -215,3 +216,30 @@ def test_quick_sqlite_run_sets_the_claim_ack_rate_under_a_per_key_limit_beside_n
     assert row["keyed_claim_ack_per_s"] > 0
     assert row["plain_claim_ack_per_s"] > 0
     assert "as the backlog grows" in done.stdout
+
+
+def test_quick_sqlite_run_sets_a_never_binding_limit_beside_none_and_holds_the_bound_and_rate(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    (row,) = document["limits"]
+    assert row["engine"] == "sqlite"
+    assert row["limited_rate_per_s"] > 0
+    assert row["unlimited_rate_per_s"] > 0
+    assert len(row["ratios"]) == 2  # the quick run's rounds
+    assert row["bound"]["processes"] == 8
+    assert 1 <= row["bound"]["max_processing"] <= row["bound"]["concurrency"] == 4
+    assert row["rate"]["starts"] > 0
+    assert row["rate"]["max_starts_in_a_window"] <= row["rate"]["rate"]
+    assert "Queue limits. L1" in done.stdout
+
+
+def test_the_most_intervals_open_at_once_counts_an_end_before_a_start_at_the_same_instant() -> None:
+    spans = [(0.0, 1.0, 0), (1.0, 2.0, 0), (0.5, 1.5, 0)]
+    assert bench_limits.max_overlap(spans) == 2
+
+
+def test_the_most_starts_in_a_window_counts_the_starts_after_now_minus_per_up_to_now() -> None:
+    # per=2: the window at now=11 holds the starts at 10 and 11, not those at 9.
+    assert bench_limits.max_in_window([9, 9, 10, 11, 11, 13], 2) == 3
+    assert bench_limits.max_in_window([9, 9, 10, 11, 11, 13], 1) == 2

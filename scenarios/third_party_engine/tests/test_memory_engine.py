@@ -249,3 +249,16 @@ def test_the_transaction_has_no_sql_connection(store: Store) -> None:
         assert not tx.connection
         with pytest.raises(NotImplementedError, match="no SQL connection"):
             tx.execute("SELECT 1")
+
+
+def test_claims_of_a_queue_without_a_rate_record_no_starts_a_later_rate_counts(
+    store: Store,
+) -> None:
+    # As SQLite and PostgreSQL record them: a queue's starts only while it has a rate
+    # (here only a per-key rate, whose starts are the keys' own).
+    q = store.queue("q")
+    q.enqueue_many([1, 2, 3])
+    q.set_limits(alkstore.Limits(rate_per_key=5, per=10))
+    assert len(q.claim_batch("w", 2)) == 2
+    q.set_limits(alkstore.Limits(rate=1, per=10))
+    assert [h.job.payload for h in q.claim_batch("w", 3)] == [3]

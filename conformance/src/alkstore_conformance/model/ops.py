@@ -32,6 +32,9 @@ class OpsModel(ModelState):
             paused=queue in self._paused,
             concurrency_limit=self._limits.get(queue),
             concurrency_per_key=self._per_key.get(queue),
+            rate_limit=self._rates.get(queue, (None, None, None))[0],
+            rate_per_s=self._rates.get(queue, (None, None, None))[2],
+            rate_per_key=self._rates.get(queue, (None, None, None))[1],
             completed=sum(1 for j in self._completed.values() if j.queue == queue),
             waiting=sum(1 for j in self._waiting.values() if j.queue == queue),
         )
@@ -45,6 +48,7 @@ class OpsModel(ModelState):
             *self._waiting.values(),
         )
         names = {job.queue for job in rows} | self._paused | set(self._limits) | set(self._per_key)
+        names |= set(self._rates)
         return [self.stats(name) for name in sorted(names)]
 
     def jobs(self, queue: str, state: JobState | None, after_id: int, limit: int) -> list[Job]:
@@ -156,18 +160,39 @@ class OpsModel(ModelState):
     def paused(self, queue: str) -> bool:
         return queue in self._paused
 
-    def set_limits(self, queue: str, concurrency: int | None, per_key: int | None = None) -> bool:
-        """Store a queue's limit and per-key limit (§16, §16.9), or, with both ``None``,
-        remove them and the turn's cursor; whether that changed them."""
-        changed = (self._limits.get(queue), self._per_key.get(queue)) != (concurrency, per_key)
+    def set_limits(
+        self,
+        queue: str,
+        concurrency: int | None,
+        per_key: int | None = None,
+        *,
+        rate: int | None = None,
+        rate_per_key: int | None = None,
+        per: int | None = None,
+    ) -> bool:
+        """Store a queue's limit, per-key limit and rates (§16, §16.6, §16.9, §16.11),
+        or, with all ``None``, remove them and the turn's cursor; whether that changed
+        them. The starts already recorded stay: a later rate counts those in its window."""
+        rates = None if rate is None and rate_per_key is None else (rate, rate_per_key, per)
+        before = (self._limits.get(queue), self._per_key.get(queue), self._rates.get(queue))
+        changed = before != (concurrency, per_key, rates)
         for stored, value in ((self._limits, concurrency), (self._per_key, per_key)):
             if value is None:
                 stored.pop(queue, None)
             else:
                 stored[queue] = value
-        if concurrency is None and per_key is None:
+        if rates is None:
+            self._rates.pop(queue, None)
+        else:
+            assert per is not None, "a rate needs its window"
+            self._rates[queue] = (rate, rate_per_key, per)
+        if concurrency is None and per_key is None and rates is None:
             self._cursors.pop(queue, None)
         return changed
+
+    def rates(self, queue: str) -> tuple[int | None, int | None, int] | None:
+        """The queue's ``(rate, rate_per_key, per)``, or ``None`` without a rate."""
+        return self._rates.get(queue)
 
     def per_key(self, queue: str) -> int | None:
         return self._per_key.get(queue)

@@ -164,33 +164,71 @@ class QueuesModel(ModelState):
             limit = min(limit, concurrency - live)
             if limit <= 0:
                 return []
+        rate, rate_per_key, per = self._rates.get(queue, (None, None, 0))
+        if rate is not None:  # §16.6: at most rate starts in the window (now - per, now]
+            limit = min(limit, rate - len(self._window(self._starts.get(queue, []), per, now)))
+            if limit <= 0:
+                return []
         ready = sorted(
             (j for j in self._live.values() if j.queue == queue and j.claimable(now)),
             key=ModelJob.claim_order,
         )
         per_key = self._per_key.get(queue)
-        if per_key is not None:  # §16.9, §16.10: each key's free slots, the keys in turn
-            ready = self._in_turn(queue, ready, per_key, now)[:limit]
+        if per_key is not None or rate_per_key is not None:  # §16.9-§16.11: the keys in turn
+            ready = self._in_turn(queue, ready, per_key, rate_per_key, per, now)[:limit]
             if ready:
                 self._cursors[queue] = ready[-1].limit_key or ""
         claims = []
-        for job in ready[:limit]:
+        # The core hands a batch back in claim order, whatever order the turn took it in.
+        for job in sorted(ready[:limit], key=ModelJob.claim_order):
             job.state = JobState.PROCESSING
             job.attempts += 1
             job.claimed_at = now
             job.worker_id = worker_id
             job.deadline = now + job.visibility_timeout_s
             claims.append(Claim(job.id, job.attempts, job.as_job()))
+        if claims and rate is not None:  # one start per claimed job, at now
+            kept = self._window(self._starts.get(queue, []), per, now)
+            self._starts[queue] = kept + [now] * len(claims)
+        if claims and rate_per_key is not None:  # §16.11: one start per job under its key
+            for key in sorted({c.job.limit_key or "" for c in claims}):
+                taken = sum(1 for c in claims if (c.job.limit_key or "") == key)
+                kept = self._window(self._key_starts.get((queue, key), []), per, now)
+                self._key_starts[(queue, key)] = kept + [now] * taken
         return claims
 
-    def _in_turn(self, queue: str, ready: list[ModelJob], per_key: int, now: int) -> list[ModelJob]:
-        """§16.10: every key's first ``per_key`` less its live claims of ``ready`` (in
-        claim order), taken round by round, each round's keys after the cursor first,
-        then the rest, in key order."""
+    @staticmethod
+    def _window(starts: list[int], per: int, now: int) -> list[int]:
+        """§16.6's sliding window: the starts at ``t`` with ``now - per < t <= now``."""
+        return [t for t in starts if now - per < t <= now]
+
+    def _in_turn(
+        self,
+        queue: str,
+        ready: list[ModelJob],
+        per_key: int | None,
+        rate_per_key: int | None,
+        per: int,
+        now: int,
+    ) -> list[ModelJob]:
+        """§16.10: every key's first few of ``ready`` (in claim order: its per-key limit
+        less its live claims, its per-key rate less its starts in the window, §16.11),
+        taken round by round, each round's keys after the cursor first, then the rest,
+        in key order."""
         live: dict[str, int] = {}
         for j in self._live.values():
             if j.queue == queue and j.state is JobState.PROCESSING and not j.lapsed(now):
                 live[j.limit_key or ""] = live.get(j.limit_key or "", 0) + 1
+
+        def room(key: str) -> int:
+            most = []
+            if per_key is not None:
+                most.append(per_key - live.get(key, 0))
+            if rate_per_key is not None:
+                started = self._window(self._key_starts.get((queue, key), []), per, now)
+                most.append(rate_per_key - len(started))
+            return min(most)
+
         cursor = self._cursors.get(queue)
         taken: dict[str, int] = {}
         order = []
@@ -198,7 +236,7 @@ class QueuesModel(ModelState):
             key = job.limit_key or ""
             turn = taken.get(key, 0)
             taken[key] = turn + 1
-            if turn < per_key - live.get(key, 0):
+            if turn < room(key):
                 order.append(((turn, cursor is not None and key <= cursor, key), job))
         order.sort(key=lambda entry: entry[0])
         return [job for _, job in order]

@@ -42,6 +42,13 @@ class ModelState:
         """Each limited queue's concurrency limit (contract §16, the limits profile)."""
         self._per_key: dict[str, int] = {}
         """Each queue's per-key limit (§16.9, the key_limits profile)."""
+        self._rates: dict[str, tuple[int | None, int | None, int]] = {}
+        """Each rate-limited queue's ``(rate, rate_per_key, per)`` (§16.6, §16.11)."""
+        self._starts: dict[str, list[int]] = {}
+        """Each queue's claim starts while it had a rate (§16.6), as the claims that
+        recorded them left them: a claim that records drops the starts out of its window."""
+        self._key_starts: dict[tuple[str, str], list[int]] = {}
+        """Each ``(queue, key)``'s claim starts while the queue had a per-key rate (§16.11)."""
         self._cursors: dict[str, str] = {}
         """The key each per-key limited queue's last claim served (§16.10)."""
         self._live: dict[int, ModelJob] = {}

@@ -8,8 +8,9 @@ transactions that commit or roll back, the outbox, locks with two owners, schedu
 ticked by two workers, streams with consumers and trims, the operations of §11 (job
 pages, redrive, purge, pause and resume; every retry and fail records its error),
 unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
-holding states, on engines with the profile), queue limits (§16: limits of 1 to 3
-set and cleared between claims, on engines with the profile) and reopening the store. Every return
+holding states, on engines with the profile), queue limits (§16: concurrency limits and rates
+of 1 to 3, per key too, set and cleared between claims, the rates' sliding windows
+counted on the FakeClock, on engines with the profiles) and reopening the store. Every return
 value must equal the model's, and after every step every job ever seen, every lock,
 every schedule and every stream must read back as the model says, and every queue's
 stats (and the store's) count what the model holds. The scheduler, stream and ops
@@ -205,6 +206,11 @@ uniques = st.builds(
     period=st.none() | st.sampled_from([5, 30, 60]),
     states=st.sampled_from([("pending", "processing"), ("pending", "processing", "dead")]),
 )
+RATE_WINDOW_S = 2
+"""The window of every rate the machine sets (§16.6): two seconds, so a step of one
+second (one of the ``boundaries``) lands on the window's last second, where a start
+must still count, and a step of two past it. One window for every rate: the starts a
+claim drops as out of its window are the same on every engine."""
 # The store floors its clock: half a second may or may not tick.
 clock_steps = boundaries | st.integers(0, 400) | st.just(0.5)
 durations = boundaries | st.integers(1, 200) | st.sampled_from(ODD_DURATIONS)
@@ -281,6 +287,8 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.model = ReferenceModel(self.clock, ops=self.capabilities.ops)
         self.generation = 0
         self.had_outage = False
+        self.rate_limited: str | None = None
+        """The queue ``rate_limited_at_start`` gave a rate (``None`` before it ran)."""
         self._resources = ExitStack()
         # Hypothesis reuses function-scoped fixtures across examples, so each example
         # provisions (and in teardown removes) its own store.
@@ -467,6 +475,28 @@ class QueueModelMachine(RuleBasedStateMachine):
         handle = self.consumers[queue].claim(worker)
         claims = self.model.claim(queue, worker, 1)
         return multiple(*self._check_claims([] if handle is None else [handle], claims))
+
+    @precondition(lambda self: self.capabilities.limits and self.rate_limited is not None)
+    @rule(
+        target=held,
+        worker=st.sampled_from(WORKERS),
+        first=st.integers(1, 3),
+        step=st.sampled_from([1, RATE_WINDOW_S]),
+    )
+    def claims_of_the_rate_limited_queue_a_step_apart(
+        self, worker: str, first: int, step: int
+    ) -> MultipleResults[HeldClaim]:
+        """§16.6, §16.11: a claim of up to ``first`` jobs of the queue
+        ``rate_limited_at_start`` limited (its rates as the last set_or_clear_limits left
+        them), then one of up to three ``step`` seconds later: at one second the first
+        claim's starts are in the window's last second and still count, at
+        ``RATE_WINDOW_S`` they have left it."""
+        queue = self.rate_limited
+        assert queue is not None
+        before = self.claim_batch(queue, worker, first)
+        self.clock.advance(step)
+        after = self.claim_batch(queue, worker, 3)
+        return multiple(*before.values, *after.values)
 
     @rule(
         target=held,
@@ -683,23 +713,71 @@ class QueueModelMachine(RuleBasedStateMachine):
         queue=st.sampled_from(CONSUMERS),
         concurrency=st.none() | st.integers(1, 3),
         per_key=st.none() | st.integers(1, 2),
+        rate=st.none() | st.integers(1, 3),
+        rate_per_key=st.none() | st.integers(1, 2),
     )
-    def set_or_clear_limits(self, queue: str, concurrency: int | None, per_key: int | None) -> None:
+    def set_or_clear_limits(
+        self,
+        queue: str,
+        concurrency: int | None,
+        per_key: int | None,
+        rate: int | None,
+        rate_per_key: int | None,
+    ) -> None:
+        """§16, §16.6, §16.9, §16.11: every limit of 1 to 3; the rates' window is
+        ``RATE_WINDOW_S`` (one window for every rate, so clock steps land on its edges)."""
         handle = self.consumers[queue]
         if not self.capabilities.key_limits:
-            per_key = None
-        if concurrency is None and per_key is None:
+            per_key = rate_per_key = None
+        per = None if rate is None and rate_per_key is None else RATE_WINDOW_S
+        if concurrency is None and per_key is None and per is None:
             agree(
                 f"{queue!r} clear_limits()",
                 handle.clear_limits(),
                 self.model.set_limits(queue, None),
             )
         else:
-            agree(
-                f"{queue!r} set_limits(Limits({concurrency}, concurrency_per_key={per_key}))",
-                handle.set_limits(Limits(concurrency, concurrency_per_key=per_key)),
-                self.model.set_limits(queue, concurrency, per_key),
+            limits = Limits(
+                concurrency,
+                rate=rate,
+                per=per,
+                concurrency_per_key=per_key,
+                rate_per_key=rate_per_key,
             )
+            agree(
+                f"{queue!r} set_limits({limits!r})",
+                handle.set_limits(limits),
+                self.model.set_limits(
+                    queue, concurrency, per_key, rate=rate, rate_per_key=rate_per_key, per=per
+                ),
+            )
+
+    @initialize(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        rate=st.integers(1, 3),
+        rate_per_key=st.none() | st.integers(1, 2),
+        backlog=st.lists(
+            st.tuples(payloads, st.sampled_from([None, "a", "b"])), min_size=4, max_size=8
+        ),
+    )
+    def rate_limited_at_start(
+        self, queue: str, rate: int, rate_per_key: int | None, backlog: list[tuple[Any, str | None]]
+    ) -> MultipleResults[int]:
+        """Every example starts with one queue rate limited (per key too, on engines
+        with the key_limits profile) and a backlog on it, its jobs of a few limit keys,
+        so claims meet the rates' windows (and their last second) often."""
+        keyed = self.capabilities.key_limits
+        if self.capabilities.limits:  # (@initialize rules take no @precondition)
+            self.set_or_clear_limits(queue, None, None, rate, rate_per_key if keyed else None)
+            self.rate_limited = queue
+        ids = []
+        for payload, key in backlog:
+            opts = EnqueueOpts(limit_key=key if keyed else None)
+            job_id = self.consumers[queue].enqueue(payload, opts)
+            self.model.enqueue(queue, payload, self.queue_opts(queue), opts, job_id)
+            ids.append(job_id)
+        return multiple(*ids)
 
     @precondition(lambda self: self.capabilities.key_limits)
     @rule(
@@ -1065,6 +1143,11 @@ class QueueModelMachine(RuleBasedStateMachine):
                 agree(f"{queue!r} limits()", concurrency, self.model.limits(queue))
                 per_key = None if stored is None else stored.concurrency_per_key
                 agree(f"{queue!r} per-key limit", per_key, self.model.per_key(queue))
+                rates = None
+                if stored is not None and (stored.rate, stored.rate_per_key) != (None, None):
+                    assert stored.per is not None, f"{queue!r} limits() has a rate without per"
+                    rates = (stored.rate, stored.rate_per_key, stored.per)
+                agree(f"{queue!r} rates", rates, self.model.rates(queue))
         agree("store.stats()", self.store.stats(), self.model.store_stats())
 
     @precondition(lambda self: self.capabilities.locks)

@@ -521,7 +521,7 @@ class MemoryDriver:
             )
             c.tables.jobs[row.id] = row
             claimed.append(row.to_job())
-        if limits is not None and limits.per is not None and claimed:
+        if limits is not None and limits.rate is not None and limits.per is not None and claimed:
             kept = _window(c.tables, queue, limits.per, now)
             c.tables.starts[queue] = (*kept, *([now] * len(claimed)))
         return claimed
