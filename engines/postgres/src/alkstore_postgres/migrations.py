@@ -904,6 +904,30 @@ V13_DEPENDENCIES = Migration(
 )
 
 
+# Version 14 moves the metadata column too (the metadata profile).
+_V14_MOVED = f"{_V13_MOVED}, metadata"
+
+V14_JOB_METADATA = Migration(
+    14,
+    "job metadata: a small string map on every job table, moved with its row",
+    (
+        # NULL (no metadata) on every row written before: catalog-only.
+        "ALTER TABLE {schema}.alkstore_jobs ADD COLUMN metadata text",
+        "ALTER TABLE {schema}.alkstore_dead_jobs ADD COLUMN metadata text",
+        "ALTER TABLE {schema}.alkstore_completed_jobs ADD COLUMN metadata text",
+        "ALTER TABLE {schema}.alkstore_waiting_jobs ADD COLUMN metadata text",
+        # The functions that move a waiting row name their columns: made again.
+        *(
+            statement.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").replace(
+                _V13_MOVED, _V14_MOVED
+            )
+            for statement in V13_DEPENDENCIES.statements
+            if _V13_MOVED in statement
+        ),
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -918,6 +942,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V11_KEY_LIMITS,
     V12_DASHBOARD_READS,
     V13_DEPENDENCIES,
+    V14_JOB_METADATA,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
