@@ -68,7 +68,8 @@ V1_JOB_COLUMNS: tuple[str, ...] = tuple(
     and c not in METADATA_JOB_COLUMNS
 )
 """Contract 1.0's job row: an engine without the ops, snooze, unique, results,
-key_limits and metadata profiles may select only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
+key_limits and metadata profiles may select only these (and decode with
+``job_decoder(V1_JOB_COLUMNS)``)."""
 
 SET_BY_CLAIM: tuple[str, ...] = ("queue", "state", "claimed_at", "worker_id")
 """What a claim sets itself, so ``claimed_jobs`` takes it from the claim, not the row."""

@@ -920,6 +920,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 
 LATEST_VERSION = len(MIGRATIONS)
 
+METADATA_VERSION = MIGRATIONS.index(_V14) + 1
+"""The version that adds the metadata profile's column (contract 1.2 §20)."""
+
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"
 _WRITE_VERSION = (
