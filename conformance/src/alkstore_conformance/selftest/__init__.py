@@ -54,6 +54,7 @@ from .limits import (
     LimitReadOnceDriver,
     RateWindowShortDriver,
 )
+from .metadata import MetadataDroppedOnRedriveDriver
 from .operations import (
     BatchClaimIgnoresPauseDriver,
     BuryForgetsErrorDriver,
@@ -537,6 +538,15 @@ PER_KEY_RATE_PER_QUEUE = MutantEngine(
     bug="a per-key rate counts the starts of every key of the queue against each key: "
     "one busy key holds every other key back",
     driver=PerKeyRateCountedPerQueueDriver,
+)
+
+# -- job metadata (contract 1.2 §20) -------------------------------------------------
+METADATA_DROPPED_ON_REDRIVE = MutantEngine(
+    "metadata-dropped-on-redrive",
+    catches="METADATA-KEPT",
+    bug="a redriven copy of a dead job has no metadata: its trace context and the rest "
+    "are lost on the way back to pending",
+    driver=MetadataDroppedOnRedriveDriver,
 )
 
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
