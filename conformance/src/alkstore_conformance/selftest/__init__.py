@@ -759,6 +759,8 @@ MUTANTS: dict[str, MutantEngine] = {
         RELEASE_IN_OWN_COMMIT,
         DEAD_DEPENDENCY_LEAVES_WAITING,
         FAN_IN_AS_DEPENDENCY,
+        # job metadata (contract 1.2)
+        METADATA_DROPPED_ON_REDRIVE,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,
