@@ -213,3 +213,22 @@ def test_without_the_metadata_profile_enqueues_and_runs_are_traced_without_a_lin
     _run_until(worker, lambda: len(_spans(exporter, SpanKind.CONSUMER)) == 2)
     assert len(_spans(exporter, SpanKind.PRODUCER)) == 2
     assert [span.links for span in _spans(exporter, SpanKind.CONSUMER)] == [(), ()]
+
+
+def test_a_handlers_exception_is_recorded_on_its_run_span(
+    raw_store: alkstore.Store, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    store = alkstore.otel.instrument(raw_store, tracer_provider=provider)
+    store.queue("emails", QueueOpts(max_attempts=1)).enqueue({"n": 1})
+
+    def handler(job: Job) -> None:
+        raise RuntimeError("smtp is down")
+
+    worker = _worker(store, provider, handler)
+    _run_until(worker, lambda: len(_spans(exporter, SpanKind.CONSUMER)) == 1)
+    (process,) = _spans(exporter, SpanKind.CONSUMER)
+    (event,) = [e for e in process.events if e.name == "exception"]
+    assert (event.attributes or {})["exception.type"] == "RuntimeError"
+    assert (event.attributes or {})["exception.message"] == "smtp is down"
+    assert (process.attributes or {})["alkstore.outcome"] == "dead"
+    assert process.status.status_code is StatusCode.ERROR

@@ -31,7 +31,10 @@ package only; an application brings its SDK and exporters)::
   to the same span. The run's outcome (one of ``alkstore.worker.OUTCOMES``:
   ``acked``, ``retried``, ``failed``, ``dead``, ``snoozed``, ...) is the
   ``alkstore.outcome`` attribute; an outcome other than acked, released or snoozed
-  sets the span's status to ``ERROR``.
+  sets the span's status to ``ERROR``, and an exception the handler raised is
+  recorded on the span (the observer's optional ``run_raised``, §12.8). The span
+  is not made current while the handler runs (the observer is told on the
+  worker's threads, not inside the handler's call).
 """
 
 from __future__ import annotations
@@ -254,6 +257,14 @@ class RunTracing:
         if outcome not in _FINE:
             span.set_status(Status(StatusCode.ERROR, outcome))
         span.end()
+
+    def run_raised(self, job: Job, exc: BaseException) -> None:
+        """The handler's exception, recorded on the run's span (``Retry``, ``Snooze``
+        and ``Fail`` too: the outcome attribute says what became of the job)."""
+        with self._lock:
+            span = self._spans.get(job.id)
+        if span is not None and isinstance(exc, Exception):
+            span.record_exception(exc)
 
     def heartbeat_lost(self, job: Job) -> None:
         with self._lock:
