@@ -68,7 +68,7 @@ def _install_all(session: nox.Session, *extra: str) -> None:
     # The contract with its CLI (click, rich), metrics (prometheus_client) and dashboard
     # (Starlette, Jinja2, uvicorn) extras: the operator CLI, the worker's metrics and
     # the web dashboard are tested too.
-    packages = (f"{CONTRACT}[cli,metrics,dashboard]", SQLITE, POSTGRES, KIT, MEMORY)
+    packages = (f"{CONTRACT}[cli,metrics,dashboard,otel]", SQLITE, POSTGRES, KIT, MEMORY)
     session.install(
         *(arg for path in packages for arg in ("-e", path)),
         "sqlalchemy",
@@ -80,6 +80,7 @@ def _install_all(session: nox.Session, *extra: str) -> None:
         # scenarios/browser drives Debian's chromium through /usr/bin/chromedriver: the
         # driver path is explicit, so Selenium Manager never downloads one.
         "selenium",
+        "opentelemetry-sdk",  # alkstore.otel's tests record spans with its in-memory exporter
         *extra,
     )
 

@@ -118,6 +118,9 @@ PROFILE_NEEDS: dict[str, str] = {
     "to dead, cancel) releasing or dead-lettering the jobs waiting for it in the same "
     "atomic step (the kit acks dependencies from eight processes at once); `get_job`, "
     "`list_jobs`, `queue_stats`, `cancel` and `bury_expired` that know waiting rows",
+    "metadata": "`metadata` on job rows (`alkstore.rows.METADATA_JOB_COLUMNS`, stamped from "
+    "`JobStamps.metadata`, JSON text given back unchanged) on every table a job lives in, "
+    "moved with its row to dead, completed and waiting and back, and copied by a redrive",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

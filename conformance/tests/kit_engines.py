@@ -131,6 +131,14 @@ class ReferenceWithoutDependencies(ReferenceWithoutLocks):
         self.capabilities = dataclasses.replace(self._inner.capabilities, dependencies=False)
 
 
+class ReferenceWithoutMetadata(ReferenceWithoutLocks):
+    """The reference engine, claiming to be an engine before the ``metadata`` profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self._inner.capabilities, metadata=False)
+
+
 class ReferenceClaimingNoProfiles(ReferenceWithoutLocks):
     """The reference engine, claiming every optional profile false: the queue core
     still runs (it is never optional)."""

@@ -144,6 +144,7 @@ def _statuses(report: dict[str, Any]) -> dict[str, str]:
         ("results", "kit_engines:ReferenceWithoutResults"),
         ("workers", "kit_engines:ReferenceWithoutWorkers"),
         ("dependencies", "kit_engines:ReferenceWithoutDependencies"),
+        ("metadata", "kit_engines:ReferenceWithoutMetadata"),
     ],
     ids=lambda value: value.rsplit("Without", 1)[-1].lower() if ":" in value else value,
 )

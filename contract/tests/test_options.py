@@ -270,3 +270,24 @@ def test_a_zone_that_is_none_raises_invalid_spec_naming_it(zone: object) -> None
 def test_stored_opts_keep_a_zone_this_process_cannot_resolve() -> None:
     stored = ScheduleOpts.stored(1, None, None, "Atlantis/Capital", "latest")
     assert (stored.priority, stored.timezone, stored.catch_up) == (1, "Atlantis/Capital", "latest")
+
+
+def test_enqueue_metadata_is_kept_sorted_and_an_empty_map_is_none() -> None:
+    opts = EnqueueOpts(metadata={"b": "2", "a": "1"})
+    assert list(opts.metadata or {}) == ["a", "b"]
+    assert EnqueueOpts(metadata={}).metadata is None
+
+
+def test_enqueue_metadata_is_a_copy_the_caller_cannot_change() -> None:
+    given = {"a": "1"}
+    opts = EnqueueOpts(metadata=given)
+    given["a"] = "changed"
+    assert opts.metadata == {"a": "1"}
+    with pytest.raises(TypeError):
+        opts.metadata["a"] = "x"  # type: ignore[index]
+
+
+def test_stamps_carry_the_metadata_as_sorted_compact_json() -> None:
+    stamps = resolve_stamps("q", DEFAULT_QUEUE_OPTS, EnqueueOpts(metadata={"b": "é", "a": "1"}), 5)
+    assert stamps.metadata == '{"a":"1","b":"é"}'
+    assert resolve_stamps("q", DEFAULT_QUEUE_OPTS, EnqueueOpts(), 5).metadata is None

@@ -11,6 +11,7 @@ from alkstore.rows import (
     CLAIMED_COLUMNS,
     JOB_COLUMNS,
     KEY_LIMITS_JOB_COLUMNS,
+    METADATA_JOB_COLUMNS,
     OPS_JOB_COLUMNS,
     RESULTS_JOB_COLUMNS,
     SNOOZE_JOB_COLUMNS,
@@ -50,6 +51,7 @@ STORED: dict[str, Any] = {
     "completed_at": None,
     "result": None,
     "limit_key": "customer-42",
+    "metadata": '{"traceparent":"00-ab-cd-01"}',
 }
 """One job's stored columns (payload and errors as JSON text)."""
 
@@ -59,6 +61,7 @@ JOB = Job(
         "state": JobState.DEAD,
         "payload": {"to": "a"},
         "errors": (JobError(3, 125, "boom"),),
+        "metadata": {"traceparent": "00-ab-cd-01"},
     }
 )
 
@@ -92,11 +95,13 @@ def test_a_contract_1_0_row_takes_the_ops_snooze_and_unique_fields_defaults() ->
     job = job_decoder(V1_JOB_COLUMNS)(_row(V1_JOB_COLUMNS))
     assert (job.errors, job.redriven_from, job.snoozes, job.unique_key) == ((), None, 0, None)
     assert job.limit_key is None
+    assert job.metadata is None
     assert job.last_error == "boom"
 
 
-def test_the_1_0_row_is_every_column_but_the_ops_snooze_unique_results_and_key_ones() -> None:
+def test_the_1_0_row_is_every_column_but_the_profiles_ones() -> None:
     profiles = {
+        *METADATA_JOB_COLUMNS,
         *OPS_JOB_COLUMNS,
         *SNOOZE_JOB_COLUMNS,
         *UNIQUE_JOB_COLUMNS,

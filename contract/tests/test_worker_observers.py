@@ -210,3 +210,38 @@ def test_a_recorder_is_a_worker_observer() -> None:
 def test_every_outcome_line_has_one_label(said: str, label: str) -> None:
     assert outcome_label(said) == label
     assert label in OUTCOMES
+
+
+class RaisedRecorder(Recorder):
+    """A ``Recorder`` with the optional ``run_raised`` too."""
+
+    def run_raised(self, job: Job, exc: BaseException) -> None:
+        with self.lock:
+            self.events.append(("raised", job.id, type(exc).__name__))
+
+
+def test_an_observer_with_run_raised_hears_a_handlers_exception_before_its_outcome(
+    store: CoreStore, running: Any
+) -> None:
+    recorder = RaisedRecorder()
+    plain = Recorder()
+    worker = Worker(store, name="w", observers=[recorder, plain])
+
+    @worker.task("q")
+    def handler(job: Job) -> None:
+        if job.payload == "crash":
+            raise RuntimeError("boom")
+
+    q = store.queue("q", QueueOpts(max_attempts=5))
+    crash, fine = q.enqueue("crash"), q.enqueue("fine")
+    running(worker)
+    eventually(lambda: len(recorder.outcomes()) == 2, "both runs ended")
+    worker.stop()
+    crashed = [event for event in recorder.events if event[1] == crash]
+    assert crashed == [
+        ("started", crash, None),
+        ("raised", crash, "RuntimeError"),
+        ("finished", crash, "retried"),
+    ]
+    assert not any(kind == "raised" for kind, job_id, _ in recorder.events if job_id == fine)
+    assert plain.outcomes() == {crash: "retried", fine: "acked"}

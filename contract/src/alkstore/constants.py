@@ -114,6 +114,15 @@ MAX_LIMIT_KEY_CHARS: Final = 255
 profile), in characters: a key is counted beside its queue's name on every engine, so
 it is bounded as a unique key is (``MAX_UNIQUE_KEY_CHARS``)."""
 
+MAX_METADATA_ENTRIES: Final = 16
+"""The most entries a job's metadata holds (``EnqueueOpts.metadata``, contract 1.2
+§20, the metadata profile): a few small strings carried with the job (a trace
+context, a request id), not a second payload."""
+
+MAX_METADATA_BYTES: Final = 4096
+"""The longest a job's metadata is as the JSON object engines store (UTF-8, keys
+sorted, no spaces), in bytes: 4 KiB (contract 1.2 §20)."""
+
 
 MAX_RATE_LIMIT: Final = 100_000
 """The most claims a queue's rate limit lets start in one window (contract 1.2 §16)."""

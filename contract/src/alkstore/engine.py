@@ -67,6 +67,9 @@ class Capabilities:
         dependencies: contract 1.2's job dependencies (§18): ``EnqueueOpts(after=...)``
             makes a job wait, ``waiting``, until the jobs it names complete
             (``DependenciesDriver``).
+        metadata: contract 1.2's job metadata (§20): ``EnqueueOpts(metadata=...)``, a
+            small map of strings every job row keeps for its whole life
+            (``Job.metadata``), as ``alkstore.otel`` carries a trace context.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -101,6 +104,8 @@ class Capabilities:
     """Contract 1.2's worker registry: live workers listed, a lapsed one dropped."""
     dependencies: bool = False
     """Contract 1.2's job dependencies: a job waits until the jobs it names complete."""
+    metadata: bool = False
+    """Contract 1.2's job metadata: a small string map kept with every job for its life."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

@@ -9,9 +9,11 @@ resolve to: whole seconds (rounded up), plain ``int``s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any, Final
 
 from .constants import (
@@ -19,6 +21,8 @@ from .constants import (
     MAX_CONCURRENCY_LIMIT,
     MAX_DEPENDENCIES,
     MAX_LIMIT_KEY_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_ENTRIES,
     MAX_RATE_LIMIT,
     MAX_RATE_WINDOW_S,
     MAX_UNIQUE_KEY_CHARS,
@@ -189,6 +193,55 @@ def _check_limit_key(value: object) -> str | None:
         except UnicodeEncodeError as exc:
             raise InvalidOptions("limit_key contains a lone surrogate (not valid UTF-8)") from exc
     return value
+
+
+def encode_metadata(metadata: Mapping[str, str]) -> str:
+    """A job's metadata as the JSON text engines store: an object, keys sorted, no
+    spaces, UTF-8 as is (contract 1.2 §20)."""
+    return json.dumps(dict(metadata), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _check_metadata_text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidOptions(f"metadata {what} must be a str, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidOptions(f"metadata {what} must not contain NUL (PostgreSQL cannot hold it)")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidOptions(
+                f"metadata {what} {value!r} contains a lone surrogate (not valid UTF-8)"
+            ) from exc
+    return value
+
+
+def _check_metadata(value: object) -> Mapping[str, str] | None:
+    """``EnqueueOpts.metadata`` checked (contract 1.2 §20): a mapping of at most
+    ``MAX_METADATA_ENTRIES`` non-empty ``str`` keys to ``str`` values, at most
+    ``MAX_METADATA_BYTES`` as stored; an empty one is none (``None``)."""
+    if not isinstance(value, Mapping):
+        raise InvalidOptions(
+            f"metadata must be a mapping of str to str (or None), got {type(value).__name__}"
+        )
+    if len(value) > MAX_METADATA_ENTRIES:
+        raise InvalidOptions(
+            f"metadata has {len(value)} entries; the limit is {MAX_METADATA_ENTRIES}"
+        )
+    if not value:
+        return None
+    checked: dict[str, str] = {}
+    for key in sorted(value, key=lambda k: (not isinstance(k, str), str(k))):
+        _check_metadata_text(key, "keys")
+        if not key:
+            raise InvalidOptions("metadata keys must not be empty")
+        checked[key] = _check_metadata_text(value[key], f"value of {key!r}")
+    size = len(encode_metadata(checked).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise InvalidOptions(
+            f"metadata is {size} bytes as stored (JSON, UTF-8); the limit is {MAX_METADATA_BYTES}"
+        )
+    return MappingProxyType(checked)
 
 
 def _check_unique_states(value: object) -> tuple[str, ...]:
@@ -399,6 +452,10 @@ class EnqueueOpts:
         after_finished: like ``after``, but the job waits until each of them has
             *finished*, whatever its outcome: completed, dead or cancelled (a fan-in
             callback, §18.6). At most one of ``after`` and ``after_finished``.
+        metadata: a small map of ``str`` keys to ``str`` values the job carries for
+            its whole life (``Job.metadata``: a trace context, a request id; contract
+            1.2 §20, the metadata profile): at most ``MAX_METADATA_ENTRIES`` entries
+            and ``MAX_METADATA_BYTES`` as stored. ``None`` or empty: none.
 
     Raises:
         InvalidOptions: a field is of the wrong type or out of range; the message
@@ -414,6 +471,7 @@ class EnqueueOpts:
     limit_key: str | None
     after: tuple[int, ...] | None
     after_finished: tuple[int, ...] | None
+    metadata: Mapping[str, str] | None
 
     def __init__(
         self,
@@ -426,6 +484,7 @@ class EnqueueOpts:
         limit_key: str | None = None,
         after: Iterable[int] | None = None,
         after_finished: Iterable[int] | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> None:
         # Field by field, defaults unchecked: an enqueue often builds its opts per
         # call (a unique key per job), so they stay cheap to make.
@@ -444,6 +503,7 @@ class EnqueueOpts:
         if finished is not None and self.after is not None:
             raise InvalidOptions("give after or after_finished, not both")
         put(self, "after_finished", finished)
+        put(self, "metadata", None if metadata is None else _check_metadata(metadata))
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -562,6 +622,9 @@ class JobStamps:
     dead_letter_retention_s: int | None
     completed_retention_s: int | None = None
     limit_key: str | None = None
+    metadata: str | None = None
+    """The job's metadata as JSON text (``encode_metadata``, contract 1.2 §20), or
+    ``None`` for none."""
 
 
 JOB_STAMP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JobStamps))
@@ -593,4 +656,5 @@ def resolve_stamps(queue: str, queue_opts: QueueOpts, opts: EnqueueOpts, now: in
         dead_letter_retention_s=queue_opts.dead_letter_retention_s,
         completed_retention_s=queue_opts.completed_retention_s,
         limit_key=opts.limit_key,
+        metadata=None if opts.metadata is None else encode_metadata(opts.metadata),
     )

@@ -7,7 +7,8 @@ An engine decodes its rows with a decoder made once for the columns it selects
 many columns it has; a column the engine does not select takes ``Job``'s
 default (an engine without the ops profile leaves out ``errors`` and
 ``redriven_from``, one without the snooze profile ``snoozes``, one without the
-unique profile ``unique_key``, one without the key_limits profile ``limit_key``).
+unique profile ``unique_key``, one without the key_limits profile ``limit_key``,
+one without the metadata profile ``metadata``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ KEY_LIMITS_JOB_COLUMNS: tuple[str, ...] = ("limit_key",)
 """The columns only an engine with the key_limits profile (contract 1.2) keeps: the key a
 per-key limit counts a job under (NULL: none)."""
 
+METADATA_JOB_COLUMNS: tuple[str, ...] = ("metadata",)
+"""The columns only an engine with the metadata profile (contract 1.2 §20) keeps: a
+job's metadata as JSON text (NULL: none)."""
+
 COMPLETED_ONLY_COLUMNS: tuple[str, ...] = ("completed_at", "result")
 """What only a completed row holds (``None`` on a live or dead one)."""
 
@@ -60,9 +65,11 @@ V1_JOB_COLUMNS: tuple[str, ...] = tuple(
     and c not in UNIQUE_JOB_COLUMNS
     and c not in RESULTS_JOB_COLUMNS
     and c not in KEY_LIMITS_JOB_COLUMNS
+    and c not in METADATA_JOB_COLUMNS
 )
-"""Contract 1.0's job row: an engine without the ops, snooze, unique, results and
-key_limits profiles may select only these (and decode with ``job_decoder(V1_JOB_COLUMNS)``)."""
+"""Contract 1.0's job row: an engine without the ops, snooze, unique, results,
+key_limits and metadata profiles may select only these (and decode with
+``job_decoder(V1_JOB_COLUMNS)``)."""
 
 SET_BY_CLAIM: tuple[str, ...] = ("queue", "state", "claimed_at", "worker_id")
 """What a claim sets itself, so ``claimed_jobs`` takes it from the claim, not the row."""
@@ -119,6 +126,7 @@ _CONVERT = {
     "payload": "decode({})",
     "errors": "(history({0}) if {0} else ())",
     "result": "(None if {0} is None else decode({0}))",
+    "metadata": "(None if {0} is None else decode({0}))",
 }
 
 

@@ -79,6 +79,9 @@ class Job:
             stored text cannot be decoded).
         limit_key: the key a per-key limit counts it under (``EnqueueOpts.limit_key``,
             contract 1.2's key_limits profile), for its whole life; ``None`` without one.
+        metadata: the small map of strings it was enqueued with
+            (``EnqueueOpts.metadata``, contract 1.2's metadata profile), for its whole
+            life, redriven jobs' too; ``None`` without any.
     """
 
     id: int
@@ -106,6 +109,7 @@ class Job:
     completed_at: int | None = None
     result: Any = None
     limit_key: str | None = None
+    metadata: dict[str, str] | None = None
 
 
 class Enqueued(int):

@@ -290,7 +290,7 @@ def test_a_schema_before_finished_jobs_is_upgraded_with_every_job_acked_as_befor
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
-DEPENDENCIES_MIGRATION = 13
+DEPENDENCIES_MIGRATION = migrations.V13_DEPENDENCIES.version
 """The migration that adds the dependencies profile (the test below starts from the one
 before it)."""
 
@@ -298,7 +298,8 @@ before it)."""
 def test_a_schema_before_dependencies_is_upgraded_and_an_old_job_releases_its_dependent(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _migrate_as_release(pg_dsn, schema, monkeypatch, DEPENDENCIES_MIGRATION - 1)
+    before = VERSIONS[VERSIONS.index(DEPENDENCIES_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
         " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"old\"', 0, 1, 1, 1, 30, 1)"
@@ -745,3 +746,32 @@ def test_a_page_of_dead_jobs_is_one_range_of_the_dead_queue_id_index(
         assert "alkstore_dead_jobs_queue_id" in found
         assert "Sort" not in found
         assert "alkstore_dead_jobs_pkey" not in found  # no walk past other queues' rows
+
+
+METADATA_MIGRATION = migrations.V16_JOB_METADATA.version
+"""The migration that adds the metadata profile (the test below starts from the one
+before it)."""
+
+
+def test_a_schema_before_metadata_is_upgraded_and_a_released_dependent_keeps_its_metadata(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(METADATA_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s) VALUES ('q', '\"old\"', 0, 1, 1, 1, 30, 1)"
+    )
+    metadata = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (old,) = queue.jobs()
+        assert old.metadata is None
+        waiting = queue.enqueue("new", alkstore.EnqueueOpts(after=[old.id], metadata=metadata))
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.ack()
+        released = queue.get_job(waiting)
+        assert released is not None
+        assert (released.state, released.metadata) == (alkstore.JobState.PENDING, metadata)
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

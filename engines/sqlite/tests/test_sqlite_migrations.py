@@ -14,7 +14,7 @@ import alkstore
 from alkstore import EngineUnavailable, EnqueueOpts, QueueOpts, Unique
 from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
-from alkstore_sqlite.migrations import MIGRATIONS
+from alkstore_sqlite.migrations import METADATA_VERSION, MIGRATIONS
 
 
 def _tables(db_path: Path) -> set[str]:
@@ -921,7 +921,7 @@ def test_an_upgraded_file_before_the_key_index_claims_its_old_jobs_keys_in_turn(
 
 # -- the version before the kept queues to the latest ------------------------------------
 
-KEPT_QUEUES_VERSION = LATEST_VERSION
+KEPT_QUEUES_VERSION = 15
 """The version that adds the queues keeping completed jobs, read by ack_batch (the
 tests below start from the version before it)."""
 
@@ -956,3 +956,41 @@ def test_an_upgraded_file_deletes_on_an_ack_batch_of_a_queue_that_never_kept_a_j
         assert conn.execute("SELECT count(*) FROM __alkstore_completed").fetchone() == (0,)
     finally:
         conn.close()
+
+
+def test_a_file_before_metadata_is_upgraded_with_no_job_carrying_any(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, METADATA_VERSION - 1)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        assert [job.metadata for job in store.queue("q").jobs()] == [None, None, None]
+    assert _version(db_path) == LATEST_VERSION
+    for table in (
+        "__alkstore_jobs",
+        "__alkstore_dead",
+        "__alkstore_completed",
+        "__alkstore_waiting",
+    ):
+        assert "metadata" in _columns(db_path, table)
+
+
+def test_an_upgraded_file_before_metadata_keeps_a_jobs_metadata_released_and_dead(
+    db_path: Path, url: str
+) -> None:
+    _make_v4_file(db_path, METADATA_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE sqlite_sequence SET seq = 3 WHERE name = '__alkstore_jobs'")
+    conn.close()
+    metadata = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("meta", QueueOpts(max_attempts=1))
+        first = queue.enqueue({"n": 1})
+        waiting = queue.enqueue({"n": 2}, EnqueueOpts(after=[first], metadata=metadata))
+        (handle,) = queue.claim_batch("w", 1)
+        assert handle.ack()  # the release trigger, made again, moves the metadata
+        (released,) = queue.claim_batch("w", 1)
+        assert (released.id, released.job.metadata) == (waiting, metadata)
+        assert released.fail("no")  # the move to dead, made again, keeps it
+        dead = queue.get_job(waiting)
+        assert dead is not None
+        assert (dead.state, dead.metadata) == (alkstore.JobState.DEAD, metadata)

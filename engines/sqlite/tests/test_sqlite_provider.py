@@ -37,6 +37,7 @@ def test_the_provider_names_itself_and_its_capabilities() -> None:
         results=True,
         workers=True,
         dependencies=True,
+        metadata=True,
     )
     assert provider.capabilities.profiles() >= {
         "transactions",

@@ -174,6 +174,7 @@ class ModelState:
             dead_letter_retention_s=None if retention is None else _stamp(retention),
             completed_retention_s=None if kept is None else _stamp(kept),
             limit_key=opts.limit_key,
+            metadata=None if opts.metadata is None else dict(opts.metadata),
         )
 
     def _commit_jobs(self, jobs: Iterable[ModelJob]) -> None:

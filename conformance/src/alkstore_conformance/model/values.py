@@ -80,6 +80,8 @@ class ModelJob:
     result: Any = None
     limit_key: str | None = None
     """The key a per-key limit counts it under (§16.9; ``None``: the shared key)."""
+    metadata: dict[str, str] | None = None
+    """Its metadata (§20), for its whole life, a redriven copy's too; ``None``: none."""
 
     def holds(self, queue: str, key: str, now: int) -> bool:
         """Whether this job holds ``key`` of ``queue`` at ``now`` (§15.3)."""
@@ -117,6 +119,7 @@ class ModelJob:
             completed_at=self.completed_at,
             result=self.result,
             limit_key=self.limit_key,
+            metadata=None if self.metadata is None else dict(self.metadata),
         )
 
     def record_error(self, now: int, error: str) -> None:

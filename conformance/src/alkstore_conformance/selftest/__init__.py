@@ -55,6 +55,7 @@ from .limits import (
     LimitReadOnceDriver,
     RateWindowShortDriver,
 )
+from .metadata import MetadataDroppedOnRedriveDriver
 from .operations import (
     BatchClaimIgnoresPauseDriver,
     BuryForgetsErrorDriver,
@@ -541,6 +542,15 @@ PER_KEY_RATE_PER_QUEUE = MutantEngine(
     driver=PerKeyRateCountedPerQueueDriver,
 )
 
+# -- job metadata (contract 1.2 §20) -------------------------------------------------
+METADATA_DROPPED_ON_REDRIVE = MutantEngine(
+    "metadata-dropped-on-redrive",
+    catches="METADATA-KEPT",
+    bug="a redriven copy of a dead job has no metadata: its trace context and the rest "
+    "are lost on the way back to pending",
+    driver=MetadataDroppedOnRedriveDriver,
+)
+
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
     "result-truncated",
@@ -769,6 +779,8 @@ MUTANTS: dict[str, MutantEngine] = {
         DEAD_DEPENDENCY_LEAVES_WAITING,
         FAN_IN_AS_DEPENDENCY,
         EDGES_ONE_WAY,
+        # job metadata (contract 1.2)
+        METADATA_DROPPED_ON_REDRIVE,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

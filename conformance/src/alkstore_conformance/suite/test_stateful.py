@@ -797,6 +797,24 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, ids)
         return multiple(*ids)
 
+    @precondition(lambda self: self.capabilities.metadata)
+    @rule(
+        target=job_ids,
+        queue=st.sampled_from(CONSUMERS),
+        batch=st.lists(payloads, min_size=1, max_size=3),
+        metadata=st.sampled_from([{}, {"traceparent": "00-ab-cd-01"}, {"a": "1", "b": "é"}]),
+        draw=opt_draws,
+    )
+    def tagged_enqueue(
+        self, queue: str, batch: list[Any], metadata: dict[str, str], draw: OptsDraw | None
+    ) -> MultipleResults[int]:
+        """§20: jobs carrying metadata, kept by every later step of their lives."""
+        base = EnqueueOpts() if draw is None else draw.build(self.clock.now())
+        opts = dataclasses.replace(base, metadata=metadata)
+        ids = self.consumers[queue].enqueue_many(batch, opts)
+        self.model.enqueue_many(queue, batch, self.queue_opts(queue), opts, ids)
+        return multiple(*ids)
+
     # -- locks -----------------------------------------------------------------------------
     @initialize(
         name=st.sampled_from(LOCK_NAMES), owner=st.sampled_from(LOCK_OWNERS), ttl=boundaries

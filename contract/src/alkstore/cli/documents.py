@@ -87,6 +87,7 @@ def job_entry(job: Job) -> dict[str, Any]:
         "redriven_from": job.redriven_from,
         "unique_key": job.unique_key,
         "limit_key": job.limit_key,
+        "metadata": job.metadata,
         "completed_retention_s": job.completed_retention_s,
         "completed_at": job.completed_at,
         "result": None if isinstance(job.result, UndecodablePayload) else job.result,

@@ -216,6 +216,7 @@ def job_view(job: Job) -> RenderableType:
         ("redriven_from", _optional(job.redriven_from)),
         ("unique_key", job.unique_key),
         ("limit_key", job.limit_key),
+        ("metadata", None if job.metadata is None else payload_text(job.metadata)),
         ("completed_retention_s", _optional(job.completed_retention_s)),
         ("completed_at", instant(job.completed_at)),
         ("result", None if job.result is None else payload_text(job.result)),

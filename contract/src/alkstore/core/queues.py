@@ -253,6 +253,8 @@ class CoreQueue:
         text = self._context.encode(payload)
         if resolved.limit_key is not None:
             self._context.require("key_limits")
+        if resolved.metadata is not None:
+            self._context.require("metadata")
         if waits(resolved):
             return Enqueued(self._insert_after([text], resolved)[0])
         unique = resolved.unique
@@ -271,6 +273,8 @@ class CoreQueue:
         texts = [ctx.encode(p) for p in payloads]  # refuse bad payloads before writing
         if resolved.limit_key is not None:
             ctx.require("key_limits")  # even for an empty batch
+        if resolved.metadata is not None:
+            ctx.require("metadata")  # even for an empty batch
         if waits(resolved):
             return list(map(Enqueued, self._insert_after(texts, resolved)))
         if resolved.unique is not None:

@@ -132,6 +132,8 @@ class CoreTransaction:
         text = self._context.encode(payload)
         self._check_live()
         ctx = self._context
+        if opts.metadata is not None:
+            ctx.require("metadata")
         if waits(opts):
             after, finished = check_after(opts)
             deps = ctx.dependencies()

@@ -83,6 +83,8 @@ class Execution:
             try:
                 value = run.task.handler(*_arguments(run))
             except BaseException as exc:  # every outcome is settled; none escapes the thread
+                if self._observers:
+                    self._observers.run_raised(run.handle.job, exc)
                 outcome: Outcome = outcome_of(exc)
             else:
                 outcome = returned(run.handle.job, value)
@@ -101,6 +103,8 @@ class Execution:
                 self._settler.settle(run, ABANDONED)  # writes nothing: fine on the loop
                 raise
             except BaseException as exc:
+                if self._observers:
+                    self._observers.run_raised(run.handle.job, exc)
                 outcome: Outcome = outcome_of(exc)
             else:
                 outcome = returned(run.handle.job, value)

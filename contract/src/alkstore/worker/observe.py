@@ -74,6 +74,10 @@ class WorkerObserver(Protocol):
     def heartbeat_lost(self, job: Job) -> None:
         """A heartbeat of ``job``'s claim was refused: another worker may hold it."""
 
+    # Optional (contract 1.2), looked up on each observer rather than required:
+    # ``run_raised(job, exc)``, the exception a handler raised, before the run's
+    # ``run_finished``.
+
 
 class Observers:
     """Every observer of one worker, each call handed to all of them."""
@@ -100,6 +104,19 @@ class Observers:
                 observer.run_finished(job, outcome, duration_s)
             except Exception:
                 log.exception("worker observer %r failed in run_finished", observer)
+
+    def run_raised(self, job: Job, exc: BaseException) -> None:
+        """Each observer that has the optional ``run_raised(job, exc)`` (contract 1.2
+        §12.8) hears the exception ``job``'s handler raised, before its
+        ``run_finished``."""
+        for observer in self._observers:
+            hear = getattr(observer, "run_raised", None)
+            if hear is None:
+                continue
+            try:
+                hear(job, exc)
+            except Exception:
+                log.exception("worker observer %r failed in run_raised", observer)
 
     def heartbeat_lost(self, job: Job) -> None:
         for observer in self._observers:

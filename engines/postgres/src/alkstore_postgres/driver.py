@@ -425,7 +425,8 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         topic = queue_topic(stamps.queue)
         wake = None if topic in c.announced else notify_payload(topic)
         retention, limit_key = stamps.completed_retention_s, stamps.limit_key
-        if retention is not None or limit_key is not None:
+        metadata = stamps.metadata
+        if retention is not None or limit_key is not None or metadata is not None:
             begin_transaction(c)  # the rows and their stamps commit together
         if len(params.keys) == 1:  # a lone enqueue: no arrays to build or to unnest
             bound = by_name(
@@ -457,6 +458,8 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
             execute(c, self._sql.set_completed_retention, stamp)
         if limit_key is not None and made:
             execute(c, self._sql.set_limit_key, {"limit_key": limit_key, "ids": made})
+        if metadata is not None and made:
+            execute(c, self._sql.set_metadata, {"metadata": metadata, "ids": made})
         if not all(duplicate for _, duplicate in outcomes):
             c.announced.add(topic)
         return outcomes

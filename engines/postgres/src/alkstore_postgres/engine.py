@@ -46,6 +46,7 @@ CAPABILITIES: Final = Capabilities(
     results=True,
     workers=True,
     dependencies=True,
+    metadata=True,
     async_native=True,
 )
 """Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,

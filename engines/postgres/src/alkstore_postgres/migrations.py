@@ -949,6 +949,30 @@ V15_DEAD_PAGES = Migration(
 )
 
 
+# Version 14 moves the metadata column too (the metadata profile).
+_V14_MOVED = f"{_V13_MOVED}, metadata"
+
+V16_JOB_METADATA = Migration(
+    16,
+    "job metadata: a small string map on every job table, moved with its row",
+    (
+        # NULL (no metadata) on every row written before: catalog-only.
+        "ALTER TABLE {schema}.alkstore_jobs ADD COLUMN metadata text",
+        "ALTER TABLE {schema}.alkstore_dead_jobs ADD COLUMN metadata text",
+        "ALTER TABLE {schema}.alkstore_completed_jobs ADD COLUMN metadata text",
+        "ALTER TABLE {schema}.alkstore_waiting_jobs ADD COLUMN metadata text",
+        # The functions that move a waiting row name their columns: made again.
+        *(
+            statement.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").replace(
+                _V13_MOVED, _V14_MOVED
+            )
+            for statement in V13_DEPENDENCIES.statements
+            if _V13_MOVED in statement
+        ),
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -965,6 +989,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V13_DEPENDENCIES,
     V14_KEY_INDEX,
     V15_DEAD_PAGES,
+    V16_JOB_METADATA,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -616,6 +616,13 @@ WHERE id = ANY(%(ids)s::bigint[])
 """The limit key of the rows a unique enqueue just made (the unique functions of
 migrations 6 and 7 predate it), in the enqueue's transaction."""
 
+SET_METADATA: Final = """
+UPDATE {schema}.alkstore_jobs SET metadata = %(metadata)s
+WHERE id = ANY(%(ids)s::bigint[])
+"""
+"""The metadata of the rows a unique enqueue just made (the unique functions of
+migrations 6 and 7 predate it), in the enqueue's transaction."""
+
 SET_COMPLETED_RETENTION: Final = """
 UPDATE {schema}.alkstore_jobs SET completed_retention_s = %(completed_retention_s)s
 WHERE id = ANY(%(ids)s::bigint[])
@@ -1457,6 +1464,7 @@ class Statements:
     purge_completed: bytes
     set_completed_retention: bytes
     set_limit_key: bytes
+    set_metadata: bytes
     redrive_named: bytes
     redrive_oldest: bytes
     give_up_passed_holds: bytes
@@ -1550,6 +1558,7 @@ class Statements:
             purge_completed=render(PURGE_COMPLETED, schema),
             set_completed_retention=render(SET_COMPLETED_RETENTION, schema),
             set_limit_key=render(SET_LIMIT_KEY, schema),
+            set_metadata=render(SET_METADATA, schema),
             redrive_named=render(REDRIVE_NAMED, schema),
             redrive_oldest=render(REDRIVE_OLDEST, schema),
             give_up_passed_holds=render(GIVE_UP_PASSED_HOLDS, schema),

@@ -92,15 +92,20 @@ PASS_ON_TRIGGER = "__alkstore_dead_pass_on"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
 
-KEPT_COLUMNS = (
+_KEPT_V13 = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
     "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
     "errors, redriven_from, snoozes, unique_key, completed_retention_s, limit_key"
 )
+# Version 13's triggers name the columns of their day: kept as written then.
+
+KEPT_COLUMNS = f"{_KEPT_V13}, metadata"
 """The columns the live, dead, completed and waiting tables share (a row moves with them)."""
 
 
-def bury_dependents(dependency: str, error: str, died_at: str) -> tuple[str, ...]:
+def bury_dependents(
+    dependency: str, error: str, died_at: str, kept: str = KEPT_COLUMNS
+) -> tuple[str, ...]:
     """The statements run when the job ``dependency`` (an SQL expression) will never
     complete. The fan-ins waiting for it (``finishes = 1``) count it finished: one job
     less, pending at none. The other waiting jobs with an edge to it move to dead with
@@ -110,14 +115,14 @@ def bury_dependents(dependency: str, error: str, died_at: str) -> tuple[str, ...
     waiters = f"(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = {dependency})"
     return (
         f"UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE finishes = 1 AND id IN {waiters}",
-        f"""INSERT INTO {JOBS} ({KEPT_COLUMNS}, state, has_dependents)
-        SELECT {KEPT_COLUMNS}, 'pending', has_dependents FROM {WAITING}
+        f"""INSERT INTO {JOBS} ({kept}, state, has_dependents)
+        SELECT {kept}, 'pending', has_dependents FROM {WAITING}
          WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}""",
         f"DELETE FROM {WAITING} WHERE finishes = 1 AND waiting_on = 0 AND id IN {waiters}",
         # All of them die at once (a job with dependents of its own marked 2: not yet
         # passed on), then each passes it on in id order: level by level.
-        f"""INSERT OR IGNORE INTO {DEAD} ({KEPT_COLUMNS}, has_dependents, last_error, died_at)
-        SELECT {KEPT_COLUMNS}, 2 * has_dependents, {error}, {died_at}
+        f"""INSERT OR IGNORE INTO {DEAD} ({kept}, has_dependents, last_error, died_at)
+        SELECT {kept}, 2 * has_dependents, {error}, {died_at}
           FROM {WAITING} WHERE finishes = 0 AND id IN {waiters} ORDER BY id""",
         f"DELETE FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}",
         f"UPDATE {DEAD} SET has_dependents = 1 WHERE has_dependents = 2 AND id IN {waiters}",
@@ -723,9 +728,13 @@ def _trigger_body(statements: tuple[str, ...]) -> str:
     return "".join(f"    {statement};\n" for statement in statements)
 
 
-_BURY_DEAD_DEPENDENTS = _trigger_body(
-    bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at")
-)
+def _bury_dead_dependents(kept: str) -> str:
+    return _trigger_body(
+        bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at", kept)
+    )
+
+
+_BURY_DEAD_DEPENDENTS = _bury_dead_dependents(_KEPT_V13)
 
 _RELEASED = f"""(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = OLD.id)"""
 
@@ -808,8 +817,8 @@ _V13 = (
     WHEN OLD.has_dependents = 1 AND NOT EXISTS (SELECT 1 FROM {DEAD} WHERE id = OLD.id)
     BEGIN
         UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE id IN {_RELEASED};
-        INSERT INTO {JOBS} ({KEPT_COLUMNS}, state, has_dependents)
-        SELECT {KEPT_COLUMNS}, 'pending', has_dependents
+        INSERT INTO {JOBS} ({_KEPT_V13}, state, has_dependents)
+        SELECT {_KEPT_V13}, 'pending', has_dependents
           FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
         DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
         DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
@@ -879,6 +888,73 @@ _V15 = (
 )
 
 
+def _release_trigger(kept: str) -> str:
+    return f"""
+    CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
+    AFTER DELETE ON {JOBS}
+    WHEN OLD.has_dependents = 1 AND NOT EXISTS (SELECT 1 FROM {DEAD} WHERE id = OLD.id)
+    BEGIN
+        UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE id IN {_RELEASED};
+        INSERT INTO {JOBS} ({kept}, state, has_dependents)
+        SELECT {kept}, 'pending', has_dependents
+          FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
+        DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
+        DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
+    END
+    """
+
+
+_V16 = (
+    # The metadata profile. metadata is a job's small map of strings as JSON text
+    # (NULL: none, as on every row written before), on all four job tables, so a job
+    # keeps it through every move of its life.
+    f"ALTER TABLE {JOBS} ADD COLUMN metadata TEXT",
+    f"ALTER TABLE {DEAD} ADD COLUMN metadata TEXT",
+    f"ALTER TABLE {COMPLETED} ADD COLUMN metadata TEXT",
+    f"ALTER TABLE {WAITING} ADD COLUMN metadata TEXT",
+    # Every trigger that moves a row names its columns: made again with metadata.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    f"""
+    CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
+    AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
+    BEGIN
+        INSERT INTO {DEAD} (
+            id, queue, payload, priority, attempts, max_attempts, created_at, run_at,
+            claimed_at, expires_at, worker_id, visibility_timeout_s, backoff_base_s,
+            dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes,
+            unique_key, unique_hold, hold_until, hold_dead, completed_retention_s,
+            limit_key, has_dependents, metadata
+        ) VALUES (
+            NEW.id, NEW.queue, NEW.payload, NEW.priority, NEW.attempts, NEW.max_attempts,
+            NEW.created_at, NEW.run_at, NEW.claimed_at, NEW.expires_at, NEW.worker_id,
+            NEW.visibility_timeout_s, NEW.backoff_base_s, NEW.dead_letter_retention_s,
+            NEW.last_error, NEW.died_at, NEW.errors, NEW.redriven_from, NEW.snoozes,
+            NEW.unique_key, CASE WHEN NEW.hold_dead THEN NEW.unique_hold END,
+            NEW.hold_until, NEW.hold_dead, NEW.completed_retention_s, NEW.limit_key,
+            NEW.has_dependents, NEW.metadata
+        );
+        DELETE FROM {JOBS} WHERE id = NEW.id;
+    END
+    """,
+    f"DROP TRIGGER IF EXISTS {RELEASE_TRIGGER}",
+    _release_trigger(KEPT_COLUMNS),
+    f"DROP TRIGGER IF EXISTS {BURY_DEPENDENTS_TRIGGER}",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {BURY_DEPENDENTS_TRIGGER}
+    AFTER INSERT ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_bury_dead_dependents(KEPT_COLUMNS)}    END
+    """,
+    f"DROP TRIGGER IF EXISTS {PASS_ON_TRIGGER}",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {PASS_ON_TRIGGER}
+    AFTER UPDATE OF has_dependents ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_bury_dead_dependents(KEPT_COLUMNS)}    END
+    """,
+)
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -895,10 +971,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V13,
     _V14,
     _V15,
+    _V16,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
 LATEST_VERSION = len(MIGRATIONS)
+
+METADATA_VERSION = MIGRATIONS.index(_V16) + 1
+"""The version that adds the metadata profile's column (contract 1.2 §20)."""
 
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"

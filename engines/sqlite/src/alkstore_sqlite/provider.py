@@ -47,6 +47,7 @@ class SqliteEngine:
         results=True,
         workers=True,
         dependencies=True,
+        metadata=True,
     )
 
     def open(self, url: str, *, clock: Clock | None = None, **opts: Any) -> Store:

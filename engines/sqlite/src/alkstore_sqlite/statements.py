@@ -577,7 +577,7 @@ DELETE FROM {DEAD} INDEXED BY {PURGE_INDEX}
 _KEPT = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
     "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
-    "errors, redriven_from, snoozes, unique_key, completed_retention_s, limit_key"
+    "errors, redriven_from, snoozes, unique_key, completed_retention_s, limit_key, metadata"
 )
 
 PURGE_COMPLETED = f"""

@@ -78,6 +78,7 @@ class MemoryEngine:
         results=True,
         workers=True,
         dependencies=True,
+        metadata=True,
     )
 
     def __init__(self, *, without: Iterable[str] = ()) -> None:

@@ -61,6 +61,7 @@ class JobRow:
     completed_at: int | None = None
     result: str | None = None  # JSON text exactly as the core encoded it
     limit_key: str | None = None  # the key_limits profile's key (None: the shared key)
+    metadata: str | None = None  # the metadata profile's map as JSON text (None: none)
 
     def holds(self, queue: str, key: str, now: int) -> bool:
         """Whether this row holds ``key`` of ``queue`` at ``now`` (unique profile)."""
