@@ -45,6 +45,7 @@ UNIT_TEST_DIRS = (
     "scenarios/test_scenarios.py",
     "scenarios/test_async_sqlalchemy_app.py",
     "scenarios/test_cli.py",
+    "scenarios/test_otel.py",  # alkstore.otel on every engine (the SDK's in-memory exporter)
     "scenarios/test_worker_cli.py",
     "scenarios/browser",  # the web dashboard in Chromium (Selenium; .ci/run installs both)
     "scenarios/benchmarks/test_bench_smoke.py",
