@@ -282,6 +282,7 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         "completed_retention_s",
         "limit_key",
         "has_dependents",
+        "metadata",
     ]
     assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
     assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added

@@ -727,11 +727,11 @@ def test_profile_statement_cost_does_not_grow_with_the_rows(
 # -- unique jobs (the unique profile) ------------------------------------------------
 
 UNIQUE_ONE_PARAMS = (
-    *(QUEUE, 0, NOW, NOW, None, 3, 300, 5, None, None, None),
+    *(QUEUE, 0, NOW, NOW, None, 3, 300, 5, None, None, None, None),
     *(None, 0, NOW, '"p"', "k"),
 )
-"""The stamps (the last two, completed_retention_s and limit_key, None), hold_until,
-hold_dead, now, the payload and the key."""
+"""The stamps (the last three, completed_retention_s, limit_key and metadata, None),
+hold_until, hold_dead, now, the payload and the key."""
 
 
 def test_a_lone_unique_insert_looks_for_a_dead_holder_with_one_search_of_the_dead_holds(
