@@ -103,29 +103,18 @@ def test_a_claim_that_lapsed_while_its_ack_waited_is_refused_alone(
     assert any(m.startswith(f"job ack: queue=short id={short} attempt=2 ") for m in messages)
 
 
-def test_a_graceful_stop_writes_the_last_group_before_run_returns(
-    store: CoreStore, running: Any
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stop_writes_the_acks_waiting_in_a_group_before_run_returns(
+    store: CoreStore, running: Any, force: bool
 ) -> None:
+    # Graceful: the drain waits for the group's slot. Forced: the close writes it.
     returned = threading.Event()
     worker = Worker(store, name="w", ack_window_s=1.0)
     worker.task("q")(lambda job: returned.set())
     job_id = store.queue("q").enqueue({})
     run = running(worker)
     assert returned.wait(10)
-    run.stop()  # well inside the window: the drain waits for the group
-    assert store.queue("q").get_job(job_id) is None
-
-
-def test_a_forced_stop_still_writes_the_acks_waiting_in_a_group(
-    store: CoreStore, running: Any
-) -> None:
-    returned = threading.Event()
-    worker = Worker(store, name="w", ack_window_s=1.0)
-    worker.task("q")(lambda job: returned.set())
-    job_id = store.queue("q").enqueue({})
-    run = running(worker)
-    assert returned.wait(10)
-    run.stop(force=True)
+    run.stop(force=force)  # well inside the window
     assert store.queue("q").get_job(job_id) is None
 
 
