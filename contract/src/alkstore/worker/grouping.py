@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from ..api import Store
 from ..errors import AlkstoreError, EngineUnavailable, StaleHandle
+from .observe import refused
 from .outcomes import Ack
 from .runs import JobRun
 
@@ -92,7 +93,7 @@ class AckGroups:
                     try:
                         tx.ack(run.handle, ack.result)
                     except StaleHandle:
-                        said.append("ack refused (claim lost)")
+                        said.append(refused("ack"))
                     else:
                         said.append("ack")
         except EngineUnavailable as error:

@@ -38,6 +38,16 @@ refused heartbeat or write, nothing applied); ``abandoned`` (a stop cut the
 handler off: its claim lapses); ``unconfirmed`` (the store failed during the
 write, which may or may not have committed)."""
 
+CLAIM_LOST: Final = " refused (claim lost)"
+"""How an outcome log line's first words end when the claim was lost before the
+write (``refused("ack")`` is ``"ack refused (claim lost)"``)."""
+
+
+def refused(name: str) -> str:
+    """The outcome log's words for a write ``name`` refused because its claim was lost."""
+    return name + CLAIM_LOST
+
+
 _SAID: Final = {
     "ack": ACKED,
     "retry": RETRIED,
@@ -51,7 +61,7 @@ _SAID: Final = {
 
 def outcome_label(said: str) -> str:
     """The ``OUTCOMES`` label of an outcome log line's first words (``settle.write``)."""
-    if said.endswith("refused (claim lost)"):
+    if said.endswith(CLAIM_LOST):
         return LOST
     if said.startswith("dead ("):
         return DEAD

@@ -23,7 +23,7 @@ from ..errors import AlkstoreError, EngineUnavailable
 from ..values import Job, JobState
 from .grouping import AckGroups
 from .heartbeats import Heartbeats
-from .observe import Observers, outcome_label
+from .observe import CLAIM_LOST, Observers, outcome_label, refused
 from .outcome_log import OutcomeLog
 from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, RetryLater, Snoozed
 from .runs import JobRun, RunState
@@ -87,7 +87,7 @@ def write_again(
             continue
         except AlkstoreError as error:
             return _not_confirmed(error)
-        if said.endswith("refused (claim lost)"):
+        if said.endswith(CLAIM_LOST):
             # The first write committed after all, or the claim lapsed meanwhile.
             applied = _applied(handle, outcome, reread)
             if applied is not None:
@@ -153,7 +153,7 @@ def _write_once(
     match outcome:
         case Ack(result) if claim_for is not None:
             acked, claimed = handle.ack_and_claim(claim_for, 1, result=result)
-            said = "ack" if acked else "ack refused (claim lost)"
+            said = "ack" if acked else refused("ack")
             return said, claimed[0] if claimed else None
         case Ack(result):
             name, written = "ack", handle.ack(result)
@@ -168,7 +168,7 @@ def _write_once(
         case Abandoned():
             return "abandoned", None
     if not written:
-        return f"{name} refused (claim lost)", None
+        return refused(name), None
     if name == "retry" and handle.job.attempts >= handle.job.max_attempts:
         return "dead (max attempts exceeded)", None
     if name == "snooze" and handle.job.snoozes >= MAX_SNOOZES:
