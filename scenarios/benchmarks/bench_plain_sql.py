@@ -43,6 +43,11 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 """
 
+# The fair baseline's one extra index (issue 28): what finding lapsed claims needs at
+# the least (reclaim, dead-letter at the budget, the next deadline), so every claim
+# moves its row into it and every ack out again, as in the engine.
+SQLITE_LAPSE_INDEX = "CREATE INDEX jobs_lapse ON jobs (queue, deadline) WHERE state = 'processing'"
+
 SQLITE_INSERT = """
 INSERT INTO jobs (queue, payload, created_at, run_at, max_attempts, visibility_timeout_s)
 VALUES (?, ?, ?, ?, ?, ?) RETURNING id

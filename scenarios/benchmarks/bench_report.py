@@ -199,6 +199,9 @@ RATIO_TARGETS: Mapping[str, Mapping[str, float]] = {
 }
 """Minimum engine / plain-driver rate, per engine and workload."""
 
+LAPSE_RATIO_TARGETS: dict[str, dict[str, float]] = {"sqlite": {"claim_batch": 0.9}}
+"""Minimum engine / fair-baseline rate (the plain one with the lapse index, issue 28)."""
+
 BACKLOG_GROWTH_LIMIT = 1.5
 """claim+ack cost at a backlog of 1,000,000 over its cost at 1,000, at most."""
 
@@ -213,11 +216,16 @@ def ratio(engine: Measurement | None, plain: Measurement | None) -> float | None
     return a / b
 
 
-def ratio_cell(engine: str, key: str, value: float | None) -> str:
+def ratio_cell(
+    engine: str,
+    key: str,
+    value: float | None,
+    targets: Mapping[str, Mapping[str, float]] = RATIO_TARGETS,
+) -> str:
     if value is None:
         return "-"
     text = f"{value:.2f}x"
-    floor = RATIO_TARGETS.get(engine, {}).get(key)
+    floor = targets.get(engine, {}).get(key)
     if floor is not None:
         text += "  ok" if value >= floor else "  BELOW"
     return text
@@ -228,14 +236,19 @@ def render_table(
     engines: Sequence[str],
     results: Mapping[str, Mapping[str, Measurement]],
     plain_labels: Mapping[str, str],
+    lapse_labels: Mapping[str, str] | None = None,
 ) -> str:
     """Rows are (workload key, label); per engine: its column, its plain-driver baseline
-    (when it has one) and the ratio engine / baseline; then the targets."""
+    (when it has one) and the ratio engine / baseline, the fair baseline (with the lapse
+    index) and its ratio when it has one; then the targets."""
+    lapse_labels = lapse_labels or {}
     header = ["workload"]
     for engine in engines:
         header.append(engine)
         if engine in plain_labels:
             header += [plain_labels[engine], "ratio"]
+        if engine in lapse_labels:
+            header += [lapse_labels[engine], "ratio"]
     header.append("target (" + " | ".join(engines) + ")")
     body: list[list[str]] = []
     for key, label in rows:
@@ -248,6 +261,10 @@ def render_table(
                 plain = results.get(f"{engine}:plain", {}).get(key)
                 line.append(cell(key, plain, None))
                 line.append(ratio_cell(engine, key, ratio(m, plain)))
+            if engine in lapse_labels:
+                fair = results.get(f"{engine}:plain+lapse", {}).get(key)
+                line.append(cell(key, fair, None))
+                line.append(ratio_cell(engine, key, ratio(m, fair), LAPSE_RATIO_TARGETS))
         line.append(" | ".join(_target_text(e, key) for e in engines))
         body.append(line)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
@@ -267,6 +284,9 @@ def _target_text(engine: str, key: str) -> str:
     floor = RATIO_TARGETS.get(engine, {}).get(key)
     if floor is not None:
         parts.append(f">= {floor:g}x plain")
+    fair = LAPSE_RATIO_TARGETS.get(engine, {}).get(key)
+    if fair is not None:
+        parts.append(f">= {fair:g}x plain + lapse index")
     return ", ".join(parts) or "-"
 
 
@@ -328,6 +348,15 @@ def write_json(
             }
             for engine, by_key in results.items()
             if f"{engine}:plain" in results
+        },
+        "lapse_ratio_targets": {e: dict(floors) for e, floors in LAPSE_RATIO_TARGETS.items()},
+        "lapse_ratios": {
+            engine: {
+                key: ratio(m, results.get(f"{engine}:plain+lapse", {}).get(key))
+                for key, m in by_key.items()
+            }
+            for engine, by_key in results.items()
+            if f"{engine}:plain+lapse" in results
         },
         "backlog_growth": {column: backlog_growth(by_key) for column, by_key in results.items()},
         "peers_reference_not_measured": dict(PEERS),

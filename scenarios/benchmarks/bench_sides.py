@@ -29,7 +29,13 @@ import alkstore
 PLAIN = "plain"
 """Column suffix of the baselines: ``sqlite:plain``, ``postgresql:plain``."""
 
+LAPSE = "plain+lapse"
+"""Column suffix of the fair baseline: the plain one plus the one index that finding
+lapsed claims needs (``bench_plain_sql.SQLITE_LAPSE_INDEX``), which the plain one has
+no way to do but a scan. SQLite only: that is where the index decides the ratio."""
+
 PLAIN_LABELS = {"sqlite": "plain sqlite3", "postgresql": "plain psycopg"}
+LAPSE_LABELS = {"sqlite": "plain + lapse index"}
 VISIBILITY_TIMEOUT_S = 30
 MAX_ATTEMPTS = 3
 PLAIN_SCHEMA_PREFIX = "alkstore_bench_plain_"
@@ -86,10 +92,19 @@ class SideSpec:
     page_size: int | None = None
     """Plain sqlite3 only: the page size its new file is created with (``None``:
     SQLite's default, as a queue written by hand would have)."""
+    lapse_index: bool = False
+    """Plain sqlite3 only: the fair baseline, with the lapse index (``LAPSE``)."""
 
     @property
     def column(self) -> str:
-        return f"{self.engine}:{PLAIN}" if self.plain else self.engine
+        return column_name(self.engine, self.plain, self.lapse_index)
+
+
+def column_name(engine: str, plain: bool, lapse_index: bool = False) -> str:
+    """A side's column in the results: ``sqlite``, ``sqlite:plain``, ``sqlite:plain+lapse``."""
+    if not plain:
+        return engine
+    return f"{engine}:{LAPSE if lapse_index else PLAIN}"
 
 
 def open_side(spec: SideSpec, *, create: bool = False) -> Side:
@@ -99,7 +114,12 @@ def open_side(spec: SideSpec, *, create: bool = False) -> Side:
         provider = alkstore.load_engine(spec.engine)
         return EngineSide(provider.open(spec.spec.url, **spec.spec.opts))
     if spec.engine == "sqlite":
-        return PlainSqlite(spec.plain_location, create=create, page_size=spec.page_size)
+        return PlainSqlite(
+            spec.plain_location,
+            create=create,
+            page_size=spec.page_size,
+            lapse_index=spec.lapse_index,
+        )
     if spec.engine == "postgresql":
         return PlainPostgres(spec.spec.url, spec.plain_location, create=create)
     raise ValueError(f"no plain-driver baseline for engine {spec.engine!r}")
@@ -115,6 +135,13 @@ def _ungated_sqlite(spec: alkstore.EngineSpec) -> alkstore.Store:
 
 def has_plain(engine: str) -> bool:
     return engine in PLAIN_LABELS
+
+
+def baselines_of(engine: str) -> list[tuple[bool, bool]]:
+    """The baselines an engine's workloads run beside, as ``(plain, lapse_index)``."""
+    if not has_plain(engine):
+        return []
+    return [(True, False)] + ([(True, True)] if engine in LAPSE_LABELS else [])
 
 
 def plain_location(engine: str, spec: alkstore.EngineSpec, tag: str) -> str:
@@ -210,7 +237,9 @@ class EngineSide:
 class PlainSqlite:
     """Plain ``sqlite3``: WAL, synchronous NORMAL, ``BEGIN IMMEDIATE`` per write."""
 
-    def __init__(self, path: str, *, create: bool, page_size: int | None = None) -> None:
+    def __init__(
+        self, path: str, *, create: bool, page_size: int | None = None, lapse_index: bool = False
+    ) -> None:
         # Autocommit mode: the transactions below are explicit, as the engine's are.
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         if create and page_size is not None:
@@ -219,6 +248,8 @@ class PlainSqlite:
             self.conn.execute(pragma)
         if create:
             self.conn.executescript(plain_sql.SQLITE_SCHEMA)
+            if lapse_index:
+                self.conn.execute(plain_sql.SQLITE_LAPSE_INDEX)
 
     def _write(self, statement: str, params: Any) -> list[Any]:
         conn = self.conn

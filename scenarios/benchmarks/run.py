@@ -49,10 +49,13 @@ from bench_report import (
 )
 from bench_results import Ratio, render_results_ratios, results_ratios
 from bench_sides import (
+    LAPSE_LABELS,
     PLAIN_LABELS,
     EngineSide,
     Side,
     SideSpec,
+    baselines_of,
+    column_name,
     drop_plain,
     has_plain,
     open_side,
@@ -204,9 +207,10 @@ def run_one(
     args: argparse.Namespace,
     *,
     plain: bool,
+    lapse_index: bool = False,
 ) -> Measurement:
-    """One workload on a freshly provisioned, empty store of one engine, or on that
-    engine's plain-driver baseline (its tables next to the provisioned store)."""
+    """One workload on a freshly provisioned, empty store of one engine, or on one of
+    that engine's plain-driver baselines (its tables next to the provisioned store)."""
     profile_dir = ROOT / "reports" / "profile" if args.profile else None
     try:
         with provider.provision() as spec:
@@ -215,7 +219,10 @@ def run_one(
             if plain:
                 location = plain_location(engine, spec, entry.key)
                 side_spec = replace(
-                    side_spec, plain_location=location, page_size=entry.plain_page_size
+                    side_spec,
+                    plain_location=location,
+                    page_size=entry.plain_page_size,
+                    lapse_index=lapse_index,
                 )
                 side: Side = open_side(side_spec, create=True)
             else:
@@ -347,10 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     baselines = not args.no_baseline
     columns = [
-        column
+        column_name(engine, plain, lapse)
         for engine in engines
-        for column in (engine, f"{engine}:plain")
-        if column == engine or (baselines and has_plain(engine))
+        for plain, lapse in [(False, False), *(baselines_of(engine) if baselines else [])]
     ]
     results: dict[str, dict[str, Measurement]] = {column: {} for column in columns}
     # Interleave engines and baselines per workload so a burst of load on the
@@ -360,13 +366,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for engine in engines:
             if entry.only is not None and entry.only != engine:
                 continue
-            sides = [False]
-            if baselines and entry.baseline and has_plain(engine):
-                sides.append(True)
-            for plain in sides:
-                column = f"{engine}:plain" if plain else engine
+            sides = [(False, False)]
+            if baselines and entry.baseline:
+                sides += baselines_of(engine)
+            for plain, lapse in sides:
+                column = column_name(engine, plain, lapse)
                 started = time.perf_counter()
-                m = run_one(entry, engine, providers[engine], args, plain=plain)
+                m = run_one(entry, engine, providers[engine], args, plain=plain, lapse_index=lapse)
                 results[column][entry.key] = m
                 print(
                     f"  {entry.key:<13} {column:<18} done in "
@@ -471,7 +477,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(shared machine: other work runs alongside)"
     )
     labels = {e: PLAIN_LABELS[e] for e in engines if f"{e}:plain" in results}
-    print(render_table(rows, engines, results, labels))
+    lapse_labels = {e: LAPSE_LABELS[e] for e in engines if f"{e}:plain+lapse" in results}
+    print(render_table(rows, engines, results, labels, lapse_labels))
     growth = render_backlog_growth(columns, results)
     if growth:
         print()

@@ -75,6 +75,18 @@ def test_quick_sqlite_run_reports_every_workload_beside_its_plain_baseline(
     assert "plain sqlite3" in done.stdout
 
 
+def test_quick_sqlite_run_sets_every_plain_workload_beside_the_baseline_with_a_lapse_index(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    plain, fair = document["results"]["sqlite:plain"], document["results"]["sqlite:plain+lapse"]
+    assert set(fair) == set(plain)
+    assert all(m["failure"] is None and m["errors"] == 0 for m in fair.values())
+    assert all(document["lapse_ratios"]["sqlite"][key] is not None for key in fair)
+    assert document["lapse_ratio_targets"]["sqlite"]["claim_batch"] == 0.9
+    assert "plain + lapse index" in done.stdout
+
+
 def test_quick_sqlite_run_sets_the_worker_beside_the_hand_loop_in_one_and_four_processes(
     quick_run: tuple[subprocess.CompletedProcess[str], Any],
 ) -> None:
