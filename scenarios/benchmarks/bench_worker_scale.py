@@ -164,6 +164,7 @@ def table_stats(spec: alkstore.EngineSpec) -> TableStats | None:
     if not spec.url.startswith("postgres"):
         return None
     import psycopg
+
     from alkstore_postgres.engine import libpq_url
 
     schema = str(spec.opts.get("schema", "public"))
@@ -357,7 +358,8 @@ def scale_rows(
 def render_row(row: ScaleRow) -> str:
     shape = f"{row.processes}x{row.handlers}"
     if row.failure is not None:
-        return f"  {row.engine:<10} {row.kind:<5} {shape:>5} {row.window_s * 1000:>5g} ms  FAILED: {row.failure}"
+        where = f"  {row.engine:<10} {row.kind:<5} {shape:>5} {row.window_s * 1000:>5g} ms"
+        return f"{where}  FAILED: {row.failure}"
     dead = "-" if row.dead_per_job is None else f"{row.dead_per_job:.2f}"
     size = (
         "-"
@@ -389,6 +391,194 @@ def render_scale(rows: Sequence[ScaleRow]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- the sustained run
+
+SUSTAINED_RATE = 2_000
+SUSTAINED_SHAPE = (4, 16)
+SUSTAINED_TICK_S = 0.05
+SAMPLE_STATS = """
+SELECT n_live_tup, n_dead_tup, n_tup_upd + n_tup_del, autovacuum_count,
+       pg_table_size(relid), pg_indexes_size(relid)
+  FROM pg_stat_user_tables WHERE schemaname = %s AND relname = 'alkstore_jobs'
+"""
+
+
+@dataclass
+class SustainedRun:
+    seconds: int
+    rate: int
+    window_s: float
+    enqueued: list[int] = field(default_factory=list)
+    started: list[int] = field(default_factory=list)
+    """Per second: handler starts (the jobs picked up)."""
+    live: list[int | None] = field(default_factory=list)
+    dead: list[int | None] = field(default_factory=list)
+    written: list[int | None] = field(default_factory=list)
+    """Per second, cumulative: updated + deleted rows (each leaves a dead tuple)."""
+    autovacuums: list[int | None] = field(default_factory=list)
+    table_kb: list[int | None] = field(default_factory=list)
+    index_kb: list[int | None] = field(default_factory=list)
+    pickup_p50_ms: float | None = None
+    pickup_p99_ms: float | None = None
+
+    @property
+    def jobs(self) -> int:
+        return sum(self.started)
+
+    def dead_per_job(self) -> float | None:
+        marks = [w for w in self.written if w is not None]
+        return (marks[-1] - marks[0]) / self.jobs if len(marks) > 1 and self.jobs else None
+
+    def summary(self) -> str:
+        settled = sorted(self.started[5:-1] or self.started)
+        dead = [d for d in self.dead if d is not None]
+        vacuums = [v for v in self.autovacuums if v is not None]
+        table = [t for t in self.table_kb if t is not None]
+        index = [t for t in self.index_kb if t is not None]
+        per_job = self.dead_per_job()
+        return "\n".join(
+            [
+                f"worker sustained run, {SUSTAINED_SHAPE[0]} processes x {SUSTAINED_SHAPE[1]} "
+                f"handlers, ack window {self.window_s * 1000:g} ms: offered {self.rate}/s for "
+                f"{self.seconds} s, enqueued {sum(self.enqueued):,}, picked up {self.jobs:,}",
+                f"  picked up per second: min {settled[0] if settled else 0:,}, median "
+                f"{settled[len(settled) // 2] if settled else 0:,}, max "
+                f"{settled[-1] if settled else 0:,}; pickup p50 {self.pickup_p50_ms or 0:.1f} ms, "
+                f"p99 {self.pickup_p99_ms or 0:.1f} ms",
+                f"  dead tuples: peak {max(dead, default=0):,}, dead tuples made per job "
+                f"{'-' if per_job is None else f'{per_job:.2f}'}, autovacuums "
+                f"{(vacuums[-1] - vacuums[0]) if vacuums else 0}; "
+                f"table {table[-1] if table else 0:,} kB (peak {max(table, default=0):,}), "
+                f"indexes {index[-1] if index else 0:,} kB (peak {max(index, default=0):,})",
+            ]
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        document = {
+            name: getattr(self, name)
+            for name in (
+                "seconds",
+                "rate",
+                "window_s",
+                "enqueued",
+                "started",
+                "live",
+                "dead",
+                "written",
+                "autovacuums",
+                "table_kb",
+                "index_kb",
+                "pickup_p50_ms",
+                "pickup_p99_ms",
+            )
+        }
+        document["processes"], document["handlers"] = SUSTAINED_SHAPE
+        document["dead_tuples_per_job"] = self.dead_per_job()
+        return document
+
+
+def sustained_run(
+    provider: alkstore.EngineProvider, seconds: int, window: float, rate: int = SUSTAINED_RATE
+) -> SustainedRun:
+    """A producer at ``rate`` jobs/s and the worker processes for ``seconds``, the job
+    table's tuples and size sampled every second (PostgreSQL)."""
+    import psycopg
+
+    from alkstore_postgres.engine import libpq_url
+
+    run = SustainedRun(seconds, rate, window)
+    committed: dict[int, float] = {}
+    with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
+        queue = store.queue(QUEUE)
+        schema = str(spec.opts.get("schema", "public"))
+        per_tick = max(1, round(rate * SUSTAINED_TICK_S))
+        batch = payloads(per_tick)
+        begun: list[float] = []
+
+        def sample(conn: psycopg.Connection[Any]) -> None:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            row = conn.execute(SAMPLE_STATS, (schema,)).fetchone()
+            values = list(row) if row is not None else [None] * 6
+            run.live.append(values[0])
+            run.dead.append(values[1])
+            run.written.append(values[2])
+            run.autovacuums.append(values[3])
+            run.table_kb.append(None if values[4] is None else values[4] // 1024)
+            run.index_kb.append(None if values[5] is None else values[5] // 1024)
+
+        def body() -> None:
+            with psycopg.connect(libpq_url(spec.url), autocommit=True) as conn:
+                start = time.perf_counter()
+                begun.append(time.time())
+                tick = 0
+                for second in range(seconds):
+                    enqueued = 0
+                    while (tick + 1) * SUSTAINED_TICK_S <= second + 1:
+                        time.sleep(max(0.0, start + tick * SUSTAINED_TICK_S - time.perf_counter()))
+                        ids = queue.enqueue_many(batch)
+                        at = time.time()
+                        committed.update(dict.fromkeys(ids, at))
+                        enqueued += len(ids)
+                        tick += 1
+                    run.enqueued.append(enqueued)
+                    sample(conn)
+                _wait_empty(queue, time.perf_counter() + ROUND_TIMEOUT_S)
+
+        processes, handlers = SUSTAINED_SHAPE
+        starts = _with_workers(spec, processes, handlers, window, body)
+    origin = begun[0] if begun else 0.0
+    run.started = [0] * seconds
+    for _, at in starts:
+        second = int(at - origin)
+        if 0 <= second < seconds:
+            run.started[second] += 1
+    waits = [(at - committed[job]) * 1000 for job, at in starts if job in committed]
+    if waits:
+        run.pickup_p50_ms = _percentile(waits, 0.50)
+        run.pickup_p99_ms = _percentile(waits, 0.99)
+    return run
+
+
+def plot_sustained(runs: Sequence[SustainedRun], path: Any) -> None:
+    import matplotlib  # type: ignore[import-not-found,unused-ignore]
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found,unused-ignore]
+
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+    for run in runs:
+        label = f"window {run.window_s * 1000:g} ms"
+        xs = list(range(len(run.started)))
+        top.plot(xs, run.started, label=f"picked up/s, {label}")
+        middle.plot(range(len(run.dead)), [d or 0 for d in run.dead], label=label)
+        bottom.plot(
+            range(len(run.table_kb)), [t or 0 for t in run.table_kb], label=f"table, {label}"
+        )
+        bottom.plot(
+            range(len(run.index_kb)),
+            [t or 0 for t in run.index_kb],
+            "--",
+            label=f"indexes, {label}",
+        )
+        vacuums = [v or 0 for v in run.autovacuums]
+        for second in range(1, len(vacuums)):
+            if vacuums[second] > vacuums[second - 1]:
+                middle.axvline(second, linestyle=":", linewidth=0.8)
+    top.set_ylabel("jobs/s")
+    middle.set_ylabel("n_dead_tup")
+    bottom.set_ylabel("kB")
+    bottom.set_xlabel("seconds")
+    for axis in (top, middle, bottom):
+        axis.legend(loc="upper right", fontsize="small")
+    top.set_title(
+        f"The worker, sustained ({SUSTAINED_SHAPE[0]}x{SUSTAINED_SHAPE[1]} handlers, 1 ms jobs): "
+        "dotted lines = autovacuum of the job table"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python bench_worker_scale.py [--engine E] [--quick] [--json PATH]``: these rows only."""
     import argparse
@@ -401,7 +591,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--engine", action="append", choices=("sqlite", "postgresql"))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--sustained",
+        type=int,
+        metavar="SECONDS",
+        help="only the sustained PostgreSQL worker run, this long, for each --window",
+    )
+    parser.add_argument("--window", type=float, action="append", help="(with --sustained)")
+    parser.add_argument("--plot", type=Path, help="(with --sustained) the PNG to write")
     args = parser.parse_args(argv)
+    if args.sustained is not None:
+        provider = alkstore.load_engine("postgresql")
+        done = []
+        for window in args.window or [0.0]:
+            run = sustained_run(provider, args.sustained, window)
+            print(run.summary(), flush=True)
+            done.append(run)
+        print(f"load average at end {os.getloadavg()}")
+        if args.json is not None:
+            text = json.dumps([run.as_json() for run in done], indent=2) + "\n"
+            args.json.write_text(text, encoding="utf-8")
+        if args.plot is not None:
+            plot_sustained(done, args.plot)
+        return 0
     rows: list[ScaleRow] = []
     loadavg_start = os.getloadavg()
     for engine in args.engine or ("sqlite", "postgresql"):
