@@ -420,6 +420,8 @@ class SustainedRun:
     index_kb: list[int | None] = field(default_factory=list)
     pickup_p50_ms: float | None = None
     pickup_p99_ms: float | None = None
+    label: str = ""
+    """What the plot calls this run (default: its window)."""
 
     @property
     def jobs(self) -> int:
@@ -547,7 +549,7 @@ def plot_sustained(runs: Sequence[SustainedRun], path: Any) -> None:
 
     fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
     for run in runs:
-        label = f"window {run.window_s * 1000:g} ms"
+        label = run.label or f"window {run.window_s * 1000:g} ms"
         xs = list(range(len(run.started)))
         top.plot(xs, run.started, label=f"picked up/s, {label}")
         middle.plot(range(len(run.dead)), [d or 0 for d in run.dead], label=label)
