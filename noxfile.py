@@ -242,7 +242,9 @@ def bench(session: nox.Session) -> None:
     """Benchmarks of both reference engines beside plain-driver baselines, in one run.
 
     ``-- --quick`` for a smoke run; ``-- --sustained 300`` for the sustained
-    PostgreSQL run only (writes reports/sustained-postgres.png).
+    PostgreSQL run only (writes reports/sustained-postgres.png); ``--
+    --sustained-worker 300`` for the same with the real worker and grouped acks
+    (writes reports/sustained-worker.png).
     """
     # matplotlib: the sustained run's plot; pgqueuer (on asyncpg): the P1/P3 peer rows.
     _install_all(session, "matplotlib", "pgqueuer[asyncpg]")

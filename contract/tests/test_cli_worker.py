@@ -239,7 +239,7 @@ def test_without_flags_the_worker_keeps_its_own_settings(
     assert worker.maintenance is False
     assert worker.shutdown_grace_s == 30.0
     assert worker.snooze_on_stop is False
-    assert worker.ack_window_s == 0.0
+    assert worker.ack_window_s is None  # its own default, resolved against the engine at run()
 
 
 def test_a_queue_without_a_task_is_a_usage_error(

@@ -17,8 +17,9 @@ from alkstore.engine import Capabilities
 from alkstore.errors import EngineUnavailable, InvalidOptions, ProfileUnavailable
 from alkstore.testing import FakeClock
 from alkstore.values import Job, JobState
-from alkstore.worker import Worker
-from alkstore.worker.grouping import MAX_ACK_GROUP
+from alkstore.worker import DEFAULT_ACK_GROUP_MIN_SLOTS, DEFAULT_ACK_WINDOW_S, Worker
+from alkstore.worker.grouping import MAX_ACK_GROUP, AckGroups
+from alkstore.worker.outcomes import Ack
 
 WINDOW_S = 0.5
 """Long beside a handler that returns at once, short beside the tests' safety net."""
@@ -59,7 +60,7 @@ def test_acks_of_runs_finishing_within_the_window_commit_in_one_transaction(
 def test_without_a_window_each_ack_commits_with_the_next_claim(
     store: CoreStore, driver: FakeDriver, running: Any
 ) -> None:
-    worker = Worker(store, name="w")
+    worker = Worker(store, name="w", ack_window_s=0)
     worker.task("q", concurrency=4)(lambda job: None)
     ids = store.queue("q").enqueue_many([{"n": n} for n in range(8)])
     run = running(worker)
@@ -79,17 +80,28 @@ def test_a_claim_that_lapsed_while_its_ack_waited_is_refused_alone(
     caplog.set_level(logging.INFO, logger="alkstore.worker")
     returned: list[int] = []
     worker = Worker(store, name="w", ack_window_s=1.0)
+    # A third run holds its slot meanwhile, so the group waits (it is written at
+    # once when every run holding a slot is waiting in it).
+    holding, release = threading.Event(), threading.Event()
 
     def handler(job: Job) -> None:
+        assert holding.wait(10)
         returned.append(job.id)
+
+    def hold(job: Job) -> None:
+        holding.set()
+        release.wait(10)
 
     worker.task("short")(handler)
     worker.task("long")(handler)
+    worker.task("hold")(hold)
+    store.queue("hold", QueueOpts(visibility_timeout_s=600)).enqueue({})
     short = store.queue("short", QueueOpts(visibility_timeout_s=5)).enqueue({})
     long = store.queue("long", QueueOpts(visibility_timeout_s=600)).enqueue({})
     run = running(worker)
     eventually(lambda: len(returned) == 2, "both handlers returned")
     clock.advance(10)  # before the group is written: the short claim lapses
+    release.set()
     eventually(lambda: store.queue("long").get_job(long) is None, "the long claim's ack")
     eventually(lambda: returned.count(short) == 2, "the lapsed job claimed and run again")
     eventually(lambda: store.queue("short").get_job(short) is None, "its second run's ack")
@@ -194,3 +206,115 @@ def test_a_malformed_ack_window_is_refused(window: object) -> None:
         InvalidOptions, match=r"ack_window_s must be a number of seconds in \[0, 1\]"
     ):
         Worker(None, name="w", ack_window_s=window)  # type: ignore[arg-type]
+
+
+def test_a_worker_of_enough_slots_groups_acks_by_default_where_the_engine_has_transactions(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    count = DEFAULT_ACK_GROUP_MIN_SLOTS
+    together = threading.Barrier(count)
+    worker = Worker(store, name="w")  # no ack_window_s: DEFAULT_ACK_WINDOW_S
+    worker.task("q", concurrency=count)(lambda job: together.wait(10))
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
+    run.stop()
+    assert DEFAULT_ACK_WINDOW_S > 0
+    assert len(set(_txns_of(driver, "ack"))) == 1  # every ack in one commit
+
+
+def test_a_worker_of_fewer_slots_commits_each_ack_on_its_own_by_default(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    count = DEFAULT_ACK_GROUP_MIN_SLOTS - 1
+    together = threading.Barrier(count)
+    worker = Worker(store, name="w")
+    worker.task("q", concurrency=count)(lambda job: together.wait(10))
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
+    run.stop()
+    acks = _txns_of(driver, "ack")
+    assert len(acks) == len(set(acks)) == count
+
+
+def test_an_explicit_window_groups_a_worker_of_few_slots(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    count = 2
+    together = threading.Barrier(count)
+    worker = Worker(store, name="w", ack_window_s=DEFAULT_ACK_WINDOW_S)
+    worker.task("q", concurrency=count)(lambda job: together.wait(10))
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
+    run.stop()
+    assert len(set(_txns_of(driver, "ack"))) == 1
+
+
+def test_the_default_window_is_no_grouping_without_the_transactions_profile(
+    clock: FakeClock, running: Any
+) -> None:
+    plain = FakeNoTransactionsDriver()
+    store = CoreStore(plain, clock=clock, capabilities=plain.capabilities, engine_name="fake")
+    try:
+        worker = Worker(store, name="w")  # the default: no ProfileUnavailable here
+        worker.task("q", concurrency=DEFAULT_ACK_GROUP_MIN_SLOTS)(lambda job: None)
+        ids = store.queue("q").enqueue_many([{"n": n} for n in range(4)])
+        run = running(worker)
+        eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
+        run.stop()
+        assert run.error is None
+        assert plain.calls_named("ack_and_claim") or plain.calls_named("ack")
+    finally:
+        store.close()
+
+
+class _Recording:
+    """A store stand-in for ``AckGroups`` alone: its transactions' acks, by group."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[int]] = []
+
+    def transaction(self) -> Any:
+        recording = self
+
+        class Tx:
+            def __enter__(self) -> Tx:
+                recording.groups.append([])
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+            def ack(self, handle: Any, result: Any) -> None:
+                recording.groups[-1].append(handle)
+
+        return Tx()
+
+
+def test_a_group_is_written_at_once_when_every_run_holding_a_slot_waits_in_it() -> None:
+    recording = _Recording()
+    written: list[Any] = []
+    # A window far beyond the test's safety net: only the rule can write the group.
+    groups = AckGroups(
+        recording,  # type: ignore[arg-type]
+        3600.0,
+        lambda run, ack, said: written.append(run),
+        lambda run, ack, unavailable: "ack",
+        lambda: 2,
+    )
+    groups.start()
+    try:
+        first, second = _FakeRun(1), _FakeRun(2)
+        groups.add(first, Ack())  # type: ignore[arg-type]
+        groups.add(second, Ack())  # type: ignore[arg-type]
+        eventually(lambda: len(written) == 2, "the group written before its window ended")
+        assert recording.groups == [[1, 2]]
+    finally:
+        groups.close()
+
+
+class _FakeRun:
+    def __init__(self, handle: int) -> None:
+        self.handle = handle

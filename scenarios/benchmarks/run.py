@@ -2,6 +2,8 @@
 
     python scenarios/benchmarks/run.py [--engine sqlite|postgresql] [--jobs N] [--quick]
     python scenarios/benchmarks/run.py --sustained 300     (the sustained PostgreSQL run only)
+    python scenarios/benchmarks/run.py --sustained-worker 300 [--sustained-window 0.002 ...]
+                                                           (the same with the real worker)
     python scenarios/benchmarks/run.py --dashboard         (the dashboard rows only)
 
 Each workload runs on a freshly provisioned store of each engine, through the
@@ -63,6 +65,7 @@ from bench_sides import (
 )
 from bench_unique import Overhead, floor_overhead, render_unique_overhead, unique_overhead
 from bench_worker import render_worker_overhead, worker_overhead_json
+from bench_worker_scale import ScaleRow, render_row, render_scale, scale_rows
 from bench_workloads import Bench
 
 import alkstore
@@ -121,6 +124,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=2_000,
         help="jobs per second the sustained run's producer offers",
+    )
+    parser.add_argument(
+        "--sustained-worker",
+        type=int,
+        metavar="SECONDS",
+        help="run only the sustained PostgreSQL run of the worker (4 processes x 16 "
+        "handlers, 1 ms jobs) for this long, once per --sustained-window; writes "
+        "reports/sustained-worker.{json,png}",
+    )
+    parser.add_argument(
+        "--sustained-window",
+        type=float,
+        action="append",
+        metavar="SECONDS",
+        help="the ack window of a --sustained-worker run (repeatable; default: the "
+        "worker's default, DEFAULT_ACK_WINDOW_S)",
     )
     parser.add_argument(
         "--pgbouncer",
@@ -261,6 +280,29 @@ def run_sustained(args: argparse.Namespace) -> int:
     return 0 if series.ok else 1
 
 
+def run_sustained_worker(args: argparse.Namespace) -> int:
+    from bench_worker_scale import plot_sustained, sustained_run
+
+    from alkstore.worker import DEFAULT_ACK_WINDOW_S
+
+    provider = alkstore.load_engine("postgresql")
+    print(
+        f"Sustained PostgreSQL worker run: {args.sustained_worker} s, load average {_loadavg()}",
+        flush=True,
+    )
+    runs = []
+    for window in args.sustained_window or [DEFAULT_ACK_WINDOW_S]:
+        runs.append(sustained_run(provider, args.sustained_worker, window, args.sustained_rate))
+        print(runs[-1].summary(), flush=True)
+    print(f"Load average at end {_loadavg()}")
+    path = ROOT / "reports" / "sustained-worker.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([run.as_json() for run in runs], indent=2) + "\n", "utf-8")
+    plot_sustained(runs, path.with_suffix(".png"))
+    print(f"Series written to {path}, plot to {path.with_suffix('.png')}")
+    return 0
+
+
 def run_pgbouncer(args: argparse.Namespace) -> int:
     from bench_pgbouncer import PGBOUNCER_JSON, pgbouncer_wake
 
@@ -306,6 +348,23 @@ def run_dashboard_only(args: argparse.Namespace) -> int:
     env = environment(engines, providers)
     print(environment_line(env), flush=True)
     runs = run_dashboard(engines, providers, args.quick, args.dashboard_jobs)
+    scaled: list[ScaleRow] = []
+    if not args.workload or {"worker_1p", "worker_4p"} & set(args.workload):
+        for engine in engines:
+            started = time.perf_counter()
+            scaled += scale_rows(
+                engine,
+                providers[engine],
+                args.quick,
+                lambda row: print(render_row(row), file=sys.stderr, flush=True),
+            )
+            print(
+                f"  {'worker scale':<13} {engine:<18} done in "
+                f"{time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     limited: list[LimitsRows] = []
     if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
         for engine in engines:
@@ -333,6 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.sustained is not None:
         return run_sustained(args)
+    if args.sustained_worker is not None:
+        return run_sustained_worker(args)
     if args.pgbouncer:
         return run_pgbouncer(args)
     if args.dashboard:
@@ -456,6 +517,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    scaled: list[ScaleRow] = []
+    if not args.workload or {"worker_1p", "worker_4p"} & set(args.workload):
+        for engine in engines:
+            started = time.perf_counter()
+            scaled += scale_rows(
+                engine,
+                providers[engine],
+                args.quick,
+                lambda row: print(render_row(row), file=sys.stderr, flush=True),
+            )
+            print(
+                f"  {'worker scale':<13} {engine:<18} done in "
+                f"{time.perf_counter() - started:6.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     limited: list[LimitsRows] = []
     if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
         for engine in engines:
@@ -507,6 +585,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if backlog_table:
         print()
         print(backlog_table)
+    scale_table = render_scale(scaled)
+    if scale_table:
+        print()
+        print(scale_table)
     limits_table = render_limits(limited)
     if limits_table:
         print()
@@ -555,11 +637,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "key_backlog": [row.as_json() for row in key_backlog],
             "job_graph": [run.as_json() for run in graphs],
             "limits": [row.as_json() for row in limited],
+            "worker_scale": [row.as_json() for row in scaled],
         },
     )
     print(f"\nResults written to {args.json}")
     failed = any(m.failure is not None for by_key in results.values() for m in by_key.values())
     failed = failed or any(run.failure is not None for run in graphs)
+    failed = failed or any(row.failure is not None for row in scaled)
     return 1 if failed or any(run.failure is not None for run in dashboard) else 0
 
 

@@ -19,6 +19,7 @@ sys.path.insert(0, str(RUN.parent))  # the harness's modules, as run.py sees the
 
 import bench_limits  # noqa: E402
 import bench_pgqueuer  # noqa: E402
+import bench_worker_scale  # noqa: E402
 from bench_before import BEFORE_UNIQUE  # noqa: E402
 from bench_catalog import WORKLOADS  # noqa: E402
 from bench_dashboard import QUICK_JOBS as DASHBOARD_QUICK_JOBS  # noqa: E402
@@ -255,3 +256,35 @@ def test_the_most_starts_in_a_window_counts_the_starts_after_now_minus_per_up_to
     # per=2: the window at now=11 holds the starts at 10 and 11, not those at 9.
     assert bench_limits.max_in_window([9, 9, 10, 11, 11, 13], 2) == 3
     assert bench_limits.max_in_window([9, 9, 10, 11, 11, 13], 1) == 2
+
+
+def test_quick_sqlite_run_has_the_worker_scale_rows_with_grouping_off_and_on(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    rows = document["worker_scale"]
+    drains = {
+        (r["processes"], r["handlers_per_process"], r["ack_window_s"])
+        for r in rows
+        if r["kind"] == "drain"
+    }
+    assert drains == {
+        (p, h, w)
+        for p, h in bench_worker_scale.QUICK_SHAPES
+        for w in bench_worker_scale.QUICK_WINDOWS
+    }
+    assert {r["ack_window_s"] for r in rows if r["kind"] == "light"} == set(
+        bench_worker_scale.LIGHT_WINDOWS
+    )
+    for row in rows:
+        assert row["failure"] is None
+        assert row["jobs"] > 0
+        assert row["completions_per_s"] > 0
+        assert 0 <= row["pickup_p50_ms"] <= row["pickup_p99_ms"]
+    assert "The worker at 4/16/64 handlers" in done.stdout
+
+
+def test_a_percentile_is_the_value_at_that_share_of_the_sorted_values() -> None:
+    values = [float(n) for n in range(100, 0, -1)]
+    assert bench_worker_scale._percentile(values, 0.50) == 51.0
+    assert bench_worker_scale._percentile(values, 0.99) == 100.0

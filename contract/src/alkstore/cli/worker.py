@@ -30,7 +30,12 @@ from click.core import ParameterSource
 
 from ..errors import InvalidOptions
 from ..worker import MAX_CONCURRENCY, Worker
-from ..worker.runtime import MAX_ACK_WINDOW_S, MAX_SHUTDOWN_GRACE_S
+from ..worker.runtime import (
+    DEFAULT_ACK_GROUP_MIN_SLOTS,
+    DEFAULT_ACK_WINDOW_S,
+    MAX_ACK_WINDOW_S,
+    MAX_SHUTDOWN_GRACE_S,
+)
 from .arguments import engine_options
 from .logs import JobFormatter, StderrHandler
 from .settings import Settings, open_store
@@ -247,8 +252,10 @@ def _serve_metrics(loaded: Worker, host: str, port: int) -> WSGIServer:
     "--ack-window",
     type=click.FloatRange(0, MAX_ACK_WINDOW_S),
     metavar="SECONDS",
-    help="Group the acks of jobs finishing within SECONDS into one commit (e.g. 0.002; "
-    "0: each ack commits on its own, the default; needs the transactions profile).",
+    help="Group the acks of jobs finishing within SECONDS into one commit (0: each ack "
+    "commits on its own; > 0 needs the transactions profile). Default: the worker's "
+    f"own: {DEFAULT_ACK_WINDOW_S:g} where the engine has transactions and the worker "
+    f"{DEFAULT_ACK_GROUP_MIN_SLOTS} slots or more, else 0.",
 )
 @click.option(
     "--metrics-port",

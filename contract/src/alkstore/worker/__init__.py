@@ -21,10 +21,18 @@ from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, MAINTENAN
 from .observe import OUTCOMES, WorkerObserver
 from .outcomes import Fail, Retry, Snooze
 from .runs import JobContext
-from .runtime import DEFAULT_SHUTDOWN_GRACE_S, MAX_ACK_WINDOW_S, Worker
+from .runtime import (
+    DEFAULT_ACK_GROUP_MIN_SLOTS,
+    DEFAULT_ACK_WINDOW_S,
+    DEFAULT_SHUTDOWN_GRACE_S,
+    MAX_ACK_WINDOW_S,
+    Worker,
+)
 from .tasks import MAX_CONCURRENCY, Task
 
 __all__ = [
+    "DEFAULT_ACK_GROUP_MIN_SLOTS",
+    "DEFAULT_ACK_WINDOW_S",
     "DEFAULT_MAINTENANCE_EVERY",
     "DEFAULT_SHUTDOWN_GRACE_S",
     "MAINTENANCE_QUEUE",

@@ -37,11 +37,21 @@ Alone = Callable[[JobRun, Ack, EngineUnavailable | None], str]
 class AckGroups:
     """Collects finished runs' acks and writes them, a group at a time, on a thread
     of its own: a group is written ``window_s`` after its first ack, or at once when
-    ``MAX_ACK_GROUP`` are waiting, or when the worker closes it."""
+    ``MAX_ACK_GROUP`` are waiting, or as soon as every run holding a slot
+    (``holding()``) is waiting in it (no run is left that could join the group),
+    or when the worker closes it."""
 
-    def __init__(self, store: Store, window_s: float, written: Written, alone: Alone) -> None:
+    def __init__(
+        self,
+        store: Store,
+        window_s: float,
+        written: Written,
+        alone: Alone,
+        holding: Callable[[], int],
+    ) -> None:
         self._store = store
         self._window_s = window_s
+        self._holding = holding
         self._written = written
         self._alone = alone
         self._waiting: list[tuple[JobRun, Ack]] = []
@@ -77,6 +87,8 @@ class AckGroups:
                     return  # closing, and nothing is left to write
                 ends = time.monotonic() + self._window_s
                 while len(self._waiting) < MAX_ACK_GROUP and not self._closing:
+                    if len(self._waiting) >= self._holding():
+                        break  # every run holding a slot waits here: none is left to join
                     left = ends - time.monotonic()
                     if left <= 0:
                         break

@@ -45,6 +45,13 @@ DEFAULT_SHUTDOWN_GRACE_S = 30.0
 MAX_SHUTDOWN_GRACE_S = 86_400.0
 MAX_ACK_WINDOW_S = 1.0
 """The longest ``ack_window_s``: a longer window would only hold slots (§12.10)."""
+DEFAULT_ACK_WINDOW_S = 0.005
+"""The window a worker groups acks in when ``ack_window_s`` is not given, its
+engine has the transactions profile and it has ``DEFAULT_ACK_GROUP_MIN_SLOTS``
+slots or more (§12.10; measured in docs/benchmarks.md)."""
+DEFAULT_ACK_GROUP_MIN_SLOTS = 16
+"""The fewest slots (its tasks' concurrency, summed) a worker groups acks at by
+default: below it, each ack committing with the next claim is as fast or faster."""
 
 
 def default_worker_name() -> str:
@@ -73,8 +80,11 @@ class Worker:
         ack_window_s: group the acks of runs finishing within this many seconds
             (at most ``MAX_ACK_WINDOW_S``) into one transaction, one commit per group
             of up to ``MAX_ACK_GROUP`` (contract §12.10); a run's slot is freed once
-            its group is written. ``0`` (the default): each ack commits on its own,
-            with the next claim. Needs an engine with the transactions profile.
+            its group is written. ``0``: each ack commits on its own, with the next
+            claim. ``None`` (the default): ``DEFAULT_ACK_WINDOW_S`` on an engine
+            with the transactions profile for a worker of at least
+            ``DEFAULT_ACK_GROUP_MIN_SLOTS`` slots, else ``0``; a window ``> 0``
+            needs the profile.
 
     Raises:
         InvalidName: ``name`` is malformed.
@@ -94,7 +104,7 @@ class Worker:
         maintenance_every: str = DEFAULT_MAINTENANCE_EVERY,
         snooze_on_stop: bool = False,
         observers: Iterable[WorkerObserver] = (),
-        ack_window_s: float = 0.0,
+        ack_window_s: float | None = None,
     ) -> None:
         self.store = store
         self.name = validate_identifier(
@@ -104,7 +114,9 @@ class Worker:
         self.maintenance = bool(maintenance)
         self.maintenance_every = check_every(maintenance_every)
         self.snooze_on_stop = bool(snooze_on_stop)
-        self.ack_window_s = _window(ack_window_s)
+        self.ack_window_s: float | None = (
+            None if ack_window_s is None else _window(ack_window_s)
+        )  # None: the default, resolved against the engine in run()
         self._tasks: dict[str, Task] = {}
         self._declarations: dict[str, Declaration] = {}
         self._lock = threading.Lock()
@@ -235,7 +247,8 @@ class Worker:
             shutdown_grace_s: how long a graceful stop waits for running handlers.
             snooze_on_stop: snooze, rather than abandon, the jobs still running
                 when the grace ends.
-            ack_window_s: group acks within this window (§12.10; ``0``: off).
+            ack_window_s: group acks within this window (§12.10; ``0``: off;
+                not given: as the worker says).
 
         Raises:
             InvalidOptions: a queue has no registered task, ``concurrency`` is
@@ -342,7 +355,9 @@ class Worker:
                 raise InvalidOptions("no task is registered: decorate a handler with task()")
             if self.snooze_on_stop:
                 _require(store, "snooze")
-            if self.ack_window_s:
+            slots = sum(task.concurrency for task in self._tasks.values())
+            window = _resolved_window(store, self.ack_window_s, slots)
+            if window:
                 _require(store, "transactions")
             if self._declarations:
                 require_periodic(store)
@@ -375,8 +390,14 @@ class Worker:
             self._give_up,
         )
         groups = None
-        if self.ack_window_s:
-            groups = AckGroups(store, self.ack_window_s, settler.group_written, settler.write_alone)
+        if window:
+            groups = AckGroups(
+                store,
+                window,
+                settler.group_written,
+                settler.write_alone,
+                self._slots.busy,
+            )
             settler.group_acks(groups)
         execution = Execution(
             store, tasks, settler, self._slots, self._heartbeats, self._stopping, self._observers
@@ -492,6 +513,17 @@ def _observers(observers: Iterable[object]) -> list[WorkerObserver]:
             )
         checked.append(observer)
     return checked
+
+
+def _resolved_window(store: Store, window: float | None, slots: int) -> float:
+    """``window``, or for ``None`` the default: ``DEFAULT_ACK_WINDOW_S`` where the
+    engine has the transactions profile and the worker ``slots`` are at least
+    ``DEFAULT_ACK_GROUP_MIN_SLOTS``, else ``0`` (no grouping)."""
+    if window is not None:
+        return window
+    capabilities = getattr(store, "capabilities", None)
+    grouped = isinstance(capabilities, Capabilities) and capabilities.transactions
+    return DEFAULT_ACK_WINDOW_S if grouped and slots >= DEFAULT_ACK_GROUP_MIN_SLOTS else 0.0
 
 
 def _window(seconds: object) -> float:
