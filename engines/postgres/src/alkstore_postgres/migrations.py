@@ -29,7 +29,7 @@ from psycopg import sql as pgsql
 
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
-from .statements import render
+from .statements import CLAIM_LIMITED_FUNCTION, render
 
 
 @dataclass(frozen=True, slots=True)
@@ -973,6 +973,18 @@ V16_JOB_METADATA = Migration(
 )
 
 
+V18_LIMITED_CLAIM_FUNCTION = Migration(
+    18,
+    "a limited queue's claim in one statement: the function that locks, claims and records",
+    (
+        # Locks the queue's limit row, claims under it with a snapshot of its own and
+        # records the claim's starts (statements.CLAIM_LIMITED_FUNCTION): a claim of a
+        # limited queue is one round trip instead of a transaction of four statements.
+        CLAIM_LIMITED_FUNCTION,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -990,6 +1002,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V14_KEY_INDEX,
     V15_DEAD_PAGES,
     V16_JOB_METADATA,
+    V18_LIMITED_CLAIM_FUNCTION,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
