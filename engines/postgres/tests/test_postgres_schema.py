@@ -782,7 +782,7 @@ LIMITED_CLAIM_MIGRATION = migrations.V18_LIMITED_CLAIM_FUNCTION.version
 from the one before it)."""
 
 
-def test_a_schema_before_the_limited_claim_function_keeps_its_limits_and_window_starts(
+def test_a_schema_before_the_limited_claim_function_keeps_its_window_starts_counted(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = VERSIONS[VERSIONS.index(LIMITED_CLAIM_MIGRATION) - 1]
@@ -794,18 +794,19 @@ def test_a_schema_before_the_limited_claim_function_keeps_its_limits_and_window_
     )
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_queue_limits (queue, concurrency, rate, per_s)'
-        " VALUES ('q', 3, 2, 60)"
+        " VALUES ('q', 3, 3, 60)"
     )
-    # A start the previous release's claim recorded, still in the window at 1,000.
+    # Two claims of one second, as the previous release recorded them (a row per
+    # claim), still in the window at 1,000: made one row of that second.
     admin.execute(
         f'INSERT INTO "{schema}".alkstore_claim_starts (queue, started_at, claims)'
-        " VALUES ('q', 990, 1)"
+        " VALUES ('q', 990, 1), ('q', 990, 1)"
     )
     clock = FakeClock(1_000)
     with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
         queue = store.queue("q")
-        assert len(queue.claim_batch("w", 10)) == 1  # the old start counts against 2
+        assert len(queue.claim_batch("w", 10)) == 1  # the old starts count against 3
         assert queue.claim_batch("w", 10) == []
         clock.advance(60)
-        assert len(queue.claim_batch("w", 10)) == 2  # then the concurrency of 3 binds
+        assert len(queue.claim_batch("w", 10)) == 2  # the rate and the concurrency bind
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

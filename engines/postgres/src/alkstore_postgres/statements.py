@@ -505,53 +505,35 @@ free slots; the key of the last row claimed becomes the cursor. The rows are fou
 without ``FOR UPDATE``: claims of the queue serialise on the limit row instead, and a
 row another statement changed since the snapshot is left alone (its ``ctid`` moved)."""
 
-RECORD_KEY_STARTS: Final = """
-WITH gone AS (
-    DELETE FROM {schema}.alkstore_key_claim_starts
-    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
-)
-INSERT INTO {schema}.alkstore_key_claim_starts (queue, limit_key, started_at, claims)
-SELECT %(queue)s, k, %(now)s, count(*) FROM unnest(%(keys)s::text[]) AS k GROUP BY k
-"""
-"""A per-key rate's starts (§16.11): the rows a claim in turn took, per key, in its
-transaction (under the limit row's lock), and the queue's key starts that left the
-window gone."""
-
-RECORD_STARTS: Final = """
-WITH gone AS (
-    DELETE FROM {schema}.alkstore_claim_starts
-    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
-)
-INSERT INTO {schema}.alkstore_claim_starts (queue, started_at, claims)
-VALUES (%(queue)s, %(now)s, %(claims)s)
-"""
-"""A rate-limited claim's starts, in its transaction (under the limit row's lock), and
-the queue's starts that left the window gone."""
-
 _RECORD_STARTS = """, rate_gone AS (
     DELETE FROM {schema}.alkstore_claim_starts
     WHERE %(rate)s::integer IS NOT NULL AND queue = %(queue)s
       AND started_at <= %(now)s - %(per_s)s::bigint
 ), rate_started AS (
-    INSERT INTO {schema}.alkstore_claim_starts (queue, started_at, claims)
+    INSERT INTO {schema}.alkstore_claim_starts AS starts (queue, started_at, claims)
     SELECT %(queue)s, %(now)s, count(*) FROM claimed
     HAVING %(rate)s::integer IS NOT NULL AND count(*) > 0
+    ON CONFLICT (queue, started_at) DO UPDATE SET claims = starts.claims + excluded.claims
 )"""
-"""``RECORD_STARTS`` as CTEs of the claim (after ``claimed``): with a rate, the claim's
-starts, and the queue's starts that left the window gone."""
+"""The starts a rate counts, as CTEs of the claim (after ``claimed``): with a rate, the
+claim's starts added to the queue's row of this second (one row per second a claim
+started in, since migration 18), and the queue's starts that left the window gone."""
 
 _RECORD_KEY_STARTS = """, key_gone AS (
     DELETE FROM {schema}.alkstore_key_claim_starts
     WHERE %(rate_per_key)s::integer IS NOT NULL AND queue = %(queue)s
       AND started_at <= %(now)s - %(per_s)s::bigint
 ), key_started AS (
-    INSERT INTO {schema}.alkstore_key_claim_starts (queue, limit_key, started_at, claims)
+    INSERT INTO {schema}.alkstore_key_claim_starts AS starts (
+        queue, limit_key, started_at, claims)
     SELECT %(queue)s, coalesce(limit_key, ''), %(now)s, count(*) FROM claimed
     WHERE %(rate_per_key)s::integer IS NOT NULL
     GROUP BY 2
+    ON CONFLICT (queue, started_at, limit_key)
+    DO UPDATE SET claims = starts.claims + excluded.claims
 )"""
-"""``RECORD_KEY_STARTS`` as CTEs of the claim in turn: with a per-key rate (§16.11),
-each claimed row a start of its key."""
+"""The starts a per-key rate counts (§16.11), as CTEs of the claim in turn: each claimed
+row a start of its key, added to the key's row of this second."""
 
 _FUNCTION_ARGUMENTS: Final = {
     "queue": "p_queue",
@@ -631,7 +613,7 @@ $alkstore$
 """A limited queue's claim in one statement (the limits profile, migration 18): lock
 the queue's limit row, then claim at most its free slots as ``CLAIM_LIMITED`` (or, with
 a per-key limit or rate, in turn as ``CLAIM_IN_TURN``) and record the claim's starts
-(``RECORD_STARTS``, ``RECORD_KEY_STARTS``) in the caller's transaction, which holds the
+(``_RECORD_STARTS``, ``_RECORD_KEY_STARTS``) in the caller's transaction, which holds the
 lock until it ends. A VOLATILE PL/pgSQL function takes a fresh snapshot for each of
 its statements, so the claim's sees every claim committed before the lock was granted:
 two claimers never share a slot, and the window counts every start. It reads the
@@ -1565,8 +1547,6 @@ class Statements:
     call_claim_limited: bytes
     claim_in_turn: bytes
     lock_limit: bytes
-    record_starts: bytes
-    record_key_starts: bytes
     notify_if_limited: bytes
     set_limits: bytes
     clear_limits: bytes
@@ -1660,8 +1640,6 @@ class Statements:
             call_claim_limited=render(CALL_CLAIM_LIMITED, schema),
             claim_in_turn=render(CLAIM_IN_TURN, schema),
             lock_limit=render(LOCK_LIMIT, schema),
-            record_starts=render(RECORD_STARTS, schema),
-            record_key_starts=render(RECORD_KEY_STARTS, schema),
             notify_if_limited=render(NOTIFY_IF_LIMITED, schema),
             set_limits=render(SET_LIMITS, schema),
             clear_limits=render(CLEAR_LIMITS, schema),
