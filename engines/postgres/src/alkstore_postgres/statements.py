@@ -567,6 +567,25 @@ _LIMITED_SLOTS = (
     f" greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))"
 )
 
+_LIMITED_READY = f"""
+WITH claimed AS (
+    UPDATE {{schema}}.alkstore_jobs AS job
+    {_CLAIM_SET}
+    WHERE job.ctid = ANY(ARRAY(
+        SELECT ctid FROM {{schema}}.alkstore_jobs
+        WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
+          AND (expires_at IS NULL OR expires_at > %(now)s)
+          AND attempts < max_attempts{_NOT_PAUSED}
+        ORDER BY priority DESC, run_at, id
+        LIMIT {_LIMITED_SLOTS}
+        FOR UPDATE SKIP LOCKED))
+    RETURNING job.*
+){_RECORD_STARTS}
+SELECT * FROM claimed
+"""
+"""``CLAIM_LIMITED`` of a queue with no lapsed claim: pending rows only, as
+``CLAIM_READY`` (no exhausted row to move, none lapsed to take back)."""
+
 CLAIM_LIMITED_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
     p_queue text, p_worker_id text, p_now bigint, p_limit integer, p_last_error text)
@@ -589,7 +608,12 @@ BEGIN
     END IF;
     -- Each statement below takes a snapshot of its own (READ COMMITTED, a VOLATILE
     -- function), after the lock: it sees every claim of the queue committed before.
-    IF v_per_key IS NULL AND v_rate_per_key IS NULL THEN
+    IF v_per_key IS NULL AND v_rate_per_key IS NULL AND NOT EXISTS (
+        SELECT FROM {{schema}}.alkstore_jobs
+        WHERE queue = p_queue AND state = 'processing' AND deadline <= p_now
+    ) THEN  -- no lapsed claim to take back or bury: pending rows only, as CLAIM_READY
+        RETURN QUERY {_in_function(_LIMITED_READY)};
+    ELSIF v_per_key IS NULL AND v_rate_per_key IS NULL THEN
         RETURN QUERY {
     _in_function(
         _claim(
