@@ -136,3 +136,25 @@ def test_the_function_counts_the_starts_a_claim_recorded_against_the_rate(
     assert queue.claim("w") is None
     clock.advance(10)
     assert len(queue.claim_batch("w", 10)) == 3
+
+
+def test_claim_wait_on_a_queue_found_limited_claims_in_one_statement(
+    open_store: StoreFactory, executed: list[bytes]
+) -> None:
+    store = open_store()
+    queue = _limited_queue(store, NEVER_BINDS, 3)
+    executed.clear()
+    handle = queue.claim_wait("w", timeout=5)
+    assert handle is not None
+    assert executed == [_statements(store).call_claim_limited]
+
+
+def test_claim_wait_any_on_a_queue_found_limited_claims_in_one_statement(
+    open_store: StoreFactory, executed: list[bytes]
+) -> None:
+    store = open_store()
+    queue = _limited_queue(store, NEVER_BINDS, 3)
+    executed.clear()
+    handle = store.claim_wait_any([queue], "w", timeout=5)
+    assert handle is not None
+    assert executed == [_statements(store).call_claim_limited]
