@@ -971,7 +971,9 @@ _RATE_BUCKETS_TRIGGER_SQL = f"""
     END
     """
 """A rate-limited queue's claim starts, one row per second a claim started in, with
-how many (the limited-claim version's trigger)."""
+how many (the rate-buckets version's trigger). From that version on, a migration that
+makes the jobs table (and so its triggers) again makes this one, not version 9's
+``_CLAIM_STARTS_TRIGGER_SQL``, whose INSERT has no ``claims``."""
 
 
 # A limit that never binds costs little (issue 25): a rate's starts are kept one row
