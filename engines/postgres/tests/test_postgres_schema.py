@@ -775,3 +775,38 @@ def test_a_schema_before_metadata_is_upgraded_and_a_released_dependent_keeps_its
         assert released is not None
         assert (released.state, released.metadata) == (alkstore.JobState.PENDING, metadata)
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+LIMITED_CLAIM_MIGRATION = migrations.V18_LIMITED_CLAIM_FUNCTION.version
+"""The migration that makes a limited queue's claim one statement (the test below starts
+from the one before it)."""
+
+
+def test_a_schema_before_the_limited_claim_function_keeps_its_window_starts_counted(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(LIMITED_CLAIM_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " SELECT 'q', '\"old\"', 0, 3, 1, 1, 300, 1 FROM generate_series(1, 4)"
+    )
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_queue_limits (queue, concurrency, rate, per_s)'
+        " VALUES ('q', 3, 3, 60)"
+    )
+    # Two claims of one second, as the previous release recorded them (a row per
+    # claim), still in the window at 1,000: made one row of that second.
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_claim_starts (queue, started_at, claims)'
+        " VALUES ('q', 990, 1), ('q', 990, 1)"
+    )
+    clock = FakeClock(1_000)
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        queue = store.queue("q")
+        assert len(queue.claim_batch("w", 10)) == 1  # the old starts count against 3
+        assert queue.claim_batch("w", 10) == []
+        clock.advance(60)
+        assert len(queue.claim_batch("w", 10)) == 2  # the rate and the concurrency bind
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

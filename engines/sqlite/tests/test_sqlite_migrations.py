@@ -14,7 +14,7 @@ import alkstore
 from alkstore import EngineUnavailable, EnqueueOpts, QueueOpts, Unique
 from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
-from alkstore_sqlite.migrations import METADATA_VERSION, MIGRATIONS
+from alkstore_sqlite.migrations import METADATA_VERSION, MIGRATIONS, RATE_BUCKETS_VERSION
 
 
 def _tables(db_path: Path) -> set[str]:
@@ -995,3 +995,54 @@ def test_an_upgraded_file_before_metadata_keeps_a_jobs_metadata_released_and_dea
         dead = queue.get_job(waiting)
         assert dead is not None
         assert (dead.state, dead.metadata) == (alkstore.JobState.DEAD, metadata)
+
+
+def _make_file_before_rate_buckets(db_path: Path) -> sqlite3.Connection:
+    _make_v4_file(db_path, RATE_BUCKETS_VERSION - 1)
+    return sqlite3.connect(str(db_path), isolation_level=None)
+
+
+def test_a_file_before_rate_buckets_keeps_each_window_start_counted_against_the_rate(
+    db_path: Path, url: str
+) -> None:
+    conn = _make_file_before_rate_buckets(db_path)
+    conn.execute("DELETE FROM __alkstore_jobs")
+    conn.execute("INSERT INTO __alkstore_queue_limits (queue, rate, per_s) VALUES ('r', 3, 60)")
+    # Two starts of one second and one older, as the previous version kept them (a row
+    # per claimed row): all three in the window (1,340, 1,400].
+    conn.executemany(
+        "INSERT INTO __alkstore_claim_starts (queue, started_at) VALUES ('r', ?)",
+        [(1390,), (1390,), (1345,)],
+    )
+    conn.close()
+    clock = FakeClock(1400)
+    with alkstore.open(url, clock=clock) as store:
+        queue = store.queue("r")
+        queue.enqueue_many(list(range(10)))
+        assert queue.claim("w") is None  # the rate's three starts are still counted
+        clock.advance(5)  # 1,345 has left the window (1,345, 1,405]: one slot
+        assert len(queue.claim_batch("w", 10)) == 1
+        clock.advance(45)  # and the two of 1,390 too, not the one of 1,405: two more
+        assert len(queue.claim_batch("w", 10)) == 2
+    assert _version(db_path) == LATEST_VERSION
+
+
+def test_a_file_before_rate_buckets_keeps_each_keys_window_starts(db_path: Path, url: str) -> None:
+    conn = _make_file_before_rate_buckets(db_path)
+    conn.execute("DELETE FROM __alkstore_jobs")
+    conn.execute(
+        "INSERT INTO __alkstore_queue_limits (queue, rate_per_key, per_s) VALUES ('k', 2, 60)"
+    )
+    conn.executemany(
+        "INSERT INTO __alkstore_key_claim_starts (queue, limit_key, started_at)"
+        " VALUES ('k', ?, 1390)",
+        [("a",), ("a",), ("b",)],
+    )
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("k")
+        for key in ("a", "b", "b"):
+            queue.enqueue(key, EnqueueOpts(limit_key=key))
+        # "a" is at its rate of 2; "b" has one start left.
+        assert [h.job.limit_key for h in queue.claim_batch("w", 10)] == ["b"]
+    assert _version(db_path) == LATEST_VERSION

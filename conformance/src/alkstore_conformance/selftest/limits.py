@@ -116,8 +116,14 @@ class LimitReadOnceDriver(_ShadowLimitsDriver):
             return self._read.get(queue)
 
 
-STARTS_SINCE = f"SELECT count(*) FROM {CLAIM_STARTS} WHERE queue = ? AND started_at > ?"
-RECORD_START = f"INSERT INTO {CLAIM_STARTS} (queue, started_at) VALUES (?, ?)"
+STARTS_SINCE = f"""
+SELECT coalesce(sum(claims), 0) FROM {CLAIM_STARTS} WHERE queue = ? AND started_at > ?
+"""
+RECORD_STARTS = f"""
+INSERT INTO {CLAIM_STARTS} (queue, started_at, claims) VALUES (?, ?, ?)
+    ON CONFLICT (queue, started_at) DO UPDATE SET claims = claims + excluded.claims
+"""
+"""The engine's starts, one row per (queue, second) with their count."""
 
 
 class RateWindowShortDriver(_ShadowLimitsDriver):
@@ -137,6 +143,6 @@ class RateWindowShortDriver(_ShadowLimitsDriver):
             return []
         fewer = Claim(params.queue, params.worker_id, params.now, min(free, params.limit))
         jobs = SqliteDriver.claim(self, c, fewer)
-        for _ in jobs:
-            c.execute(RECORD_START, (params.queue, params.now))
+        if jobs:
+            c.execute(RECORD_STARTS, (params.queue, params.now, len(jobs)))
         return jobs

@@ -88,7 +88,7 @@ from alkstore.params import (
     Snooze,
     Sweep,
 )
-from alkstore.rows import CLAIMED_COLUMNS, error_entry
+from alkstore.rows import error_entry
 from alkstore.values import Job, LockInfo
 
 from .binding import by_name
@@ -178,10 +178,6 @@ def check_attachable(native: psycopg.Connection[Any] | psycopg.AsyncConnection[A
         )
 
 
-_LIMIT_KEY = CLAIMED_COLUMNS.index("limit_key")
-"""Where a claimed row holds its limit key (the key_limits profile)."""
-
-
 class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
     """One opened store: a connection pool, the rendered statements, a lazy listener."""
 
@@ -193,6 +189,9 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         self.message_channel = message_channel(options.schema)
         self.messages_keep = options.messages_keep
         self._sql = Statements.for_schema(options.schema)
+        self._limited: set[str] = set()
+        """Queues a claim found limited: a hint of which claim to try first, not a copy
+        of the limit (``alkstore_claim_limited`` reads it and says when it is gone)."""
         pooled = options.pooler is not None
         self._plan_ages = PlanAges(kept=not pooled)
         self._server_clock = server_clock
@@ -468,47 +467,45 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         """Nearly always one statement: pending rows, while no claim of the queue has
         lapsed (so none is exhausted either). When that claims nothing, one statement
         that moves the queue's exhausted lapsed rows to dead and claims pending and
-        lapsed rows alike."""
+        lapsed rows alike. A queue this store has found limited: one statement too,
+        ``alkstore_claim_limited``."""
         bound = by_name(params, last_error=ERROR_EXHAUSTED)
         # One row: a prepared statement whose plan holds at any table size. More:
         # prepared plans made again as the table grows (see plans.py).
         sql = self._sql
+        if params.limit != 1:
+            self._plan_ages.keep_fresh(c)
+        if params.queue in self._limited:
+            rows = self._claim_limited(c, bound)
+            if rows is not None:
+                return claimed_jobs(rows, params.queue, params.worker_id, params.now)
         if params.limit == 1:
             ready, either = sql.claim_ready_one, sql.claim_one
         else:
             ready, either = sql.claim_ready, sql.claim
-            self._plan_ages.keep_fresh(c)
         rows = execute(c, ready, bound, binary=True).fetchall()
         if not rows:
             rows = execute(c, either, bound, binary=True).fetchall()
             if rows and rows[-1][0] is None:  # the queue has a limit: CLAIM left it alone
-                rows = self._claim_limited(c, bound)
+                limited = self._claim_limited(c, bound)
+                if limited is None:  # cleared meanwhile: the unlimited claim
+                    limited = execute(c, either, bound, binary=True).fetchall()
+                rows = [r for r in limited if r[0] is not None]
         return claimed_jobs(rows, params.queue, params.worker_id, params.now)
 
-    def _claim_limited(self, c: PgHandle, bound: dict[str, Any]) -> list[Any]:
-        """The claim of a queue with a concurrency limit (the limits profile): in one
-        transaction, lock the queue's limit row, then claim at most its free slots
-        with a snapshot taken after the lock, so two claimers never share a slot."""
-        sql = self._sql
-        begin_transaction(c)
-        row = execute(c, sql.lock_limit, bound).fetchone()
-        if row is None:  # the limit was cleared meanwhile: the unlimited claim
-            rows = execute(c, sql.claim, bound, binary=True).fetchall()
-            return [r for r in rows if r[0] is not None]
-        concurrency, rate, per_s, per_key, rate_per_key, cursor = row
-        bound = {**bound, "concurrency": concurrency, "rate": rate, "per_s": per_s}
-        if per_key is None and rate_per_key is None:
-            rows = execute(c, sql.claim_limited, bound, binary=True).fetchall()
-        else:  # a per-key limit or rate (the key_limits profile): the keys in turn
-            keyed = {**bound, "per_key": per_key, "rate_per_key": rate_per_key, "cursor": cursor}
-            rows = execute(c, sql.claim_in_turn, keyed, binary=True).fetchall()
-            if rate_per_key is not None and rows:  # §16.11: each row a start of its key
-                keys = [row[_LIMIT_KEY] or "" for row in rows]
-                execute(c, sql.record_key_starts, {**bound, "keys": keys})
-        claimed = [r for r in rows if r[0] is not None]
-        if rate is not None and claimed:  # its starts count against the rate
-            execute(c, sql.record_starts, {**bound, "claims": len(claimed)})
-        return claimed
+    def _claim_limited(self, c: PgHandle, bound: dict[str, Any]) -> list[Any] | None:
+        """The claim of a queue with a limit (the limits profile), one statement: the
+        function locks the queue's limit row (held until the unit's transaction ends),
+        claims at most its free slots with a snapshot taken after the lock, so two
+        claimers never share a slot, and records the starts a rate counts. ``None``
+        when the queue has no limit (any more): then the store forgets the hint."""
+        queue = bound["queue"]
+        rows = execute(c, self._sql.call_claim_limited, bound, binary=True).fetchall()
+        if rows and rows[-1][0] is None:
+            self._limited.discard(queue)
+            return None
+        self._limited.add(queue)
+        return rows
 
     def bury_exhausted(self, c: PgHandle, params: Sweep) -> int:
         return rowcount(c, self._sql.bury_exhausted, by_name(params, last_error=ERROR_EXHAUSTED))

@@ -29,7 +29,7 @@ from psycopg import sql as pgsql
 
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
-from .statements import render
+from .statements import CLAIM_LIMITED_FUNCTION, render
 
 
 @dataclass(frozen=True, slots=True)
@@ -973,6 +973,41 @@ V16_JOB_METADATA = Migration(
 )
 
 
+V18_LIMITED_CLAIM_FUNCTION = Migration(
+    18,
+    "a limited queue's claim in one statement (the function that locks, claims and records"
+    " its starts), a rate's starts one row per second",
+    (
+        # A rate's starts, one row per (queue, second) with their count (a per-key
+        # rate's per (queue, second, key)), not one row per claim: the sum of a
+        # window's starts reads at most per_s rows however many claims started in
+        # it. The store's clock is whole seconds, so the window counts the same.
+        """
+        WITH gone AS (DELETE FROM {schema}.alkstore_claim_starts RETURNING *)
+        INSERT INTO {schema}.alkstore_claim_starts (queue, started_at, claims)
+        SELECT queue, started_at, sum(claims) FROM gone GROUP BY queue, started_at
+        """,
+        "DROP INDEX {schema}.alkstore_claim_starts_window",
+        "ALTER TABLE {schema}.alkstore_claim_starts ADD PRIMARY KEY (queue, started_at)",
+        """
+        WITH gone AS (DELETE FROM {schema}.alkstore_key_claim_starts RETURNING *)
+        INSERT INTO {schema}.alkstore_key_claim_starts (queue, limit_key, started_at, claims)
+        SELECT queue, limit_key, started_at, sum(claims) FROM gone
+        GROUP BY queue, limit_key, started_at
+        """,
+        "DROP INDEX {schema}.alkstore_key_claim_starts_window",
+        """
+        ALTER TABLE {schema}.alkstore_key_claim_starts
+            ADD PRIMARY KEY (queue, started_at, limit_key)
+        """,
+        # Locks the queue's limit row, claims under it with a snapshot of its own and
+        # records the claim's starts (statements.CLAIM_LIMITED_FUNCTION): a claim of a
+        # limited queue is one round trip instead of a transaction of four statements.
+        CLAIM_LIMITED_FUNCTION,
+    ),
+)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -990,6 +1025,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V14_KEY_INDEX,
     V15_DEAD_PAGES,
     V16_JOB_METADATA,
+    V18_LIMITED_CLAIM_FUNCTION,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -156,10 +156,26 @@ _CLAIM_RETURNING = f"RETURNING {CLAIMED_JOB}"
 """``alkstore.rows.CLAIMED_COLUMNS`` of the claimed rows, as updated."""
 
 
-def _claim(pick: str, guard: str = _NOT_LIMITED, slots: str = "%(limit)s") -> str:
+_LIMITED_CUE = f"""
+UNION ALL
+SELECT {", ".join(["NULL"] * len(CLAIMED_COLUMNS))}
+FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s"""
+"""The end of ``CLAIM``: one row of NULLs when the queue has a limit (the driver's cue)."""
+
+
+def _claim(
+    pick: str,
+    guard: str = _NOT_LIMITED,
+    slots: str = "%(limit)s",
+    *,
+    returning: str = _CLAIM_RETURNING,
+    recorded: str = "",
+    cue: str = _LIMITED_CUE,
+) -> str:
     """The claim statement; ``pick`` is how its UPDATE takes the chosen rows' ``ctid``,
     ``guard`` what else a candidate row's queue must satisfy, ``slots`` how many rows
-    it claims at most."""
+    it claims at most, ``returning`` what it gives of them, ``recorded`` more CTEs
+    after ``claimed`` and ``cue`` what follows its rows."""
     return f"""
 WITH exhausted AS (
     SELECT id FROM {{schema}}.alkstore_jobs
@@ -199,12 +215,9 @@ WITH exhausted AS (
     UPDATE {{schema}}.alkstore_jobs AS job
     {_CLAIM_SET}
     WHERE job.ctid {pick}
-    {_CLAIM_RETURNING}
-)
-SELECT * FROM claimed
-UNION ALL
-SELECT {", ".join(["NULL"] * len(CLAIMED_COLUMNS))}
-FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s
+    {returning}
+){recorded}
+SELECT * FROM claimed{cue}
 """
 
 
@@ -446,7 +459,10 @@ SELECT id, k FROM chosen ORDER BY turn, pos
 engine's tests check it against the ranking it replaced)."""
 
 
-CLAIM_IN_TURN: Final = f"""
+def _claim_in_turn(returning: str = _CLAIM_RETURNING, recorded: str = "") -> str:
+    """``CLAIM_IN_TURN`` giving ``returning`` of its rows, ``recorded`` more CTEs after
+    ``claimed``."""
+    return f"""
 WITH RECURSIVE exhausted AS (
     SELECT id FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
@@ -465,15 +481,18 @@ WITH RECURSIVE exhausted AS (
     UPDATE {{schema}}.alkstore_jobs AS job
     {_CLAIM_SET}
     WHERE job.ctid = ANY(ARRAY(SELECT row_at FROM chosen))
-    {_CLAIM_RETURNING}
+    {returning}
 ), turned AS (
     UPDATE {{schema}}.alkstore_queue_limits SET key_cursor = last.k
     FROM (SELECT chosen.k FROM chosen JOIN claimed ON claimed.id = chosen.id
           ORDER BY chosen.turn DESC, chosen.pos DESC LIMIT 1) AS last
     WHERE queue = %(queue)s
-)
+){recorded}
 SELECT * FROM claimed
 """
+
+
+CLAIM_IN_TURN: Final = _claim_in_turn()
 """``CLAIM_LIMITED`` of a queue with a per-key limit (the key_limits profile), under
 ``LOCK_LIMIT``'s lock: contract §16.10's turn. Each key (``NULL``: the shared key
 ``''``) offers its first ``per_key`` less its live claims claimable rows in claim order
@@ -486,28 +505,153 @@ free slots; the key of the last row claimed becomes the cursor. The rows are fou
 without ``FOR UPDATE``: claims of the queue serialise on the limit row instead, and a
 row another statement changed since the snapshot is left alone (its ``ctid`` moved)."""
 
-RECORD_KEY_STARTS: Final = """
-WITH gone AS (
-    DELETE FROM {schema}.alkstore_key_claim_starts
-    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
-)
-INSERT INTO {schema}.alkstore_key_claim_starts (queue, limit_key, started_at, claims)
-SELECT %(queue)s, k, %(now)s, count(*) FROM unnest(%(keys)s::text[]) AS k GROUP BY k
-"""
-"""A per-key rate's starts (§16.11): the rows a claim in turn took, per key, in its
-transaction (under the limit row's lock), and the queue's key starts that left the
-window gone."""
-
-RECORD_STARTS: Final = """
-WITH gone AS (
+_RECORD_STARTS = """, rate_gone AS (
     DELETE FROM {schema}.alkstore_claim_starts
-    WHERE queue = %(queue)s AND started_at <= %(now)s - %(per_s)s::bigint
+    WHERE %(rate)s::integer IS NOT NULL AND queue = %(queue)s
+      AND started_at <= %(now)s - %(per_s)s::bigint
+), rate_started AS (
+    INSERT INTO {schema}.alkstore_claim_starts AS starts (queue, started_at, claims)
+    SELECT %(queue)s, %(now)s, count(*) FROM claimed
+    HAVING %(rate)s::integer IS NOT NULL AND count(*) > 0
+    ON CONFLICT (queue, started_at) DO UPDATE SET claims = starts.claims + excluded.claims
+)"""
+"""The starts a rate counts, as CTEs of the claim (after ``claimed``): with a rate, the
+claim's starts added to the queue's row of this second (one row per second a claim
+started in, since migration 18), and the queue's starts that left the window gone."""
+
+_RECORD_KEY_STARTS = """, key_gone AS (
+    DELETE FROM {schema}.alkstore_key_claim_starts
+    WHERE %(rate_per_key)s::integer IS NOT NULL AND queue = %(queue)s
+      AND started_at <= %(now)s - %(per_s)s::bigint
+), key_started AS (
+    INSERT INTO {schema}.alkstore_key_claim_starts AS starts (
+        queue, limit_key, started_at, claims)
+    SELECT %(queue)s, coalesce(limit_key, ''), %(now)s, count(*) FROM claimed
+    WHERE %(rate_per_key)s::integer IS NOT NULL
+    GROUP BY 2
+    ON CONFLICT (queue, started_at, limit_key)
+    DO UPDATE SET claims = starts.claims + excluded.claims
+)"""
+"""The starts a per-key rate counts (§16.11), as CTEs of the claim in turn: each claimed
+row a start of its key, added to the key's row of this second."""
+
+_FUNCTION_ARGUMENTS: Final = {
+    "queue": "p_queue",
+    "worker_id": "p_worker_id",
+    "now": "p_now",
+    "limit": "p_limit",
+    "last_error": "p_last_error",
+    "concurrency": "v_concurrency",
+    "rate": "v_rate",
+    "per_s": "v_per_s",
+    "per_key": "v_per_key",
+    "rate_per_key": "v_rate_per_key",
+    "cursor": "v_cursor",
+}
+"""A claim statement's parameters as ``alkstore_claim_limited``'s arguments (``p_``) and
+the limit row's values it read (``v_``)."""
+
+
+def _in_function(statement: str) -> str:
+    """``statement`` with each ``%(name)s`` parameter as the function's variable."""
+    for name, variable in _FUNCTION_ARGUMENTS.items():
+        statement = statement.replace(f"%({name})s", variable)
+    if "%(" in statement or "$alkstore$" in statement:
+        raise ValueError("a claim statement the function cannot hold")
+    return statement.strip()
+
+
+_LIMITED_SLOTS = (
+    "least(%(limit)s,"
+    f" greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),"
+    f" greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))"
 )
-INSERT INTO {schema}.alkstore_claim_starts (queue, started_at, claims)
-VALUES (%(queue)s, %(now)s, %(claims)s)
+
+_LIMITED_READY = f"""
+WITH claimed AS (
+    UPDATE {{schema}}.alkstore_jobs AS job
+    {_CLAIM_SET}
+    WHERE job.ctid = ANY(ARRAY(
+        SELECT ctid FROM {{schema}}.alkstore_jobs
+        WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
+          AND (expires_at IS NULL OR expires_at > %(now)s)
+          AND attempts < max_attempts{_NOT_PAUSED}
+        ORDER BY priority DESC, run_at, id
+        LIMIT {_LIMITED_SLOTS}
+        FOR UPDATE SKIP LOCKED))
+    RETURNING job.*
+){_RECORD_STARTS}
+SELECT * FROM claimed
 """
-"""A rate-limited claim's starts, in its transaction (under the limit row's lock), and
-the queue's starts that left the window gone."""
+"""``CLAIM_LIMITED`` of a queue with no lapsed claim: pending rows only, as
+``CLAIM_READY`` (no exhausted row to move, none lapsed to take back)."""
+
+CLAIM_LIMITED_FUNCTION: Final = f"""
+CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
+    p_queue text, p_worker_id text, p_now bigint, p_limit integer, p_last_error text)
+RETURNS SETOF {{schema}}.alkstore_jobs
+LANGUAGE plpgsql VOLATILE AS $alkstore$
+DECLARE
+    v_concurrency integer;
+    v_rate integer;
+    v_per_s integer;
+    v_per_key integer;
+    v_rate_per_key integer;
+    v_cursor text;
+BEGIN
+    SELECT concurrency, rate, per_s, concurrency_per_key, rate_per_key, key_cursor
+      INTO v_concurrency, v_rate, v_per_s, v_per_key, v_rate_per_key, v_cursor
+      FROM {{schema}}.alkstore_queue_limits WHERE queue = p_queue FOR UPDATE;
+    IF NOT FOUND THEN  -- the limit was cleared: one row of NULLs, the driver's cue
+        RETURN QUERY SELECT (NULL::{{schema}}.alkstore_jobs).*;
+        RETURN;
+    END IF;
+    -- Each statement below takes a snapshot of its own (READ COMMITTED, a VOLATILE
+    -- function), after the lock: it sees every claim of the queue committed before.
+    IF v_per_key IS NULL AND v_rate_per_key IS NULL AND NOT EXISTS (
+        SELECT FROM {{schema}}.alkstore_jobs
+        WHERE queue = p_queue AND state = 'processing' AND deadline <= p_now
+    ) THEN  -- no lapsed claim to take back or bury: pending rows only, as CLAIM_READY
+        RETURN QUERY {_in_function(_LIMITED_READY)};
+    ELSIF v_per_key IS NULL AND v_rate_per_key IS NULL THEN
+        RETURN QUERY {
+    _in_function(
+        _claim(
+            "= ANY(ARRAY(SELECT row_at FROM chosen))",
+            guard="",
+            slots=_LIMITED_SLOTS,
+            returning="RETURNING job.*",
+            recorded=_RECORD_STARTS,
+            cue="",
+        )
+    )
+};
+    ELSE
+        RETURN QUERY {
+    _in_function(_claim_in_turn("RETURNING job.*", _RECORD_STARTS + _RECORD_KEY_STARTS))
+};
+    END IF;
+END
+$alkstore$
+"""
+"""A limited queue's claim in one statement (the limits profile, migration 18): lock
+the queue's limit row, then claim at most its free slots as ``CLAIM_LIMITED`` (or, with
+a per-key limit or rate, in turn as ``CLAIM_IN_TURN``) and record the claim's starts
+(``_RECORD_STARTS``, ``_RECORD_KEY_STARTS``) in the caller's transaction, which holds the
+lock until it ends. A VOLATILE PL/pgSQL function takes a fresh snapshot for each of
+its statements, so the claim's sees every claim committed before the lock was granted:
+two claimers never share a slot, and the window counts every start. It reads the
+limit itself; a queue whose limit was cleared gives one row of NULLs. Made from this
+module's statements when the migration runs: a change to them needs a migration that
+makes the function again."""
+
+CALL_CLAIM_LIMITED: Final = f"""
+SELECT {CLAIMED_JOB} FROM {{schema}}.alkstore_claim_limited(
+    %(queue)s, %(worker_id)s, %(now)s::bigint, %(limit)s::integer, %(last_error)s) AS job
+"""
+"""The claim of a queue known to be limited: one round trip (``CLAIM_LIMITED_FUNCTION``);
+the claimed rows as ``CLAIM`` gives them, or one row of NULLs: the queue has no limit."""
+
 
 BURY_EXHAUSTED: Final = _move_to_dead(
     "queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"
@@ -1424,10 +1568,9 @@ class Statements:
     claim_ready: bytes
     claim_ready_one: bytes
     claim_limited: bytes
+    call_claim_limited: bytes
     claim_in_turn: bytes
     lock_limit: bytes
-    record_starts: bytes
-    record_key_starts: bytes
     notify_if_limited: bytes
     set_limits: bytes
     clear_limits: bytes
@@ -1518,10 +1661,9 @@ class Statements:
             claim_ready=render(CLAIM_READY, schema),
             claim_ready_one=render(CLAIM_READY_ONE, schema),
             claim_limited=render(CLAIM_LIMITED, schema),
+            call_claim_limited=render(CALL_CLAIM_LIMITED, schema),
             claim_in_turn=render(CLAIM_IN_TURN, schema),
             lock_limit=render(LOCK_LIMIT, schema),
-            record_starts=render(RECORD_STARTS, schema),
-            record_key_starts=render(RECORD_KEY_STARTS, schema),
             notify_if_limited=render(NOTIFY_IF_LIMITED, schema),
             set_limits=render(SET_LIMITS, schema),
             clear_limits=render(CLEAR_LIMITS, schema),

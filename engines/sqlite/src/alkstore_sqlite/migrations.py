@@ -955,6 +955,71 @@ _V16 = (
 )
 
 
+_RATE_BUCKETS_TRIGGER_SQL = f"""
+    CREATE TRIGGER {CLAIM_STARTS_TRIGGER}
+    AFTER UPDATE OF attempts ON {JOBS}
+    WHEN NEW.attempts = OLD.attempts + 1
+     AND EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = NEW.queue AND rate IS NOT NULL)
+    BEGIN
+        DELETE FROM {CLAIM_STARTS}
+         WHERE queue = NEW.queue
+           AND started_at <= NEW.claimed_at
+                             - (SELECT per_s FROM {LIMITS} WHERE queue = NEW.queue);
+        INSERT INTO {CLAIM_STARTS} (queue, started_at, claims)
+        VALUES (NEW.queue, NEW.claimed_at, 1)
+        ON CONFLICT (queue, started_at) DO UPDATE SET claims = claims + 1;
+    END
+    """
+"""A rate-limited queue's claim starts, one row per second a claim started in, with
+how many (the rate-buckets version's trigger). From that version on, a migration that
+makes the jobs table (and so its triggers) again makes this one, not version 9's
+``_CLAIM_STARTS_TRIGGER_SQL``, whose INSERT has no ``claims``."""
+
+
+# A limit that never binds costs little (issue 25): a rate's starts are kept one row
+# per (queue, second) with their count, not one row per claimed row, so the count of
+# a window's starts reads at most per_s rows however many claims started in it. The
+# store's clock is whole seconds and every start is at its claim's now, so the
+# window (now - per_s, now] counts exactly the starts it did. A per-key rate's starts
+# likewise, one row per (queue, second, key). The tables are made again from the
+# rows they held; only the claim-starts trigger names one: dropped, made again.
+# (Version 19 once merged: only this tuple's place in MIGRATIONS gives its number.)
+_V_RATE_BUCKETS = (
+    f"DROP TRIGGER IF EXISTS {CLAIM_STARTS_TRIGGER}",
+    f"""
+    CREATE TABLE {CLAIM_STARTS}_buckets (
+        queue      TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        claims     INTEGER NOT NULL CHECK (claims >= 1),
+        PRIMARY KEY (queue, started_at)
+    ) WITHOUT ROWID
+    """,
+    f"""
+    INSERT INTO {CLAIM_STARTS}_buckets (queue, started_at, claims)
+    SELECT queue, started_at, count(*) FROM {CLAIM_STARTS} GROUP BY queue, started_at
+    """,
+    f"DROP TABLE {CLAIM_STARTS}",
+    f"ALTER TABLE {CLAIM_STARTS}_buckets RENAME TO {CLAIM_STARTS}",
+    _RATE_BUCKETS_TRIGGER_SQL,
+    f"""
+    CREATE TABLE {KEY_STARTS}_buckets (
+        queue      TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        limit_key  TEXT NOT NULL,
+        claims     INTEGER NOT NULL CHECK (claims >= 1),
+        PRIMARY KEY (queue, started_at, limit_key)
+    ) WITHOUT ROWID
+    """,
+    f"""
+    INSERT INTO {KEY_STARTS}_buckets (queue, started_at, limit_key, claims)
+    SELECT queue, started_at, limit_key, count(*) FROM {KEY_STARTS}
+     GROUP BY queue, started_at, limit_key
+    """,
+    f"DROP TABLE {KEY_STARTS}",
+    f"ALTER TABLE {KEY_STARTS}_buckets RENAME TO {KEY_STARTS}",
+)
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -972,6 +1037,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V14,
     _V15,
     _V16,
+    _V_RATE_BUCKETS,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
@@ -979,6 +1045,9 @@ LATEST_VERSION = len(MIGRATIONS)
 
 METADATA_VERSION = MIGRATIONS.index(_V16) + 1
 """The version that adds the metadata profile's column (contract 1.2 §20)."""
+
+RATE_BUCKETS_VERSION = MIGRATIONS.index(_V_RATE_BUCKETS) + 1
+"""The version that keeps a rate's starts one row per second (the limited claim's)."""
 
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"

@@ -247,7 +247,7 @@ UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
 # An unlimited queue pays one seek of the limits table's key, as for the pause.
 _LIVE_CLAIMS = f"""(SELECT count(*) FROM {JOBS} INDEXED BY {LIVE_INDEX}
                       WHERE queue = :queue AND deadline > :now)"""
-_WINDOW_STARTS = f"""(SELECT count(*) FROM {CLAIM_STARTS}
+_WINDOW_STARTS = f"""(SELECT coalesce(sum(claims), 0) FROM {CLAIM_STARTS}
                       WHERE queue = :queue AND started_at > :now - limits.per_s)"""
 _FREE = f"""max(0, min(:limit,
                         coalesce(limits.concurrency - {_LIVE_CLAIMS}, :limit),
@@ -378,7 +378,7 @@ WITH live AS (
      WHERE queue = :queue AND deadline > :now
      GROUP BY 1
 ), started AS (
-    SELECT limit_key AS k, count(*) AS n FROM {KEY_STARTS}
+    SELECT limit_key AS k, sum(claims) AS n FROM {KEY_STARTS}
      WHERE queue = :queue AND started_at > :now - :per_s
      GROUP BY 1
 ), ranked AS (
@@ -479,7 +479,7 @@ WITH RECURSIVE live AS (
      WHERE queue = :queue AND deadline > :now
      GROUP BY 1
 ), started AS (
-    SELECT limit_key AS k, count(*) AS n FROM {KEY_STARTS}
+    SELECT limit_key AS k, sum(claims) AS n FROM {KEY_STARTS}
      WHERE queue = :queue AND started_at > :now - :per_s
      GROUP BY 1
 ), slots(n) AS (
@@ -529,10 +529,12 @@ DELETE FROM {KEY_STARTS} WHERE queue = :queue AND started_at <= :now - :per_s
 """A per-key rate's starts that left the window (they can never count again)."""
 
 RECORD_KEY_STARTS = f"""
-INSERT INTO {KEY_STARTS} (queue, limit_key, started_at)
-SELECT :queue, value, :now FROM json_each(:keys)
+INSERT INTO {KEY_STARTS} (queue, started_at, limit_key, claims)
+SELECT :queue, :now, value, count(*) FROM json_each(:keys) WHERE true GROUP BY value
+    ON CONFLICT (queue, started_at, limit_key) DO UPDATE SET claims = claims + excluded.claims
 """
-"""One start per row the claim took, under its key (``:keys``, a JSON array)."""
+"""One start per row the claim took, under its key (``:keys``, a JSON array): each key's
+count added to its row of this second."""
 
 ANY_LAPSED = f"""
 SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
