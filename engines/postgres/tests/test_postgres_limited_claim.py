@@ -1,4 +1,4 @@
-"""A limited queue's claim in one statement (migration 18, the limits profile): the
+"""A limited queue's claim in one statement (migration 17, the limits profile): the
 store remembers which queues a claim found limited and claims them through
 ``alkstore_claim_limited``, which locks the limit row, claims and records the starts
 itself; a hint, not a copy of the limit, so a cleared limit falls back."""

@@ -777,7 +777,7 @@ def test_a_schema_before_metadata_is_upgraded_and_a_released_dependent_keeps_its
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
-LIMITED_CLAIM_MIGRATION = migrations.V18_LIMITED_CLAIM_FUNCTION.version
+LIMITED_CLAIM_MIGRATION = migrations.V17_LIMITED_CLAIM_FUNCTION.version
 """The migration that makes a limited queue's claim one statement (the test below starts
 from the one before it)."""
 

@@ -973,8 +973,8 @@ V16_JOB_METADATA = Migration(
 )
 
 
-V18_LIMITED_CLAIM_FUNCTION = Migration(
-    18,
+V17_LIMITED_CLAIM_FUNCTION = Migration(
+    17,
     "a limited queue's claim in one statement (the function that locks, claims and records"
     " its starts), a rate's starts one row per second",
     (
@@ -1025,7 +1025,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V14_KEY_INDEX,
     V15_DEAD_PAGES,
     V16_JOB_METADATA,
-    V18_LIMITED_CLAIM_FUNCTION,
+    V17_LIMITED_CLAIM_FUNCTION,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -517,7 +517,7 @@ _RECORD_STARTS = """, rate_gone AS (
 )"""
 """The starts a rate counts, as CTEs of the claim (after ``claimed``): with a rate, the
 claim's starts added to the queue's row of this second (one row per second a claim
-started in, since migration 18), and the queue's starts that left the window gone."""
+started in, since migration 17), and the queue's starts that left the window gone."""
 
 _RECORD_KEY_STARTS = """, key_gone AS (
     DELETE FROM {schema}.alkstore_key_claim_starts
@@ -634,7 +634,7 @@ BEGIN
 END
 $alkstore$
 """
-"""A limited queue's claim in one statement (the limits profile, migration 18): lock
+"""A limited queue's claim in one statement (the limits profile, migration 17): lock
 the queue's limit row, then claim at most its free slots as ``CLAIM_LIMITED`` (or, with
 a per-key limit or rate, in turn as ``CLAIM_IN_TURN``) and record the claim's starts
 (``_RECORD_STARTS``, ``_RECORD_KEY_STARTS``) in the caller's transaction, which holds the
