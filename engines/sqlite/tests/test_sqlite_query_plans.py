@@ -166,7 +166,7 @@ def test_next_wake_at_seeks_the_pending_and_claimed_ranges_of_the_live_index(
     assert any(
         d.startswith("SEARCH") and f"{LIVE_INDEX} (queue=? AND deadline=?" in d for d in details
     ), plan
-    claimed = f"COVERING INDEX {LIVE_INDEX} (queue=? AND deadline>?)"
+    claimed = f"COVERING INDEX {LIVE_INDEX} (queue=? AND deadline>? AND deadline<?)"
     assert f"SEARCH __alkstore_jobs USING {claimed}" in details
     _assert_no_table_scan(plan)
     assert not [d for d in details if "TEMP B-TREE" in d], plan
@@ -176,6 +176,14 @@ def test_sweeping_expired_rows_reads_only_rows_with_an_expiry(deep: sqlite3.Conn
     (step,) = _details(query_plan(deep, sql.BURY_EXPIRED, QUEUE_NOW))
     assert step.startswith("SEARCH __alkstore_jobs USING")
     assert step.endswith(f"INDEX {EXPIRY_INDEX} (queue=? AND expires_at<?)")
+
+
+def test_purging_completed_rows_reads_only_the_completed_range_of_the_live_index(
+    deep: sqlite3.Connection,
+) -> None:
+    (step,) = _details(query_plan(deep, sql.PURGE_COMPLETED, QUEUE_NOW))
+    assert step.startswith("SEARCH __alkstore_jobs USING")
+    assert step.endswith(f"INDEX {LIVE_INDEX} (queue=? AND deadline>? AND deadline<?)")
 
 
 def test_purging_dead_rows_reads_only_rows_with_a_retention(deep: sqlite3.Connection) -> None:
@@ -199,13 +207,16 @@ def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
 
-def test_ack_batch_copy_looks_up_the_kept_queue_before_any_job(deep: sqlite3.Connection) -> None:
+def test_ack_batch_completion_looks_up_the_kept_queue_before_any_job(
+    deep: sqlite3.Connection,
+) -> None:
     params = [1, 2, 3, 4, QUEUE, "w", NOW]
-    plan = query_plan(deep, sql.COMPLETE_FOR_WORKER[4], params)
-    assert _details(plan) == [
-        "SEARCH kept USING PRIMARY KEY (queue=?)",
-        "SEARCH job USING INTEGER PRIMARY KEY (rowid=?)",
-    ]
+    details = _details(query_plan(deep, sql.COMPLETE_FOR_WORKER[4], params))
+    # The ids are a list read through the kept queue's row (its outer loop), once; each
+    # job is then one primary-key look-up.
+    assert details[0] == "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"
+    assert details[1].startswith("LIST SUBQUERY")
+    assert details[-2:] == ["SEARCH kept USING PRIMARY KEY (queue=?)", "SCAN ids"]
 
 
 @pytest.mark.parametrize(
@@ -230,7 +241,6 @@ def test_get_job_looks_up_every_job_table_by_primary_key(deep: sqlite3.Connectio
     assert searches == [
         "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_dead USING INTEGER PRIMARY KEY (rowid=?)",
-        "SEARCH __alkstore_completed USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_waiting USING INTEGER PRIMARY KEY (rowid=?)",
     ]
 
