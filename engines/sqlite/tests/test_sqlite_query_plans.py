@@ -345,7 +345,7 @@ def test_a_page_of_processing_jobs_reads_only_the_claimed_range_of_the_live_inde
     newest = {**OPS, "before": 10**6}
     plan = _details(query_plan(dead_rows, sql.LIST_PROCESSING_JOBS_NEWEST, newest))
     assert plan == [
-        f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND deadline>?)",
+        f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND deadline<?)",
         "USE TEMP B-TREE FOR ORDER BY",
     ]
 
@@ -580,6 +580,69 @@ def test_statement_cost_does_not_grow_with_the_claims_in_flight(
             params,
         )
         for in_flight in (10, 2000)
+    )
+    assert many <= few * 1.2 + 50, (few, many)
+
+
+KEPT_NOW = NOW + 120
+"""After the completed jobs' expiry (60 s), before their retention ends (3600 s)."""
+KEPT_CLAIM = {**CLAIM, "now": KEPT_NOW}
+
+
+def _completed_jobs(store: Store, completed: int) -> None:
+    """A limited queue that keeps its jobs: ``completed`` of them completed in place
+    (each with an expiry), a few in flight, 100 pending."""
+    queue = store.queue(QUEUE, QueueOpts(completed_retention_s=3600))
+    assert queue.set_limits(alkstore.Limits(concurrency=1000))
+    for start in range(0, completed, 1000):
+        count = min(1000, completed - start)
+        queue.enqueue_many([{"n": n} for n in range(count)], EnqueueOpts(expires=60))
+        handles = queue.claim_batch("w", count)
+        assert queue.ack_batch([handle.id for handle in handles], "w") == count
+    queue.enqueue_many([{"n": n} for n in range(100)])
+    assert len(queue.claim_batch("w", 5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"),
+    [
+        (sql.CLAIM, KEPT_CLAIM),
+        (sql.CLAIM_ONE, {**KEPT_CLAIM, "limit": 1}),
+        (sql.CLAIM_READY, KEPT_CLAIM),
+        (sql.CLAIM_READY_ONE, {**KEPT_CLAIM, "limit": 1}),
+        (sql.ANY_LAPSED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.BURY_EXHAUSTED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.NEXT_WAKE_AT, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.BURY_EXPIRED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.PURGE_COMPLETED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.LIST_PROCESSING_JOBS, {"queue": QUEUE, "after": 0, "limit": 10}),
+    ],
+    ids=[
+        "claim",
+        "claim_one",
+        "claim_ready",
+        "claim_ready_one",
+        "any_lapsed",
+        "bury_exhausted",
+        "next_wake_at",
+        "bury_expired",
+        "purge_completed",
+        "processing_page",
+    ],
+)
+def test_statement_cost_does_not_grow_with_the_completed_jobs(
+    tmp_path: Path, statement: str, params: dict[str, Any]
+) -> None:
+    # Completed rows stay in the live table (version 18) but out of every range these
+    # read: their deadlines sort above every claim's, and the expiry index leaves them out.
+    few, many = (
+        _cost_on_a_file(
+            tmp_path / f"completed-{completed}.db",
+            partial(_completed_jobs, completed=completed),
+            statement,
+            params,
+        )
+        for completed in (100, 5000)
     )
     assert many <= few * 1.2 + 50, (few, many)
 

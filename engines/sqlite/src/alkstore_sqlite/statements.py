@@ -926,8 +926,10 @@ QUEUE_STATS_ALL = _queue_stats(
 # claim does not touch; the pending rows among them are most of them, so a
 # pending page reads about its own rows. Processing rows (the claims in flight)
 # are read off the live index's claimed range and sorted: walking the queue
-# index for them would step over every pending row. Dead and completed rows are
-# ranges of their tables' queue indexes, in id order too.
+# index for them would step over every pending row (the range ends below the
+# completed rows: version 18). Completed rows are read off the queue index as
+# pending ones are; dead and waiting rows are ranges of their tables' queue indexes,
+# in id order too.
 _LIVE_PAGE = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {QUEUE_INDEX}
  WHERE queue = :queue AND id > :after{{state}}
@@ -935,7 +937,7 @@ SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {QUEUE_INDEX}
 """
 _CLAIMED_PAGE = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {LIVE_INDEX}
- WHERE queue = :queue AND deadline IS NOT NULL AND state = 'processing' AND id > :after
+ WHERE queue = :queue AND deadline < {KEPT_FROM} AND state = 'processing' AND id > :after
  ORDER BY id LIMIT :limit
 """
 _DEAD_PAGE = f"""
