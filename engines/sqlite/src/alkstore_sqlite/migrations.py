@@ -31,7 +31,10 @@ every job's flag saying that some job waits for it, and the triggers that releas
 or dead-letter its dependents in the statement that finishes it; version 14 adds the
 queues that keep completed jobs (a row per queue, written by a trigger when a live row
 stamped with a completed retention is written), so an ``ack_batch`` of a queue that
-deletes on ack copies nothing.
+deletes on ack copies nothing; version 16 adds contract 1.2's job metadata; version 18
+(numbered by the lead on merge) keeps completed jobs in place in the live table (state
+``'completed'``, a deadline above every claim's: ``KEPT_FROM``), rebuilding it and
+moving the completed table's rows in.
 """
 
 from __future__ import annotations
