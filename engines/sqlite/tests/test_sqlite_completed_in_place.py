@@ -20,7 +20,8 @@ def _completed(store: Store, opts: EnqueueOpts | None = None) -> tuple[alkstore.
     queue = store.queue("kept", KEEP)
     job_id = queue.enqueue({"n": 1}, opts)
     handle = queue.claim("w")
-    assert handle is not None and handle.id == job_id
+    assert handle is not None
+    assert handle.id == job_id
     assert handle.ack({"ok": True})
     return queue, job_id
 
@@ -30,7 +31,8 @@ def test_a_completed_job_holds_no_slot_of_a_concurrency_limit(store: Store) -> N
     assert queue.set_limits(Limits(concurrency=1))
     second = queue.enqueue({"n": 2})
     handle = queue.claim("w")
-    assert handle is not None and handle.id == second
+    assert handle is not None
+    assert handle.id == second
 
 
 def test_a_completed_job_frees_its_unique_key(store: Store) -> None:
@@ -56,14 +58,16 @@ def test_a_completed_job_with_an_expiry_is_not_swept_to_dead(
     clock.advance(120)
     assert queue.sweep_expired().expired == 0
     done = queue.get_job(job_id)
-    assert done is not None and done.state is JobState.COMPLETED
+    assert done is not None
+    assert done.state is JobState.COMPLETED
 
 
 def test_a_completed_job_is_not_cancelled(store: Store) -> None:
     queue, job_id = _completed(store)
     assert not queue.cancel(job_id)
     done = queue.get_job(job_id)
-    assert done is not None and done.result == {"ok": True}
+    assert done is not None
+    assert done.result == {"ok": True}
 
 
 def test_a_completed_job_is_counted_completed_not_processing(store: Store) -> None:
@@ -85,9 +89,11 @@ def test_a_kept_ack_releases_the_job_waiting_for_it(store: Store) -> None:
     first = queue.enqueue({"n": 1})
     waiting = queue.enqueue({"n": 2}, EnqueueOpts(after=[first]))
     handle = queue.claim("w")
-    assert handle is not None and handle.ack({"ok": True})
+    assert handle is not None
+    assert handle.ack({"ok": True})
     released = queue.claim("w")
-    assert released is not None and released.id == waiting
+    assert released is not None
+    assert released.id == waiting
 
 
 def test_a_kept_ack_batch_releases_the_job_waiting_for_it(store: Store) -> None:
@@ -97,5 +103,5 @@ def test_a_kept_ack_batch_releases_the_job_waiting_for_it(store: Store) -> None:
     (handle,) = queue.claim_batch("w", 10)
     assert queue.ack_batch([handle.id], "w") == 1
     released = queue.claim("w")
-    assert released is not None and released.id == waiting
-
+    assert released is not None
+    assert released.id == waiting
