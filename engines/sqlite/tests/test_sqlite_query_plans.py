@@ -587,6 +587,8 @@ def test_statement_cost_does_not_grow_with_the_claims_in_flight(
 KEPT_NOW = NOW + 120
 """After the completed jobs' expiry (60 s), before their retention ends (3600 s)."""
 KEPT_CLAIM = {**CLAIM, "now": KEPT_NOW}
+KEY_WALK = {"per_key": 10, "rate_per_key": None, "per_s": None, "cursor": None}
+"""A per-key limit's walk (statements.PICK_IN_TURN) of the queue's one key, ''."""
 
 
 def _completed_jobs(store: Store, completed: int) -> None:
@@ -616,6 +618,7 @@ def _completed_jobs(store: Store, completed: int) -> None:
         (sql.BURY_EXPIRED, {"queue": QUEUE, "now": KEPT_NOW}),
         (sql.PURGE_COMPLETED, {"queue": QUEUE, "now": KEPT_NOW}),
         (sql.LIST_PROCESSING_JOBS, {"queue": QUEUE, "after": 0, "limit": 10}),
+        (sql.PICK_IN_TURN, {**KEPT_CLAIM, **KEY_WALK}),
     ],
     ids=[
         "claim",
@@ -628,6 +631,7 @@ def _completed_jobs(store: Store, completed: int) -> None:
         "bury_expired",
         "purge_completed",
         "processing_page",
+        "key_walk",
     ],
 )
 def test_statement_cost_does_not_grow_with_the_completed_jobs(

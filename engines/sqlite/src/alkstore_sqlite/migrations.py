@@ -1016,12 +1016,20 @@ _EXPIRY_INDEX_SQL = f"""
         ON {JOBS} (queue, expires_at) WHERE expires_at IS NOT NULL AND completed_at IS NULL
     """
 
+# The rows a claim under a per-key limit walks by key: those not completed (a
+# completed row would rank first among its key's rows, before every claimable one).
+_KEY_INDEX_V18_SQL = f"""
+    CREATE INDEX IF NOT EXISTS {KEY_INDEX}
+        ON {JOBS} (queue, coalesce(limit_key, ''), priority DESC, run_at, id)
+     WHERE completed_at IS NULL
+    """
+
 _JOBS_INDEXES_V18 = (
     _LIVE_INDEX_SQL,
     _EXPIRY_INDEX_SQL,
     _UNIQUE_INDEX_SQL,
     _QUEUE_INDEX_SQL,
-    _KEY_INDEX_SQL,
+    _KEY_INDEX_V18_SQL,
 )
 """Every index of the live table, as of version 18 (a rebuild makes them all again)."""
 

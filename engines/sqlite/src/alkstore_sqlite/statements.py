@@ -410,7 +410,8 @@ SELECT ranked.id, ranked.k FROM ranked
 # UTF-8 bytes, which is code-point order).
 #
 # KEY_INDEX holds every live row, pending or claimed, by key in claim order (a claim
-# changes none of its columns, so it writes nothing to it; see migrations._V14).
+# changes none of its columns, so it writes nothing to it; see migrations._V14), and
+# no completed one (version 18: every read of it says `completed_at IS NULL`).
 # `walk` visits the queue's distinct keys in turn order, one loose-index seek each
 # (the smallest key past the one before), wrapping once past the last key to the
 # first, and stops as soon as `slots` keys have a free slot and a claimable row
@@ -433,7 +434,8 @@ _K = "coalesce(limit_key, '')"
 def _next_key(after: str, op: str = ">") -> str:
     """The smallest key of the queue's live rows ``op`` ``after`` (one seek)."""
     return f"""(SELECT {_K} FROM {JOBS} INDEXED BY {KEY_INDEX}
-                 WHERE queue = :queue AND {_K} {op} {after} ORDER BY {_K} LIMIT 1)"""
+                 WHERE queue = :queue AND {_K} {op} {after} AND completed_at IS NULL
+                 ORDER BY {_K} LIMIT 1)"""
 
 
 def _allowance(key: str) -> str:
@@ -444,7 +446,7 @@ def _allowance(key: str) -> str:
 
 
 _CLAIMABLE_OF = f"""FROM {JOBS} INDEXED BY {KEY_INDEX}
-             WHERE queue = :queue AND {_K} = {{key}}
+             WHERE queue = :queue AND {_K} = {{key}} AND completed_at IS NULL
                AND ((deadline IS NULL AND run_at <= :now) OR deadline <= :now)
                AND (expires_at IS NULL OR expires_at > :now) AND attempts < max_attempts"""
 
