@@ -207,16 +207,17 @@ def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
 
-def test_ack_batch_completion_looks_up_the_kept_queue_before_any_job(
+def test_ack_batch_completion_updates_by_primary_key(deep: sqlite3.Connection) -> None:
+    params = [1, 2, 3, 4, QUEUE, "w", NOW]
+    plan = query_plan(deep, sql.COMPLETE_FOR_WORKER[4], params)
+    assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
+
+
+def test_ack_batch_looks_up_whether_the_queue_keeps_jobs_by_its_key(
     deep: sqlite3.Connection,
 ) -> None:
-    params = [1, 2, 3, 4, QUEUE, "w", NOW]
-    details = _details(query_plan(deep, sql.COMPLETE_FOR_WORKER[4], params))
-    # The ids are a list read through the kept queue's row (its outer loop), once; each
-    # job is then one primary-key look-up.
-    assert details[0] == "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"
-    assert details[1].startswith("LIST SUBQUERY")
-    assert details[-2:] == ["SEARCH kept USING PRIMARY KEY (queue=?)", "SCAN ids"]
+    plan = query_plan(deep, sql.KEEPS_JOBS, [QUEUE])
+    assert _details(plan) == ["SEARCH __alkstore_kept_queues USING PRIMARY KEY (queue=?)"]
 
 
 @pytest.mark.parametrize(

@@ -535,11 +535,13 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, Dep
         # An ack_batch is atomic: its statements (the completions of the rows their
         # queue keeps, the deletes) commit together.
         begin_transaction(c)
+        keeps = c.execute(sql.KEEPS_JOBS, (params.queue,)).fetchone() is not None
         for start in range(0, len(job_ids), most):
             chunk = list(job_ids[start : start + most])
             size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
             chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
-            acked += c.execute(sql.COMPLETE_FOR_WORKER[size], [*chunk, *tail]).rowcount
+            if keeps:
+                acked += c.execute(sql.COMPLETE_FOR_WORKER[size], [*chunk, *tail]).rowcount
             acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, *tail]).rowcount
         return acked
 

@@ -933,10 +933,12 @@ def _release_trigger(kept: str) -> str:
 def _release_on_complete_trigger(kept: str) -> str:
     """A live row with dependents completed in place (version 18): the release of
     ``_release_trigger``, fired by the update that completes it (which clears its
-    ``has_dependents``, so the purge of the completed row releases nothing again)."""
+    ``has_dependents``, so the purge of the completed row releases nothing again).
+    ``OF completed_at``: only a completion writes it, so no claim, retry or move to
+    dead runs this trigger's program at all (``OF state`` would, on every claim)."""
     return f"""
     CREATE TRIGGER IF NOT EXISTS {COMPLETE_RELEASE_TRIGGER}
-    AFTER UPDATE OF state ON {JOBS}
+    AFTER UPDATE OF completed_at ON {JOBS}
     WHEN NEW.state = 'completed' AND OLD.has_dependents = 1
     BEGIN{_release_body(kept)}END
     """

@@ -618,26 +618,23 @@ DELETE FROM {JOBS} NOT INDEXED
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
 
-# The ids are read through the kept queues' row (CROSS JOIN keeps SQLite's join
-# order: that row first, by its key), once, before the loop over them: on a queue
-# that never kept a job (no row) the list is empty and no job is looked up.
+KEEPS_JOBS = f"SELECT 1 FROM {KEPT_QUEUES} WHERE queue = ?"
+"""Whether a live row of the queue was ever stamped with a completed retention (one key
+seek): an ``ack_batch`` of a queue without it runs ``ACK_FOR_WORKER`` alone."""
+
 COMPLETE_FOR_WORKER = {
     size: f"""
 UPDATE {JOBS} NOT INDEXED{_COMPLETE.format(now=f"?{size + 3}", result="NULL")}
- WHERE id IN (SELECT ids.column1
-                FROM {KEPT_QUEUES} AS kept
-                CROSS JOIN (VALUES {", ".join(f"(?{n})" for n in range(1, size + 1))}) AS ids
-               WHERE kept.queue = ?{size + 1})
+ WHERE id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
    AND queue = ?{size + 1} AND worker_id = ?{size + 2}
    AND state = 'processing' AND deadline > ?{size + 3}
    AND completed_retention_s IS NOT NULL
 """
     for size in ACK_SIZES
 }
-"""Before ``ACK_FOR_WORKER`` with the same values: the rows of it whose queue keeps
-them, completed in place without a result (the results profile). A queue that deletes
-on ack (none of its rows ever stamped with a retention: no row in the kept queues) pays
-one key look-up in a table of a row per keeping queue."""
+"""Before ``ACK_FOR_WORKER`` with the same values, on a queue that keeps jobs
+(``KEEPS_JOBS``): the rows of it stamped with a retention, completed in place without a
+result (the results profile)."""
 
 HEARTBEAT, HEARTBEAT_PARAMS = _bind(
     f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}", Heartbeat
