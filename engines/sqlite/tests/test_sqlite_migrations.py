@@ -14,7 +14,15 @@ import alkstore
 from alkstore import EngineUnavailable, EnqueueOpts, QueueOpts, Unique
 from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
-from alkstore_sqlite.migrations import METADATA_VERSION, MIGRATIONS, RATE_BUCKETS_VERSION
+from alkstore_sqlite.migrations import (
+    COMPLETE_RELEASE_TRIGGER,
+    COMPLETED_IN_PLACE_VERSION,
+    EXPIRY_INDEX,
+    KEY_INDEX,
+    METADATA_VERSION,
+    MIGRATIONS,
+    RATE_BUCKETS_VERSION,
+)
 
 
 def _tables(db_path: Path) -> set[str]:
@@ -284,7 +292,8 @@ def test_a_version_2_file_is_upgraded_in_place_keeping_its_jobs(db_path: Path, u
         "has_dependents",
         "metadata",
     ]
-    assert _columns(db_path, "__alkstore_jobs")[-len(added) :] == added
+    completed = ["completed_at", "result"]  # the live table's completed rows' (in place)
+    assert _columns(db_path, "__alkstore_jobs")[-len(added) - 2 :] == added + completed
     assert _columns(db_path, "__alkstore_dead")[-len(added) :] == added
 
 
@@ -954,7 +963,8 @@ def test_an_upgraded_file_deletes_on_an_ack_batch_of_a_queue_that_never_kept_a_j
     conn = sqlite3.connect(str(db_path))
     try:
         assert conn.execute("SELECT count(*) FROM __alkstore_kept_queues").fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM __alkstore_completed").fetchone() == (0,)
+        completed = "SELECT count(*) FROM __alkstore_jobs WHERE state = 'completed'"
+        assert conn.execute(completed).fetchone() == (0,)
     finally:
         conn.close()
 
@@ -966,12 +976,7 @@ def test_a_file_before_metadata_is_upgraded_with_no_job_carrying_any(
     with alkstore.open(url, clock=FakeClock(1400)) as store:
         assert [job.metadata for job in store.queue("q").jobs()] == [None, None, None]
     assert _version(db_path) == LATEST_VERSION
-    for table in (
-        "__alkstore_jobs",
-        "__alkstore_dead",
-        "__alkstore_completed",
-        "__alkstore_waiting",
-    ):
+    for table in ("__alkstore_jobs", "__alkstore_dead", "__alkstore_waiting"):
         assert "metadata" in _columns(db_path, table)
 
 
@@ -1046,3 +1051,117 @@ def test_a_file_before_rate_buckets_keeps_each_keys_window_starts(db_path: Path,
         # "a" is at its rate of 2; "b" has one start left.
         assert [h.job.limit_key for h in queue.claim_batch("w", 10)] == ["b"]
     assert _version(db_path) == LATEST_VERSION
+
+
+# -- the version before completed jobs kept in place to the latest ---------------------
+
+# A job the previous version kept in its completed table: completed at 1300, kept 600 s.
+PREVIOUS_COMPLETED = """
+INSERT INTO __alkstore_completed (id, queue, payload, priority, attempts, max_attempts,
+    created_at, run_at, claimed_at, worker_id, visibility_timeout_s, backoff_base_s,
+    completed_retention_s, completed_at, result, metadata)
+VALUES (7, 'q', '7', 0, 1, 3, 1000, 1000, 1200, 'w', 300, 5, 600, 1300, '{"ok": true}',
+        '{"k": "v"}')
+"""
+
+
+def _make_previous_completed_file(db_path: Path) -> None:
+    """A file at the version before completed jobs were kept in place: the version-4
+    jobs, job 7 completed in the completed table, ids handed out up to 9."""
+    _make_v4_file(db_path, COMPLETED_IN_PLACE_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute(PREVIOUS_COMPLETED)
+        conn.execute("UPDATE sqlite_sequence SET seq = 9 WHERE name = '__alkstore_jobs'")
+    finally:
+        conn.close()
+
+
+def _live_table_objects(db_path: Path) -> dict[tuple[str, str], str]:
+    """Every index and trigger of the live table, and of the tables whose triggers name
+    it: ``(type, name) -> sql``."""
+    conn = sqlite3.connect(str(db_path))
+    try:
+        rows = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master"
+            " WHERE type IN ('index', 'trigger') AND sql IS NOT NULL"
+            " AND (tbl_name = '__alkstore_jobs' OR sql LIKE '%__alkstore_jobs%')"
+        )
+        return {(kind, name): sql for kind, name, sql in rows}
+    finally:
+        conn.close()
+
+
+def test_an_upgraded_file_shows_a_completed_job_of_before_with_its_result(
+    db_path: Path, url: str
+) -> None:
+    _make_previous_completed_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        done = queue.get_job(7)
+        assert done is not None
+        assert (done.state, done.completed_at, done.result, done.metadata) == (
+            alkstore.JobState.COMPLETED,
+            1300,
+            {"ok": True},
+            {"k": "v"},
+        )
+        assert [job.id for job in queue.jobs(state=alkstore.JobState.COMPLETED)] == [7]
+        stats = queue.stats()
+        assert (stats.completed, stats.processing, stats.ready) == (1, 1, 1)
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_completed" not in _tables(db_path)
+
+
+def test_an_upgraded_file_purges_a_completed_job_of_before_after_its_retention(
+    db_path: Path, url: str
+) -> None:
+    _make_previous_completed_file(db_path)
+    clock = FakeClock(1400)
+    with alkstore.open(url, clock=clock) as store:
+        queue = store.queue("q")
+        assert queue.sweep_expired().purged_completed == 0  # kept until 1900
+        clock.set(1901)
+        assert queue.sweep_expired().purged_completed == 1
+        assert queue.get_job(7) is None
+
+
+def test_an_upgraded_file_hands_out_no_id_again(db_path: Path, url: str) -> None:
+    _make_previous_completed_file(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        assert store.queue("q").enqueue({"n": 10}) == 10
+
+
+def test_an_upgraded_file_keeps_every_index_and_trigger_of_the_live_table(
+    db_path: Path, url: str
+) -> None:
+    _make_previous_completed_file(db_path)
+    before = _live_table_objects(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)):
+        pass
+    after = _live_table_objects(db_path)
+    assert set(after) == set(before) | {("trigger", COMPLETE_RELEASE_TRIGGER)}
+    # Made again as they were (a trigger a migration before this one changed stays
+    # changed), but for the two indexes that now leave completed rows out.
+    changed = {("index", EXPIRY_INDEX), ("index", KEY_INDEX)}
+    assert {key: after[key] for key in before if key not in changed} == {
+        key: sql for key, sql in before.items() if key not in changed
+    }
+    assert all("completed_at IS NULL" in after[key] for key in changed)
+
+
+def test_an_upgraded_file_completes_a_job_stamped_before_in_place(db_path: Path, url: str) -> None:
+    _make_previous_completed_file(db_path)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE __alkstore_jobs SET completed_retention_s = 60 WHERE id = 2")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        (handle,) = queue.claim_batch("w2", 1)  # job 1 (2's claim has not lapsed)
+        assert handle.ack()  # deleted: not stamped
+        assert queue.ack_batch([2], "w") == 1  # job 2, claimed by w before the upgrade
+        done = queue.get_job(2)
+        assert done is not None
+        assert (done.state, done.completed_at) == (alkstore.JobState.COMPLETED, 1400)
+        assert queue.get_job(1) is None
+        assert queue.stats().completed == 2

@@ -166,7 +166,7 @@ def test_next_wake_at_seeks_the_pending_and_claimed_ranges_of_the_live_index(
     assert any(
         d.startswith("SEARCH") and f"{LIVE_INDEX} (queue=? AND deadline=?" in d for d in details
     ), plan
-    claimed = f"COVERING INDEX {LIVE_INDEX} (queue=? AND deadline>?)"
+    claimed = f"COVERING INDEX {LIVE_INDEX} (queue=? AND deadline>? AND deadline<?)"
     assert f"SEARCH __alkstore_jobs USING {claimed}" in details
     _assert_no_table_scan(plan)
     assert not [d for d in details if "TEMP B-TREE" in d], plan
@@ -176,6 +176,14 @@ def test_sweeping_expired_rows_reads_only_rows_with_an_expiry(deep: sqlite3.Conn
     (step,) = _details(query_plan(deep, sql.BURY_EXPIRED, QUEUE_NOW))
     assert step.startswith("SEARCH __alkstore_jobs USING")
     assert step.endswith(f"INDEX {EXPIRY_INDEX} (queue=? AND expires_at<?)")
+
+
+def test_purging_completed_rows_reads_only_the_completed_range_of_the_live_index(
+    deep: sqlite3.Connection,
+) -> None:
+    (step,) = _details(query_plan(deep, sql.PURGE_COMPLETED, QUEUE_NOW))
+    assert step.startswith("SEARCH __alkstore_jobs USING")
+    assert step.endswith(f"INDEX {LIVE_INDEX} (queue=? AND deadline>? AND deadline<?)")
 
 
 def test_purging_dead_rows_reads_only_rows_with_a_retention(deep: sqlite3.Connection) -> None:
@@ -199,13 +207,17 @@ def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
 
-def test_ack_batch_copy_looks_up_the_kept_queue_before_any_job(deep: sqlite3.Connection) -> None:
+def test_ack_batch_completion_updates_by_primary_key(deep: sqlite3.Connection) -> None:
     params = [1, 2, 3, 4, QUEUE, "w", NOW]
     plan = query_plan(deep, sql.COMPLETE_FOR_WORKER[4], params)
-    assert _details(plan) == [
-        "SEARCH kept USING PRIMARY KEY (queue=?)",
-        "SEARCH job USING INTEGER PRIMARY KEY (rowid=?)",
-    ]
+    assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
+
+
+def test_ack_batch_looks_up_whether_the_queue_keeps_jobs_by_its_key(
+    deep: sqlite3.Connection,
+) -> None:
+    plan = query_plan(deep, sql.KEEPS_JOBS, [QUEUE])
+    assert _details(plan) == ["SEARCH __alkstore_kept_queues USING PRIMARY KEY (queue=?)"]
 
 
 @pytest.mark.parametrize(
@@ -230,7 +242,6 @@ def test_get_job_looks_up_every_job_table_by_primary_key(deep: sqlite3.Connectio
     assert searches == [
         "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_dead USING INTEGER PRIMARY KEY (rowid=?)",
-        "SEARCH __alkstore_completed USING INTEGER PRIMARY KEY (rowid=?)",
         "SEARCH __alkstore_waiting USING INTEGER PRIMARY KEY (rowid=?)",
     ]
 
@@ -335,7 +346,7 @@ def test_a_page_of_processing_jobs_reads_only_the_claimed_range_of_the_live_inde
     newest = {**OPS, "before": 10**6}
     plan = _details(query_plan(dead_rows, sql.LIST_PROCESSING_JOBS_NEWEST, newest))
     assert plan == [
-        f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND deadline>?)",
+        f"SEARCH __alkstore_jobs USING INDEX {LIVE_INDEX} (queue=? AND deadline<?)",
         "USE TEMP B-TREE FOR ORDER BY",
     ]
 
@@ -570,6 +581,73 @@ def test_statement_cost_does_not_grow_with_the_claims_in_flight(
             params,
         )
         for in_flight in (10, 2000)
+    )
+    assert many <= few * 1.2 + 50, (few, many)
+
+
+KEPT_NOW = NOW + 120
+"""After the completed jobs' expiry (60 s), before their retention ends (3600 s)."""
+KEPT_CLAIM = {**CLAIM, "now": KEPT_NOW}
+KEY_WALK = {"per_key": 10, "rate_per_key": None, "per_s": None, "cursor": None}
+"""A per-key limit's walk (statements.PICK_IN_TURN) of the queue's one key, ''."""
+
+
+def _completed_jobs(store: Store, completed: int) -> None:
+    """A limited queue that keeps its jobs: ``completed`` of them completed in place
+    (each with an expiry), a few in flight, 100 pending."""
+    queue = store.queue(QUEUE, QueueOpts(completed_retention_s=3600))
+    assert queue.set_limits(alkstore.Limits(concurrency=1000))
+    for start in range(0, completed, 1000):
+        count = min(1000, completed - start)
+        queue.enqueue_many([{"n": n} for n in range(count)], EnqueueOpts(expires=60))
+        handles = queue.claim_batch("w", count)
+        assert queue.ack_batch([handle.id for handle in handles], "w") == count
+    queue.enqueue_many([{"n": n} for n in range(100)])
+    assert len(queue.claim_batch("w", 5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("statement", "params"),
+    [
+        (sql.CLAIM, KEPT_CLAIM),
+        (sql.CLAIM_ONE, {**KEPT_CLAIM, "limit": 1}),
+        (sql.CLAIM_READY, KEPT_CLAIM),
+        (sql.CLAIM_READY_ONE, {**KEPT_CLAIM, "limit": 1}),
+        (sql.ANY_LAPSED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.BURY_EXHAUSTED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.NEXT_WAKE_AT, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.BURY_EXPIRED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.PURGE_COMPLETED, {"queue": QUEUE, "now": KEPT_NOW}),
+        (sql.LIST_PROCESSING_JOBS, {"queue": QUEUE, "after": 0, "limit": 10}),
+        (sql.PICK_IN_TURN, {**KEPT_CLAIM, **KEY_WALK}),
+    ],
+    ids=[
+        "claim",
+        "claim_one",
+        "claim_ready",
+        "claim_ready_one",
+        "any_lapsed",
+        "bury_exhausted",
+        "next_wake_at",
+        "bury_expired",
+        "purge_completed",
+        "processing_page",
+        "key_walk",
+    ],
+)
+def test_statement_cost_does_not_grow_with_the_completed_jobs(
+    tmp_path: Path, statement: str, params: dict[str, Any]
+) -> None:
+    # Completed rows stay in the live table (version 18) but out of every range these
+    # read: their deadlines sort above every claim's, and the expiry index leaves them out.
+    few, many = (
+        _cost_on_a_file(
+            tmp_path / f"completed-{completed}.db",
+            partial(_completed_jobs, completed=completed),
+            statement,
+            params,
+        )
+        for completed in (100, 5000)
     )
     assert many <= few * 1.2 + 50, (few, many)
 

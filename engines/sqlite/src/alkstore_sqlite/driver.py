@@ -532,24 +532,24 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, Dep
         job_ids, tail = params.job_ids, (params.queue, params.worker_id, params.now)
         acked = 0
         most = sql.ACK_SIZES[-1]
-        # An ack_batch is atomic: its statements (the copies of the rows their queue
-        # keeps, the deletes) commit together.
+        # An ack_batch is atomic: its statements (the completions of the rows their
+        # queue keeps, the deletes) commit together.
         begin_transaction(c)
+        keeps = c.execute(sql.KEEPS_JOBS, (params.queue,)).fetchone() is not None
         for start in range(0, len(job_ids), most):
             chunk = list(job_ids[start : start + most])
             size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
             chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
-            c.execute(sql.COMPLETE_FOR_WORKER[size], [*chunk, *tail])
+            if keeps:
+                acked += c.execute(sql.COMPLETE_FOR_WORKER[size], [*chunk, *tail]).rowcount
             acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, *tail]).rowcount
         return acked
 
     # -- finished jobs (the results profile) -----------------------------------------
     def complete(self, c: sqlite3.Connection, params: Complete) -> bool:
-        begin_transaction(c)  # the copy and the removal commit together
-        if c.execute(sql.COMPLETE_COPY, sql.COMPLETE_COPY_PARAMS(params)).rowcount != 1:
-            return False
-        c.execute(sql.COMPLETE_REMOVE, (params.job_id,))
-        return True
+        # One statement: the live row completed in place (its dependents released by
+        # the trigger it fires, in the same statement).
+        return c.execute(sql.COMPLETE, sql.COMPLETE_PARAMS(params)).rowcount == 1
 
     def purge_completed(self, c: sqlite3.Connection, params: Sweep) -> int:
         named = {"queue": params.queue, "now": params.now}

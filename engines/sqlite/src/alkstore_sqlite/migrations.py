@@ -31,7 +31,10 @@ every job's flag saying that some job waits for it, and the triggers that releas
 or dead-letter its dependents in the statement that finishes it; version 14 adds the
 queues that keep completed jobs (a row per queue, written by a trigger when a live row
 stamped with a completed retention is written), so an ``ack_batch`` of a queue that
-deletes on ack copies nothing.
+deletes on ack copies nothing; version 16 adds contract 1.2's job metadata; version 18
+(numbered by the lead on merge) keeps completed jobs in place in the live table (state
+``'completed'``, a deadline above every claim's: ``KEPT_FROM``), rebuilding it and
+moving the completed table's rows in.
 """
 
 from __future__ import annotations
@@ -91,6 +94,14 @@ BURY_DEPENDENTS_TRIGGER = "__alkstore_dead_bury_dependents"
 PASS_ON_TRIGGER = "__alkstore_dead_pass_on"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
+COMPLETE_RELEASE_TRIGGER = "__alkstore_jobs_release_on_complete"
+
+KEPT_FROM = 2**62
+"""A completed row's deadline is ``KEPT_FROM`` plus its purge instant (``completed_at +
+completed_retention_s``, version 18): above every claim's deadline (instants are below
+``2**41``), so the claims' ranges of the live index (``deadline IS NULL``, ``deadline <=
+now``, ``now < deadline < KEPT_FROM``) never walk a completed row, and the purge is one
+range of it (``KEPT_FROM <= deadline < KEPT_FROM + now``)."""
 
 _KEPT_V13 = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
@@ -352,6 +363,11 @@ _V3 = (
     """,
 )
 
+_LIVE_INDEX_SQL = f"""
+    CREATE INDEX IF NOT EXISTS {LIVE_INDEX}
+        ON {JOBS} (queue, deadline DESC, priority DESC, run_at)
+    """
+
 _V4 = (
     # Pending rows and claimed rows in one index, keyed by the deadline alone:
     #   (queue, deadline DESC, …)  claimed, newest deadline first: lapsed claims
@@ -369,10 +385,7 @@ _V4 = (
     f"UPDATE {JOBS} SET deadline = NULL WHERE state = 'pending' AND deadline IS NOT NULL",
     f"DROP INDEX IF EXISTS {CLAIM_INDEX}",
     f"DROP INDEX IF EXISTS {LAPSE_INDEX}",
-    f"""
-    CREATE INDEX IF NOT EXISTS {LIVE_INDEX}
-        ON {JOBS} (queue, deadline DESC, priority DESC, run_at)
-    """,
+    _LIVE_INDEX_SQL,
 )
 
 _V5 = (
@@ -437,6 +450,11 @@ _V6 = (
     f"CREATE INDEX IF NOT EXISTS {DUE_INDEX} ON {SCHEDULES} (next_fire_at)",
 )
 
+_UNIQUE_INDEX_SQL = f"""
+    CREATE UNIQUE INDEX IF NOT EXISTS {UNIQUE_INDEX}
+        ON {JOBS} (queue, unique_hold) WHERE unique_hold IS NOT NULL
+    """
+
 _V7 = (
     # The unique profile. unique_key is the key a job was enqueued with, shown for its
     # whole life; unique_hold is that key while the job holds it (NULL once its hold
@@ -458,10 +476,7 @@ _V7 = (
     # writers can never both insert one (INSERT ... ON CONFLICT DO NOTHING). Partial:
     # a plain job is no entry, and no statement that leaves unique_hold alone (a
     # claim, a heartbeat, a retry) touches the index.
-    f"""
-    CREATE UNIQUE INDEX IF NOT EXISTS {UNIQUE_INDEX}
-        ON {JOBS} (queue, unique_hold) WHERE unique_hold IS NOT NULL
-    """,
+    _UNIQUE_INDEX_SQL,
     # Dead rows that keep their key. Not unique: a dead hold that passed is only
     # ignored, never cleared, so a later holder of the key may die holding it too.
     # (SQLite has one writer at a time, so the check of this table inside the
@@ -692,12 +707,14 @@ _V11 = (
 )
 
 
+_QUEUE_INDEX_SQL = f"CREATE INDEX IF NOT EXISTS {QUEUE_INDEX} ON {JOBS} (queue)"
+
 _V12 = (
     # A queue's live rows in id order (each entry ends with the rowid), for a page
     # of its jobs: an enqueue adds an entry and an ack or a move to dead removes
     # it; a claim, a heartbeat and a retry change neither column, so they write
     # no page of it.
-    f"CREATE INDEX IF NOT EXISTS {QUEUE_INDEX} ON {JOBS} (queue)",
+    _QUEUE_INDEX_SQL,
     # The worker registry (the workers profile): one row per worker id, read whole
     # (a fleet is small); queues as a JSON array in the worker's order.
     f"""
@@ -840,6 +857,11 @@ _V13 = (
     """,
 )
 
+_KEY_INDEX_SQL = f"""
+    CREATE INDEX IF NOT EXISTS {KEY_INDEX}
+        ON {JOBS} (queue, coalesce(limit_key, ''), priority DESC, run_at, id)
+    """
+
 _V14 = (
     # A claim under a per-key limit (the key_limits profile) reads only what it takes:
     # the queue's distinct keys one seek each, from the key cursor on, and each key's
@@ -849,11 +871,25 @@ _V14 = (
     # queue, one page more per claim), and the lapsed claims are found with the
     # pending rows, in claim order. No index is made redundant by it: LIVE_INDEX still
     # serves every other claim, the live counts and the lapsed claims.
-    f"""
-    CREATE INDEX IF NOT EXISTS {KEY_INDEX}
-        ON {JOBS} (queue, coalesce(limit_key, ''), priority DESC, run_at, id)
-    """,
+    _KEY_INDEX_SQL,
 )
+
+_KEEP_ON_INSERT_SQL = f"""
+    CREATE TRIGGER IF NOT EXISTS {KEEP_ON_INSERT_TRIGGER}
+    AFTER INSERT ON {JOBS} WHEN NEW.completed_retention_s IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM {KEPT_QUEUES} WHERE queue = NEW.queue)
+    BEGIN
+        INSERT OR IGNORE INTO {KEPT_QUEUES} (queue) VALUES (NEW.queue);
+    END
+    """
+_KEEP_ON_UPDATE_SQL = f"""
+    CREATE TRIGGER IF NOT EXISTS {KEEP_ON_UPDATE_TRIGGER}
+    AFTER UPDATE OF completed_retention_s, queue ON {JOBS}
+    WHEN NEW.completed_retention_s IS NOT NULL
+    BEGIN
+        INSERT OR IGNORE INTO {KEPT_QUEUES} (queue) VALUES (NEW.queue);
+    END
+    """
 
 _V15 = (
     # The queues some live row of which was ever stamped with a completed retention
@@ -869,23 +905,20 @@ _V15 = (
     INSERT OR IGNORE INTO {KEPT_QUEUES} (queue)
     SELECT DISTINCT queue FROM {JOBS} WHERE completed_retention_s IS NOT NULL
     """,
-    f"""
-    CREATE TRIGGER IF NOT EXISTS {KEEP_ON_INSERT_TRIGGER}
-    AFTER INSERT ON {JOBS} WHEN NEW.completed_retention_s IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM {KEPT_QUEUES} WHERE queue = NEW.queue)
-    BEGIN
-        INSERT OR IGNORE INTO {KEPT_QUEUES} (queue) VALUES (NEW.queue);
-    END
-    """,
-    f"""
-    CREATE TRIGGER IF NOT EXISTS {KEEP_ON_UPDATE_TRIGGER}
-    AFTER UPDATE OF completed_retention_s, queue ON {JOBS}
-    WHEN NEW.completed_retention_s IS NOT NULL
-    BEGIN
-        INSERT OR IGNORE INTO {KEPT_QUEUES} (queue) VALUES (NEW.queue);
-    END
-    """,
+    _KEEP_ON_INSERT_SQL,
+    _KEEP_ON_UPDATE_SQL,
 )
+
+
+def _release_body(kept: str) -> str:
+    return f"""
+        UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE id IN {_RELEASED};
+        INSERT INTO {JOBS} ({kept}, state, has_dependents)
+        SELECT {kept}, 'pending', has_dependents
+          FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
+        DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
+        DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
+    """
 
 
 def _release_trigger(kept: str) -> str:
@@ -893,28 +926,25 @@ def _release_trigger(kept: str) -> str:
     CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
     AFTER DELETE ON {JOBS}
     WHEN OLD.has_dependents = 1 AND NOT EXISTS (SELECT 1 FROM {DEAD} WHERE id = OLD.id)
-    BEGIN
-        UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE id IN {_RELEASED};
-        INSERT INTO {JOBS} ({kept}, state, has_dependents)
-        SELECT {kept}, 'pending', has_dependents
-          FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
-        DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
-        DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
-    END
+    BEGIN{_release_body(kept)}END
     """
 
 
-_V16 = (
-    # The metadata profile. metadata is a job's small map of strings as JSON text
-    # (NULL: none, as on every row written before), on all four job tables, so a job
-    # keeps it through every move of its life.
-    f"ALTER TABLE {JOBS} ADD COLUMN metadata TEXT",
-    f"ALTER TABLE {DEAD} ADD COLUMN metadata TEXT",
-    f"ALTER TABLE {COMPLETED} ADD COLUMN metadata TEXT",
-    f"ALTER TABLE {WAITING} ADD COLUMN metadata TEXT",
-    # Every trigger that moves a row names its columns: made again with metadata.
-    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
-    f"""
+def _release_on_complete_trigger(kept: str) -> str:
+    """A live row with dependents completed in place (version 18): the release of
+    ``_release_trigger``, fired by the update that completes it (which clears its
+    ``has_dependents``, so the purge of the completed row releases nothing again).
+    ``OF completed_at``: only a completion writes it, so no claim, retry or move to
+    dead runs this trigger's program at all (``OF state`` would, on every claim)."""
+    return f"""
+    CREATE TRIGGER IF NOT EXISTS {COMPLETE_RELEASE_TRIGGER}
+    AFTER UPDATE OF completed_at ON {JOBS}
+    WHEN NEW.state = 'completed' AND OLD.has_dependents = 1
+    BEGIN{_release_body(kept)}END
+    """
+
+
+_MOVE_TO_DEAD_SQL = f"""
     CREATE TRIGGER {MOVE_TO_DEAD_TRIGGER}
     AFTER UPDATE OF state ON {JOBS} WHEN NEW.state = 'dead'
     BEGIN
@@ -935,7 +965,20 @@ _V16 = (
         );
         DELETE FROM {JOBS} WHERE id = NEW.id;
     END
-    """,
+    """
+"""The move to dead as of version 16 (every column the live and dead tables share)."""
+
+_V16 = (
+    # The metadata profile. metadata is a job's small map of strings as JSON text
+    # (NULL: none, as on every row written before), on all four job tables, so a job
+    # keeps it through every move of its life.
+    f"ALTER TABLE {JOBS} ADD COLUMN metadata TEXT",
+    f"ALTER TABLE {DEAD} ADD COLUMN metadata TEXT",
+    f"ALTER TABLE {COMPLETED} ADD COLUMN metadata TEXT",
+    f"ALTER TABLE {WAITING} ADD COLUMN metadata TEXT",
+    # Every trigger that moves a row names its columns: made again with metadata.
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    _MOVE_TO_DEAD_SQL,
     f"DROP TRIGGER IF EXISTS {RELEASE_TRIGGER}",
     _release_trigger(KEPT_COLUMNS),
     f"DROP TRIGGER IF EXISTS {BURY_DEPENDENTS_TRIGGER}",
@@ -983,7 +1026,6 @@ makes the jobs table (and so its triggers) again makes this one, not version 9's
 # window (now - per_s, now] counts exactly the starts it did. A per-key rate's starts
 # likewise, one row per (queue, second, key). The tables are made again from the
 # rows they held; only the claim-starts trigger names one: dropped, made again.
-# (Version 19 once merged: only this tuple's place in MIGRATIONS gives its number.)
 _V_RATE_BUCKETS = (
     f"DROP TRIGGER IF EXISTS {CLAIM_STARTS_TRIGGER}",
     f"""
@@ -1020,6 +1062,125 @@ _V_RATE_BUCKETS = (
 )
 
 
+_JOBS_V18 = f"{JOBS}_v18"
+
+# Every column of the live table as of version 16, in its order; version 18 adds
+# completed_at and result.
+_JOBS_V16_COLUMNS = (
+    "id, queue, state, payload, priority, attempts, max_attempts, created_at, run_at, "
+    "claimed_at, deadline, expires_at, worker_id, visibility_timeout_s, backoff_base_s, "
+    "dead_letter_retention_s, last_error, died_at, errors, redriven_from, snoozes, "
+    "unique_key, unique_hold, hold_until, hold_dead, completed_retention_s, limit_key, "
+    "has_dependents, metadata"
+)
+
+# Jobs only the expiry sweep must see: those with an expiry that did not complete
+# (completed_at is set only by a completion; a claim changes neither column, so it
+# writes nothing here).
+_EXPIRY_INDEX_SQL = f"""
+    CREATE INDEX IF NOT EXISTS {EXPIRY_INDEX}
+        ON {JOBS} (queue, expires_at) WHERE expires_at IS NOT NULL AND completed_at IS NULL
+    """
+
+# The rows a claim under a per-key limit walks by key: those not completed (a
+# completed row would rank first among its key's rows, before every claimable one).
+_KEY_INDEX_V18_SQL = f"""
+    CREATE INDEX IF NOT EXISTS {KEY_INDEX}
+        ON {JOBS} (queue, coalesce(limit_key, ''), priority DESC, run_at, id)
+     WHERE completed_at IS NULL
+    """
+
+_JOBS_INDEXES_V18 = (
+    _LIVE_INDEX_SQL,
+    _EXPIRY_INDEX_SQL,
+    _UNIQUE_INDEX_SQL,
+    _QUEUE_INDEX_SQL,
+    _KEY_INDEX_V18_SQL,
+)
+"""Every index of the live table, as of version 18 (a rebuild makes them all again)."""
+
+_JOBS_TRIGGERS_V18 = (
+    _MOVE_TO_DEAD_SQL,
+    _RATE_BUCKETS_TRIGGER_SQL,
+    _KEEP_ON_INSERT_SQL,
+    _KEEP_ON_UPDATE_SQL,
+    _release_trigger(KEPT_COLUMNS),
+    _release_on_complete_trigger(KEPT_COLUMNS),
+)
+"""Every trigger on the live table, as of version 18 (a rebuild makes them all again)."""
+
+# Version 18: completed jobs kept in place. An ack
+# that keeps its job updates the live row (state 'completed', its result, when it
+# completed, a deadline above every claim's: KEPT_FROM) where it copied it into the
+# completed table and deleted it: a row written once, not twice. SQLite cannot
+# change the state CHECK in place, so the live table is rebuilt (SQLite's own
+# procedure: a new table, the rows copied, the old one dropped, the new one renamed),
+# its indexes and triggers made again from their definitions, and the completed
+# table's rows moved in. legacy_alter_table: the rename must not re-read the other
+# tables' triggers, which name the live table while it does not exist.
+_V18 = (
+    "PRAGMA legacy_alter_table = ON",
+    f"""
+    CREATE TABLE {_JOBS_V18} (
+        id                      INTEGER PRIMARY KEY AUTOINCREMENT,
+        queue                   TEXT    NOT NULL,
+        state                   TEXT    NOT NULL
+            CHECK (state = 'pending' OR state = 'processing' OR state = 'dead'
+                   OR state = 'completed'),
+        payload                 TEXT    NOT NULL,
+        priority                INTEGER NOT NULL,
+        attempts                INTEGER NOT NULL DEFAULT 0,
+        max_attempts            INTEGER NOT NULL,
+        created_at              INTEGER NOT NULL,
+        run_at                  INTEGER NOT NULL,
+        claimed_at              INTEGER,
+        deadline                INTEGER,
+        expires_at              INTEGER,
+        worker_id               TEXT,
+        visibility_timeout_s    INTEGER NOT NULL,
+        backoff_base_s          INTEGER NOT NULL,
+        dead_letter_retention_s INTEGER,
+        last_error              TEXT,
+        died_at                 INTEGER,
+        errors                  TEXT,
+        redriven_from           INTEGER,
+        snoozes                 INTEGER NOT NULL DEFAULT 0,
+        unique_key              TEXT,
+        unique_hold             TEXT,
+        hold_until              INTEGER,
+        hold_dead               INTEGER NOT NULL DEFAULT 0,
+        completed_retention_s   INTEGER,
+        limit_key               TEXT,
+        has_dependents          INTEGER NOT NULL DEFAULT 0,
+        metadata                TEXT,
+        completed_at            INTEGER,
+        result                  TEXT
+    )
+    """,
+    f"""
+    INSERT INTO {_JOBS_V18} ({_JOBS_V16_COLUMNS})
+    SELECT {_JOBS_V16_COLUMNS} FROM {JOBS} ORDER BY id
+    """,
+    # The completed rows, same ids, with the live table's: a completed job holds no
+    # key and has no dependents (they were released when it completed).
+    f"""
+    INSERT INTO {_JOBS_V18} ({KEPT_COLUMNS}, state, deadline, completed_at, result)
+    SELECT {KEPT_COLUMNS}, 'completed', {KEPT_FROM} + completed_at + completed_retention_s,
+           completed_at, result
+      FROM {COMPLETED} ORDER BY id
+    """,
+    # An id is never handed out again: the new table continues the old one's sequence.
+    f"DELETE FROM sqlite_sequence WHERE name = '{_JOBS_V18}'",
+    f"UPDATE sqlite_sequence SET name = '{_JOBS_V18}' WHERE name = '{JOBS}'",
+    f"DROP TABLE {JOBS}",  # (and its indexes and triggers)
+    f"DROP TABLE {COMPLETED}",  # (and its indexes)
+    f"ALTER TABLE {_JOBS_V18} RENAME TO {JOBS}",
+    "PRAGMA legacy_alter_table = OFF",
+    *_JOBS_INDEXES_V18,
+    *_JOBS_TRIGGERS_V18,
+)
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -1038,6 +1199,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V15,
     _V16,
     _V_RATE_BUCKETS,
+    _V18,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
@@ -1048,6 +1210,8 @@ METADATA_VERSION = MIGRATIONS.index(_V16) + 1
 
 RATE_BUCKETS_VERSION = MIGRATIONS.index(_V_RATE_BUCKETS) + 1
 """The version that keeps a rate's starts one row per second (the limited claim's)."""
+COMPLETED_IN_PLACE_VERSION = MIGRATIONS.index(_V18) + 1
+"""The version that keeps completed jobs in the live table (issue 24)."""
 
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"

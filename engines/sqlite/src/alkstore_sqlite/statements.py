@@ -43,9 +43,6 @@ from alkstore.rows import CLAIMED_COLUMNS, JOB_COLUMNS
 
 from .migrations import (
     CLAIM_STARTS,
-    COMPLETED,
-    COMPLETED_PURGE_INDEX,
-    COMPLETED_QUEUE_INDEX,
     DEAD,
     DEAD_AGE_INDEX,
     DEAD_QUEUE_INDEX,
@@ -55,6 +52,7 @@ from .migrations import (
     EXPIRY_INDEX,
     JOBS,
     KEPT_COLUMNS,
+    KEPT_FROM,
     KEPT_QUEUES,
     KEY_INDEX,
     KEY_STARTS,
@@ -128,13 +126,13 @@ def _columns(computed: dict[str, str]) -> str:
     return ", ".join(f"{computed[c]} AS {c}" if c in computed else c for c in JOB_COLUMNS)
 
 
-# Only a completed row holds these (the results profile).
+# Only a completed row holds these (the results profile): the live table's completed
+# rows (version 18) hold them, the other tables never.
 _NOT_COMPLETED = {"completed_at": "NULL", "result": "NULL"}
-_LIVE_COLUMNS = _columns(_NOT_COMPLETED)
+_LIVE_COLUMNS = _columns({})
 # A claim returns only what it did not set itself (see alkstore.rows.claimed_jobs).
 _CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
 _DEAD_COLUMNS = _columns({"state": "'dead'", **_NOT_COMPLETED})
-_COMPLETED_COLUMNS = _columns({"state": "'completed'", "last_error": "NULL", "died_at": "NULL"})
 _WAITING_COLUMNS = _columns(
     {"state": "'waiting'", "last_error": "NULL", "died_at": "NULL", **_NOT_COMPLETED}
 )
@@ -245,8 +243,10 @@ UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
 # and its rate less its claim starts in the window (now - per_s, now]. Read in the
 # claim's own statement, under the one write lock: no two claimers see one free slot.
 # An unlimited queue pays one seek of the limits table's key, as for the pause.
+# Claims in flight: deadlines after now, below every completed row's (KEPT_FROM).
+_IN_FLIGHT = f"deadline > :now AND deadline < {KEPT_FROM}"
 _LIVE_CLAIMS = f"""(SELECT count(*) FROM {JOBS} INDEXED BY {LIVE_INDEX}
-                      WHERE queue = :queue AND deadline > :now)"""
+                      WHERE queue = :queue AND {_IN_FLIGHT})"""
 _WINDOW_STARTS = f"""(SELECT coalesce(sum(claims), 0) FROM {CLAIM_STARTS}
                       WHERE queue = :queue AND started_at > :now - limits.per_s)"""
 _FREE = f"""max(0, min(:limit,
@@ -375,7 +375,7 @@ either."""
 PICK_IN_TURN_RANKED = f"""
 WITH live AS (
     SELECT coalesce(limit_key, '') AS k, count(*) AS n FROM {JOBS} INDEXED BY {LIVE_INDEX}
-     WHERE queue = :queue AND deadline > :now
+     WHERE queue = :queue AND {_IN_FLIGHT}
      GROUP BY 1
 ), started AS (
     SELECT limit_key AS k, sum(claims) AS n FROM {KEY_STARTS}
@@ -410,7 +410,8 @@ SELECT ranked.id, ranked.k FROM ranked
 # UTF-8 bytes, which is code-point order).
 #
 # KEY_INDEX holds every live row, pending or claimed, by key in claim order (a claim
-# changes none of its columns, so it writes nothing to it; see migrations._V14).
+# changes none of its columns, so it writes nothing to it; see migrations._V14), and
+# no completed one (version 18: every read of it says `completed_at IS NULL`).
 # `walk` visits the queue's distinct keys in turn order, one loose-index seek each
 # (the smallest key past the one before), wrapping once past the last key to the
 # first, and stops as soon as `slots` keys have a free slot and a claimable row
@@ -433,7 +434,8 @@ _K = "coalesce(limit_key, '')"
 def _next_key(after: str, op: str = ">") -> str:
     """The smallest key of the queue's live rows ``op`` ``after`` (one seek)."""
     return f"""(SELECT {_K} FROM {JOBS} INDEXED BY {KEY_INDEX}
-                 WHERE queue = :queue AND {_K} {op} {after} ORDER BY {_K} LIMIT 1)"""
+                 WHERE queue = :queue AND {_K} {op} {after} AND completed_at IS NULL
+                 ORDER BY {_K} LIMIT 1)"""
 
 
 def _allowance(key: str) -> str:
@@ -444,7 +446,7 @@ def _allowance(key: str) -> str:
 
 
 _CLAIMABLE_OF = f"""FROM {JOBS} INDEXED BY {KEY_INDEX}
-             WHERE queue = :queue AND {_K} = {{key}}
+             WHERE queue = :queue AND {_K} = {{key}} AND completed_at IS NULL
                AND ((deadline IS NULL AND run_at <= :now) OR deadline <= :now)
                AND (expires_at IS NULL OR expires_at > :now) AND attempts < max_attempts"""
 
@@ -476,7 +478,7 @@ _IN_WALK = "(walk.k IS NOT NULL AND (walk.wrapped = 0 OR :cursor IS NULL OR walk
 PICK_IN_TURN = f"""
 WITH RECURSIVE live AS (
     SELECT {_K} AS k, count(*) AS n FROM {JOBS} INDEXED BY {LIVE_INDEX}
-     WHERE queue = :queue AND deadline > :now
+     WHERE queue = :queue AND {_IN_FLIGHT}
      GROUP BY 1
 ), started AS (
     SELECT limit_key AS k, sum(claims) AS n FROM {KEY_STARTS}
@@ -560,10 +562,12 @@ SELECT 1 FROM {JOBS} INDEXED BY {LIVE_INDEX}
  LIMIT 1
 """
 
+# A completed row never expires: EXPIRY_INDEX holds only the rows not completed
+# (version 18), and the term says so (the partial index is usable only then).
 BURY_EXPIRED = f"""
 UPDATE {JOBS} INDEXED BY {EXPIRY_INDEX}
    SET state = 'dead', last_error = '{ERROR_EXPIRED}', died_at = :now
- WHERE queue = :queue AND expires_at <= :now
+ WHERE queue = :queue AND expires_at <= :now AND completed_at IS NULL
 """
 
 PURGE_DEAD = f"""
@@ -574,17 +578,18 @@ DELETE FROM {DEAD} INDEXED BY {PURGE_INDEX}
 
 # -- finished jobs (the results profile) -------------------------------------------
 
-# What a completed row takes from its live one as it is (same id): every column the
-# two tables share.
-_KEPT = (
-    "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
-    "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
-    "errors, redriven_from, snoozes, unique_key, completed_retention_s, limit_key, metadata"
-)
+# A completed job is its live row, completed in place (version 18): state
+# 'completed', deadline KEPT_FROM + its purge instant (completed_at +
+# completed_retention_s), so it sorts above every claim in the live index and the
+# purge is one range of it. It holds no unique key and has no dependents (the update
+# that completes it releases them: version 18's trigger).
+_COMPLETE = f"""
+   SET state = 'completed', deadline = {KEPT_FROM} + {{now}} + completed_retention_s,
+       completed_at = {{now}}, result = {{result}}, unique_hold = NULL, has_dependents = 0"""
 
 PURGE_COMPLETED = f"""
-DELETE FROM {COMPLETED} INDEXED BY {COMPLETED_PURGE_INDEX}
- WHERE queue = :queue AND completed_at + completed_retention_s < :now
+DELETE FROM {JOBS} INDEXED BY {LIVE_INDEX}
+ WHERE queue = :queue AND deadline >= {KEPT_FROM} AND deadline < {KEPT_FROM} + :now
 """
 
 # Handle ops: valid only under the very claim (id, attempt) with its deadline ahead.
@@ -592,18 +597,11 @@ _VALID_CLAIM = "id = :job_id AND state = 'processing' AND attempts = :attempt AN
 
 ACK, ACK_PARAMS = _bind(f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}", ClaimRef)
 
-# The ack of a job its queue keeps: the copy into the completed table, then (when it
-# copied the row: the claim was valid) the live row's removal, in one transaction.
-COMPLETE_COPY, COMPLETE_COPY_PARAMS = _bind(
-    f"""
-INSERT INTO {COMPLETED} ({_KEPT}, completed_at, result)
-SELECT {_KEPT}, :now, :result FROM {JOBS} WHERE {_VALID_CLAIM}
-""",
+# The ack of a job its queue keeps: one UPDATE of the live row, under the claim.
+COMPLETE, COMPLETE_PARAMS = _bind(
+    f"UPDATE {JOBS}{_COMPLETE.format(now=':now', result=':result')} WHERE {_VALID_CLAIM}",
     Complete,
 )
-"""Its params' values, by name."""
-
-COMPLETE_REMOVE = f"DELETE FROM {JOBS} WHERE id = ?"
 
 ACK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """An ack_batch runs one statement per ``ACK_SIZES[-1]`` ids, each list padded up to
@@ -622,27 +620,23 @@ DELETE FROM {JOBS} NOT INDEXED
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
 
-_KEPT_OF_JOB = ", ".join(f"job.{name.strip()}" for name in _KEPT.split(","))
+KEEPS_JOBS = f"SELECT 1 FROM {KEPT_QUEUES} WHERE queue = ?"
+"""Whether a live row of the queue was ever stamped with a completed retention (one key
+seek): an ``ack_batch`` of a queue without it runs ``ACK_FOR_WORKER`` alone."""
 
-# CROSS JOIN keeps SQLite's join order: the kept queues' row first, by its key, so
-# on a queue that never kept a job (no row) the loop over the ids never runs.
 COMPLETE_FOR_WORKER = {
     size: f"""
-INSERT INTO {COMPLETED} ({_KEPT}, completed_at, result)
-SELECT {_KEPT_OF_JOB}, ?{size + 3}, NULL
-  FROM {KEPT_QUEUES} AS kept CROSS JOIN {JOBS} AS job NOT INDEXED
- WHERE kept.queue = ?{size + 1}
-   AND job.id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
-   AND job.queue = ?{size + 1} AND job.worker_id = ?{size + 2}
-   AND job.state = 'processing' AND job.deadline > ?{size + 3}
-   AND job.completed_retention_s IS NOT NULL
+UPDATE {JOBS} NOT INDEXED{_COMPLETE.format(now=f"?{size + 3}", result="NULL")}
+ WHERE id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
+   AND queue = ?{size + 1} AND worker_id = ?{size + 2}
+   AND state = 'processing' AND deadline > ?{size + 3}
+   AND completed_retention_s IS NOT NULL
 """
     for size in ACK_SIZES
 }
-"""Before ``ACK_FOR_WORKER`` with the same values: the rows of it whose queue keeps
-them, copied to the completed table without a result (the results profile). A queue
-that deletes on ack (none of its rows ever stamped with a retention: no row in the
-kept queues) pays one key look-up in a table of a row per keeping queue."""
+"""Before ``ACK_FOR_WORKER`` with the same values, on a queue that keeps jobs
+(``KEEPS_JOBS``): the rows of it stamped with a retention, completed in place without a
+result (the results profile)."""
 
 HEARTBEAT, HEARTBEAT_PARAMS = _bind(
     f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}", Heartbeat
@@ -708,7 +702,7 @@ UPDATE {JOBS}
 )
 """Its params' values, then ``:entry``."""
 
-CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue"
+CANCEL = f"DELETE FROM {JOBS} WHERE id = :id AND queue = :queue AND state <> 'completed'"
 
 # -- dependencies (the dependencies profile) ----------------------------------------
 
@@ -726,10 +720,10 @@ SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = :job_id ORDER BY job_id
 """The waiting jobs that still wait for ``:job_id``: a range of the edges' key."""
 
 DEPENDENCY_STATES = f"""
-SELECT id, 'live' FROM {JOBS} WHERE id IN ({_JSON_IDS})
+SELECT id, CASE WHEN state = 'completed' THEN 'completed' ELSE 'live' END
+  FROM {JOBS} WHERE id IN ({_JSON_IDS})
 UNION ALL SELECT id, 'live' FROM {WAITING} WHERE id IN ({_JSON_IDS})
 UNION ALL SELECT id, 'dead' FROM {DEAD} WHERE id IN ({_JSON_IDS})
-UNION ALL SELECT id, 'completed' FROM {COMPLETED} WHERE id IN ({_JSON_IDS})
 """
 """Where each of the ids (a JSON array) is; an absent one has no row."""
 
@@ -784,8 +778,6 @@ SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id
 UNION ALL
 SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id
 UNION ALL
-SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} WHERE id = :id
-UNION ALL
 SELECT {_WAITING_COLUMNS} FROM {WAITING} WHERE id = :id
 """
 
@@ -793,8 +785,6 @@ GET_JOB_IN_QUEUE = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} WHERE id = :id AND queue = :queue
 UNION ALL
 SELECT {_DEAD_COLUMNS} FROM {DEAD} WHERE id = :id AND queue = :queue
-UNION ALL
-SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} WHERE id = :id AND queue = :queue
 UNION ALL
 SELECT {_WAITING_COLUMNS} FROM {WAITING} WHERE id = :id AND queue = :queue
 """
@@ -823,7 +813,7 @@ SELECT
        FROM priorities AS p
       WHERE p.priority IS NOT NULL),
     (SELECT min(deadline) FROM {JOBS} INDEXED BY {LIVE_INDEX}
-      WHERE queue = :queue AND deadline > :now),
+      WHERE queue = :queue AND {_IN_FLIGHT}),
     CASE WHEN EXISTS (SELECT 1 FROM {LIMITS} WHERE queue = :queue)
          THEN (SELECT limits.concurrency <= {_LIVE_CLAIMS}
                  FROM {LIMITS} AS limits WHERE limits.queue = :queue)
@@ -885,22 +875,19 @@ def _queue_stats(names: str, reported: str) -> str:
     return f"""
 WITH
 names (queue) AS ({names}),
-live (queue, ready, scheduled, oldest_ready, processing, lapsed) AS (
+live (queue, ready, scheduled, oldest_ready, processing, lapsed, completed) AS (
     SELECT queue,
            count(*) FILTER (WHERE deadline IS NULL AND run_at <= :now),
            count(*) FILTER (WHERE deadline IS NULL AND run_at > :now),
            min(run_at) FILTER (WHERE deadline IS NULL AND run_at <= :now),
-           count(*) FILTER (WHERE deadline > :now),
-           count(*) FILTER (WHERE deadline <= :now)
+           count(*) FILTER (WHERE {_IN_FLIGHT}),
+           count(*) FILTER (WHERE deadline <= :now),
+           count(*) FILTER (WHERE deadline >= {KEPT_FROM})
       FROM {JOBS} INDEXED BY {LIVE_INDEX}
      WHERE {reported}
      GROUP BY queue),
 dead (queue, dead) AS (
     SELECT queue, count(*) FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
-     WHERE {reported}
-     GROUP BY queue),
-completed (queue, completed) AS (
-    SELECT queue, count(*) FROM {COMPLETED} INDEXED BY {COMPLETED_QUEUE_INDEX}
      WHERE {reported}
      GROUP BY queue),
 waiting (queue, waiting) AS (
@@ -912,12 +899,11 @@ SELECT names.queue,
        coalesce(live.processing, 0), coalesce(live.lapsed, 0), coalesce(dead.dead, 0),
        :now - live.oldest_ready,
        EXISTS (SELECT 1 FROM {PAUSED} WHERE {PAUSED}.queue = names.queue),
-       coalesce(completed.completed, 0),
+       coalesce(live.completed, 0),
        coalesce(waiting.waiting, 0)
   FROM names
   LEFT JOIN live ON live.queue = names.queue
   LEFT JOIN dead ON dead.queue = names.queue
-  LEFT JOIN completed ON completed.queue = names.queue
   LEFT JOIN waiting ON waiting.queue = names.queue
  ORDER BY names.queue
 """
@@ -930,7 +916,7 @@ QUEUE_STATS = _queue_stats(_NAMED, f"queue IN ({_NAMED})")
 
 QUEUE_STATS_ALL = _queue_stats(
     f"""SELECT queue FROM live UNION SELECT queue FROM dead
-        UNION SELECT queue FROM completed UNION SELECT queue FROM waiting
+        UNION SELECT queue FROM waiting
         UNION SELECT queue FROM {PAUSED}""",
     "TRUE",
 )
@@ -941,8 +927,10 @@ QUEUE_STATS_ALL = _queue_stats(
 # claim does not touch; the pending rows among them are most of them, so a
 # pending page reads about its own rows. Processing rows (the claims in flight)
 # are read off the live index's claimed range and sorted: walking the queue
-# index for them would step over every pending row. Dead and completed rows are
-# ranges of their tables' queue indexes, in id order too.
+# index for them would step over every pending row (the range ends below the
+# completed rows: version 18). Completed rows are read off the queue index as
+# pending ones are; dead and waiting rows are ranges of their tables' queue indexes,
+# in id order too.
 _LIVE_PAGE = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {QUEUE_INDEX}
  WHERE queue = :queue AND id > :after{{state}}
@@ -950,16 +938,11 @@ SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {QUEUE_INDEX}
 """
 _CLAIMED_PAGE = f"""
 SELECT {_LIVE_COLUMNS} FROM {JOBS} INDEXED BY {LIVE_INDEX}
- WHERE queue = :queue AND deadline IS NOT NULL AND state = 'processing' AND id > :after
+ WHERE queue = :queue AND deadline < {KEPT_FROM} AND state = 'processing' AND id > :after
  ORDER BY id LIMIT :limit
 """
 _DEAD_PAGE = f"""
 SELECT {_DEAD_COLUMNS} FROM {DEAD} INDEXED BY {DEAD_QUEUE_INDEX}
- WHERE queue = :queue AND id > :after
- ORDER BY id LIMIT :limit
-"""
-_COMPLETED_PAGE = f"""
-SELECT {_COMPLETED_COLUMNS} FROM {COMPLETED} INDEXED BY {COMPLETED_QUEUE_INDEX}
  WHERE queue = :queue AND id > :after
  ORDER BY id LIMIT :limit
 """
@@ -975,8 +958,6 @@ SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
                UNION ALL
                SELECT * FROM ({_DEAD_PAGE})
                UNION ALL
-               SELECT * FROM ({_COMPLETED_PAGE})
-               UNION ALL
                SELECT * FROM ({_WAITING_PAGE}))
  ORDER BY id LIMIT :limit
 """
@@ -986,12 +967,14 @@ SELECT * FROM (SELECT * FROM ({_LIVE_PAGE.format(state="")})
 LIST_PENDING_JOBS = _LIVE_PAGE.format(state=" AND state = 'pending'")
 """Pending jobs of ``:queue`` with ``id > :after``."""
 
+LIST_COMPLETED_JOBS = _LIVE_PAGE.format(state=" AND state = 'completed'")
+"""Completed jobs of ``:queue`` with ``id > :after`` (live rows completed in place)."""
+
 LIST_PROCESSING_JOBS = _CLAIMED_PAGE
 """Processing jobs of ``:queue`` with ``id > :after``."""
 
 LIST_DEAD_JOBS = _DEAD_PAGE
 
-LIST_COMPLETED_JOBS = _COMPLETED_PAGE
 
 LIST_WAITING_JOBS = _WAITING_PAGE
 
