@@ -116,26 +116,48 @@ class CoreJobHandle:
         return self._queue.opened_by(context)
 
     def ack(self, result: Any = None) -> bool:
+        return self.ack_durably(result, durable=True)
+
+    def ack_durably(self, result: Any = None, *, durable: bool) -> bool:
+        """``ack``; with ``durable=False`` its commit may not wait for the disk on an
+        engine with the ``async_acks`` profile (§12.11; ignored by any other)."""
         ctx = self._queue._context
         job = self._job
-        if result is None and job.completed_retention_s is None:
+        hint = None if durable else ctx.commit_acks_without_waiting
+        if result is None and job.completed_retention_s is None and hint is None:
             now = ctx.now()  # the plain ack: today's statement, at today's cost
             return ctx.write(lambda c: ctx.driver.ack(c, ClaimRef(job.id, job.attempts, now)))
         ack = acking(ctx, job, result)
         now = ctx.now()
-        return ctx.write(lambda c: ack(c, now))
+
+        def work(c: Any) -> bool:
+            if hint is not None:
+                hint(c)
+            return ack(c, now)
+
+        return ctx.write(work)
 
     def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
+        return self.ack_durably_and_claim(worker_id, limit, result, durable=True)
+
+    def ack_durably_and_claim(
+        self, worker_id: str, limit: int = 1, result: Any = None, *, durable: bool
+    ) -> AckAndClaim:
+        """``ack_and_claim``; with ``durable=False`` the ack's commit (never the
+        claim's) may not wait for the disk, as ``ack_durably`` has it (§12.11)."""
         queue = self._queue
         validate_identifier(worker_id, "worker_id")
         check_limit(limit)
         ctx = queue._context
         job = self._job
         ack = acking(ctx, job, result)
+        hint = None if durable else ctx.commit_acks_without_waiting
         now = ctx.now()
 
         def work(c: Any) -> tuple[bool, list[Job]]:
             ctx.prefer_one_commit(c)  # the ack and the claim change the same pages
+            if hint is not None:
+                hint(c)  # the ack's commit only: the claim stays durable
             acked = ack(c, now)
             return acked, queue._claim_rows(c, worker_id, now, limit)
 
