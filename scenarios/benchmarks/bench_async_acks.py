@@ -1,9 +1,9 @@
 """Acks that need not wait for the disk (contract §12.11) beside durable acks, on
 PostgreSQL with fsync on (a throwaway cluster: where a commit's flush costs).
 
-Rows, each a median of alternating rounds (durable, asynchronous, durable, ...) on
-fresh queues of one store per side, so a burst of load on the shared machine lands
-on both sides alike:
+Rows, each a median of alternating rounds (5; 3 with --quick: durable,
+asynchronous, durable, ...) on fresh queues of one store per side, so a burst of
+load on the shared machine lands on both sides alike:
 
 - AA1 claim then ack, one job at a time (``handle.ack`` beside
   ``handle.ack_durably(durable=False)``): one commit per claim and one per ack;
@@ -110,8 +110,8 @@ def _row(
 
 def async_ack_rows(quick: bool) -> list[AckRow]:
     """The three rows on a throwaway cluster with fsync on."""
-    jobs = 200 if quick else 2_000
-    rounds = 3
+    jobs = 200 if quick else 1_000
+    rounds = 3 if quick else 5
     with LocalPostgres(fsync=True) as pg:
         stores = {
             durable: alkstore.open(pg.dsn, schema="bench_durable" if durable else "bench_async")

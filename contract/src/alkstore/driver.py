@@ -383,8 +383,9 @@ def _no_hint(c: Any) -> None:
     """The engine runs the unit as it always does."""
 
 
-class AsyncAckHint(Protocol[C_contra]):
-    """What an engine with the ``async_acks`` profile adds to its ``Driver`` (§12.11)."""
+class AsyncAcksDriver(Protocol[C_contra]):
+    """What an engine with the ``async_acks`` profile adds to its ``Driver`` (§12.11):
+    a hint, like ``OneCommitHint``, that changes no outcome but a commit's durability."""
 
     def commit_acks_without_waiting(self, c: C_contra) -> None:
         """The acks that follow on ``c`` may commit without waiting for the disk.
@@ -816,6 +817,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "results": ResultsDriver,
         "workers": WorkersDriver,
         "dependencies": DependenciesDriver,
+        "async_acks": AsyncAcksDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's

@@ -71,7 +71,7 @@ class Capabilities:
             small map of strings every job row keeps for its whole life
             (``Job.metadata``), as ``alkstore.otel`` carries a trace context.
         async_acks: contract 1.2's acks that need not wait for the disk (§12.11,
-            ``AsyncAckHint``): a worker's ack, asked for with
+            ``AsyncAcksDriver``): a worker's ack, asked for with
             ``Worker(durable_acks=False)``, may commit without waiting for its flush;
             every other write stays durable. Without it the request is ignored.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):

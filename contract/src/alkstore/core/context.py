@@ -72,7 +72,7 @@ class StoreContext:
         self.prefer_one_commit = one_commit_hint(driver)
         """The driver's optional ``OneCommitHint``, or a no-op."""
         self.commit_acks_without_waiting = async_ack_hint(driver, capabilities.async_acks)
-        """The driver's ``AsyncAckHint`` (the async_acks profile, §12.11), or a no-op."""
+        """The driver's ``AsyncAcksDriver`` (the async_acks profile, §12.11), or a no-op."""
         self.clock = clock
         self.repoll_s = repoll_s
         self.capabilities = capabilities
