@@ -28,6 +28,8 @@ from alkstore import EnqueueOpts, JobState, QueueOpts
 from alkstore.core import CoreStore
 from alkstore.driver import Driver
 from alkstore.worker import Worker
+from alkstore_postgres import statements
+from alkstore_postgres.driver import _async_ack
 from alkstore_postgres.engine import open_store
 from alkstore_postgres.handle import PgHandle
 from alkstore_postgres.testing.server import LocalPostgres
@@ -197,3 +199,20 @@ def test_a_group_of_async_acks_commits_its_own_transaction_only(crash_pg: LocalP
     with psycopg.connect(crash_pg.dsn, autocommit=True) as admin:
         admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
     assert (inside, after, acked) == ("off", "on", None)
+
+
+def test_the_async_ack_statements_are_the_acks_with_a_local_setting() -> None:
+    local = ", set_config('synchronous_commit', 'off', true)\n"
+    assert statements.ACK.removesuffix("\n") + local == statements.ACK_ASYNC
+    assert statements.COMPLETE.removesuffix("\n") + local == statements.COMPLETE_ASYNC
+
+
+def test_the_request_is_spent_by_the_ack_it_was_for() -> None:
+    handle = PgHandle(conn=None, standalone=True, async_ack=True)  # type: ignore[arg-type]
+    assert _async_ack(handle)
+    assert not _async_ack(handle)  # ack_and_claim's claim after it: durable
+
+
+def test_in_a_transaction_the_request_is_never_the_statements() -> None:
+    handle = PgHandle(conn=None, standalone=False, async_ack=True)  # type: ignore[arg-type]
+    assert not _async_ack(handle)  # a transaction's commit is SET LOCAL's, not the ack's
