@@ -123,7 +123,7 @@ class CoreJobHandle:
         engine with the ``async_acks`` profile (§12.11; ignored by any other)."""
         ctx = self._queue._context
         job = self._job
-        hint = None if durable else ctx.commit_acks_without_waiting
+        hint = _async_ack_hint(ctx, durable)
         if result is None and job.completed_retention_s is None and hint is None:
             now = ctx.now()  # the plain ack: today's statement, at today's cost
             return ctx.write(lambda c: ctx.driver.ack(c, ClaimRef(job.id, job.attempts, now)))
@@ -151,7 +151,7 @@ class CoreJobHandle:
         ctx = queue._context
         job = self._job
         ack = acking(ctx, job, result)
-        hint = None if durable else ctx.commit_acks_without_waiting
+        hint = _async_ack_hint(ctx, durable)
         now = ctx.now()
 
         def work(c: Any) -> tuple[bool, list[Job]]:
@@ -634,6 +634,15 @@ def acking(ctx: StoreContext, job: Job, result: Any) -> Callable[[Any, int], boo
         return lambda c, now: driver.ack(c, ClaimRef(job.id, job.attempts, now))
     results = ctx.results()
     return lambda c, now: results.complete(c, Complete(job.id, job.attempts, now, text))
+
+
+def _async_ack_hint(ctx: StoreContext, durable: bool) -> Callable[[Any], None] | None:
+    """The driver's hint for an ack asked not to wait for the disk (§12.11), or ``None``
+    for a durable ack or on an engine without the async_acks profile (which ignores
+    the request: its ack is the plain one, at the plain one's cost)."""
+    if durable or not ctx.capabilities.async_acks:
+        return None
+    return ctx.commit_acks_without_waiting
 
 
 def _storable_ids(job_ids: Sequence[int]) -> list[int]:
