@@ -121,6 +121,11 @@ PROFILE_NEEDS: dict[str, str] = {
     "metadata": "`metadata` on job rows (`alkstore.rows.METADATA_JOB_COLUMNS`, stamped from "
     "`JobStamps.metadata`, JSON text given back unchanged) on every table a job lives in, "
     "moved with its row to dead, completed and waiting and back, and copied by a redrive",
+    "async_acks": "the driver's `commit_acks_without_waiting(c)` "
+    "(`alkstore.driver.AsyncAcksDriver`): the ack that follows in a write unit, or the "
+    "transaction of acks it opens, commits without waiting for the disk, and nothing "
+    "else does (no setting outlives that commit); an engine crash test of the engine's "
+    "own that no other write is lost",
     "async_native": "the provider's `open_on_loop(url, loop, *, clock=None, **opts)` "
     "(`alkstore.AsyncNativeProvider`)",
 }

@@ -226,6 +226,28 @@ def test_the_flags_reach_the_worker(app_dir: Path, opened: list[Any], ran: list[
     assert worker.ack_window_s == 0.002
 
 
+def test_async_acks_reaches_the_worker(app_dir: Path, opened: list[Any], ran: list[Worker]) -> None:
+    module = write_app(app_dir, STORELESS_APP)
+
+    result = invoke("worker", f"{module}:worker", "--url", "fake://", "--async-acks")
+
+    assert result.exit_code == 0, result.output
+    (worker,) = ran
+    assert worker.durable_acks is False
+
+
+def test_without_async_acks_the_worker_acks_durably(
+    app_dir: Path, opened: list[Any], ran: list[Worker]
+) -> None:
+    module = write_app(app_dir, STORELESS_APP)
+
+    result = invoke("worker", f"{module}:worker", "--url", "fake://")
+
+    assert result.exit_code == 0, result.output
+    (worker,) = ran
+    assert worker.durable_acks is True
+
+
 def test_without_flags_the_worker_keeps_its_own_settings(
     app_dir: Path, opened: list[Any], ran: list[Worker]
 ) -> None:

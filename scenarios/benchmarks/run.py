@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench_async_acks import AckRow, async_ack_rows, render_async_acks, write_async_acks
 from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
@@ -158,6 +159,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         metavar="N",
         help="jobs in the dashboard rows' store (default 1,000,000; --quick: 4,000)",
+    )
+    parser.add_argument(
+        "--async-acks",
+        action="store_true",
+        help="run only the PostgreSQL rows of acks that need not wait for the disk beside "
+        "durable acks, on a throwaway fsync-on cluster; writes reports/async-acks.json "
+        "(a full run includes them)",
     )
     parser.add_argument("--json", type=Path, default=REPORT, help="where to write the results")
     args = parser.parse_args(argv)
@@ -388,8 +396,24 @@ def run_dashboard_only(args: argparse.Namespace) -> int:
     return 1 if any(run.failure is not None for run in runs) else 0
 
 
+def run_async_acks(quick: bool) -> list[AckRow]:
+    started = time.perf_counter()
+    rows = async_ack_rows(quick)
+    write_async_acks(rows, _loadavg())
+    print(
+        f"  {'async acks':<13} {'postgresql':<18} done in {time.perf_counter() - started:6.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.async_acks:
+        print(f"Async acks beside durable acks: load average {_loadavg()}", flush=True)
+        print(render_async_acks(run_async_acks(args.quick)))
+        return 0
     if args.sustained is not None:
         return run_sustained(args)
     if args.sustained_worker is not None:
@@ -547,6 +571,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
+    async_acks: list[AckRow] = []
+    if "postgresql" in engines and (not args.workload or "claim_ack" in set(args.workload)):
+        async_acks = run_async_acks(args.quick)
+
     env["loadavg_end"] = _loadavg()
     print()
     print(environment_line(env))
@@ -593,6 +621,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if limits_table:
         print()
         print(limits_table)
+    async_table = render_async_acks(async_acks)
+    if async_table:
+        print()
+        print(async_table)
     dashboard_table = render_dashboard(dashboard)
     if dashboard_table:
         print()
@@ -638,6 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "job_graph": [run.as_json() for run in graphs],
             "limits": [row.as_json() for row in limited],
             "worker_scale": [row.as_json() for row in scaled],
+            "async_acks": [row.as_json() for row in async_acks],
         },
     )
     print(f"\nResults written to {args.json}")

@@ -383,6 +383,33 @@ def _no_hint(c: Any) -> None:
     """The engine runs the unit as it always does."""
 
 
+class AsyncAcksDriver(Protocol[C_contra]):
+    """What an engine with the ``async_acks`` profile adds to its ``Driver`` (§12.11):
+    a hint, like ``OneCommitHint``, that changes no outcome but a commit's durability."""
+
+    def commit_acks_without_waiting(self, c: C_contra) -> None:
+        """The acks that follow on ``c`` may commit without waiting for the disk.
+
+        In a ``write`` unit the core calls it just before the unit's one ack (``ack``
+        or ``complete``, alone or as ``ack_and_claim``'s first statement): that ack's
+        own commit may return before it is durable; the claim after it, and every
+        other statement, commit as durably as ever. In a ``transaction()`` the core
+        calls it first, in a transaction that writes nothing but ``tx.ack`` of a
+        worker's group (§12.10): that transaction's commit may. Never a setting that
+        outlives the commit it was asked for: a pooled connection carries nothing to
+        the next unit. An engine whose commits are all alike leaves it out (and
+        declares no ``async_acks``)."""
+        ...
+
+
+def async_ack_hint(driver: object, declared: bool) -> Callable[[Any], None]:
+    """``driver.commit_acks_without_waiting`` for an engine that declares the
+    ``async_acks`` profile, else a no-op: asynchronous acks are a permission, never
+    a demand, so an engine without them acks durably and nothing else changes."""
+    hint = getattr(driver, "commit_acks_without_waiting", None)
+    return hint if declared and callable(hint) else _no_hint
+
+
 # -- optional profiles ------------------------------------------------------
 # Engines that declare the scheduler / streams / pubsub capabilities implement
 # these too. They are separate protocols so the queue core stays the minimum.
@@ -790,6 +817,7 @@ PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
         "results": ResultsDriver,
         "workers": WorkersDriver,
         "dependencies": DependenciesDriver,
+        "async_acks": AsyncAcksDriver,
     }
 )
 """The protocol a driver also implements for each optional profile its engine's

@@ -70,6 +70,10 @@ class Capabilities:
         metadata: contract 1.2's job metadata (§20): ``EnqueueOpts(metadata=...)``, a
             small map of strings every job row keeps for its whole life
             (``Job.metadata``), as ``alkstore.otel`` carries a trace context.
+        async_acks: contract 1.2's acks that need not wait for the disk (§12.11,
+            ``AsyncAcksDriver``): a worker's ack, asked for with
+            ``Worker(durable_acks=False)``, may commit without waiting for its flush;
+            every other write stays durable. Without it the request is ignored.
         async_native: the provider also has ``open_on_loop`` (``AsyncNativeProvider``):
             ``alkstore.aio`` then does the engine's I/O on the event loop with its
             native async driver, and ``attach`` takes the async connection (§13).
@@ -106,6 +110,8 @@ class Capabilities:
     """Contract 1.2's job dependencies: a job waits until the jobs it names complete."""
     metadata: bool = False
     """Contract 1.2's job metadata: a small string map kept with every job for its life."""
+    async_acks: bool = False
+    """Contract 1.2's asynchronous acks: a worker's acks may commit without a flush."""
     async_native: bool = False
     """``open_on_loop`` exists: ``alkstore.aio`` does this engine's I/O on the loop (§13)."""
 

@@ -23,7 +23,7 @@ from alkstore_conformance import report_schema
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
 GUIDE_TOOL = ENGINE_DIR.parents[1] / "tools" / "generate_guide.py"
-LACKING = ["async_native", "attach", "multi_process", "sql"]
+LACKING = ["async_acks", "async_native", "attach", "multi_process", "sql"]
 """The profiles ``alkstore_memory.MemoryEngine.capabilities`` declares False."""
 
 

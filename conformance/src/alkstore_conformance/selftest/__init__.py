@@ -15,6 +15,9 @@ Needs the SQLite engine: ``pip install 'alkstore-conformance[selftest]'``.
 
 from __future__ import annotations
 
+import dataclasses
+
+from .async_acks import AsyncAckIgnoresClaimDriver
 from .blind_spots import (
     ChunkedAckBatchDriver,
     ChunkedEnqueueDriver,
@@ -551,6 +554,18 @@ METADATA_DROPPED_ON_REDRIVE = MutantEngine(
     driver=MetadataDroppedOnRedriveDriver,
 )
 
+# -- acks that need not wait for the disk (contract 1.2 §12.11) ----------------------
+ASYNC_ACK_IGNORES_CLAIM = MutantEngine(
+    "async-ack-ignores-claim",
+    catches="ASYNC-ACKS-AS-ACKS",
+    bug="an ack asked not to wait for the disk deletes its job by id alone: a lapsed "
+    "claim's ack ends the job another worker now runs",
+    driver=AsyncAckIgnoresClaimDriver,
+)
+ASYNC_ACK_IGNORES_CLAIM.capabilities = dataclasses.replace(
+    ASYNC_ACK_IGNORES_CLAIM.capabilities, async_acks=True
+)
+
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
     "result-truncated",
@@ -781,6 +796,8 @@ MUTANTS: dict[str, MutantEngine] = {
         EDGES_ONE_WAY,
         # job metadata (contract 1.2)
         METADATA_DROPPED_ON_REDRIVE,
+        # acks that need not wait for the disk (contract 1.2)
+        ASYNC_ACK_IGNORES_CLAIM,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -258,6 +258,13 @@ def _serve_metrics(loaded: Worker, host: str, port: int) -> WSGIServer:
     f"{DEFAULT_ACK_GROUP_MIN_SLOTS} slots or more, else 0.",
 )
 @click.option(
+    "--async-acks/--durable-acks",
+    default=None,
+    help="Let acks commit without waiting for the disk where the engine can (PostgreSQL: "
+    "an engine crash may lose the last acks, and those jobs run again; every other write "
+    "stays durable; default: as the worker says, durable).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
     metavar="PORT",
@@ -285,6 +292,7 @@ def worker(
     shutdown_grace: float | None,
     snooze_on_stop: bool | None,
     ack_window: float | None,
+    async_acks: bool | None,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -304,6 +312,7 @@ def worker(
         shutdown_grace_s=shutdown_grace,
         snooze_on_stop=snooze_on_stop,
         ack_window_s=ack_window,
+        durable_acks=None if async_acks is None else not async_acks,
     )
     settings = _store_settings(ctx, url, options)
     explicit = url is not None or bool(options) or _given(ctx, "url") or _given(ctx, "options")

@@ -28,6 +28,7 @@ from ..driver import (
     StreamDriver,
     UniqueDriver,
     WorkersDriver,
+    async_ack_hint,
     one_commit_hint,
 )
 from ..engine import Capabilities
@@ -47,6 +48,7 @@ class StoreContext:
         "_closed",
         "capabilities",
         "clock",
+        "commit_acks_without_waiting",
         "driver",
         "engine_name",
         "hub",
@@ -69,6 +71,8 @@ class StoreContext:
         self.driver = driver
         self.prefer_one_commit = one_commit_hint(driver)
         """The driver's optional ``OneCommitHint``, or a no-op."""
+        self.commit_acks_without_waiting = async_ack_hint(driver, capabilities.async_acks)
+        """The driver's ``AsyncAcksDriver`` (the async_acks profile, §12.11), or a no-op."""
         self.clock = clock
         self.repoll_s = repoll_s
         self.capabilities = capabilities

@@ -116,26 +116,48 @@ class CoreJobHandle:
         return self._queue.opened_by(context)
 
     def ack(self, result: Any = None) -> bool:
+        return self.ack_durably(result, durable=True)
+
+    def ack_durably(self, result: Any = None, *, durable: bool) -> bool:
+        """``ack``; with ``durable=False`` its commit may not wait for the disk on an
+        engine with the ``async_acks`` profile (§12.11; ignored by any other)."""
         ctx = self._queue._context
         job = self._job
-        if result is None and job.completed_retention_s is None:
+        hint = _async_ack_hint(ctx, durable)
+        if result is None and job.completed_retention_s is None and hint is None:
             now = ctx.now()  # the plain ack: today's statement, at today's cost
             return ctx.write(lambda c: ctx.driver.ack(c, ClaimRef(job.id, job.attempts, now)))
         ack = acking(ctx, job, result)
         now = ctx.now()
-        return ctx.write(lambda c: ack(c, now))
+
+        def work(c: Any) -> bool:
+            if hint is not None:
+                hint(c)
+            return ack(c, now)
+
+        return ctx.write(work)
 
     def ack_and_claim(self, worker_id: str, limit: int = 1, result: Any = None) -> AckAndClaim:
+        return self.ack_durably_and_claim(worker_id, limit, result, durable=True)
+
+    def ack_durably_and_claim(
+        self, worker_id: str, limit: int = 1, result: Any = None, *, durable: bool
+    ) -> AckAndClaim:
+        """``ack_and_claim``; with ``durable=False`` the ack's commit (never the
+        claim's) may not wait for the disk, as ``ack_durably`` has it (§12.11)."""
         queue = self._queue
         validate_identifier(worker_id, "worker_id")
         check_limit(limit)
         ctx = queue._context
         job = self._job
         ack = acking(ctx, job, result)
+        hint = _async_ack_hint(ctx, durable)
         now = ctx.now()
 
         def work(c: Any) -> tuple[bool, list[Job]]:
             ctx.prefer_one_commit(c)  # the ack and the claim change the same pages
+            if hint is not None:
+                hint(c)  # the ack's commit only: the claim stays durable
             acked = ack(c, now)
             return acked, queue._claim_rows(c, worker_id, now, limit)
 
@@ -612,6 +634,15 @@ def acking(ctx: StoreContext, job: Job, result: Any) -> Callable[[Any, int], boo
         return lambda c, now: driver.ack(c, ClaimRef(job.id, job.attempts, now))
     results = ctx.results()
     return lambda c, now: results.complete(c, Complete(job.id, job.attempts, now, text))
+
+
+def _async_ack_hint(ctx: StoreContext, durable: bool) -> Callable[[Any], None] | None:
+    """The driver's hint for an ack asked not to wait for the disk (§12.11), or ``None``
+    for a durable ack or on an engine without the async_acks profile (which ignores
+    the request: its ack is the plain one, at the plain one's cost)."""
+    if durable or not ctx.capabilities.async_acks:
+        return None
+    return ctx.commit_acks_without_waiting
 
 
 def _storable_ids(job_ids: Sequence[int]) -> list[int]:

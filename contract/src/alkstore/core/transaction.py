@@ -45,6 +45,14 @@ class CoreTransaction:
         """Topics to wake in this process once the transaction has committed."""
         self._finished = False
 
+    def commit_acks_without_waiting(self) -> None:
+        """This transaction's commit may not wait for the disk, on an engine with the
+        ``async_acks`` profile (§12.11; a no-op on any other). For the worker's group
+        of acks (§12.10), a transaction that writes nothing but ``tx.ack``: a commit so
+        made may be lost in an engine crash, and every write in it with it."""
+        self._check_live()
+        self._context.commit_acks_without_waiting(self._handle)
+
     @property
     def connection(self) -> Any:
         self._check_live()

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from ..api import Store
+from ..core.transaction import CoreTransaction
 from ..errors import AlkstoreError, EngineUnavailable, StaleHandle
 from .observe import refused
 from .outcomes import Ack
@@ -101,6 +102,8 @@ class AckGroups:
         said: list[str] = []
         try:
             with self._store.transaction() as tx:
+                if not group[0][1].durable and isinstance(tx, CoreTransaction):
+                    tx.commit_acks_without_waiting()  # §12.11: a transaction of acks only
                 for run, ack in group:
                     try:
                         tx.ack(run.handle, ack.result)

@@ -78,9 +78,12 @@ class Ack:
 
     Attributes:
         result: the handler's return value, checked storable, or ``None``.
+        durable: ``False`` for a worker with ``durable_acks=False``: the ack's commit
+            need not wait for the disk (contract 1.2 §12.11).
     """
 
     result: Any = None
+    durable: bool = True
 
     @property
     def why(self) -> str:

@@ -85,12 +85,18 @@ class Worker:
             with the transactions profile for a worker of at least
             ``DEFAULT_ACK_GROUP_MIN_SLOTS`` slots, else ``0``; a window ``> 0``
             needs the profile.
+        durable_acks: ``False`` lets the worker's acks (alone, with the next claim,
+            or grouped) commit without waiting for the disk on an engine with the
+            ``async_acks`` profile (contract §12.11): an engine crash may then lose
+            the last acks, and those jobs run again; no other write is affected.
+            An engine without the profile acks durably, as with ``True`` (the
+            default).
 
     Raises:
         InvalidName: ``name`` is malformed.
         InvalidOptions: ``shutdown_grace_s`` is not a non-negative number,
-            ``ack_window_s`` is not a number in ``[0, MAX_ACK_WINDOW_S]``, or an
-            observer is not a ``WorkerObserver``.
+            ``ack_window_s`` is not a number in ``[0, MAX_ACK_WINDOW_S]``,
+            ``durable_acks`` is not a bool, or an observer is not a ``WorkerObserver``.
         InvalidSpec: ``maintenance_every`` is not a schedule spec.
     """
 
@@ -105,6 +111,7 @@ class Worker:
         snooze_on_stop: bool = False,
         observers: Iterable[WorkerObserver] = (),
         ack_window_s: float | None = None,
+        durable_acks: bool = True,
     ) -> None:
         self.store = store
         self.name = validate_identifier(
@@ -117,6 +124,7 @@ class Worker:
         self.ack_window_s: float | None = (
             None if ack_window_s is None else _window(ack_window_s)
         )  # None: the default, resolved against the engine in run()
+        self.durable_acks = _durable(durable_acks)
         self._tasks: dict[str, Task] = {}
         self._declarations: dict[str, Declaration] = {}
         self._lock = threading.Lock()
@@ -234,6 +242,7 @@ class Worker:
         shutdown_grace_s: float | None = None,
         snooze_on_stop: bool | None = None,
         ack_window_s: float | None = None,
+        durable_acks: bool | None = None,
     ) -> None:
         """Adjust a defined worker before ``run`` (what ``alkstore worker``'s flags do).
 
@@ -249,11 +258,12 @@ class Worker:
                 when the grace ends.
             ack_window_s: group acks within this window (§12.10; ``0``: off;
                 not given: as the worker says).
+            durable_acks: ``False``: acks may commit without waiting for the disk (§12.11).
 
         Raises:
             InvalidOptions: a queue has no registered task, ``concurrency`` is
                 not an int within 1..1000, ``shutdown_grace_s`` or ``ack_window_s``
-                is out of range, or ``run`` has started.
+                is out of range, ``durable_acks`` is not a bool, or ``run`` has started.
             InvalidName: ``name`` is malformed.
         """
         if name is not None:
@@ -262,6 +272,8 @@ class Worker:
             self.shutdown_grace_s = _grace(shutdown_grace_s)
         if ack_window_s is not None:
             self.ack_window_s = _window(ack_window_s)
+        if durable_acks is not None:
+            self.durable_acks = _durable(durable_acks)
         with self._lock:
             if self._started:
                 raise InvalidOptions("configure() must come before run()")
@@ -389,6 +401,8 @@ class Worker:
             self._observers,
             self._give_up,
         )
+        if not self.durable_acks:
+            settler.acks_without_waiting()
         groups = None
         if window:
             groups = AckGroups(
@@ -537,6 +551,12 @@ def _window(seconds: object) -> float:
             f"got {seconds!r}"
         )
     return float(seconds)
+
+
+def _durable(durable: object) -> bool:
+    if not isinstance(durable, bool):
+        raise InvalidOptions(f"durable_acks must be a bool, got {durable!r}")
+    return durable
 
 
 def _grace(seconds: object) -> float:

@@ -15,10 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 from ..api import JobHandle, Queue
 from ..constants import MAX_ERROR_LENGTH, MAX_SNOOZES
 from ..core.checks import check_error
+from ..core.queues import CoreJobHandle
 from ..errors import AlkstoreError, EngineUnavailable
 from ..values import Job, JobState
 from .grouping import AckGroups
@@ -147,16 +149,34 @@ def _as_kept(error: str) -> tuple[str, str]:
     return error, error[:MAX_ERROR_LENGTH]
 
 
+def _ack(handle: JobHandle, result: Any, durable: bool) -> bool:
+    # An ack that need not wait for the disk (§12.11): asked of the core's handle,
+    # which passes it on to an engine with the async_acks profile (others ignore it).
+    if durable or not isinstance(handle, CoreJobHandle):
+        return handle.ack(result)
+    return handle.ack_durably(result, durable=False)
+
+
+def _ack_and_claim(
+    handle: JobHandle, worker_id: str, result: Any, durable: bool
+) -> tuple[bool, list[JobHandle]]:
+    if durable or not isinstance(handle, CoreJobHandle):
+        acked, claimed = handle.ack_and_claim(worker_id, 1, result=result)
+    else:  # the ack's commit only: the claim made with it stays durable
+        acked, claimed = handle.ack_durably_and_claim(worker_id, 1, result, durable=False)
+    return acked, list(claimed)
+
+
 def _write_once(
     handle: JobHandle, outcome: Outcome, claim_for: str | None
 ) -> tuple[str, JobHandle | None]:
     match outcome:
-        case Ack(result) if claim_for is not None:
-            acked, claimed = handle.ack_and_claim(claim_for, 1, result=result)
+        case Ack(result, durable) if claim_for is not None:
+            acked, claimed = _ack_and_claim(handle, claim_for, result, durable)
             said = "ack" if acked else refused("ack")
             return said, claimed[0] if claimed else None
-        case Ack(result):
-            name, written = "ack", handle.ack(result)
+        case Ack(result, durable):
+            name, written = "ack", _ack(handle, result, durable)
         case RetryLater(error, delay_s):
             name, written = "retry", handle.retry(error, delay_s)
         case Snoozed(delay_s):
@@ -199,6 +219,7 @@ class Settler:
         self._stopping = stopping
         self._observers = observers
         self._groups: AckGroups | None = None
+        self._durable_acks = True
 
     def settle(self, run: JobRun, outcome: Outcome) -> JobHandle | None:
         """End ``run`` with ``outcome``: write it, log it, and free its slot, or
@@ -209,6 +230,8 @@ class Settler:
         try:
             if run.end(RunState.FINISHED):
                 self._heartbeats.discard(run)
+                if not self._durable_acks and isinstance(outcome, Ack):
+                    outcome = Ack(outcome.result, durable=False)
                 if self._groups is not None and isinstance(outcome, Ack) and not run.lost:
                     self._groups.add(run, outcome)  # its slot is freed once it is written
                     grouped = True
@@ -224,6 +247,10 @@ class Settler:
             if claimed is None and not grouped:
                 self._slots.free(run)
         return claimed
+
+    def acks_without_waiting(self) -> None:
+        """Ack without waiting for the disk from now on (§12.11), before the first run."""
+        self._durable_acks = False
 
     def group_acks(self, groups: AckGroups) -> None:
         """Write acks with ``groups`` from now on (§12.10), before the first run."""

@@ -110,6 +110,15 @@ from .watchdog import Watchdog, timed_out
 
 T = TypeVar("T")
 
+
+def _async_ack(c: PgHandle) -> bool:
+    """Whether this ack was asked not to wait for the disk (and is standalone, so its
+    statement is its own transaction); the request is spent by the ack it was for."""
+    asked = c.async_ack
+    c.async_ack = False
+    return asked and c.standalone
+
+
 APPLICATION_NAME: Final = "alkstore"
 
 _CHANNEL_MAX_BYTES: Final = 63
@@ -521,8 +530,22 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
 
     def ack(self, c: PgHandle, params: ClaimRef) -> bool:
         bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
-        (acked, _) = execute(c, self._sql.ack, bound).fetchone()
+        sql = self._sql.ack_async if _async_ack(c) else self._sql.ack
+        (acked, *_) = execute(c, sql, bound).fetchone()
         return bool(acked == 1)
+
+    # -- acks that need not wait for the disk (the async_acks profile, §12.11) -------
+    def commit_acks_without_waiting(self, c: PgHandle) -> None:
+        """In a write unit, the unit's next ack runs as ``ACK_ASYNC``/``COMPLETE_ASYNC``:
+        ``set_config(..., true)`` in the statement, so its own implicit transaction
+        commits without a flush and nothing after it (ack_and_claim's claim) is
+        touched. In a transaction (a worker's group of acks), ``SET LOCAL``: that
+        transaction's commit. Never session-wide: the pooled connection goes back as
+        durable as it came."""
+        if c.standalone:
+            c.async_ack = True
+        else:
+            execute(c, self._sql.set_local_async_commit)
 
     def ack_batch(self, c: PgHandle, params: AckBatch) -> int:
         ids = sorted(set(params.job_ids))  # the core drops ids outside int64
@@ -537,7 +560,8 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
     # -- finished jobs (the results profile) ---------------------------------------------
     def complete(self, c: PgHandle, params: Complete) -> bool:
         bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))
-        (completed, _) = execute(c, self._sql.complete, bound).fetchone()
+        sql = self._sql.complete_async if _async_ack(c) else self._sql.complete
+        (completed, *_) = execute(c, sql, bound).fetchone()
         return bool(completed == 1)
 
     def purge_completed(self, c: PgHandle, params: Sweep) -> int:

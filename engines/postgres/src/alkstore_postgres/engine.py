@@ -47,10 +47,11 @@ CAPABILITIES: Final = Capabilities(
     workers=True,
     dependencies=True,
     metadata=True,
+    async_acks=True,
     async_native=True,
 )
 """Every optional profile: scheduler, streams, pub/sub, ops, snooze, cron, unique,
-periodic, limits, results, workers (and attach, locks, ...), and ``open_on_loop`` for
+periodic, limits, results, workers, async acks (and attach, locks, ...), and ``open_on_loop`` for
 ``alkstore.aio`` (see ``loop_io``)."""
 __version__ = "0.1.0"
 

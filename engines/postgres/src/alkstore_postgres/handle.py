@@ -94,6 +94,9 @@ class PgHandle:
     local_lock_ms: int | None = None
     """Behind a transaction pooler: the ``lock_timeout`` a standalone statement sets
     for itself (``SET LOCAL``, pipelined with it), as no session keeps a setting."""
+    async_ack: bool = False
+    """The unit's next ack may commit without waiting for the disk (the async_acks
+    profile, §12.11): set by ``commit_acks_without_waiting``, spent by that ack."""
 
 
 class PipelinedConnection(Protocol):

@@ -727,6 +727,27 @@ runs this (``plans.py``). ``deadline > now`` already means "processing"
 with stale statistics it would otherwise walk every in-flight row of the queue
 for each batch."""
 
+ASYNC_COMMIT: Final = "set_config('synchronous_commit', 'off', true)"
+"""Appended to an ack's last select (``ACK_ASYNC``, ``COMPLETE_ASYNC``): the statement's
+own implicit transaction -- and nothing after it, ``true`` is ``SET LOCAL`` -- commits
+without waiting for its WAL flush (contract §12.11, the async_acks profile)."""
+
+
+def _without_waiting(statement: str) -> str:
+    last = "SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)\n"
+    if not statement.endswith(last):
+        raise AssertionError("an ack statement ends with its counts")
+    return statement.removesuffix("\n") + ", " + ASYNC_COMMIT + "\n"
+
+
+ACK_ASYNC: Final = _without_waiting(ACK)
+"""``ACK``, its commit not waiting for the disk: one round trip, as ``ACK``."""
+
+SET_LOCAL_ASYNC_COMMIT: Final = "SET LOCAL synchronous_commit = off"
+"""In a transaction of acks only (a worker's group, §12.10): its commit does not wait
+for the disk; ``LOCAL`` ends with the transaction, so the pooled connection that goes
+back to the pool carries nothing."""
+
 COMPLETE: Final = f"""
 WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs
@@ -747,6 +768,9 @@ SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 the row to the completed table (same id) with when and what it completed, and, as
 ``ACK``, a limited queue's freed slot wakes its waiters in every process; the count
 of rows acked says whether the claim was valid."""
+
+COMPLETE_ASYNC: Final = _without_waiting(COMPLETE)
+"""``COMPLETE``, its commit not waiting for the disk (as ``ACK_ASYNC``)."""
 
 PURGE_COMPLETED: Final = """
 DELETE FROM {schema}.alkstore_completed_jobs
@@ -1581,6 +1605,8 @@ class Statements:
     bury_claim: bytes
     purge_dead: bytes
     ack: bytes
+    ack_async: bytes
+    set_local_async_commit: bytes
     ack_batch: bytes
     heartbeat: bytes
     reschedule: bytes
@@ -1604,6 +1630,7 @@ class Statements:
     list_waiting_jobs: bytes
     list_waiting_jobs_newest: bytes
     complete: bytes
+    complete_async: bytes
     purge_completed: bytes
     set_completed_retention: bytes
     set_limit_key: bytes
@@ -1674,6 +1701,8 @@ class Statements:
             bury_claim=render(BURY_CLAIM, schema),
             purge_dead=render(PURGE_DEAD, schema),
             ack=render(ACK, schema),
+            ack_async=render(ACK_ASYNC, schema),
+            set_local_async_commit=render(SET_LOCAL_ASYNC_COMMIT, schema),
             ack_batch=render(ACK_BATCH, schema),
             heartbeat=render(HEARTBEAT, schema),
             reschedule=render(RESCHEDULE, schema),
@@ -1697,6 +1726,7 @@ class Statements:
             list_waiting_jobs=render(LIST_WAITING_JOBS, schema),
             list_waiting_jobs_newest=render(LIST_WAITING_JOBS_NEWEST, schema),
             complete=render(COMPLETE, schema),
+            complete_async=render(COMPLETE_ASYNC, schema),
             purge_completed=render(PURGE_COMPLETED, schema),
             set_completed_retention=render(SET_COMPLETED_RETENTION, schema),
             set_limit_key=render(SET_LIMIT_KEY, schema),
