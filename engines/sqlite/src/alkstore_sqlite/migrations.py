@@ -91,6 +91,8 @@ BURY_DEPENDENTS_TRIGGER = "__alkstore_dead_bury_dependents"
 PASS_ON_TRIGGER = "__alkstore_dead_pass_on"
 COMPLETED_QUEUE_INDEX = "__alkstore_completed_queue"
 COMPLETED_PURGE_INDEX = "__alkstore_completed_purge"
+KEPT_EDGES = "__alkstore_dead_dependencies"
+KEPT_EDGES_INDEX = "__alkstore_dead_dependencies_dependency"
 
 _KEPT_V13 = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
@@ -104,15 +106,30 @@ KEPT_COLUMNS = f"{_KEPT_V13}, metadata"
 
 
 def bury_dependents(
-    dependency: str, error: str, died_at: str, kept: str = KEPT_COLUMNS
+    dependency: str,
+    error: str,
+    died_at: str,
+    kept: str = KEPT_COLUMNS,
+    keep_edges: bool = True,
 ) -> tuple[str, ...]:
     """The statements run when the job ``dependency`` (an SQL expression) will never
     complete. The fan-ins waiting for it (``finishes = 1``) count it finished: one job
     less, pending at none. The other waiting jobs with an edge to it move to dead with
     ``error`` and ``died_at`` (expressions), all of them first; then each one's flag,
     set, fires ``PASS_ON_TRIGGER`` for the next level, in id order (the connection's
-    ``recursive_triggers``); then the rows and their edges go."""
+    ``recursive_triggers``); then the rows and their edges go, each dead one's edges
+    kept in ``KEPT_EDGES`` (version 17, ``keep_edges``) for a redrive of its
+    dependency (contract 1.2 §18.4)."""
     waiters = f"(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = {dependency})"
+    keep = (
+        (
+            f"""INSERT OR IGNORE INTO {KEPT_EDGES} (job_id, depends_on)
+        SELECT job_id, depends_on FROM {DEPENDENCIES} WHERE job_id IN (
+            SELECT id FROM {DEAD} WHERE id IN {waiters})""",
+        )
+        if keep_edges
+        else ()
+    )
     return (
         f"UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE finishes = 1 AND id IN {waiters}",
         f"""INSERT INTO {JOBS} ({kept}, state, has_dependents)
@@ -126,6 +143,7 @@ def bury_dependents(
           FROM {WAITING} WHERE finishes = 0 AND id IN {waiters} ORDER BY id""",
         f"DELETE FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}",
         f"UPDATE {DEAD} SET has_dependents = 1 WHERE has_dependents = 2 AND id IN {waiters}",
+        *keep,
         f"""DELETE FROM {DEPENDENCIES} WHERE job_id IN (
             SELECT id FROM {DEAD} WHERE id IN {waiters})""",
         f"DELETE FROM {DEPENDENCIES} WHERE depends_on = {dependency}",
@@ -728,9 +746,11 @@ def _trigger_body(statements: tuple[str, ...]) -> str:
     return "".join(f"    {statement};\n" for statement in statements)
 
 
-def _bury_dead_dependents(kept: str) -> str:
+def _bury_dead_dependents(kept: str, keep_edges: bool = False) -> str:
     return _trigger_body(
-        bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at", kept)
+        bury_dependents(
+            "NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at", kept, keep_edges
+        )
     )
 
 
@@ -888,7 +908,14 @@ _V15 = (
 )
 
 
-def _release_trigger(kept: str) -> str:
+def _release_trigger(kept: str, keep_edges: bool = False) -> str:
+    # Version 17: a completion satisfies the kept edges of the dead jobs that waited
+    # for it too (a redrive of their dead dependency will not wait for it again).
+    satisfied = (
+        f"DELETE FROM {KEPT_EDGES} WHERE depends_on = OLD.id;"
+        if keep_edges
+        else ""
+    )
     return f"""
     CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
     AFTER DELETE ON {JOBS}
@@ -900,6 +927,7 @@ def _release_trigger(kept: str) -> str:
           FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
         DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
         DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
+        {satisfied}
     END
     """
 
@@ -954,6 +982,40 @@ _V16 = (
     """,
 )
 
+_V17 = (
+    # Contract 1.2 §18.4: a job that dies waiting because a dependency will never
+    # complete keeps its edges, so a redrive of that dependency brings it back. By
+    # dependent (its own redrive, purge or sweep), and by dependency (a completion
+    # satisfies it; a redrive moves the edges to the new job). Rows that died before
+    # this version have none.
+    f"""
+    CREATE TABLE IF NOT EXISTS {KEPT_EDGES} (
+        job_id     INTEGER NOT NULL,
+        depends_on INTEGER NOT NULL,
+        PRIMARY KEY (job_id, depends_on)
+    ) WITHOUT ROWID
+    """,
+    f"CREATE INDEX IF NOT EXISTS {KEPT_EDGES_INDEX} ON {KEPT_EDGES} (depends_on)",
+    # The cascade keeps the edges, and a completion removes those to it: the three
+    # triggers made again (the cancel's cascade is a statement: it keeps them as well).
+    f"DROP TRIGGER IF EXISTS {RELEASE_TRIGGER}",
+    _release_trigger(KEPT_COLUMNS, keep_edges=True),
+    f"DROP TRIGGER IF EXISTS {BURY_DEPENDENTS_TRIGGER}",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {BURY_DEPENDENTS_TRIGGER}
+    AFTER INSERT ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_bury_dead_dependents(KEPT_COLUMNS, keep_edges=True)}    END
+    """,
+    f"DROP TRIGGER IF EXISTS {PASS_ON_TRIGGER}",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {PASS_ON_TRIGGER}
+    AFTER UPDATE OF has_dependents ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_bury_dead_dependents(KEPT_COLUMNS, keep_edges=True)}    END
+    """,
+)
+
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
@@ -972,6 +1034,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V14,
     _V15,
     _V16,
+    _V17,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
@@ -979,6 +1042,9 @@ LATEST_VERSION = len(MIGRATIONS)
 
 METADATA_VERSION = MIGRATIONS.index(_V16) + 1
 """The version that adds the metadata profile's column (contract 1.2 §20)."""
+
+KEPT_EDGES_VERSION = MIGRATIONS.index(_V17) + 1
+"""The version that keeps a dead dependent's edges (contract 1.2 §18.4)."""
 
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"
