@@ -973,7 +973,6 @@ V16_JOB_METADATA = Migration(
 )
 
 
-
 KEPT_EDGES_MIGRATION: Final = 17
 """The one place this migration's number is written (the lead renumbers on merge)."""
 

@@ -911,11 +911,7 @@ _V15 = (
 def _release_trigger(kept: str, keep_edges: bool = False) -> str:
     # Version 17: a completion satisfies the kept edges of the dead jobs that waited
     # for it too (a redrive of their dead dependency will not wait for it again).
-    satisfied = (
-        f"DELETE FROM {KEPT_EDGES} WHERE depends_on = OLD.id;"
-        if keep_edges
-        else ""
-    )
+    satisfied = f"DELETE FROM {KEPT_EDGES} WHERE depends_on = OLD.id;" if keep_edges else ""
     return f"""
     CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
     AFTER DELETE ON {JOBS}
