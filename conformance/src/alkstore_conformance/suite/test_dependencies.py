@@ -725,7 +725,7 @@ def _revived(queue: Any, new_dependency: int) -> int:
 def test_a_dependent_redriven_itself_is_a_new_pending_job_without_dependencies(
     store: Store,
 ) -> None:
-    queue, root, child, grandchild = _graph(store)
+    queue, root, child, _ = _graph(store)
     assert _claim(queue, root).fail("broken")
     (new_child,) = queue.redrive([child])
     job = _job(queue, new_child)
@@ -792,7 +792,7 @@ def test_a_redriven_dependency_brings_its_dependents_back_waiting_down_the_graph
 @pytest.mark.property("DEPS-REDRIVE-REVIVES")
 @pytest.mark.requires("ops")
 def test_revived_dependents_run_in_order_once_the_new_dependency_completes(store: Store) -> None:
-    queue, root, child, grandchild = _graph(store)
+    queue, root, _, _ = _graph(store)
     assert _claim(queue, root).fail("broken")
     (new_root,) = queue.redrive([root])
     new_child = _revived(queue, new_root)
@@ -839,6 +839,7 @@ def test_a_kept_dependency_that_completed_meanwhile_is_not_waited_for_again(
     assert handles[acked].ack()  # both is dead by now; acked has completed all the same
     (new_failed,) = queue.redrive([failed])
     revived = _revived(queue, new_failed)
+    assert _job(queue, revived).redriven_from == both
     assert _edges(queue, revived) == ((new_failed,), ())
     assert _claim(queue, new_failed).ack()
     assert _state(queue, revived) is JobState.PENDING

@@ -497,7 +497,8 @@ class MemoryDriver:
         made = {}
         for new_id in params.job_ids:
             row = tables.jobs.get(new_id) or tables.waiting.get(new_id)
-            assert row is not None and row.redriven_from is not None
+            assert row is not None
+            assert row.redriven_from is not None
             made[new_id] = row.redriven_from
         candidates: set[int] = set()
         for new_id, old in made.items():  # the kept edges to the old job move to the new
