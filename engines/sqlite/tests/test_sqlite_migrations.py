@@ -14,7 +14,7 @@ import alkstore
 from alkstore import EngineUnavailable, EnqueueOpts, QueueOpts, Unique
 from alkstore.testing import FakeClock
 from alkstore_sqlite import LATEST_VERSION
-from alkstore_sqlite.migrations import METADATA_VERSION, MIGRATIONS
+from alkstore_sqlite.migrations import KEPT_EDGES_VERSION, METADATA_VERSION, MIGRATIONS
 
 
 def _tables(db_path: Path) -> set[str]:
@@ -995,3 +995,73 @@ def test_an_upgraded_file_before_metadata_keeps_a_jobs_metadata_released_and_dea
         dead = queue.get_job(waiting)
         assert dead is not None
         assert (dead.state, dead.metadata) == (alkstore.JobState.DEAD, metadata)
+
+
+# -- the version before kept edges (contract 1.2 §18.4) to the latest ----------------------
+
+
+def _make_file_with_a_dead_dependent(db_path: Path) -> None:
+    """A file at the version before kept edges whose job 4, waiting for job 1, died with
+    it (job 1 failed), by that version's own cascade trigger."""
+    _make_v4_file(db_path, KEPT_EDGES_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("UPDATE sqlite_sequence SET seq = 4 WHERE name = '__alkstore_jobs'")
+        conn.execute(
+            """INSERT INTO __alkstore_waiting (id, queue, payload, priority, attempts,
+            max_attempts, created_at, run_at, visibility_timeout_s, backoff_base_s,
+            waiting_on) VALUES (4, 'q', '4', 0, 0, 3, 1000, 1000, 300, 5, 1)"""
+        )
+        conn.execute("INSERT INTO __alkstore_dependencies (depends_on, job_id) VALUES (1, 4)")
+        conn.execute("UPDATE __alkstore_jobs SET has_dependents = 1 WHERE id = 1")
+        conn.execute(
+            """UPDATE __alkstore_jobs SET state = 'dead', last_error = 'broken', died_at = 1300
+            WHERE id = 1"""
+        )
+    finally:
+        conn.close()
+
+
+def test_a_file_before_kept_edges_is_upgraded_with_its_dead_dependent_kept_dead(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_dead_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        dependent = store.queue("q").get_job(4)
+        assert dependent is not None
+        assert (dependent.state, dependent.last_error) == (
+            alkstore.JobState.DEAD,
+            "dependency 1 is dead",
+        )
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_dead_dependencies" in _tables(db_path)
+
+
+def test_an_upgraded_file_leaves_a_dependent_that_died_before_dead_on_its_dependencys_redrive(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_dead_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        (new_root,) = queue.redrive([1])
+        assert queue.dependencies(new_root).waited_by == ()  # it kept no edges
+        assert queue.get_job(4).state is alkstore.JobState.DEAD  # type: ignore[union-attr]
+        (new_dependent,) = queue.redrive([4])
+        assert queue.get_job(new_dependent).state is alkstore.JobState.PENDING  # type: ignore[union-attr]
+
+
+def test_an_upgraded_file_brings_back_a_dependent_that_dies_after_the_upgrade(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_dead_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("new", QueueOpts(max_attempts=1))
+        root = queue.enqueue({"n": 5})
+        child = queue.enqueue({"n": 6}, EnqueueOpts(after=[root]))
+        (handle,) = queue.claim_batch("w", 1)
+        assert handle.fail("broken")  # the cascade trigger, made again, keeps its edge
+        (new_root,) = queue.redrive([root])
+        (revived,) = queue.dependencies(new_root).waited_by
+        job = queue.get_job(revived)
+        assert job is not None
+        assert (job.state, job.redriven_from) == (alkstore.JobState.WAITING, child)
