@@ -48,6 +48,7 @@ from .params import (
     PurgeDeadJobs,
     QueueStatsAt,
     Redrive,
+    RedriveDependents,
     Reschedule,
     ScheduleAdvance,
     ScheduleLapse,
@@ -757,6 +758,28 @@ class DependenciesDriver(Protocol[C_contra]):
         """The edges of ``params.job_id`` as they stand: ``(the ids of the jobs it
         still waits for, the ids of the waiting jobs that still wait for it)``, each
         ascending; an id with no edge has two empty lists."""
+        ...
+
+    def redrive_dependents(self, c: C_contra, params: RedriveDependents) -> list[int]:
+        """Inside the redrive's write, one level of §18.4's revival. Each job ``N`` of
+        ``params.job_ids`` was made just now (pending) from the dead job ``D`` it names
+        in ``redriven_from``, whose dead row is gone. In this order: (1) every kept edge
+        to ``D`` of every such ``D`` now points to its ``N``; (2) each ``N`` waits for
+        the jobs ``D``'s own kept edges name that are live or waiting (``N`` becomes
+        waiting, those marked depended on; pending when there is none), and ``D``'s
+        kept edges go; (3) each dead job with a kept edge to one of ``params.job_ids``
+        whose kept edges all name live or waiting jobs is redriven as
+        ``OpsDriver.redrive`` makes a row (pending, fresh id, ``redriven_from``,
+        restamped), in id order, its dead row deleted and its kept edges left for the
+        next level's (2). Returns those new ids, ascending (the core calls again with
+        them until none is returned).
+
+        Kept edges: when a waiting job that is not a fan-in moves to dead because a
+        job it waits for will never complete (§18.3's cascade, either error), its
+        edges as they stood (the dying dependency's among them) are kept with its dead
+        row; a completion of one of those dependencies removes its kept edges in the
+        completion's own step, and a purge or retention sweep of the dead row removes
+        its kept edges with it."""
         ...
 
 

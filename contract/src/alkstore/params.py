@@ -149,6 +149,15 @@ class InsertAfter:
 
 
 @dataclass(frozen=True, slots=True)
+class RedriveDependents:
+    """``redrive_dependents`` (dependencies profile): the jobs ``job_ids`` were just
+    made, in this transaction, from the dead jobs they name in ``redriven_from``."""
+
+    job_ids: Sequence[int]
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
 class InsertUnique:
     """``insert_unique_jobs`` (unique profile): one pending row per payload, stamped
     ``stamps``, holding its key of ``keys`` (distinct, one per payload) unless another

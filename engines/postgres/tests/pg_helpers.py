@@ -39,6 +39,7 @@ ENGINE_TABLES = frozenset(
         "alkstore_throughput",
         "alkstore_waiting_jobs",
         "alkstore_job_dependencies",
+        "alkstore_dead_dependencies",
         "alkstore_migrations",
     }
 )

@@ -15,7 +15,7 @@ import alkstore
 from alkstore import EnqueueOpts, QueueOpts
 from alkstore.testing import FakeClock
 from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
-from alkstore_postgres.migrations import DEAD_PAGES_MIGRATION
+from alkstore_postgres.migrations import DEAD_PAGES_MIGRATION, KEPT_EDGES_MIGRATION
 from alkstore_postgres.statements import Statements
 
 NOW = 1_700_000_000
@@ -810,3 +810,75 @@ def test_a_schema_before_the_limited_claim_function_keeps_its_window_starts_coun
         clock.advance(60)
         assert len(queue.claim_batch("w", 10)) == 2  # the rate and the concurrency bind
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def _schema_with_a_dead_dependent(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema of the release before kept edges whose job 2, waiting for job 1, died
+    with it (by that release's own cascade trigger, fired by job 1's dead row)."""
+    before = VERSIONS[VERSIONS.index(KEPT_EDGES_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    columns = (
+        "queue, payload, priority, max_attempts, created_at, run_at, visibility_timeout_s,"
+        " backoff_base_s"
+    )
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_waiting_jobs (id, {columns}, waiting_on)'
+        " VALUES (2, 'q', '\"dependent\"', 0, 1, 1, 1, 30, 1, 1)"
+    )
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_job_dependencies (depends_on, job_id) VALUES (1, 2)'
+    )
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_dead_jobs (id, {columns}, attempts, has_dependents,'
+        " last_error, died_at)"
+        " VALUES (1, 'q', '\"root\"', 0, 1, 1, 1, 30, 1, 1, true, 'broken', 5)"
+    )
+    admin.execute(f"SELECT setval(pg_get_serial_sequence('\"{schema}\".alkstore_jobs', 'id'), 2)")
+
+
+def test_a_schema_before_kept_edges_is_upgraded_with_its_dead_dependent_kept_dead(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _schema_with_a_dead_dependent(pg_dsn, schema, admin, monkeypatch)
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        dependent = store.queue("q").get_job(2)
+        assert dependent is not None
+        assert (dependent.state, dependent.last_error) == (
+            alkstore.JobState.DEAD,
+            "dependency 1 is dead",
+        )
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+    assert "alkstore_dead_dependencies" in _tables(admin, schema)
+
+
+def test_an_upgraded_schema_leaves_a_dependent_that_died_before_dead_on_its_dependencys_redrive(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _schema_with_a_dead_dependent(pg_dsn, schema, admin, monkeypatch)
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("q")
+        (new_root,) = queue.redrive([1])
+        assert queue.dependencies(new_root).waited_by == ()  # it kept no edges
+        assert queue.get_job(2).state is alkstore.JobState.DEAD  # type: ignore[union-attr]
+        (new_dependent,) = queue.redrive([2])
+        assert queue.get_job(new_dependent).state is alkstore.JobState.PENDING  # type: ignore[union-attr]
+
+
+def test_an_upgraded_schema_brings_back_a_dependent_that_dies_after_the_upgrade(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _schema_with_a_dead_dependent(pg_dsn, schema, admin, monkeypatch)
+    with alkstore.open(pg_dsn, schema=schema) as store:
+        queue = store.queue("new", QueueOpts(max_attempts=1))
+        root = queue.enqueue("root")
+        child = queue.enqueue("child", EnqueueOpts(after=[root]))
+        handle = queue.claim("w")
+        assert handle is not None
+        assert handle.fail("broken")  # the cascade function, replaced, keeps its edge
+        (new_root,) = queue.redrive([root])
+        (revived,) = queue.dependencies(new_root).waited_by
+        job = queue.get_job(revived)
+        assert job is not None
+        assert (job.state, job.redriven_from) == (alkstore.JobState.WAITING, child)

@@ -18,6 +18,7 @@ from alkstore_sqlite.migrations import (
     COMPLETE_RELEASE_TRIGGER,
     COMPLETED_IN_PLACE_VERSION,
     EXPIRY_INDEX,
+    KEPT_EDGES_VERSION,
     KEY_INDEX,
     METADATA_VERSION,
     MIGRATIONS,
@@ -1137,8 +1138,12 @@ def test_an_upgraded_file_keeps_every_index_and_trigger_of_the_live_table(
 ) -> None:
     _make_previous_completed_file(db_path)
     before = _live_table_objects(db_path)
-    with alkstore.open(url, clock=FakeClock(1400)):
-        pass
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:  # this version's step alone: a later one may change a trigger on purpose
+        for statement in MIGRATIONS[COMPLETED_IN_PLACE_VERSION - 1]:
+            conn.execute(statement)
+    finally:
+        conn.close()
     after = _live_table_objects(db_path)
     assert set(after) == set(before) | {("trigger", COMPLETE_RELEASE_TRIGGER)}
     # Made again as they were (a trigger a migration before this one changed stays
@@ -1165,3 +1170,73 @@ def test_an_upgraded_file_completes_a_job_stamped_before_in_place(db_path: Path,
         assert (done.state, done.completed_at) == (alkstore.JobState.COMPLETED, 1400)
         assert queue.get_job(1) is None
         assert queue.stats().completed == 2
+
+
+# -- the version before kept edges (contract 1.2 §18.4) to the latest ----------------------
+
+
+def _make_file_with_a_dead_dependent(db_path: Path) -> None:
+    """A file at the version before kept edges whose job 4, waiting for job 1, died with
+    it (job 1 failed), by that version's own cascade trigger."""
+    _make_v4_file(db_path, KEPT_EDGES_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("UPDATE sqlite_sequence SET seq = 4 WHERE name = '__alkstore_jobs'")
+        conn.execute(
+            """INSERT INTO __alkstore_waiting (id, queue, payload, priority, attempts,
+            max_attempts, created_at, run_at, visibility_timeout_s, backoff_base_s,
+            waiting_on) VALUES (4, 'q', '4', 0, 0, 3, 1000, 1000, 300, 5, 1)"""
+        )
+        conn.execute("INSERT INTO __alkstore_dependencies (depends_on, job_id) VALUES (1, 4)")
+        conn.execute("UPDATE __alkstore_jobs SET has_dependents = 1 WHERE id = 1")
+        conn.execute(
+            """UPDATE __alkstore_jobs SET state = 'dead', last_error = 'broken', died_at = 1300
+            WHERE id = 1"""
+        )
+    finally:
+        conn.close()
+
+
+def test_a_file_before_kept_edges_is_upgraded_with_its_dead_dependent_kept_dead(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_dead_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        dependent = store.queue("q").get_job(4)
+        assert dependent is not None
+        assert (dependent.state, dependent.last_error) == (
+            alkstore.JobState.DEAD,
+            "dependency 1 is dead",
+        )
+    assert _version(db_path) == LATEST_VERSION
+    assert "__alkstore_dead_dependencies" in _tables(db_path)
+
+
+def test_an_upgraded_file_leaves_a_dependent_that_died_before_dead_on_its_dependencys_redrive(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_dead_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        (new_root,) = queue.redrive([1])
+        assert queue.dependencies(new_root).waited_by == ()  # it kept no edges
+        assert queue.get_job(4).state is alkstore.JobState.DEAD  # type: ignore[union-attr]
+        (new_dependent,) = queue.redrive([4])
+        assert queue.get_job(new_dependent).state is alkstore.JobState.PENDING  # type: ignore[union-attr]
+
+
+def test_an_upgraded_file_brings_back_a_dependent_that_dies_after_the_upgrade(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_dead_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("new", QueueOpts(max_attempts=1))
+        root = queue.enqueue({"n": 5})
+        child = queue.enqueue({"n": 6}, EnqueueOpts(after=[root]))
+        (handle,) = queue.claim_batch("w", 1)
+        assert handle.fail("broken")  # the cascade trigger, made again, keeps its edge
+        (new_root,) = queue.redrive([root])
+        (revived,) = queue.dependencies(new_root).waited_by
+        job = queue.get_job(revived)
+        assert job is not None
+        assert (job.state, job.redriven_from) == (alkstore.JobState.WAITING, child)

@@ -5,7 +5,17 @@ waiting for it."""
 from __future__ import annotations
 
 from alkstore.driver import ERROR_DEPENDENCY_CANCELLED, ERROR_DEPENDENCY_DEAD, queue_topic
-from alkstore.params import Bury, Cancel, ClaimRef, InsertAfter, ListJobs, QueueStatsAt
+from alkstore.params import (
+    Bury,
+    Cancel,
+    ClaimRef,
+    GetJob,
+    InsertAfter,
+    ListJobs,
+    QueueStatsAt,
+    Redrive,
+    RedriveDependents,
+)
 from alkstore.values import JobState
 
 from .base import SeamTests
@@ -17,6 +27,31 @@ def _after(
 ) -> tuple[list[int], dict[int, JobState | None]]:
     params = InsertAfter(stamps(queue=queue), ["1"], list(after))
     return driver.write(lambda c: driver.insert_after_jobs(c, params))
+
+
+def _redrive_level(driver: SeamDriver, dead: int) -> tuple[int, list[int]]:
+    """Redrive ``dead`` and run one level of ``redrive_dependents`` in the same write:
+    the new id and the ids that level brought back."""
+
+    def write(c: object) -> tuple[int, list[int]]:
+        (new_id,) = driver.redrive(c, Redrive("q", [dead], 10, T0))
+        return new_id, driver.redrive_dependents(c, RedriveDependents([new_id], T0))
+
+    return driver.write(write)
+
+
+def _next_level(driver: SeamDriver, ids: list[int]) -> list[int]:
+    return driver.write(lambda c: driver.redrive_dependents(c, RedriveDependents(ids, T0)))
+
+
+def _edges(driver: SeamDriver, job_id: int) -> tuple[list[int], list[int]]:
+    return driver.read(lambda c: driver.job_edges(c, GetJob(job_id)))
+
+
+def _job_redriven_from(driver: SeamDriver, job_id: int) -> int | None:
+    job = get_job(driver, job_id)
+    assert job is not None, f"job {job_id} is gone"
+    return job.redriven_from
 
 
 def _state(driver: SeamDriver, job_id: int) -> JobState | None:
@@ -101,3 +136,54 @@ class DependencyStatements(SeamTests):
         assert get_job(driver, child) is None
         job = claim_one(driver)
         assert driver.write(lambda c: driver.ack(c, ClaimRef(job.id, job.attempts, T0)))
+
+    def test_redrive_dependents_brings_back_a_row_buried_for_the_redriven_job(
+        self, driver: SeamDriver
+    ) -> None:
+        root = enqueue_one(driver)
+        (child,), _ = _after(driver, root)
+        job = claim_one(driver)
+        assert driver.write(lambda c: driver.bury(c, Bury(root, job.attempts, T0, "x", None)))
+        new_root, (revived,) = _redrive_level(driver, root)
+        back = get_job(driver, revived)
+        assert back is not None
+        assert (back.state, back.redriven_from) == (JobState.PENDING, child)
+        assert get_job(driver, child) is None
+        assert _next_level(driver, [revived]) == []
+        assert _state(driver, revived) is JobState.WAITING
+        assert _edges(driver, revived) == ([new_root], [])
+
+    def test_redrive_dependents_leaves_a_row_that_keeps_an_edge_to_a_dead_job(
+        self, driver: SeamDriver
+    ) -> None:
+        first, second = enqueue_one(driver), enqueue_one(driver)
+        (both,), _ = _after(driver, first, second)
+        one, two = claim_one(driver), claim_one(driver)
+        assert driver.write(lambda c: driver.bury(c, Bury(one.id, one.attempts, T0, "x", None)))
+        assert driver.write(lambda c: driver.bury(c, Bury(two.id, two.attempts, T0, "x", None)))
+        _, revived = _redrive_level(driver, first)
+        assert revived == []
+        assert _state(driver, both) is JobState.DEAD
+
+    def test_a_completion_removes_the_kept_edges_to_it(self, driver: SeamDriver) -> None:
+        failed, acked = enqueue_one(driver), enqueue_one(driver)
+        (both,), _ = _after(driver, failed, acked)
+        one, two = claim_one(driver), claim_one(driver)
+        assert driver.write(lambda c: driver.bury(c, Bury(one.id, one.attempts, T0, "x", None)))
+        assert driver.write(lambda c: driver.ack(c, ClaimRef(two.id, two.attempts, T0)))
+        new_failed, (revived,) = _redrive_level(driver, failed)
+        assert _job_redriven_from(driver, revived) == both
+        assert _next_level(driver, [revived]) == []
+        assert _edges(driver, revived) == ([new_failed], [])
+
+    def test_redrive_dependents_makes_a_redriven_row_wait_for_its_live_kept_edges(
+        self, driver: SeamDriver
+    ) -> None:
+        failed, running = enqueue_one(driver), enqueue_one(driver)
+        (both,), _ = _after(driver, failed, running)
+        job = claim_one(driver)
+        assert driver.write(lambda c: driver.bury(c, Bury(job.id, job.attempts, T0, "x", None)))
+        new_both, revived = _redrive_level(driver, both)
+        assert revived == []
+        assert _state(driver, new_both) is JobState.WAITING
+        assert _edges(driver, new_both) == ([running], [])

@@ -3,7 +3,7 @@ and pause (the error history is ``ModelJob.record_error``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from alkstore import Job, JobState, QueueStats
@@ -73,11 +73,19 @@ class OpsModel(ModelState):
         return [named[job_id] for job_id in dict.fromkeys(ids) if job_id in named]
 
     def redrive(
-        self, queue: str, ids: Sequence[int] | None, limit: int, new_ids: Sequence[int]
-    ) -> None:
+        self,
+        queue: str,
+        ids: Sequence[int] | None,
+        limit: int,
+        new_ids: Sequence[int],
+        revived: Mapping[int, int] | None = None,
+    ) -> list[int]:
         """Record a redrive the engine reported as ``new_ids`` (one per dead row it took,
         in order): each dead row goes, a new pending job with its payload and stamps
-        comes, due now, its expiry as far from now as it was from its creation."""
+        comes, due now, its expiry as far from now as it was from its creation. With
+        the dependencies profile, ``revived`` maps dead ids to the ids of the waiting
+        jobs the engine shows redriven from them: the dead dependents the redrive
+        brought back (§18.4) are looked up there. Returns their new ids."""
         self._check_settled()
         now = self.now
         chosen = self._redrivable(queue, self._to_redrive(queue, ids, limit), now)
@@ -87,34 +95,79 @@ class OpsModel(ModelState):
                 f"{[job.id for job in chosen]}, the engine returned {len(new_ids)} new ids"
             )
         self._check_new_ids(new_ids)
-        reborn = []
-        for old, new_id in zip(chosen, new_ids, strict=True):
+        for old in chosen:
             del self._dead[old.id]
-            lifetime = None if old.expires_at is None else old.expires_at - old.created_at
-            reborn.append(
-                replace(
-                    old,
-                    id=new_id,
-                    state=JobState.PENDING,
-                    attempts=0,
-                    created_at=now,
-                    run_at=now,
-                    claimed_at=None,
-                    expires_at=None if lifetime is None else now + lifetime,
-                    worker_id=None,
-                    last_error=None,
-                    died_at=None,
-                    deadline=None,
-                    errors=(),
-                    redriven_from=old.id,
-                    snoozes=0,
-                    holding=old.unique_key is not None,
-                    hold_until=(
-                        None if old.hold_until is None else now + old.hold_until - old.created_at
-                    ),
-                )
+        pairs = [(old.id, new_id) for old, new_id in zip(chosen, new_ids, strict=True)]
+        self._commit_jobs(
+            self._reborn(old, new_id, now) for old, new_id in zip(chosen, new_ids, strict=True)
+        )
+        return self._revive(pairs, revived or {}, now)
+
+    def _revive(
+        self, level: list[tuple[int, int]], revived: Mapping[int, int], now: int
+    ) -> list[int]:
+        """§18.4, level by level: the kept edges to each redriven job move to its new
+        job, each new job waits for what its dead job kept that can still complete,
+        and the dead jobs whose kept edges all name live or waiting jobs come back."""
+        brought_back: list[int] = []
+        while level:
+            made = dict(level)
+            for kept in self._dead_waits.values():
+                for old in made.keys() & kept:
+                    kept.discard(old)
+                    kept.add(made[old])
+            for old, new_id in level:
+                kept = self._dead_waits.pop(old, set())
+                live = {i for i in kept if i in self._live or i in self._waiting}
+                if live:
+                    job = self._live.pop(new_id)
+                    job.state = JobState.WAITING
+                    self._waiting[new_id] = job
+                    self._waits_for[new_id] = live
+            new = set(made.values())
+            back = sorted(
+                dead_id
+                for dead_id, kept in self._dead_waits.items()
+                if dead_id in self._dead
+                and kept & new
+                and all(i in self._live or i in self._waiting for i in kept)
             )
-        self._commit_jobs(reborn)
+            if any(dead_id not in revived for dead_id in back):
+                missing = [i for i in back if i not in revived]
+                raise ModelDisagreement(
+                    f"the redrive must bring back dead jobs {missing} (§18.4): the engine "
+                    "shows no waiting job redriven from them"
+                )
+            ids = [revived[dead_id] for dead_id in back]
+            self._check_new_ids(ids)
+            self._commit_jobs(self._reborn(self._dead.pop(i), revived[i], now) for i in back)
+            brought_back.extend(ids)
+            level = [(i, revived[i]) for i in back]
+        return brought_back
+
+    @staticmethod
+    def _reborn(old: ModelJob, new_id: int, now: int) -> ModelJob:
+        """A dead job's new life (§11.3): pending, due now, its expiry shifted."""
+        lifetime = None if old.expires_at is None else old.expires_at - old.created_at
+        return replace(
+            old,
+            id=new_id,
+            state=JobState.PENDING,
+            attempts=0,
+            created_at=now,
+            run_at=now,
+            claimed_at=None,
+            expires_at=None if lifetime is None else now + lifetime,
+            worker_id=None,
+            last_error=None,
+            died_at=None,
+            deadline=None,
+            errors=(),
+            redriven_from=old.id,
+            snoozes=0,
+            holding=old.unique_key is not None,
+            hold_until=(None if old.hold_until is None else now + old.hold_until - old.created_at),
+        )
 
     def _redrivable(self, queue: str, chosen: list[ModelJob], now: int) -> list[ModelJob]:
         """§15.5: of the chosen dead jobs, those whose key no other job holds (a job

@@ -113,7 +113,7 @@ class QueuesModel(ModelState):
         buried = sorted(i for i, waits in self._waits_for.items() if job_id in waits)
         for dependent in buried:
             job = self._waiting.pop(dependent)
-            del self._waits_for[dependent]
+            self._dead_waits[dependent] = self._waits_for.pop(dependent)  # §18.4: kept
             job.state = JobState.DEAD
             job.last_error = error
             job.died_at = now
@@ -270,6 +270,8 @@ class QueuesModel(ModelState):
     def _finish(self, job: ModelJob, now: int, result: Any) -> None:
         del self._live[job.id]
         self._count_finished(job.id, fan_ins_only=False)
+        for kept in self._dead_waits.values():  # §18.4: a kept edge to it is satisfied
+            kept.discard(job.id)
         if job.completed_retention_s is None:
             return
         job.state = JobState.COMPLETED

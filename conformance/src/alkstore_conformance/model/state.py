@@ -61,6 +61,9 @@ class ModelState:
         """What each waiting job still waits for."""
         self._fan_ins: set[int] = set()
         """The waiting jobs that wait for their jobs to finish whatever the outcome."""
+        self._dead_waits: dict[int, set[int]] = {}
+        """The edges each dead job kept when it died because a dependency will never
+        complete (§18.4), less those to jobs that completed since."""
         self._locks: dict[str, ModelLock] = {}
         self._seen_ids: set[int] = set()
         self._max_committed_id: int | None = None

@@ -40,6 +40,7 @@ from .dependencies import (
     DeadDependencyLeavesWaitingDriver,
     EdgesOneWayDriver,
     FanInAsDependencyDriver,
+    RedriveLeavesDependentsDeadDriver,
     ReleaseInOwnCommitDriver,
     ReleaseOnFirstAckDriver,
 )
@@ -670,6 +671,13 @@ EDGES_ONE_WAY = MutantEngine(
     "the waiting jobs that wait for it",
     driver=EdgesOneWayDriver,
 )
+REDRIVE_LEAVES_DEPENDENTS_DEAD = MutantEngine(
+    "redrive-leaves-dependents-dead",
+    catches="DEPS-REDRIVE-REVIVES",
+    bug="a redrive of a dead dependency makes its new job only: the jobs that died "
+    "waiting for it stay dead, so a graph redriven from its root never runs again",
+    driver=RedriveLeavesDependentsDeadDriver,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -794,6 +802,7 @@ MUTANTS: dict[str, MutantEngine] = {
         DEAD_DEPENDENCY_LEAVES_WAITING,
         FAN_IN_AS_DEPENDENCY,
         EDGES_ONE_WAY,
+        REDRIVE_LEAVES_DEPENDENTS_DEAD,
         # job metadata (contract 1.2)
         METADATA_DROPPED_ON_REDRIVE,
         # acks that need not wait for the disk (contract 1.2)

@@ -1,6 +1,7 @@
 """Broken job dependencies (contract 1.2 §18): a dependent released by the first of its
-dependencies' acks, one released in a commit of its own after the ack's, and the
-dependents of a dead or cancelled job left waiting for ever.
+dependencies' acks, one released in a commit of its own after the ack's, the
+dependents of a dead or cancelled job left waiting for ever, and those left dead by a
+redrive of the job they died for.
 
 Each is a bug a hand-rolled workflow table shows: a flag flipped on "a parent
 finished" rather than a count of the parents still running; a "promote the ready
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from alkstore.params import Cancel, ClaimRef, Complete, GetJob, InsertAfter
+from alkstore.params import Cancel, ClaimRef, Complete, GetJob, InsertAfter, RedriveDependents
 from alkstore.values import JobState
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
@@ -129,3 +130,12 @@ class EdgesOneWayDriver(SqliteDriver):
     def job_edges(self, c: sqlite3.Connection, params: GetJob) -> tuple[list[int], list[int]]:
         waits_for, _ = super().job_edges(c, params)
         return waits_for, []
+
+
+class RedriveLeavesDependentsDeadDriver(SqliteDriver):
+    """A redrive makes its new jobs and nothing more: the jobs that died waiting for a
+    redriven dependency stay dead (their kept edges never read), and a redriven
+    dependent runs without the dependencies it still had."""
+
+    def redrive_dependents(self, c: sqlite3.Connection, params: RedriveDependents) -> list[int]:
+        return []

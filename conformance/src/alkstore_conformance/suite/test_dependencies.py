@@ -713,18 +713,180 @@ def test_a_waiting_job_that_dies_or_is_cancelled_leaves_no_edge(store: Store) ->
 # -- DEPS-REDRIVE ------------------------------------------------------------------------------
 
 
+def _revived(queue: Any, new_dependency: int) -> int:
+    """The one job brought back waiting for ``new_dependency`` by its redrive (§18.4)."""
+    _, waited_by = _edges(queue, new_dependency)
+    assert len(waited_by) == 1, f"one job should wait for {new_dependency}, got {waited_by}"
+    return waited_by[0]
+
+
 @pytest.mark.property("DEPS-REDRIVE")
 @pytest.mark.requires("ops")
-def test_a_redriven_dependent_is_a_new_pending_job_without_dependencies(store: Store) -> None:
-    queue, root, child, grandchild = _graph(store)
+def test_a_dependent_redriven_itself_is_a_new_pending_job_without_dependencies(
+    store: Store,
+) -> None:
+    queue, root, child, _ = _graph(store)
     assert _claim(queue, root).fail("broken")
-    (new_root,) = queue.redrive([root])
-    assert _state(queue, new_root) is JobState.PENDING
-    assert [_state(queue, i) for i in (child, grandchild)] == [JobState.DEAD] * 2
     (new_child,) = queue.redrive([child])
     job = _job(queue, new_child)
     assert (job.state, job.payload, job.redriven_from) == (JobState.PENDING, "child", child)
-    assert _state(queue, grandchild) is JobState.DEAD
+    assert _edges(queue, new_child)[0] == ()
+    assert _state(queue, root) is JobState.DEAD
+
+
+@pytest.mark.property("DEPS-REDRIVE")
+@pytest.mark.requires("ops")
+def test_a_dependent_redriven_itself_waits_for_its_dependencies_that_can_still_complete(
+    store: Store,
+) -> None:
+    queue = store.queue(unique_name("redrive-live"), QueueOpts(max_attempts=1))
+    failed, running = (int(i) for i in queue.enqueue_many(["failed", "running"]))
+    both = int(queue.enqueue("both", _after(failed, running)))
+    assert _claim(queue, failed).fail("broken")
+    (new_both,) = queue.redrive([both])
+    assert _state(queue, new_both) is JobState.WAITING
+    assert _edges(queue, new_both) == ((running,), ())
+    assert _claim(queue, running).ack()
+    assert _state(queue, new_both) is JobState.PENDING
+
+
+@pytest.mark.property("DEPS-REDRIVE")
+@pytest.mark.requires("ops")
+def test_a_dependent_redriven_itself_brings_its_own_dependents_back(store: Store) -> None:
+    queue, root, child, grandchild = _graph(store)
+    assert _claim(queue, root).fail("broken")
+    (new_child,) = queue.redrive([child])
+    new_grandchild = _revived(queue, new_child)
+    job = _job(queue, new_grandchild)
+    assert (job.state, job.redriven_from) == (JobState.WAITING, grandchild)
+    (new_root,) = queue.redrive([root])  # child is no dead job any more: none comes back
+    assert _edges(queue, new_root) == ((), ())
+
+
+# -- DEPS-REDRIVE-REVIVES ----------------------------------------------------------------------
+
+
+@pytest.mark.property("DEPS-REDRIVE-REVIVES")
+@pytest.mark.requires("ops")
+def test_a_redriven_dependency_brings_its_dependents_back_waiting_down_the_graph(
+    store: Store,
+) -> None:
+    roots = store.queue(unique_name("revive-roots"), QueueOpts(max_attempts=1))
+    others = store.queue(unique_name("revive-others"))
+    root = int(roots.enqueue("root"))
+    child = int(others.enqueue("child", _after(root)))
+    grandchild = int(roots.enqueue("grandchild", _after(child)))
+    assert _claim(roots, root).fail("broken")
+    (new_root,) = roots.redrive([root])
+    new_child = _revived(roots, new_root)
+    new_grandchild = _revived(roots, new_child)
+    revived = [_job(others, new_child), _job(roots, new_grandchild)]
+    assert [(j.state, j.queue, j.payload, j.redriven_from) for j in revived] == [
+        (JobState.WAITING, others.name, "child", child),
+        (JobState.WAITING, roots.name, "grandchild", grandchild),
+    ]
+    assert _edges(others, new_child) == ((new_root,), (new_grandchild,))
+    assert [_state(roots, i) for i in (child, grandchild)] == [None, None]  # dead rows gone
+
+
+@pytest.mark.property("DEPS-REDRIVE-REVIVES")
+@pytest.mark.requires("ops")
+def test_revived_dependents_run_in_order_once_the_new_dependency_completes(store: Store) -> None:
+    queue, root, _, _ = _graph(store)
+    assert _claim(queue, root).fail("broken")
+    (new_root,) = queue.redrive([root])
+    new_child = _revived(queue, new_root)
+    new_grandchild = _revived(queue, new_child)
+    assert queue.stats().waiting == 2
+    assert _claim(queue, new_root).ack()
+    assert [_state(queue, i) for i in (new_child, new_grandchild)] == [
+        JobState.PENDING,
+        JobState.WAITING,
+    ]
+    assert _claim(queue, new_child).ack()
+    assert _claim(queue, new_grandchild).ack()
+    assert queue.claim("w1") is None
+
+
+@pytest.mark.property("DEPS-REDRIVE-REVIVES")
+@pytest.mark.requires("ops")
+def test_a_dependent_of_two_dead_jobs_comes_back_once_both_are_redriven(store: Store) -> None:
+    queue = store.queue(unique_name("revive-two"), QueueOpts(max_attempts=1))
+    first, second = (int(i) for i in queue.enqueue_many(["first", "second"]))
+    both = int(queue.enqueue("both", _after(first, second)))
+    handles = {h.id: h for h in queue.claim_batch("w1", 2)}
+    assert handles[first].fail("broken")
+    assert handles[second].fail("broken too")
+    (new_first,) = queue.redrive([first])
+    assert _edges(queue, new_first) == ((), ())
+    _dead_because(queue, both, first)  # it still waits for a dead job: it stays dead
+    (new_second,) = queue.redrive([second])
+    revived = _revived(queue, new_second)
+    assert _edges(queue, revived) == ((new_first, new_second), ())
+    assert _job(queue, revived).redriven_from == both
+
+
+@pytest.mark.property("DEPS-REDRIVE-REVIVES")
+@pytest.mark.requires("ops")
+def test_a_kept_dependency_that_completed_meanwhile_is_not_waited_for_again(
+    store: Store,
+) -> None:
+    queue = store.queue(unique_name("revive-done"), QueueOpts(max_attempts=1))
+    failed, acked = (int(i) for i in queue.enqueue_many(["failed", "acked"]))
+    both = int(queue.enqueue("both", _after(failed, acked)))
+    handles = {h.id: h for h in queue.claim_batch("w1", 2)}
+    assert handles[failed].fail("broken")
+    assert handles[acked].ack()  # both is dead by now; acked has completed all the same
+    (new_failed,) = queue.redrive([failed])
+    revived = _revived(queue, new_failed)
+    assert _job(queue, revived).redriven_from == both
+    assert _edges(queue, revived) == ((new_failed,), ())
+    assert _claim(queue, new_failed).ack()
+    assert _state(queue, revived) is JobState.PENDING
+
+
+@pytest.mark.property("DEPS-REDRIVE-REVIVES")
+@pytest.mark.requires("ops")
+def test_a_dependent_of_a_cancelled_dependency_stays_dead(store: Store) -> None:
+    queue = store.queue(unique_name("revive-cancelled"), QueueOpts(max_attempts=1))
+    cancelled, failed = (int(i) for i in queue.enqueue_many(["cancelled", "failed"]))
+    both = int(queue.enqueue("both", _after(cancelled, failed)))
+    assert queue.cancel(cancelled)
+    _dead_because(queue, both, cancelled, "was cancelled")
+    assert _claim(queue, failed).fail("broken")
+    (new_failed,) = queue.redrive([failed])
+    assert _edges(queue, new_failed) == ((), ())
+    _dead_because(queue, both, cancelled, "was cancelled")
+
+
+@pytest.mark.property("DEPS-REDRIVE-REVIVES")
+@pytest.mark.requires("ops")
+def test_a_purged_dependent_is_left_alone_and_so_are_its_dependents(store: Store) -> None:
+    queue, root, child, grandchild = _graph(store)
+    assert _claim(queue, root).fail("broken")
+    assert queue.purge_dead([child]) == 1
+    (new_root,) = queue.redrive([root])
+    assert _edges(queue, new_root) == ((), ())
+    _dead_because(queue, grandchild, child)
+
+
+@pytest.mark.property("DEPS-REDRIVE")
+@pytest.mark.requires("ops")
+def test_dependents_redriven_with_their_dependency_wait_for_its_new_job(store: Store) -> None:
+    queue, root, child, grandchild = _graph(store)
+    assert _claim(queue, root).fail("broken")
+    new_root, new_child, new_grandchild = queue.redrive()  # all died at once: id order
+    assert [_job(queue, i).redriven_from for i in (new_root, new_child, new_grandchild)] == [
+        root,
+        child,
+        grandchild,
+    ]
+    assert [_edges(queue, i) for i in (new_root, new_child, new_grandchild)] == [
+        ((), (new_child,)),
+        ((new_root,), (new_grandchild,)),
+        ((new_child,), ()),
+    ]
+    assert queue.stats().waiting == 2
 
 
 # -- DEPS-FAN-IN ---------------------------------------------------------------------------------

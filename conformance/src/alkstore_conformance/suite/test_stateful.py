@@ -106,6 +106,10 @@ OUTBOX_QUEUE = outbox_queue_name(OUTBOX)
 # without it, the same queue without the retention): completed jobs, their results
 # and the sweep that ends them.
 UNISSUED_ID = 10**12
+PAGE = 100
+"""The page size of the reads that find the jobs a redrive brought back."""
+MAX_PAGES = 100
+"""The bound on those reads: far above the jobs one example makes."""
 """An id no job of the machine's store ever has: a dependency on it is refused (§18.2)."""
 KEEPING = "reports"
 KEEPING_OPTS = QueueOpts(
@@ -682,8 +686,23 @@ class QueueModelMachine(RuleBasedStateMachine):
     )
     def redrive(self, queue: str, ids: list[int] | None, limit: int) -> MultipleResults[int]:
         new_ids = self.consumers[queue].redrive(ids, limit=limit)
-        self.model.redrive(queue, ids, limit, new_ids)
-        return multiple(*new_ids)
+        revived = self.waiting_redriven() if self.capabilities.dependencies else {}
+        brought_back = self.model.redrive(queue, ids, limit, new_ids, revived)
+        return multiple(*new_ids, *brought_back)
+
+    def waiting_redriven(self) -> dict[int, int]:
+        """Every waiting job redriven from a dead one, by the dead id (§18.4: the jobs
+        a redrive brought back), read page by page from every queue."""
+        found: dict[int, int] = {}
+        for consumer in self.consumers.values():
+            after = 0
+            for _ in range(MAX_PAGES):
+                page = consumer.jobs(JobState.WAITING, after_id=after, limit=PAGE)
+                found.update({j.redriven_from: j.id for j in page if j.redriven_from})
+                if len(page) < PAGE:
+                    break
+                after = page[-1].id
+        return found
 
     @precondition(lambda self: self.capabilities.ops)
     @rule(

@@ -12,7 +12,7 @@ from typing import Any
 from ..driver import DependenciesDriver
 from ..errors import InvalidOptions
 from ..options import EnqueueOpts, JobStamps
-from ..params import InsertAfter
+from ..params import InsertAfter, RedriveDependents
 from ..values import JobState
 
 
@@ -70,3 +70,15 @@ def _refusal(blocked: dict[int, JobState | None]) -> str:
             "it, then wait for the new job)"
         )
     return "after: " + "; ".join(parts)
+
+
+def revive_dependents(
+    driver: DependenciesDriver[Any], c: Any, redriven: Sequence[int], now: int
+) -> None:
+    """Inside a redrive's write (§18.4): the jobs that died waiting for the dead jobs
+    just redriven as ``redriven`` come back waiting for their new lives, and theirs
+    after them, level by level, in the redrive's own commit. A dependent that still
+    waits for a job that is dead (or gone) stays dead, its edge moved to the new job."""
+    level = list(redriven)
+    while level:
+        level = driver.redrive_dependents(c, RedriveDependents(tuple(level), now))

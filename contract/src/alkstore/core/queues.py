@@ -52,7 +52,7 @@ from .checks import (
 )
 from .claiming import claim_waiting
 from .context import StoreContext
-from .dependencies import check_after, insert_after, waits
+from .dependencies import check_after, insert_after, revive_dependents, waits
 from .limits import with_limits
 from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
@@ -518,7 +518,18 @@ class CoreQueue:
         now = ctx.now()
         if chosen == []:
             return []
-        new_ids = ctx.write(lambda c: driver.redrive(c, Redrive(self._name, chosen, limit, now)))
+        params = Redrive(self._name, chosen, limit, now)
+        if ctx.capabilities.dependencies:
+            deps = ctx.dependencies()
+
+            def redrive_reviving(c: Any) -> list[int]:
+                new = driver.redrive(c, params)
+                revive_dependents(deps, c, new, now)
+                return new
+
+            new_ids = ctx.write(redrive_reviving)
+        else:
+            new_ids = ctx.write(lambda c: driver.redrive(c, params))
         if new_ids:
             ctx.hub.notify(self._topic)
         return new_ids

@@ -17,13 +17,13 @@ from typing import Any, Final
 
 from alkstore.driver import queue_topic
 from alkstore.options import JobStamps
-from alkstore.params import Cancel, GetJob, InsertAfter, Sweep
+from alkstore.params import Cancel, GetJob, InsertAfter, RedriveDependents, Sweep
 from alkstore.values import JobState
 
 from .binding import by_name
 from .columns import MOVED, STAMP_COLUMNS, STAMP_PARAMETERS
 from .handle import PgHandle, begin_transaction, execute
-from .statements import render
+from .statements import REDRIVEN_STAMPS, render
 
 WAITS_FOR: Final = """
 SELECT depends_on FROM {schema}.alkstore_job_dependencies
@@ -110,6 +110,71 @@ SELECT {MOVED}, errors, has_dependents, 'expired', %(now)s FROM gone ORDER BY id
 """Waiting jobs past their expiry, to dead (the dead table's trigger buries theirs)."""
 
 
+# -- a redrive's dependents (contract 1.2 §18.4, migration 18's kept edges) -----------
+
+REDRIVEN_FROM: Final = """
+SELECT id, redriven_from FROM {schema}.alkstore_jobs
+WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id
+"""
+"""The jobs ``ids`` just made by a redrive, each with the dead job it replaces."""
+
+MOVE_KEPT_EDGES: Final = """
+UPDATE {schema}.alkstore_dead_dependencies AS kept SET depends_on = made.new
+FROM unnest(%(new)s::bigint[], %(old)s::bigint[]) AS made (new, old)
+WHERE kept.depends_on = made.old
+"""
+"""The kept edges to each dead job ``old`` now point to its new job ``new``."""
+
+TAKE_KEPT_EDGES: Final = """
+DELETE FROM {schema}.alkstore_dead_dependencies WHERE job_id = %(old)s
+RETURNING depends_on
+"""
+"""The dead job ``old``'s own kept edges, gone with its dead row."""
+
+MAKE_WAITING: Final = f"""
+WITH moved AS (
+    DELETE FROM {{schema}}.alkstore_jobs WHERE id = %(id)s RETURNING *
+), waiting AS (
+    INSERT INTO {{schema}}.alkstore_waiting_jobs (
+        {MOVED}, errors, has_dependents, finishes, waiting_on)
+    SELECT {MOVED}, errors, has_dependents, false, cardinality(%(after)s::bigint[])
+    FROM moved
+)
+INSERT INTO {{schema}}.alkstore_job_dependencies (depends_on, job_id)
+SELECT dependency, %(id)s FROM unnest(%(after)s::bigint[]) AS dependency
+"""
+"""The new pending row ``id`` (not yet depended on) moved to the waiting table, with
+its edges to the live jobs ``after``."""
+
+_LIVE = """(EXISTS (SELECT FROM {schema}.alkstore_jobs WHERE id = kept.depends_on)
+        OR EXISTS (SELECT FROM {schema}.alkstore_waiting_jobs WHERE id = kept.depends_on))"""
+
+REVIVABLE: Final = f"""
+SELECT DISTINCT edge.job_id FROM {{schema}}.alkstore_dead_dependencies AS edge
+JOIN {{schema}}.alkstore_dead_jobs AS dead ON dead.id = edge.job_id
+WHERE edge.depends_on = ANY(%(ids)s::bigint[]) AND NOT EXISTS (
+    SELECT FROM {{schema}}.alkstore_dead_dependencies AS kept
+    WHERE kept.job_id = edge.job_id AND NOT {_LIVE})
+ORDER BY edge.job_id
+"""
+"""The dead jobs with a kept edge to one of ``ids`` whose every kept edge names a live
+or waiting job."""
+
+REDRIVE_REVIVED: Final = f"""
+WITH gone AS (
+    DELETE FROM {{schema}}.alkstore_dead_jobs WHERE id = ANY(%(ids)s::bigint[])
+    RETURNING *
+), inserted AS (
+    INSERT INTO {{schema}}.alkstore_jobs (payload, {STAMP_COLUMNS}, redriven_from)
+    SELECT dead.payload, {REDRIVEN_STAMPS}, dead.id FROM gone AS dead ORDER BY dead.id
+    RETURNING id
+)
+SELECT id FROM inserted ORDER BY id
+"""
+"""The dead rows ``ids`` (of any queue; a second redrive of one waits on its lock and
+then finds it gone) made new pending rows, as a redrive makes them."""
+
+
 @dataclass(frozen=True, slots=True)
 class DependencySql:
     waits_for: bytes
@@ -120,6 +185,12 @@ class DependencySql:
     cancel_waiting: bytes
     bury_cancelled_dependents: bytes
     bury_expired_waiting: bytes
+    redriven_from: bytes
+    move_kept_edges: bytes
+    take_kept_edges: bytes
+    make_waiting: bytes
+    revivable: bytes
+    redrive_revived: bytes
 
     @classmethod
     def for_schema(cls, schema: str) -> DependencySql:
@@ -132,6 +203,12 @@ class DependencySql:
             cancel_waiting=render(CANCEL_WAITING, schema),
             bury_cancelled_dependents=render(BURY_CANCELLED_DEPENDENTS, schema),
             bury_expired_waiting=render(BURY_EXPIRED_WAITING, schema),
+            redriven_from=render(REDRIVEN_FROM, schema),
+            move_kept_edges=render(MOVE_KEPT_EDGES, schema),
+            take_kept_edges=render(TAKE_KEPT_EDGES, schema),
+            make_waiting=render(MAKE_WAITING, schema),
+            revivable=render(REVIVABLE, schema),
+            redrive_revived=render(REDRIVE_REVIVED, schema),
         )
 
 
@@ -186,6 +263,42 @@ class DependencyStatements:
         rows = execute(c, self._deps.insert_waiting, bound).fetchall()
         c.announced.add(queue_topic(params.stamps.queue))
         return [row[0] for row in rows], {}
+
+    def _look_up_locked(self, c: PgHandle, ids: list[int]) -> dict[int, str]:
+        """Where each of ``ids`` is, the live and waiting ones locked until the commit."""
+        found: dict[int, str] = {}
+        for _ in range(2):
+            # A job that moved between tables while the look-up waited for its lock
+            # (acked, released) is read again, in a later snapshot.
+            found = dict(execute(c, self._deps.look_up, {"ids": ids}).fetchall())
+            if len(found) == len(ids):
+                break
+        return found
+
+    def redrive_dependents(self, c: PgHandle, params: RedriveDependents) -> list[int]:
+        deps = self._deps
+        made = execute(c, deps.redriven_from, {"ids": list(params.job_ids)}).fetchall()
+        moves = {"new": [new for new, _ in made], "old": [old for _, old in made]}
+        execute(c, deps.move_kept_edges, moves)
+        # Every new job moves to waiting before any is marked depended on: a marked
+        # row leaving the live table would count as a completion.
+        depended_on: set[int] = set()
+        for new, old in made:
+            kept = sorted(row[0] for row in execute(c, deps.take_kept_edges, {"old": old}))
+            if not kept:
+                continue
+            found = self._look_up_locked(c, kept)  # none finishes unseen until the commit
+            live = [i for i in kept if found.get(i) == "live"]
+            if live:
+                execute(c, deps.make_waiting, {"id": new, "after": live})
+                depended_on.update(live)
+        if depended_on:
+            execute(c, deps.mark, {"ids": sorted(depended_on)})
+        revivable = [row[0] for row in execute(c, deps.revivable, {"ids": moves["new"]})]
+        if not revivable:
+            return []
+        bound = {"ids": revivable, "now": params.now}
+        return [row[0] for row in execute(c, deps.redrive_revived, bound).fetchall()]
 
     def _cancel_waiting(self, c: PgHandle, params: Cancel) -> bool:
         begin_transaction(c)

@@ -526,7 +526,10 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         )
 
     def purge_dead(self, c: PgHandle, params: Sweep) -> int:
-        return rowcount(c, self._sql.purge_dead, by_name(params))
+        purged = rowcount(c, self._sql.purge_dead, by_name(params))
+        if purged:
+            execute(c, self._sql.prune_kept_edges, {})  # their kept edges too (§18.4)
+        return purged
 
     def ack(self, c: PgHandle, params: ClaimRef) -> bool:
         bound = by_name(params, wake_channel=self.channel, topic_prefix=queue_topic(""))

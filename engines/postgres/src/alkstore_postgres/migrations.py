@@ -1008,6 +1008,80 @@ V17_LIMITED_CLAIM_FUNCTION = Migration(
 )
 
 
+KEPT_EDGES_MIGRATION: Final = 18
+"""The one place this migration's number is written."""
+
+V18_KEPT_EDGES = Migration(
+    KEPT_EDGES_MIGRATION,
+    "a dead dependent keeps its edges, so a redrive of its dependency brings it back",
+    (
+        # Contract 1.2 §18.4: a job that dies waiting because a dependency will never
+        # complete keeps its edges as they stood. By dependent (its own redrive, a
+        # purge or sweep of its dead row), and by dependency (a completion satisfies
+        # it; a redrive moves the edges to the new job). Rows that died before this
+        # version have none.
+        """
+        CREATE TABLE {schema}.alkstore_dead_dependencies (
+            job_id bigint NOT NULL,
+            depends_on bigint NOT NULL,
+            PRIMARY KEY (job_id, depends_on)
+        )
+        """,
+        """CREATE INDEX alkstore_dead_dependencies_dependency
+            ON {schema}.alkstore_dead_dependencies (depends_on)""",
+        # The cascade keeps the edges of the jobs it buries, in its one statement.
+        f"""
+        CREATE OR REPLACE FUNCTION {{schema}}.alkstore_bury_dependents(
+            dependency bigint, error text, at bigint) RETURNS void
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM {{schema}}.alkstore_count_finished(dependency, true);
+            WITH gone AS (
+                DELETE FROM {{schema}}.alkstore_waiting_jobs
+                WHERE NOT finishes
+                  AND id IN (SELECT job_id FROM {{schema}}.alkstore_job_dependencies
+                             WHERE depends_on = dependency)
+                RETURNING *
+            ), edges AS (
+                DELETE FROM {{schema}}.alkstore_job_dependencies
+                WHERE job_id IN (SELECT id FROM gone)
+                RETURNING job_id, depends_on
+            ), kept AS (
+                INSERT INTO {{schema}}.alkstore_dead_dependencies (job_id, depends_on)
+                SELECT job_id, depends_on FROM edges
+            )
+            -- In id order: each one's trigger buries its own in turn, level by level.
+            INSERT INTO {{schema}}.alkstore_dead_jobs ({_V14_MOVED}, last_error, died_at)
+            SELECT {_V14_MOVED}, error, at FROM gone ORDER BY id;
+        END
+        $$
+        """,
+        # A completion satisfies the kept edges to it (a redrive of the dead job that
+        # killed their dependents will not wait for it again).
+        """
+        CREATE OR REPLACE FUNCTION {schema}.alkstore_release_dependents() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            cancel text := current_setting('alkstore.cancel', true);
+        BEGIN
+            IF split_part(cancel, ' ', 1) = OLD.id::text THEN
+                PERFORM {schema}.alkstore_bury_dependents(
+                    OLD.id, 'dependency ' || OLD.id || ' was cancelled',
+                    split_part(cancel, ' ', 2)::bigint);
+                RETURN NULL;
+            END IF;
+            IF EXISTS (SELECT FROM {schema}.alkstore_dead_jobs WHERE id = OLD.id) THEN
+                RETURN NULL;
+            END IF;
+            DELETE FROM {schema}.alkstore_dead_dependencies WHERE depends_on = OLD.id;
+            PERFORM {schema}.alkstore_count_finished(OLD.id, false);
+            RETURN NULL;
+        END
+        $$
+        """,
+    ),
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -1026,6 +1100,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V15_DEAD_PAGES,
     V16_JOB_METADATA,
     V17_LIMITED_CLAIM_FUNCTION,
+    V18_KEPT_EDGES,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

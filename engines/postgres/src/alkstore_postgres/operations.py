@@ -101,9 +101,13 @@ class OpsStatements:
         died_before = _ANY_TIME if params.died_before is None else params.died_before
         if params.ids is None:
             bound = by_name(params, died_before=died_before)
-            return rowcount(c, self._sql.purge_dead_before, bound)
-        bound = by_name(params, ids=sorted(set(params.ids)), died_before=died_before)
-        return rowcount(c, self._sql.purge_dead_named, bound)
+            purged = rowcount(c, self._sql.purge_dead_before, bound)
+        else:
+            bound = by_name(params, ids=sorted(set(params.ids)), died_before=died_before)
+            purged = rowcount(c, self._sql.purge_dead_named, bound)
+        if purged:
+            execute(c, self._sql.prune_kept_edges, {})  # their kept edges too (§18.4)
+        return purged
 
     def set_paused(self, c: PgHandle, params: SetPaused) -> bool:
         if params.paused:

@@ -1140,6 +1140,7 @@ _REDRIVEN_STAMPS = restamped(
 )
 """A redriven job's stamps: its dead row's, but a new life starts now (an expiry
 keeps its length)."""
+REDRIVEN_STAMPS: Final = _REDRIVEN_STAMPS
 
 _KEY_KEPT_BY_ANOTHER_DEAD = """EXISTS (
         SELECT FROM {schema}.alkstore_dead_jobs AS other
@@ -1209,6 +1210,12 @@ REDRIVE_OLDEST: Final = _redrive(
 """Redrive up to ``limit`` of the queue's dead rows, oldest ``died_at`` first (the
 ``alkstore_dead_jobs_died`` index, in order). SKIP LOCKED: rows another redrive
 is taking are left to it, so two redrives split the backlog instead of waiting."""
+
+PRUNE_KEPT_EDGES: Final = """
+DELETE FROM {schema}.alkstore_dead_dependencies AS kept
+WHERE NOT EXISTS (SELECT FROM {schema}.alkstore_dead_jobs WHERE id = kept.job_id)
+"""
+"""The kept edges of dead rows purged or swept."""
 
 GIVE_UP_PASSED_HOLDS: Final = """
 UPDATE {schema}.alkstore_jobs SET unique_hold = NULL
@@ -1640,6 +1647,7 @@ class Statements:
     give_up_passed_holds: bytes
     take_back_redriven: bytes
     remove_redriven: bytes
+    prune_kept_edges: bytes
     insert_unique: bytes
     insert_unique_one: bytes
     purge_dead_named: bytes
@@ -1736,6 +1744,7 @@ class Statements:
             give_up_passed_holds=render(GIVE_UP_PASSED_HOLDS, schema),
             take_back_redriven=render(TAKE_BACK_REDRIVEN, schema),
             remove_redriven=render(REMOVE_REDRIVEN, schema),
+            prune_kept_edges=render(PRUNE_KEPT_EDGES, schema),
             insert_unique=render(INSERT_UNIQUE, schema),
             insert_unique_one=render(INSERT_UNIQUE_ONE, schema),
             purge_dead_named=render(PURGE_DEAD_NAMED, schema),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from alkstore.options import JobStamps
-from alkstore.params import Cancel, GetJob, InsertAfter, Sweep
+from alkstore.params import Cancel, GetJob, InsertAfter, RedriveDependents, Sweep
 from alkstore.values import JobState
 
 from . import statements as sql
@@ -88,3 +88,35 @@ class DependencyStatements:
             if statement.lstrip().startswith("INSERT"):
                 buried = count
         return buried
+
+    def redrive_dependents(self, c: sqlite3.Connection, params: RedriveDependents) -> list[int]:
+        made = c.execute(sql.REDRIVEN_FROM, {"ids": json.dumps(list(params.job_ids))}).fetchall()
+        c.executemany(sql.MOVE_KEPT_EDGES, [{"new": new, "old": old} for new, old in made])
+        # Every new job moves to waiting before any is marked depended on: a marked
+        # row leaving the live table would count as a completion.
+        depended_on: set[int] = set()
+        for new, old in made:
+            live = [row[0] for row in c.execute(sql.KEPT_LIVE, {"old": old})]
+            c.execute(sql.DROP_KEPT_EDGES, {"old": old})
+            if not live:
+                continue
+            named = {
+                "ids": json.dumps([new]),
+                "after": json.dumps(live),
+                "count": len(live),
+                "finishes": 0,
+            }
+            for statement in sql.MAKE_WAITING:
+                c.execute(statement, named)
+            depended_on.update(live)
+        if depended_on:
+            for statement in sql.MARK_DEPENDED_ON:
+                c.execute(statement, {"ids": json.dumps(sorted(depended_on))})
+        ids = json.dumps([new for new, _ in made])
+        revivable = [row[0] for row in c.execute(sql.REVIVABLE, {"ids": ids})]
+        if not revivable:
+            return []
+        chosen = {"ids": json.dumps(revivable), "now": params.now}
+        revived = sorted(row[0] for row in c.execute(sql.REDRIVE_REVIVED, chosen).fetchall())
+        c.execute(sql.DELETE_DEAD_IDS, chosen)
+        return revived

@@ -523,7 +523,10 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, Dep
         return waiting + c.execute(sql.BURY_EXPIRED, named).rowcount
 
     def purge_dead(self, c: sqlite3.Connection, params: Sweep) -> int:
-        return c.execute(sql.PURGE_DEAD, {"queue": params.queue, "now": params.now}).rowcount
+        purged = c.execute(sql.PURGE_DEAD, {"queue": params.queue, "now": params.now}).rowcount
+        if purged:
+            c.execute(sql.PRUNE_KEPT_EDGES)  # their kept edges go with them (§18.4)
+        return purged
 
     def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
         return c.execute(sql.ACK, sql.ACK_PARAMS(params)).rowcount == 1

@@ -103,6 +103,9 @@ completed_retention_s``, version 18): above every claim's deadline (instants are
 now``, ``now < deadline < KEPT_FROM``) never walk a completed row, and the purge is one
 range of it (``KEPT_FROM <= deadline < KEPT_FROM + now``)."""
 
+KEPT_EDGES = "__alkstore_dead_dependencies"
+KEPT_EDGES_INDEX = "__alkstore_dead_dependencies_dependency"
+
 _KEPT_V13 = (
     "id, queue, payload, priority, attempts, max_attempts, created_at, run_at, claimed_at, "
     "expires_at, worker_id, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, "
@@ -115,15 +118,30 @@ KEPT_COLUMNS = f"{_KEPT_V13}, metadata"
 
 
 def bury_dependents(
-    dependency: str, error: str, died_at: str, kept: str = KEPT_COLUMNS
+    dependency: str,
+    error: str,
+    died_at: str,
+    kept: str = KEPT_COLUMNS,
+    keep_edges: bool = True,
 ) -> tuple[str, ...]:
     """The statements run when the job ``dependency`` (an SQL expression) will never
     complete. The fan-ins waiting for it (``finishes = 1``) count it finished: one job
     less, pending at none. The other waiting jobs with an edge to it move to dead with
     ``error`` and ``died_at`` (expressions), all of them first; then each one's flag,
     set, fires ``PASS_ON_TRIGGER`` for the next level, in id order (the connection's
-    ``recursive_triggers``); then the rows and their edges go."""
+    ``recursive_triggers``); then the rows and their edges go, each dead one's edges
+    kept in ``KEPT_EDGES`` (the kept edges' version, ``keep_edges``) for a redrive of its
+    dependency (contract 1.2 §18.4)."""
     waiters = f"(SELECT job_id FROM {DEPENDENCIES} WHERE depends_on = {dependency})"
+    keep = (
+        (
+            f"""INSERT OR IGNORE INTO {KEPT_EDGES} (job_id, depends_on)
+        SELECT job_id, depends_on FROM {DEPENDENCIES} WHERE job_id IN (
+            SELECT id FROM {DEAD} WHERE id IN {waiters})""",
+        )
+        if keep_edges
+        else ()
+    )
     return (
         f"UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE finishes = 1 AND id IN {waiters}",
         f"""INSERT INTO {JOBS} ({kept}, state, has_dependents)
@@ -137,6 +155,7 @@ def bury_dependents(
           FROM {WAITING} WHERE finishes = 0 AND id IN {waiters} ORDER BY id""",
         f"DELETE FROM {WAITING} WHERE finishes = 0 AND id IN {waiters}",
         f"UPDATE {DEAD} SET has_dependents = 1 WHERE has_dependents = 2 AND id IN {waiters}",
+        *keep,
         f"""DELETE FROM {DEPENDENCIES} WHERE job_id IN (
             SELECT id FROM {DEAD} WHERE id IN {waiters})""",
         f"DELETE FROM {DEPENDENCIES} WHERE depends_on = {dependency}",
@@ -745,9 +764,11 @@ def _trigger_body(statements: tuple[str, ...]) -> str:
     return "".join(f"    {statement};\n" for statement in statements)
 
 
-def _bury_dead_dependents(kept: str) -> str:
+def _bury_dead_dependents(kept: str, keep_edges: bool = False) -> str:
     return _trigger_body(
-        bury_dependents("NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at", kept)
+        bury_dependents(
+            "NEW.id", "'dependency ' || NEW.id || ' is dead'", "NEW.died_at", kept, keep_edges
+        )
     )
 
 
@@ -910,7 +931,13 @@ _V15 = (
 )
 
 
-def _release_body(kept: str) -> str:
+def _release_body(kept: str, keep_edges: bool = False) -> str:
+    # From the kept edges' version on, a completion satisfies the kept edges of the
+    # dead jobs that waited for it too (a redrive of their dead dependency will not
+    # wait for it again).
+    satisfied = (
+        f"        DELETE FROM {KEPT_EDGES} WHERE depends_on = OLD.id;\n" if keep_edges else ""
+    )
     return f"""
         UPDATE {WAITING} SET waiting_on = waiting_on - 1 WHERE id IN {_RELEASED};
         INSERT INTO {JOBS} ({kept}, state, has_dependents)
@@ -918,19 +945,19 @@ def _release_body(kept: str) -> str:
           FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
         DELETE FROM {WAITING} WHERE waiting_on = 0 AND id IN {_RELEASED};
         DELETE FROM {DEPENDENCIES} WHERE depends_on = OLD.id;
-    """
+{satisfied}    """
 
 
-def _release_trigger(kept: str) -> str:
+def _release_trigger(kept: str, keep_edges: bool = False) -> str:
     return f"""
     CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
     AFTER DELETE ON {JOBS}
     WHEN OLD.has_dependents = 1 AND NOT EXISTS (SELECT 1 FROM {DEAD} WHERE id = OLD.id)
-    BEGIN{_release_body(kept)}END
+    BEGIN{_release_body(kept, keep_edges)}END
     """
 
 
-def _release_on_complete_trigger(kept: str) -> str:
+def _release_on_complete_trigger(kept: str, keep_edges: bool = False) -> str:
     """A live row with dependents completed in place (version 18): the release of
     ``_release_trigger``, fired by the update that completes it (which clears its
     ``has_dependents``, so the purge of the completed row releases nothing again).
@@ -940,7 +967,7 @@ def _release_on_complete_trigger(kept: str) -> str:
     CREATE TRIGGER IF NOT EXISTS {COMPLETE_RELEASE_TRIGGER}
     AFTER UPDATE OF completed_at ON {JOBS}
     WHEN NEW.state = 'completed' AND OLD.has_dependents = 1
-    BEGIN{_release_body(kept)}END
+    BEGIN{_release_body(kept, keep_edges)}END
     """
 
 
@@ -994,6 +1021,43 @@ _V16 = (
     AFTER UPDATE OF has_dependents ON {DEAD} WHEN NEW.has_dependents = 1
     BEGIN
 {_bury_dead_dependents(KEPT_COLUMNS)}    END
+    """,
+)
+
+_V_KEPT_EDGES = (
+    # Contract 1.2 §18.4: a job that dies waiting because a dependency will never
+    # complete keeps its edges, so a redrive of that dependency brings it back. By
+    # dependent (its own redrive, purge or sweep), and by dependency (a completion
+    # satisfies it; a redrive moves the edges to the new job). Rows that died before
+    # this version have none.
+    f"""
+    CREATE TABLE IF NOT EXISTS {KEPT_EDGES} (
+        job_id     INTEGER NOT NULL,
+        depends_on INTEGER NOT NULL,
+        PRIMARY KEY (job_id, depends_on)
+    ) WITHOUT ROWID
+    """,
+    f"CREATE INDEX IF NOT EXISTS {KEPT_EDGES_INDEX} ON {KEPT_EDGES} (depends_on)",
+    # The cascade keeps the edges, and a completion removes those to it: the four
+    # triggers made again (the cancel's cascade is a statement: it keeps them as well).
+    f"DROP TRIGGER IF EXISTS {RELEASE_TRIGGER}",
+    _release_trigger(KEPT_COLUMNS, keep_edges=True),
+    # (and the release of a job completed in place, version 18's, likewise)
+    f"DROP TRIGGER IF EXISTS {COMPLETE_RELEASE_TRIGGER}",
+    _release_on_complete_trigger(KEPT_COLUMNS, keep_edges=True),
+    f"DROP TRIGGER IF EXISTS {BURY_DEPENDENTS_TRIGGER}",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {BURY_DEPENDENTS_TRIGGER}
+    AFTER INSERT ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_bury_dead_dependents(KEPT_COLUMNS, keep_edges=True)}    END
+    """,
+    f"DROP TRIGGER IF EXISTS {PASS_ON_TRIGGER}",
+    f"""
+    CREATE TRIGGER IF NOT EXISTS {PASS_ON_TRIGGER}
+    AFTER UPDATE OF has_dependents ON {DEAD} WHEN NEW.has_dependents = 1
+    BEGIN
+{_bury_dead_dependents(KEPT_COLUMNS, keep_edges=True)}    END
     """,
 )
 
@@ -1200,6 +1264,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V16,
     _V_RATE_BUCKETS,
     _V18,
+    _V_KEPT_EDGES,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
@@ -1212,6 +1277,8 @@ RATE_BUCKETS_VERSION = MIGRATIONS.index(_V_RATE_BUCKETS) + 1
 """The version that keeps a rate's starts one row per second (the limited claim's)."""
 COMPLETED_IN_PLACE_VERSION = MIGRATIONS.index(_V18) + 1
 """The version that keeps completed jobs in the live table (issue 24)."""
+KEPT_EDGES_VERSION = MIGRATIONS.index(_V_KEPT_EDGES) + 1
+"""The version that keeps a dead dependent's edges (contract 1.2 §18.4)."""
 
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"

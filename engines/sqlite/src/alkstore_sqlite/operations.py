@@ -83,11 +83,15 @@ class OperationStatements:
         queue, ids, died_before = params.queue, params.ids, params.died_before
         if ids is not None:
             named = {"queue": queue, "ids": json.dumps(list(ids)), "died_before": died_before}
-            return c.execute(sql.PURGE_DEAD_IDS, named).rowcount
-        if died_before is not None:
+            purged = c.execute(sql.PURGE_DEAD_IDS, named).rowcount
+        elif died_before is not None:
             params_before = {"queue": queue, "died_before": died_before}
-            return c.execute(sql.PURGE_DEAD_BEFORE, params_before).rowcount
-        return c.execute(sql.PURGE_DEAD_ALL, {"queue": queue}).rowcount
+            purged = c.execute(sql.PURGE_DEAD_BEFORE, params_before).rowcount
+        else:
+            purged = c.execute(sql.PURGE_DEAD_ALL, {"queue": queue}).rowcount
+        if purged:
+            c.execute(sql.PRUNE_KEPT_EDGES)  # their kept edges go with them (§18.4)
+        return purged
 
     def set_paused(self, c: sqlite3.Connection, params: SetPaused) -> bool:
         # A resume's commit is its announcement: every process's watcher sees it.

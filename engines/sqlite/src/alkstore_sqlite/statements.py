@@ -52,6 +52,8 @@ from .migrations import (
     EXPIRY_INDEX,
     JOBS,
     KEPT_COLUMNS,
+    KEPT_EDGES,
+    KEPT_EDGES_INDEX,
     KEPT_FROM,
     KEPT_QUEUES,
     KEY_INDEX,
@@ -1080,6 +1082,54 @@ REDRIVE_OLDEST = _redrive(
          ORDER BY died_at, id LIMIT :limit"""
 )
 """The oldest ``:limit`` dead rows of ``:queue`` (``died_at``, then id)."""
+
+# -- a redrive's dependents (contract 1.2 §18.4) --------------------------------------
+
+REDRIVEN_FROM = f"""
+SELECT id, redriven_from FROM {JOBS} WHERE id IN ({_JSON_IDS}) ORDER BY id
+"""
+"""The jobs ``:ids`` just made by a redrive, each with the dead job it replaces."""
+
+MOVE_KEPT_EDGES = f"""
+UPDATE {KEPT_EDGES} INDEXED BY {KEPT_EDGES_INDEX} SET depends_on = :new WHERE depends_on = :old
+"""
+"""The kept edges to the dead job ``:old`` now point to its new job ``:new``."""
+
+_LIVE = f"""(EXISTS (SELECT 1 FROM {JOBS} WHERE id = k.depends_on)
+        OR EXISTS (SELECT 1 FROM {WAITING} WHERE id = k.depends_on))"""
+
+KEPT_LIVE = f"""
+SELECT k.depends_on FROM {KEPT_EDGES} AS k WHERE k.job_id = :old AND {_LIVE}
+ ORDER BY k.depends_on
+"""
+"""The jobs the dead job ``:old`` kept an edge to that can still complete."""
+
+DROP_KEPT_EDGES = f"DELETE FROM {KEPT_EDGES} WHERE job_id = :old"
+
+REVIVABLE = f"""
+SELECT DISTINCT w.job_id FROM {KEPT_EDGES} AS w INDEXED BY {KEPT_EDGES_INDEX}
+  JOIN {DEAD} AS d ON d.id = w.job_id
+ WHERE w.depends_on IN ({_JSON_IDS}) AND NOT EXISTS (
+       SELECT 1 FROM {KEPT_EDGES} AS k WHERE k.job_id = w.job_id AND NOT {_LIVE})
+ ORDER BY w.job_id
+"""
+"""The dead jobs with a kept edge to one of ``:ids`` whose every kept edge names a live
+or waiting job."""
+
+REDRIVE_REVIVED = f"""
+INSERT INTO {JOBS} ({_REDRIVE_COLUMNS})
+SELECT {_REDRIVE_VALUES}
+  FROM json_each(:ids) AS chosen
+  JOIN {DEAD} AS d ON d.id = chosen.value
+ ORDER BY chosen.value
+RETURNING id
+"""
+"""The dead rows ``:ids`` (of any queue) made new, as a redrive makes them."""
+
+PRUNE_KEPT_EDGES = f"""
+DELETE FROM {KEPT_EDGES} WHERE NOT EXISTS (SELECT 1 FROM {DEAD} WHERE id = job_id)
+"""
+"""The kept edges of dead rows purged or swept."""
 
 # NOT INDEXED still allows the primary key: the named rows are found by id, never
 # by a range over the queue's dead rows (which the planner may prefer).

@@ -58,6 +58,7 @@ from alkstore.params import (
     PurgeDeadJobs,
     QueueStatsAt,
     Redrive,
+    RedriveDependents,
     Reschedule,
     ScheduleAdvance,
     ScheduleLapse,
@@ -286,6 +287,7 @@ def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
         row = tables.waiting.pop(dependent, None)
         if row is None:
             continue
+        _keep_edges(tables, dependent, tables.waits_for.get(dependent, frozenset()))
         _forget_waits(tables, dependent)
         tables.dead[dependent] = replace(
             row, state=DEAD, last_error=error.format(id=job_id), died_at=now
@@ -293,6 +295,26 @@ def _bury_dependents(tables: Tables, job_id: int, error: str, now: int) -> None:
         buried.append(dependent)
     for dependent in buried:
         _bury_dependents(tables, dependent, ERROR_DEPENDENCY_DEAD, now)
+
+
+def _keep_edges(tables: Tables, dependent: int, dependencies: frozenset[int]) -> None:
+    """§18.4: ``dependent`` dies waiting for ``dependencies``: its edges are kept."""
+    if not dependencies:
+        return
+    tables.dead_waits[dependent] = dependencies
+    for dependency in dependencies:
+        kept = tables.dead_waited_by.get(dependency, frozenset())
+        tables.dead_waited_by[dependency] = kept | {dependent}
+
+
+def _drop_kept_edges(tables: Tables, dependent: int) -> None:
+    """The dead row ``dependent`` goes (redriven, purged, swept): its kept edges too."""
+    for dependency in tables.dead_waits.pop(dependent, frozenset()):
+        left = tables.dead_waited_by.get(dependency, frozenset()) - {dependent}
+        if left:
+            tables.dead_waited_by[dependency] = left
+        else:
+            tables.dead_waited_by.pop(dependency, None)
 
 
 def _count_finished(tables: Tables, dependent: int, job_id: int) -> str | None:
@@ -327,6 +349,12 @@ def _release_dependents(tx: Tx, job_id: int) -> None:
         queue = _count_finished(tables, dependent, job_id)
         if queue is not None:
             tx.topics.add(queue_topic(queue))
+    for dependent in tables.dead_waited_by.pop(job_id, frozenset()):  # §18.4: satisfied
+        left = tables.dead_waits.get(dependent, frozenset()) - {job_id}
+        if left:
+            tables.dead_waits[dependent] = left
+        else:
+            tables.dead_waits.pop(dependent, None)
 
 
 def _to_completed(tables: Tables, row: JobRow, now: int, result: str | None) -> None:
@@ -464,6 +492,47 @@ class MemoryDriver:
             )
         return ids, {}
 
+    def redrive_dependents(self, c: Tx, params: RedriveDependents) -> list[int]:
+        tables = c.tables
+        made = {}
+        for new_id in params.job_ids:
+            row = tables.jobs.get(new_id) or tables.waiting.get(new_id)
+            assert row is not None
+            assert row.redriven_from is not None
+            made[new_id] = row.redriven_from
+        candidates: set[int] = set()
+        for new_id, old in made.items():  # the kept edges to the old job move to the new
+            waited_by = tables.dead_waited_by.pop(old, frozenset())
+            for dependent in waited_by:
+                tables.dead_waits[dependent] = (tables.dead_waits[dependent] - {old}) | {new_id}
+            if waited_by:
+                tables.dead_waited_by[new_id] = waited_by
+            candidates |= waited_by
+        for new_id, old in made.items():  # each new job waits for what can still complete
+            live = frozenset(
+                i
+                for i in tables.dead_waits.get(old, frozenset())
+                if i in tables.jobs or i in tables.waiting
+            )
+            _drop_kept_edges(tables, old)
+            if live:
+                tables.waiting[new_id] = replace(tables.jobs.pop(new_id), state=WAITING)
+                tables.waits_for[new_id] = live
+                for dependency in live:
+                    waiting = tables.dependents.get(dependency, frozenset())
+                    tables.dependents[dependency] = waiting | {new_id}
+        revived = []
+        for dependent in sorted(candidates):
+            waits = tables.dead_waits.get(dependent, frozenset())
+            row = tables.dead.get(dependent)
+            if row is None or not all(i in tables.jobs or i in tables.waiting for i in waits):
+                continue  # it still waits for a job that is dead or gone: it stays dead
+            del tables.dead[dependent]
+            job_id = self._db.next_job_id()
+            tables.jobs[job_id] = _redriven(row, job_id, params.now)
+            revived.append(job_id)
+        return revived
+
     def insert_unique_jobs(self, c: Tx, params: InsertUnique) -> list[tuple[int, bool]]:
         stamps = params.stamps
         queue, now = stamps.queue, stamps.created_at
@@ -572,6 +641,7 @@ class MemoryDriver:
         ]
         for job_id in doomed:
             del c.tables.dead[job_id]
+            _drop_kept_edges(c.tables, job_id)
         return len(doomed)
 
     def ack(self, c: Tx, params: ClaimRef) -> bool:
@@ -819,7 +889,7 @@ class MemoryDriver:
             if key is not None and _holder(c.tables, queue, key, now) not in (None, row.id):
                 continue  # another job holds its key: it stays dead
             new_id = self._db.next_job_id()
-            del dead[row.id]
+            del dead[row.id]  # its kept edges are redrive_dependents' to read
             c.tables.jobs[new_id] = _redriven(row, new_id, now)
             new_ids.append(new_id)
         if new_ids:
@@ -838,6 +908,7 @@ class MemoryDriver:
         ]
         for job_id in doomed:
             del c.tables.dead[job_id]
+            _drop_kept_edges(c.tables, job_id)
         return len(doomed)
 
     def set_paused(self, c: Tx, params: SetPaused) -> bool:

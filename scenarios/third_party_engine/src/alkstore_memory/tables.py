@@ -109,6 +109,11 @@ class Tables:
     dependents: dict[int, frozenset[int]] = field(default_factory=dict)
     # The waiting jobs that wait for their dependencies to finish whatever the outcome.
     fan_ins: frozenset[int] = frozenset()
+    # The edges a job had when it died because one of its dependencies will never
+    # complete (§18.4's kept edges), and who keeps an edge to each job: a redrive of
+    # that job brings the dependents back.
+    dead_waits: dict[int, frozenset[int]] = field(default_factory=dict)
+    dead_waited_by: dict[int, frozenset[int]] = field(default_factory=dict)
     locks: dict[str, LockInfo] = field(default_factory=dict)
     schedules: dict[str, ScheduleRecord] = field(default_factory=dict)
     # Each stream's events in offset order; a tuple so the snapshot stays shallow.
@@ -143,6 +148,8 @@ class Tables:
             waits_for=dict(self.waits_for),
             dependents=dict(self.dependents),
             fan_ins=self.fan_ins,
+            dead_waits=dict(self.dead_waits),
+            dead_waited_by=dict(self.dead_waited_by),
             locks=dict(self.locks),
             schedules=dict(self.schedules),
             streams=dict(self.streams),
