@@ -105,3 +105,28 @@ def test_a_kept_ack_batch_releases_the_job_waiting_for_it(store: Store) -> None:
     released = queue.claim("w")
     assert released is not None
     assert released.id == waiting
+
+
+def test_a_dependency_completed_in_place_is_not_waited_for_by_a_revived_dependent(
+    store: Store,
+) -> None:
+    # The dependent died keeping edges to both of its dependencies (§18.4); the one that
+    # then completed in place satisfied its edge, so the redrive of the dead one brings
+    # the dependent back waiting for the redriven job alone.
+    queue = store.queue("kept", QueueOpts(completed_retention_s=3600, max_attempts=1))
+    kept, doomed = queue.enqueue({"n": 1}), queue.enqueue({"n": 2})
+    dependent = queue.enqueue({"n": 3}, EnqueueOpts(after=[kept, doomed]))
+    handles = {handle.id: handle for handle in queue.claim_batch("w", 2)}
+    assert handles[doomed].fail("broken")  # first: the dependent dies keeping both edges
+    assert handles[kept].ack({"ok": True})
+    assert queue.get_job(dependent).state is JobState.DEAD  # type: ignore[union-attr]
+    (redriven,) = queue.redrive([doomed])
+    (revived,) = queue.dependencies(redriven).waited_by
+    assert queue.dependencies(revived).waits_for == (redriven,)
+    handle = queue.claim("w")
+    assert handle is not None
+    assert handle.id == redriven
+    assert handle.ack({"ok": True})
+    released = queue.claim("w")
+    assert released is not None
+    assert released.id == revived
