@@ -2,7 +2,9 @@
 autocommit connection, claim + ack one at a time, three sides in
 turns of 100: plain (a one-row claim of pending rows), floor (the same statement with
 the limit row locked FOR UPDATE and the start upserted, in that one statement, counting
-nothing), and the engine's alkstore_claim_limited (lock, count, claim, record)."""
+nothing), the floor's two halves apart (lock only: what a concurrency limit needs at
+the least; start only: what a rate needs), and the engine's alkstore_claim_limited
+(lock, count, claim, record)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,22 @@ rec AS (INSERT INTO {s}.alkstore_claim_starts AS st (queue, started_at, claims)
   ON CONFLICT (queue, started_at) DO UPDATE SET claims = st.claims + excluded.claims)
 SELECT id FROM claimed"""
 )
+LOCK_ONLY = (
+    """WITH lim AS (SELECT queue FROM {s}.alkstore_queue_limits WHERE queue = %(q)s FOR UPDATE),
+claimed AS ("""
+    + CLAIM
+    + """)
+SELECT id FROM claimed, lim"""
+)
+START_ONLY = (
+    """WITH claimed AS ("""
+    + CLAIM
+    + """),
+rec AS (INSERT INTO {s}.alkstore_claim_starts AS st (queue, started_at, claims)
+  SELECT %(q)s, %(now)s, count(*) FROM claimed HAVING count(*) > 0
+  ON CONFLICT (queue, started_at) DO UPDATE SET claims = st.claims + excluded.claims)
+SELECT id FROM claimed"""
+)
 FUNC = "SELECT id FROM {s}.alkstore_claim_limited(%(q)s, 'w', %(now)s::bigint, 1, 'x')"
 ACK = "DELETE FROM {s}.alkstore_jobs WHERE id = %(id)s"
 
@@ -41,7 +59,13 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     p = alkstore.load_engine("postgresql")
     res: dict[str, list[float]] = {}
-    sides = {"plain": (CLAIM, "pl"), "floor": (FLOOR, "fl"), "function": (FUNC, "fn")}
+    sides = {
+        "plain": (CLAIM, "pl"),
+        "floor": (FLOOR, "fl"),
+        "lock only": (LOCK_ONLY, "lo"),
+        "start only": (START_ONLY, "so"),
+        "function": (FUNC, "fn"),
+    }
     res.update({k: [] for k in sides})
     for _ in range(ROUNDS):
         with p.provision() as spec, p.open(spec.url, **spec.opts) as store:
