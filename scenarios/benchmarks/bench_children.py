@@ -8,7 +8,10 @@ so their wall clocks are the same clock.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -20,6 +23,8 @@ import alkstore
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
     from multiprocessing.synchronize import Barrier
+
+    from alkstore.worker import Worker
 
 MAX_CONSECUTIVE_ERRORS = 100
 """A worker that keeps failing gives up instead of spinning until its budget ends."""
@@ -180,3 +185,50 @@ def pubsub_subscriber(
             pass  # the parent already gave up on us
     finally:
         conn.close()
+
+
+def run_children(
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    processes: int,
+    body: Callable[[], None],
+    timeout_s: float,
+) -> list[Any]:
+    """Start ``processes`` spawned children ``target(*args, ready, stop, results)``, call
+    ``body()`` once every one has released ``ready``, then set ``stop``: the items of the
+    list each child puts on ``results`` before it exits, all children's together."""
+    context = mp.get_context("spawn")
+    ready = context.Semaphore(0)
+    stop = context.Event()
+    results = context.Queue()
+    children = [
+        context.Process(target=target, args=(*args, ready, stop, results)) for _ in range(processes)
+    ]
+    for child in children:
+        child.start()
+    try:
+        for _ in children:
+            if not ready.acquire(timeout=timeout_s):
+                raise RuntimeError("a child process did not start")
+        body()
+    finally:
+        stop.set()
+    items: list[Any] = []
+    for _ in children:
+        items.extend(results.get(timeout=timeout_s))
+    for child in children:
+        child.join(30)
+    return items
+
+
+def serve_until_stopped(
+    worker: Worker, ready: Any, stop: Any, timeout_s: float, grace_s: float
+) -> None:
+    """A child of ``run_children``: run ``worker`` on a thread of its own, say it is up
+    (``ready``), and stop it when ``stop`` is set (or after ``timeout_s``)."""
+    runner = threading.Thread(target=worker.run, daemon=True)
+    runner.start()
+    ready.release()
+    stop.wait(timeout_s)
+    worker.stop()
+    runner.join(grace_s + 30)

@@ -25,7 +25,6 @@ Three rows:
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import statistics
 import threading
 import time
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from bench_children import run_children, serve_until_stopped
 from bench_unique import Timing, _alternating, _since, _start
 from bench_workloads import payloads
 
@@ -196,12 +196,7 @@ def _worker_child(
             with lock:
                 spans.append((started, ended, job.claimed_at or 0))
 
-        runner = threading.Thread(target=worker.run, daemon=True)
-        runner.start()
-        ready.release()
-        stop.wait(CHILD_TIMEOUT_S)
-        worker.stop()
-        runner.join(SHUTDOWN_GRACE_S + 30)
+        serve_until_stopped(worker, ready, stop, CHILD_TIMEOUT_S, SHUTDOWN_GRACE_S)
     with lock:
         results.put(list(spans))
 
@@ -216,27 +211,8 @@ def _run_workers(
 ) -> list[Span]:
     """Start ``processes`` worker processes on ``queue`` (a backlog already there),
     call ``until()`` once every one is up, then stop them; every handler run."""
-    context = mp.get_context("spawn")
-    ready = context.Semaphore(0)
-    stop = context.Event()
-    results = context.Queue()
-    args = (spec.url, dict(spec.opts), queue, concurrency, sleep_s, ready, stop, results)
-    children = [context.Process(target=_worker_child, args=args) for _ in range(processes)]
-    for child in children:
-        child.start()
-    try:
-        for _ in children:
-            if not ready.acquire(timeout=CHILD_TIMEOUT_S):
-                raise RuntimeError("a worker process did not start")
-        until()
-    finally:
-        stop.set()
-    spans: list[Span] = []
-    for _ in children:
-        spans.extend(results.get(timeout=CHILD_TIMEOUT_S))
-    for child in children:
-        child.join(30)
-    return spans
+    args = (spec.url, dict(spec.opts), queue, concurrency, sleep_s)
+    return run_children(_worker_child, args, processes, until, CHILD_TIMEOUT_S)
 
 
 def max_overlap(spans: list[Span]) -> int:

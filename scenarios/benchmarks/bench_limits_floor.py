@@ -90,10 +90,9 @@ def main() -> None:
                         t = time.perf_counter()
                         for _ in range(100):
                             now = int(time.time())
-                            (job_id,) = conn.execute(
-                                sql, {"q": q, "now": now}, prepare=True
-                            ).fetchone()
-                            conn.execute(ack, {"id": job_id}, prepare=True)
+                            row = conn.execute(sql, {"q": q, "now": now}, prepare=True).fetchone()
+                            assert row is not None, f"side {k} claimed nothing"
+                            conn.execute(ack, {"id": row[0]}, prepare=True)
                         tot[k] += time.perf_counter() - t
                 for k in sides:
                     res[k].append(tot[k])

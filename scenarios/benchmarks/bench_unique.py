@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -349,7 +349,7 @@ def unique_overhead(provider: alkstore.EngineProvider, jobs: int, quick: bool) -
 RAW_LABELS = {"sqlite": "plain sqlite3", "postgresql": "plain psycopg"}
 
 
-def render_unique_overhead(overheads: dict[str, Sequence[Overhead]]) -> str:
+def render_unique_overhead(overheads: Mapping[str, Sequence[Overhead]]) -> str:
     """The engine rows, each engine's floor under them, and its plain enqueue against
     the bare insert (what the engine's layers cost an enqueue without a key)."""
     if not overheads:

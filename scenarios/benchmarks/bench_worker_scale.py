@@ -27,7 +27,6 @@ Printed and written to the report, never asserted.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import statistics
 import threading
 import time
@@ -35,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench_children import run_children, serve_until_stopped
 from bench_workloads import payloads
 
 import alkstore
@@ -96,12 +96,7 @@ def _child(
                 starts.append((job.id, began))
             time.sleep(HANDLER_SLEEP_S)
 
-        runner = threading.Thread(target=worker.run, daemon=True)
-        runner.start()
-        ready.release()
-        stop.wait(CHILD_TIMEOUT_S)
-        worker.stop()
-        runner.join(SHUTDOWN_GRACE_S + 30)
+        serve_until_stopped(worker, ready, stop, CHILD_TIMEOUT_S, SHUTDOWN_GRACE_S)
     with lock:
         results.put(list(starts))
 
@@ -114,27 +109,8 @@ def _with_workers(
     body: Callable[[], None],
 ) -> list[Start]:
     """Start the worker processes, run ``body`` once all are up, stop them: every start."""
-    context = mp.get_context("spawn")
-    ready = context.Semaphore(0)
-    stop = context.Event()
-    results = context.Queue()
-    args = (spec.url, dict(spec.opts), handlers, window, ready, stop, results)
-    kids = [context.Process(target=_child, args=args) for _ in range(processes)]
-    for kid in kids:
-        kid.start()
-    try:
-        for _ in kids:
-            if not ready.acquire(timeout=CHILD_TIMEOUT_S):
-                raise RuntimeError("a worker process did not start")
-        body()
-    finally:
-        stop.set()
-    starts: list[Start] = []
-    for _ in kids:
-        starts.extend(results.get(timeout=CHILD_TIMEOUT_S))
-    for kid in kids:
-        kid.join(30)
-    return starts
+    args = (spec.url, dict(spec.opts), handlers, window)
+    return run_children(_child, args, processes, body, CHILD_TIMEOUT_S)
 
 
 def _left(queue: alkstore.Queue) -> int:

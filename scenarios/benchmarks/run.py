@@ -24,10 +24,11 @@ import sqlite3
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench_async_acks import AckRow, async_ack_rows, render_async_acks, write_async_acks
 from bench_before import plain_before_after
@@ -227,6 +228,28 @@ def environment_line(env: dict[str, Any]) -> str:
     )
 
 
+T = TypeVar("T")
+
+
+def _timed(label: str, column: str, work: Callable[[], T]) -> T:
+    """``work()``, then a line on stderr saying how long it took (kept if a later one hangs)."""
+    started = time.perf_counter()
+    result = work()
+    print(
+        f"  {label:<13} {column:<18} done in {time.perf_counter() - started:6.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return result
+
+
+def _section(text: str) -> None:
+    """A table of the report, after a blank line; nothing when it has no rows."""
+    if text:
+        print()
+        print(text)
+
+
 def run_one(
     entry: Entry,
     engine: str,
@@ -275,6 +298,24 @@ def run_one(
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return Measurement(failure=f"{type(exc).__name__}: {exc}"[:80])
+
+
+def _unique_rows(
+    engine: str, provider: alkstore.EngineProvider, args: argparse.Namespace, baselines: bool
+) -> list[Overhead]:
+    rows = unique_overhead(provider, args.jobs, args.quick)
+    if baselines and has_plain(engine):  # the driver's floor, right after
+        rows += floor_overhead(engine, provider, args.jobs, args.quick)
+        before = plain_before_after(engine, args.jobs, args.quick)
+        if isinstance(before, str):
+            print(f"  plain enqueue before unique jobs: skipped ({before})", file=sys.stderr)
+        else:
+            rows.append(before)
+    return rows
+
+
+def _print_scale_row(row: ScaleRow) -> None:
+    print(render_row(row), file=sys.stderr, flush=True)
 
 
 def run_sustained(args: argparse.Namespace) -> int:
@@ -334,20 +375,22 @@ def run_dashboard(
     for engine in engines:
         if not providers[engine].capabilities.ops:
             continue  # no stats, no job pages: nothing of the dashboard to time
-        started = time.perf_counter()
-        try:
-            runs.append(dashboard_run(engine, providers[engine], quick, jobs))
-        except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
-            failure = f"{type(exc).__name__}: {exc}"[:80]
-            runs.append(DashboardRun(engine=engine, jobs=0, failure=failure))
-        print(render_dashboard(runs[-1:]), file=sys.stderr, flush=True)  # kept if a later one hangs
-        print(
-            f"  {'dashboard':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
-            file=sys.stderr,
-            flush=True,
+        runs.append(
+            _timed("dashboard", engine, partial(_dashboard_run, engine, providers, quick, jobs))
         )
     return runs
+
+
+def _dashboard_run(
+    engine: str, providers: dict[str, alkstore.EngineProvider], quick: bool, jobs: int | None
+) -> DashboardRun:
+    try:
+        run = dashboard_run(engine, providers[engine], quick, jobs)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        run = DashboardRun(engine=engine, jobs=0, failure=f"{type(exc).__name__}: {exc}"[:80])
+    print(render_dashboard([run]), file=sys.stderr, flush=True)  # kept if a later one hangs
+    return run
 
 
 def run_dashboard_only(args: argparse.Namespace) -> int:
@@ -356,36 +399,6 @@ def run_dashboard_only(args: argparse.Namespace) -> int:
     env = environment(engines, providers)
     print(environment_line(env), flush=True)
     runs = run_dashboard(engines, providers, args.quick, args.dashboard_jobs)
-    scaled: list[ScaleRow] = []
-    if not args.workload or {"worker_1p", "worker_4p"} & set(args.workload):
-        for engine in engines:
-            started = time.perf_counter()
-            scaled += scale_rows(
-                engine,
-                providers[engine],
-                args.quick,
-                lambda row: print(render_row(row), file=sys.stderr, flush=True),
-            )
-            print(
-                f"  {'worker scale':<13} {engine:<18} done in "
-                f"{time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    limited: list[LimitsRows] = []
-    if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
-        for engine in engines:
-            if not providers[engine].capabilities.limits:
-                continue
-            started = time.perf_counter()
-            limited.append(limits_rows(engine, providers[engine], args.jobs, args.quick))
-            print(
-                f"  {'limits':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-
     env["loadavg_end"] = _loadavg()
     print(f"Load average (1/5/15 min) at start {env['loadavg_start']}, at end {env['loadavg_end']}")
     print(render_dashboard(runs))
@@ -397,14 +410,8 @@ def run_dashboard_only(args: argparse.Namespace) -> int:
 
 
 def run_async_acks(quick: bool) -> list[AckRow]:
-    started = time.perf_counter()
-    rows = async_ack_rows(quick)
+    rows = _timed("async acks", "postgresql", partial(async_ack_rows, quick))
     write_async_acks(rows, _loadavg())
-    print(
-        f"  {'async acks':<13} {'postgresql':<18} done in {time.perf_counter() - started:6.1f} s",
-        file=sys.stderr,
-        flush=True,
-    )
     return rows
 
 
@@ -456,14 +463,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sides += baselines_of(engine)
             for plain, lapse in sides:
                 column = column_name(engine, plain, lapse)
-                started = time.perf_counter()
-                m = run_one(entry, engine, providers[engine], args, plain=plain, lapse_index=lapse)
-                results[column][entry.key] = m
-                print(
-                    f"  {entry.key:<13} {column:<18} done in "
-                    f"{time.perf_counter() - started:6.1f} s",
-                    file=sys.stderr,
-                    flush=True,
+                results[column][entry.key] = _timed(
+                    entry.key,
+                    column,
+                    partial(
+                        run_one,
+                        entry,
+                        engine,
+                        providers[engine],
+                        args,
+                        plain=plain,
+                        lapse_index=lapse,
+                    ),
                 )
 
     dashboard: list[DashboardRun] = []
@@ -475,101 +486,66 @@ def main(argv: Sequence[str] | None = None) -> int:
         for engine in engines:
             if not providers[engine].capabilities.unique:
                 continue
-            started = time.perf_counter()
-            unique[engine] = unique_overhead(providers[engine], args.jobs, args.quick)
-            if baselines and has_plain(engine):  # the driver's floor, right after
-                unique[engine] += floor_overhead(engine, providers[engine], args.jobs, args.quick)
-                before = plain_before_after(engine, args.jobs, args.quick)
-                if isinstance(before, str):
-                    skipped = f"  plain enqueue before unique jobs: skipped ({before})"
-                    print(skipped, file=sys.stderr)
-                else:
-                    unique[engine].append(before)
-            print(
-                f"  {'unique':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
+            unique[engine] = _timed(
+                "unique", engine, partial(_unique_rows, engine, providers[engine], args, baselines)
             )
 
     finished: dict[str, list[Ratio]] = {}
     if not args.workload or "claim_ack" in set(args.workload):
         for engine in engines:
-            capabilities = providers[engine].capabilities
-            if not (capabilities.results and capabilities.transactions):
-                continue
-            started = time.perf_counter()
-            finished[engine] = results_ratios(engine, providers[engine], args.jobs, args.quick)
-            print(
-                f"  {'results':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            provider = providers[engine]
+            if provider.capabilities.results and provider.capabilities.transactions:
+                finished[engine] = _timed(
+                    "results",
+                    engine,
+                    partial(results_ratios, engine, provider, args.jobs, args.quick),
+                )
 
     fairness: list[KeyShares] = []
     key_backlog: list[KeyBacklogRate] = []
     if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
         for engine in engines:
-            if not providers[engine].capabilities.key_limits:
-                continue
-            started = time.perf_counter()
-            fairness.append(key_fairness(engine, providers[engine], args.quick))
-            print(
-                f"  {'key fairness':<13} {engine:<18} done in "
-                f"{time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-            started = time.perf_counter()
-            key_backlog.extend(key_backlog_rates(engine, providers[engine], args.quick))
-            print(
-                f"  {'key backlog':<13} {engine:<18} done in "
-                f"{time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            provider = providers[engine]
+            if provider.capabilities.key_limits:
+                fairness.append(
+                    _timed(
+                        "key fairness", engine, partial(key_fairness, engine, provider, args.quick)
+                    )
+                )
+                key_backlog += _timed(
+                    "key backlog", engine, partial(key_backlog_rates, engine, provider, args.quick)
+                )
 
     graphs: list[GraphRun] = []
     if not args.workload or "claim_ack" in set(args.workload):
         for engine in engines:
-            if not providers[engine].capabilities.dependencies:
-                continue
-            started = time.perf_counter()
-            graphs.append(graph_run(engine, providers[engine], args.quick))
-            print(
-                f"  {'job graph':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            provider = providers[engine]
+            if provider.capabilities.dependencies:
+                graphs.append(
+                    _timed("job graph", engine, partial(graph_run, engine, provider, args.quick))
+                )
 
     scaled: list[ScaleRow] = []
     if not args.workload or {"worker_1p", "worker_4p"} & set(args.workload):
         for engine in engines:
-            started = time.perf_counter()
-            scaled += scale_rows(
+            scaled += _timed(
+                "worker scale",
                 engine,
-                providers[engine],
-                args.quick,
-                lambda row: print(render_row(row), file=sys.stderr, flush=True),
-            )
-            print(
-                f"  {'worker scale':<13} {engine:<18} done in "
-                f"{time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
+                partial(scale_rows, engine, providers[engine], args.quick, _print_scale_row),
             )
 
     limited: list[LimitsRows] = []
     if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
         for engine in engines:
-            if not providers[engine].capabilities.limits:
-                continue
-            started = time.perf_counter()
-            limited.append(limits_rows(engine, providers[engine], args.jobs, args.quick))
-            print(
-                f"  {'limits':<13} {engine:<18} done in {time.perf_counter() - started:6.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            provider = providers[engine]
+            if provider.capabilities.limits:
+                limited.append(
+                    _timed(
+                        "limits",
+                        engine,
+                        partial(limits_rows, engine, provider, args.jobs, args.quick),
+                    )
+                )
 
     async_acks: list[AckRow] = []
     if "postgresql" in engines and (not args.workload or "claim_ack" in set(args.workload)):
@@ -585,50 +561,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels = {e: PLAIN_LABELS[e] for e in engines if f"{e}:plain" in results}
     lapse_labels = {e: LAPSE_LABELS[e] for e in engines if f"{e}:plain+lapse" in results}
     print(render_table(rows, engines, results, labels, lapse_labels))
-    growth = render_backlog_growth(columns, results)
-    if growth:
-        print()
-        print(growth)
-    overhead = render_worker_overhead(columns, results)
-    if overhead:
-        print()
-        print(overhead)
-    unique_table = render_unique_overhead(unique)
-    if unique_table:
-        print()
-        print(unique_table)
-    results_table = render_results_ratios(finished)
-    if results_table:
-        print()
-        print(results_table)
-    graph_table = render_graph(graphs)
-    if graph_table:
-        print()
-        print(graph_table)
-    fairness_table = render_key_fairness(fairness)
-    if fairness_table:
-        print()
-        print(fairness_table)
-    backlog_table = render_key_backlog_rates(key_backlog)
-    if backlog_table:
-        print()
-        print(backlog_table)
-    scale_table = render_scale(scaled)
-    if scale_table:
-        print()
-        print(scale_table)
-    limits_table = render_limits(limited)
-    if limits_table:
-        print()
-        print(limits_table)
-    async_table = render_async_acks(async_acks)
-    if async_table:
-        print()
-        print(async_table)
-    dashboard_table = render_dashboard(dashboard)
-    if dashboard_table:
-        print()
-        print(dashboard_table)
+    _section(render_backlog_growth(columns, results))
+    _section(render_worker_overhead(columns, results))
+    _section(render_unique_overhead(unique))
+    _section(render_results_ratios(finished))
+    _section(render_graph(graphs))
+    _section(render_key_fairness(fairness))
+    _section(render_key_backlog_rates(key_backlog))
+    _section(render_scale(scaled))
+    _section(render_limits(limited))
+    _section(render_async_acks(async_acks))
+    _section(render_dashboard(dashboard))
     notes = [
         f"  {column} / {key}: {note}"
         for key in keys
