@@ -212,6 +212,8 @@ SURFACE: tuple[Target, ...] = (
             "execute": HAND,
             "enqueue": HAND,
             "ack": HAND,
+            "retry": HAND,
+            "fail": HAND,
             "outbox_enqueue": CALL,
             "get_job_tx": CALL,
             "stream_append": CALL,

@@ -934,6 +934,45 @@ class Transaction(Protocol):
             StoreClosed: the transaction has finished or the store was closed.
         """
 
+    def retry(self, handle: JobHandle, error: str, delay: Duration | None = None) -> None:
+        """Retry ``handle``'s job in this transaction (contract 1.2 §3.9): what
+        ``handle.retry(error, delay)`` writes (§2.10: pending again after ``delay`` or
+        the backoff curve, ``error`` kept with the job; dead with ``"max attempts
+        exceeded"`` at its attempt budget, its dependents with it, §18.3), run on this
+        transaction's connection, committed or rolled back with it.
+
+        Args:
+            handle: a claim of this store, as for ``ack``.
+            error: why this attempt failed, kept with the job.
+            delay: an explicit wait before the next attempt (``0`` = ready now).
+
+        Raises:
+            StaleHandle: the claim is no longer valid, as for ``ack``: nothing of it
+                is written and the transaction stays usable.
+            InvalidOptions: ``error`` is not a ``str``, ``delay`` is not a
+                non-negative duration, or ``handle`` is not a job handle of this
+                store (nothing written).
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def fail(self, handle: JobHandle, error: str) -> None:
+        """Dead-letter ``handle``'s job in this transaction (contract 1.2 §3.9): what
+        ``handle.fail(error)`` writes (§2.11: dead with ``last_error = error``, its
+        dependents with it, §18.3), run on this transaction's connection, committed
+        or rolled back with it.
+
+        Args:
+            handle: a claim of this store, as for ``ack``.
+            error: why the job failed, kept with the job.
+
+        Raises:
+            StaleHandle: the claim is no longer valid, as for ``ack``: nothing of it
+                is written and the transaction stays usable.
+            InvalidOptions: ``error`` is not a ``str``, or ``handle`` is not a job
+                handle of this store (nothing written).
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         """The job ``job_id`` of ``queue`` as this transaction sees it (queue-filtered).
 

@@ -226,6 +226,16 @@ class AioTransaction(AioTransactionBase):
         target = handle.aio if isinstance(handle, AioJobHandle) else handle
         self._loop.run(self.aio.ack(target, result))
 
+    @documented_as(api.Transaction.retry, "Via aio: an ``AioJobHandle`` reaches it as its twin.")
+    def retry(self, handle: AioJobHandle | Any, error: str, delay: Duration | None = None) -> None:
+        target = handle.aio if isinstance(handle, AioJobHandle) else handle
+        self._loop.run(self.aio.retry(target, error, delay))
+
+    @documented_as(api.Transaction.fail, "Via aio: an ``AioJobHandle`` reaches it as its twin.")
+    def fail(self, handle: AioJobHandle | Any, error: str) -> None:
+        target = handle.aio if isinstance(handle, AioJobHandle) else handle
+        self._loop.run(self.aio.fail(target, error))
+
 
 class AioTransactionBlock:
     """``with store.transaction() as tx`` over ``async with aio_store.transaction()``:

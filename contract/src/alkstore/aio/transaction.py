@@ -11,6 +11,7 @@ from .. import api
 from .._surface import documented_as
 from ..api import JobHandle, Queue, Transaction
 from ..options import EnqueueOpts
+from ..timeconv import Duration
 from ..values import Enqueued
 from ._generated import AsyncJobHandle, AsyncQueue, AsyncTransactionBase
 from .runner import Lane
@@ -69,6 +70,24 @@ class AsyncTransaction(AsyncTransactionBase):
     async def ack(self, handle: JobHandle | AsyncJobHandle, result: Any = None) -> None:
         target = handle.sync if isinstance(handle, AsyncJobHandle) else handle
         await self._lane.call(self.sync.ack, target, result)
+
+    @documented_as(
+        api.Transaction.retry,
+        "Async: awaited, on the transaction's thread; ``handle`` may be an ``AsyncJobHandle`` too.",
+    )
+    async def retry(
+        self, handle: JobHandle | AsyncJobHandle, error: str, delay: Duration | None = None
+    ) -> None:
+        target = handle.sync if isinstance(handle, AsyncJobHandle) else handle
+        await self._lane.call(self.sync.retry, target, error, delay)
+
+    @documented_as(
+        api.Transaction.fail,
+        "Async: awaited, on the transaction's thread; ``handle`` may be an ``AsyncJobHandle`` too.",
+    )
+    async def fail(self, handle: JobHandle | AsyncJobHandle, error: str) -> None:
+        target = handle.sync if isinstance(handle, AsyncJobHandle) else handle
+        await self._lane.call(self.sync.fail, target, error)
 
 
 def _execute_and_fetch(transaction: Transaction, sql: str, params: Any) -> list[Any]:

@@ -202,42 +202,27 @@ class CoreJobHandle:
         return snoozed
 
     def retry(self, error: str, delay: Duration | None = None) -> bool:
-        error = check_error(error)
-        # Validate the delay first: a bad argument is refused even when the budget is spent.
-        explicit = None if delay is None else duration_seconds(delay, "delay")
-        job = self._job
         ctx = self._queue._context
-        if job.attempts >= job.max_attempts:
-            return self._bury(ERROR_EXHAUSTED, error)
-        if explicit is not None:
-            seconds = explicit
-        else:
-            seconds = retry_delay(job.backoff_base_s, job.attempts, ctx.rng)
+        job = self._job
+        retry, wakes = retrying(ctx, job, error, delay)
         now = ctx.now()
-        driver = ctx.driver
-        # The reschedule announces the queue: waiters elsewhere re-plan, as do ours.
-        entry = history_error(error)
-        ok = ctx.write(
-            lambda c: driver.reschedule(
-                c, Reschedule(job.id, job.attempts, now, now + seconds, entry)
-            )
-        )
-        if ok:
+        ok = ctx.write(lambda c: retry(c, now))
+        if ok and wakes:
+            # The reschedule announced the queue: waiters elsewhere re-plan, as do ours.
             ctx.hub.notify(queue_topic(job.queue))
         return ok
 
     def fail(self, error: str) -> bool:
-        error = check_error(error)
-        return self._bury(error, error)
+        ctx = self._queue._context
+        fail = failing(ctx, self._job, error)
+        now = ctx.now()
+        return ctx.write(lambda c: fail(c, now))
 
     def _bury(self, last_error: str, error: str | None) -> bool:
         ctx = self._queue._context
+        bury = burying(ctx, self._job, last_error, error)
         now = ctx.now()
-        job = self._job
-        entry = None if error is None else history_error(error)
-        return ctx.write(
-            lambda c: ctx.driver.bury(c, Bury(job.id, job.attempts, now, last_error, entry))
-        )
+        return ctx.write(lambda c: bury(c, now))
 
     def __repr__(self) -> str:
         return (
@@ -645,6 +630,47 @@ def acking(ctx: StoreContext, job: Job, result: Any) -> Callable[[Any, int], boo
         return lambda c, now: driver.ack(c, ClaimRef(job.id, job.attempts, now))
     results = ctx.results()
     return lambda c, now: results.complete(c, Complete(job.id, job.attempts, now, text))
+
+
+def retrying(
+    ctx: StoreContext, job: Job, error: str, delay: Duration | None
+) -> tuple[Callable[[Any, int], bool], bool]:
+    """The retry of ``job``'s claim as a unit of work (as ``acking``), its arguments
+    checked first (``InvalidOptions``, the delay even when the budget is spent): the
+    reschedule after ``delay`` or the backoff curve, or, at the attempt budget, the
+    bury with ``"max attempts exceeded"``; and whether the unit announces the queue
+    (the reschedule does: its waiters are woken once it is written)."""
+    error = check_error(error)
+    explicit = None if delay is None else duration_seconds(delay, "delay")
+    if job.attempts >= job.max_attempts:
+        return burying(ctx, job, ERROR_EXHAUSTED, error), False
+    if explicit is not None:
+        seconds = explicit
+    else:
+        seconds = retry_delay(job.backoff_base_s, job.attempts, ctx.rng)
+    driver = ctx.driver
+    entry = history_error(error)
+
+    def reschedule(c: Any, now: int) -> bool:
+        return driver.reschedule(c, Reschedule(job.id, job.attempts, now, now + seconds, entry))
+
+    return reschedule, True
+
+
+def failing(ctx: StoreContext, job: Job, error: str) -> Callable[[Any, int], bool]:
+    """The fail of ``job``'s claim as a unit of work, ``error`` checked first."""
+    error = check_error(error)
+    return burying(ctx, job, error, error)
+
+
+def burying(
+    ctx: StoreContext, job: Job, last_error: str, error: str | None
+) -> Callable[[Any, int], bool]:
+    """``job``'s claim dead-lettered with ``last_error`` (``error``, if any, kept in
+    its history), as a unit of work: the driver's ``bury`` under the claim."""
+    driver = ctx.driver
+    entry = None if error is None else history_error(error)
+    return lambda c, now: driver.bury(c, Bury(job.id, job.attempts, now, last_error, entry))
 
 
 def _async_ack_hint(ctx: StoreContext, durable: bool) -> Callable[[Any], None] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _guide, api
@@ -20,11 +20,12 @@ from ..options import (
     resolve_stamps,
 )
 from ..params import GetJob, Publish, StreamAppend
+from ..timeconv import Duration
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
 from .dependencies import check_after, insert_after, waits
-from .queues import CoreJobHandle, acking
+from .queues import CoreJobHandle, acking, failing, retrying
 from .unique import insert_unique_one
 
 
@@ -107,18 +108,43 @@ class CoreTransaction:
         ctx.pubsub().publish(self._handle, Publish(channel, text, ctx.now()))
 
     def ack(self, handle: JobHandle, result: Any = None) -> None:
+        job = self._claim_of(handle, "ack")
+        ctx = self._context
+        ack = acking(ctx, job, result)  # the result is checked before anything is written
+        self._check_live()
+        self._guarded(job, ack)
+
+    def retry(self, handle: JobHandle, error: str, delay: Duration | None = None) -> None:
+        job = self._claim_of(handle, "retry")
+        retry, wakes = retrying(self._context, job, error, delay)  # checked first
+        self._check_live()
+        self._guarded(job, retry)
+        if wakes:
+            self._woken.add(queue_topic(job.queue))  # the reschedule announced it
+
+    def fail(self, handle: JobHandle, error: str) -> None:
+        job = self._claim_of(handle, "fail")
+        fail = failing(self._context, job, error)  # the error is checked first
+        self._check_live()
+        self._guarded(job, fail)
+
+    def _claim_of(self, handle: JobHandle, verb: str) -> Job:
+        """The job ``handle`` claims, refused (``InvalidOptions``) unless it is a job
+        handle, and one of this store's."""
         job = getattr(handle, "job", None)
         if not isinstance(job, Job):
             raise InvalidOptions(f"handle must be a JobHandle, got {type(handle).__name__}")
         if isinstance(handle, CoreJobHandle) and not handle.opened_by(self._context):
             raise InvalidOptions(
-                f"job {job.id}'s handle belongs to another store: ack it in a transaction "
-                "of the store that claimed it"
+                f"job {job.id}'s handle belongs to another store: {verb} it in a "
+                "transaction of the store that claimed it"
             )
-        ctx = self._context
-        ack = acking(ctx, job, result)  # the result is checked before anything is written
-        self._check_live()
-        if not ack(self._handle, ctx.now()):
+        return job
+
+    def _guarded(self, job: Job, unit: Callable[[Any, int], bool]) -> None:
+        """Run ``unit`` (an outcome under ``job``'s claim) on this transaction's
+        connection; ``StaleHandle`` if the claim no longer holds (nothing written)."""
+        if not unit(self._handle, self._context.now()):
             raise StaleHandle(
                 f"job {job.id}'s claim (attempt {job.attempts}, by {job.worker_id!r}) is no "
                 "longer valid: its deadline passed, another claim superseded it, or it was "
