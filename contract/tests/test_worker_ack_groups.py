@@ -17,8 +17,15 @@ from alkstore.engine import Capabilities
 from alkstore.errors import EngineUnavailable, InvalidOptions, ProfileUnavailable
 from alkstore.testing import FakeClock
 from alkstore.values import Job, JobState
-from alkstore.worker import DEFAULT_ACK_GROUP_MIN_SLOTS, DEFAULT_ACK_WINDOW_S, Worker
-from alkstore.worker.grouping import MAX_ACK_GROUP, AckGroups
+from alkstore.worker import (
+    DEFAULT_ACK_GROUP_MIN_SLOTS,
+    DEFAULT_ACK_WINDOW_S,
+    Fail,
+    Retry,
+    Snooze,
+    Worker,
+)
+from alkstore.worker.grouping import MAX_ACK_GROUP, OutcomeGroups
 from alkstore.worker.outcomes import Ack
 
 WINDOW_S = 0.5
@@ -26,9 +33,10 @@ WINDOW_S = 0.5
 
 
 class FakeGroupsDriver(FakeDriver):
-    """The fake with transactions (grouped acks need them) and results (kept acks)."""
+    """The fake with transactions (grouped outcomes need them), results (kept acks)
+    and snooze (an outcome written beside a group)."""
 
-    capabilities = Capabilities(transactions=True, results=True, ops=True)
+    capabilities = Capabilities(transactions=True, results=True, ops=True, snooze=True)
 
 
 @pytest.fixture
@@ -163,6 +171,171 @@ def test_a_group_whose_commit_was_lost_is_written_again_ack_by_ack_and_confirmed
     assert states == [JobState.COMPLETED] * count
 
 
+def _mixed(count: int) -> Any:
+    """A handler for ``count`` runs that finish together: job ``n`` acks when
+    ``n % 3 == 0``, retries in a minute when ``n % 3 == 1``, fails otherwise."""
+    together = threading.Barrier(count)
+
+    def handler(job: Job) -> None:
+        together.wait(10)
+        if job.payload["n"] % 3 == 1:
+            raise Retry(delay=60, error="later")
+        if job.payload["n"] % 3 == 2:
+            raise Fail("no such card")
+
+    return handler
+
+
+def _settled(store: CoreStore, ids: list[int]) -> bool:
+    """Whether every job of ``ids`` ran once and is acked (gone), pending again or dead."""
+    jobs = [store.queue("q").get_job(i) for i in ids]
+    return all(
+        job is None or (job.attempts == 1 and job.state is not JobState.PROCESSING) for job in jobs
+    )
+
+
+def test_retries_and_fails_finishing_within_the_window_commit_with_the_acks_in_one_transaction(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    count = 9
+    worker = Worker(store, name="w", ack_window_s=WINDOW_S)
+    worker.task("q", concurrency=count)(_mixed(count))
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(lambda: _settled(store, ids), "every outcome written")
+    run.stop()
+    txns = {name: _txns_of(driver, name) for name in ("ack", "reschedule", "bury")}
+    assert {name: len(t) for name, t in txns.items()} == {"ack": 3, "reschedule": 3, "bury": 3}
+    assert len({txn for t in txns.values() for txn in t}) == 1  # one transaction, one commit
+    states = [getattr(store.queue("q").get_job(i), "state", None) for i in ids]
+    assert states == [None, JobState.PENDING, JobState.DEAD] * 3
+
+
+def test_a_grouped_retry_at_the_attempt_budget_is_logged_dead(
+    store: CoreStore, running: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    worker = Worker(store, name="w", ack_window_s=WINDOW_S)
+    worker.task("q")(lambda job: (_ for _ in ()).throw(Retry(error="later")))
+    job_id = store.queue("q", QueueOpts(max_attempts=1)).enqueue({})
+    run = running(worker)
+    eventually(
+        lambda: getattr(store.queue("q").get_job(job_id), "state", None) is JobState.DEAD,
+        "buried at its budget",
+    )
+    run.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    dead = f"job dead (max attempts exceeded): queue=q id={job_id} attempt=1 "
+    assert any(m.startswith(dead) for m in messages), messages
+
+
+@pytest.mark.parametrize("verb", ["retry", "fail"])
+def test_a_grouped_retry_or_fail_whose_claim_lapsed_while_it_waited_is_refused_alone(
+    store: CoreStore,
+    clock: FakeClock,
+    running: Any,
+    caplog: pytest.LogCaptureFixture,
+    verb: str,
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    returned: list[int] = []
+    worker = Worker(store, name="w", ack_window_s=1.0)
+    # A third run holds its slot meanwhile, so the group waits.
+    holding, release = threading.Event(), threading.Event()
+
+    def short(job: Job) -> None:
+        assert holding.wait(10)
+        returned.append(job.id)
+        if job.attempts == 1:
+            raise Retry(delay=0, error="later") if verb == "retry" else Fail("no such card")
+
+    def long(job: Job) -> None:
+        assert holding.wait(10)
+        returned.append(job.id)
+        raise Fail("no such card")
+
+    def hold(job: Job) -> None:
+        holding.set()
+        release.wait(10)
+
+    worker.task("short")(short)
+    worker.task("long")(long)
+    worker.task("hold")(hold)
+    store.queue("hold", QueueOpts(visibility_timeout_s=600)).enqueue({})
+    lapsing = store.queue("short", QueueOpts(visibility_timeout_s=5)).enqueue({})
+    kept = store.queue("long", QueueOpts(visibility_timeout_s=600)).enqueue({})
+    run = running(worker)
+    eventually(lambda: len(returned) == 2, "both handlers returned")
+    clock.advance(10)  # before the group is written: the short claim lapses
+    release.set()
+    eventually(
+        lambda: getattr(store.queue("long").get_job(kept), "state", None) is JobState.DEAD,
+        "the long claim's fail",
+    )
+    eventually(lambda: store.queue("short").get_job(lapsing) is None, "the lapsed job's rerun")
+    run.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    refused = f"job {verb} refused (claim lost): queue=short id={lapsing} attempt=1 "
+    assert any(m.startswith(refused) for m in messages), messages
+    assert any(m.startswith(f"job fail: queue=long id={kept} attempt=1 ") for m in messages)
+    assert any(m.startswith(f"job ack: queue=short id={lapsing} attempt=2 ") for m in messages)
+
+
+def test_a_group_of_retries_and_fails_whose_commit_was_lost_is_written_again_and_confirmed(
+    store: CoreStore, driver: FakeDriver, running: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    lost: list[int] = []
+
+    def reply_lost(c: Any) -> None:
+        if not lost and "reschedule" in driver.statement_names_in(c.number):
+            lost.append(c.number)
+            raise EngineUnavailable("the connection was lost")
+
+    driver.after_transaction = reply_lost
+    count = 6
+    worker = Worker(store, name="w", ack_window_s=WINDOW_S)
+    worker.task("q", concurrency=count)(_mixed(count))
+    kept = QueueOpts(completed_retention_s=3600)
+    ids = store.queue("q", kept).enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(
+        lambda: sum(r.getMessage().startswith("job ") for r in caplog.records) >= count,
+        "every outcome logged",
+    )
+    run.stop()
+    assert len(lost) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    lines = sorted(m.split(": queue=")[0] for m in messages if m.startswith("job "))
+    confirmed = " (confirmed: an earlier write had committed)"
+    assert lines == sorted(f"job {verb}{confirmed}" for verb in ["ack", "retry", "fail"] * 2)
+    states = [getattr(store.queue("q").get_job(i), "state", None) for i in ids]
+    assert states == [JobState.COMPLETED, JobState.PENDING, JobState.DEAD] * 2
+
+
+def test_a_snooze_is_written_on_its_own_beside_a_group(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    count = 3
+    together = threading.Barrier(count)
+
+    def handler(job: Job) -> None:
+        together.wait(10)
+        if job.payload["n"] == 0:
+            raise Snooze(60)
+
+    worker = Worker(store, name="w", ack_window_s=WINDOW_S)
+    worker.task("q", concurrency=count)(handler)
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(lambda: _settled(store, ids), "every outcome written")
+    run.stop()
+    (snoozed,) = _txns_of(driver, "snooze")
+    acks = _txns_of(driver, "ack")
+    assert len(acks) == count - 1
+    assert snoozed not in acks
+
+
 def test_a_group_is_written_without_waiting_once_it_is_full(
     store: CoreStore, driver: FakeDriver, running: Any
 ) -> None:
@@ -271,7 +444,7 @@ def test_the_default_window_is_no_grouping_without_the_transactions_profile(
 
 
 class _Recording:
-    """A store stand-in for ``AckGroups`` alone: its transactions' acks, by group."""
+    """A store stand-in for ``OutcomeGroups`` alone: its transactions' acks, by group."""
 
     def __init__(self) -> None:
         self.groups: list[list[int]] = []
@@ -297,7 +470,7 @@ def test_a_group_is_written_at_once_when_every_run_holding_a_slot_waits_in_it() 
     recording = _Recording()
     written: list[Any] = []
     # A window far beyond the test's safety net: only the rule can write the group.
-    groups = AckGroups(
+    groups = OutcomeGroups(
         recording,  # type: ignore[arg-type]
         3600.0,
         lambda run, ack, said: written.append(run),

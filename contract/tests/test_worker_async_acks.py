@@ -5,6 +5,7 @@ only on an engine that declares the ``async_acks`` profile."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from running import eventually
 from alkstore.core import CoreStore
 from alkstore.engine import Capabilities
 from alkstore.errors import InvalidOptions
-from alkstore.worker import Worker
+from alkstore.values import JobState
+from alkstore.worker import Fail, Worker
 
 HINT = "commit_acks_without_waiting"
 
@@ -115,3 +117,33 @@ def test_configure_sets_durable_acks() -> None:
     worker = Worker(None, name="w")
     worker.configure(durable_acks=False)
     assert worker.durable_acks is False
+
+
+def test_a_group_with_a_retry_or_a_fail_in_it_commits_durably(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    # Only a transaction of acks only may skip the flush (§12.11): a group that also
+    # carries a retry or a fail (§12.10) is written as durably as they are.
+    count = 4
+    together = threading.Barrier(count)
+
+    def handler(job: Any) -> None:
+        together.wait(10)
+        if job.payload["n"] == 0:
+            raise Fail("no such card")
+
+    worker = Worker(store, name="w", ack_window_s=1.0, durable_acks=False)
+    worker.task("q", concurrency=count)(handler)
+    ids = store.queue("q").enqueue_many([{"n": n} for n in range(count)])
+    run = running(worker)
+    eventually(
+        lambda: all(
+            getattr(store.queue("q").get_job(i), "state", None) in (None, JobState.DEAD)
+            for i in ids
+        ),
+        "all settled",
+    )
+    run.stop()
+    (group,) = set(_txns(driver, "ack")) | set(_txns(driver, "bury"))
+    assert len(_txns(driver, "ack")) == count - 1
+    assert group not in _txns(driver, HINT)

@@ -231,3 +231,29 @@ def test_an_attached_ack_releases_dependents_on_a_connection_without_recursive_t
         third: JobState.WAITING,
         report: JobState.PENDING,
     }
+
+
+def test_an_attached_fail_dead_letters_dependents_on_a_connection_without_recursive_triggers(
+    store: Store, db_path: Path
+) -> None:
+    # As for tx.ack above: a dead job's dependents die level by level, and the caller's
+    # connection (recursive_triggers off) must see all of them die, as handle.fail does.
+    q = store.queue("orders")
+    first = q.enqueue({"step": 1})
+    second = q.enqueue({"step": 2}, EnqueueOpts(after=[first]))
+    third = q.enqueue({"step": 3}, EnqueueOpts(after=[second]))
+    handle = q.claim("w")
+    assert handle is not None
+    assert handle.id == first
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        assert conn.execute("PRAGMA recursive_triggers").fetchone() == (0,)
+        conn.execute("BEGIN IMMEDIATE")
+        with store.attach(conn) as tx:
+            tx.fail(handle, "no such card")
+        conn.execute("COMMIT")
+        assert conn.execute("PRAGMA recursive_triggers").fetchone() == (0,)  # left as it was
+    finally:
+        conn.close()
+    states = [getattr(q.get_job(job_id), "state", None) for job_id in (first, second, third)]
+    assert states == [JobState.DEAD, JobState.DEAD, JobState.DEAD]

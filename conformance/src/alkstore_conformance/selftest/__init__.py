@@ -96,6 +96,7 @@ from .results import (
 )
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
+from .tx_outcomes import TxRetryIgnoresClaimStore
 from .unique import (
     CheckThenInsertUniqueDriver,
     PeriodNeverEndsDriver,
@@ -613,6 +614,14 @@ STALE_ACK_ABORTS_TRANSACTION = MutantEngine(
     driver=StaleAckAbortsDriver,
 )
 
+TX_RETRY_IGNORES_CLAIM = MutantEngine(
+    "tx-retry-ignores-claim",
+    catches="TX-RETRY-STALE",
+    bug="tx.retry is guarded by the job's claim as the transaction reads it, not by the "
+    "handle's: a superseded claim's retry puts back the job another worker now runs",
+    store=TxRetryIgnoresClaimStore,
+)
+
 # -- the worker registry (contract 1.2 §19) -------------------------------------------
 LAPSED_WORKER_LISTED = MutantEngine(
     "lapsed-worker-listed",
@@ -792,6 +801,7 @@ MUTANTS: dict[str, MutantEngine] = {
         TX_ACK_OUTSIDE,
         TX_ACK_COMMITS_EARLY,
         STALE_ACK_ABORTS_TRANSACTION,
+        TX_RETRY_IGNORES_CLAIM,
         # the worker registry (contract 1.2)
         LAPSED_WORKER_LISTED,
         DEREGISTER_KEEPS_WORKER,

@@ -1,13 +1,14 @@
-"""Grouped acks (contract §12.10): the acks of runs that finished within a short
-window, written in one transaction, so a busy worker commits once per group
-rather than once per job.
+"""Grouped outcomes (contract §12.10): the acks, retries and fails of runs that
+finished within a short window, written in one transaction, so a busy worker
+commits once per group rather than once per job.
 
-Each ack in the group is ``tx.ack``: guarded by its own claim ``(id, attempts)``,
-so a claim that lapsed while its ack waited is refused alone and the others
-commit. A run's slot stays taken until its group is written, so a graceful stop's
-drain waits for the last group, and the dispatcher then claims for every freed
-slot in one batch. A group the store could not take is written again ack by ack,
-as §12.9 has it for any outcome.
+Each outcome in the group is ``tx.ack``, ``tx.retry`` or ``tx.fail``: guarded by
+its own claim ``(id, attempts)``, so a claim that lapsed while its outcome waited
+is refused alone and the others commit. A run's slot stays taken until its group
+is written, so a graceful stop's drain waits for the last group, and the
+dispatcher then claims for every freed slot in one batch. A group the store could
+not take is written again outcome by outcome, as §12.9 has it for any outcome.
+Snoozes and releases are not grouped: each is written on its own, as before.
 """
 
 from __future__ import annotations
@@ -15,32 +16,42 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeGuard
 
-from ..api import Store
+from ..api import Store, Transaction
 from ..core.transaction import CoreTransaction
 from ..errors import AlkstoreError, EngineUnavailable, StaleHandle
 from .observe import refused
-from .outcomes import Ack
+from .outcomes import Ack, Failed, Outcome, RetryLater
 from .runs import JobRun
 
 MAX_ACK_GROUP = 100
-"""The most acks one group writes: a group this large is written without waiting
-for its window to end."""
+"""The most outcomes one group writes: a group this large is written without
+waiting for its window to end."""
 
-Written = Callable[[JobRun, Ack, str], None]
-"""Told, for each ack of a group once it is written, what happened (as
+Grouped = Ack | RetryLater | Failed
+"""The outcomes a group carries: the ones a transaction can write (``tx.ack``,
+``tx.retry``, ``tx.fail``)."""
+
+Written = Callable[[JobRun, Grouped, str], None]
+"""Told, for each outcome of a group once it is written, what happened (as
 ``settle.write`` says it); it logs the outcome and frees the run's slot."""
-Alone = Callable[[JobRun, Ack, EngineUnavailable | None], str]
-"""Writes one ack on its own: again after its group raised ``EngineUnavailable``
-(§12.9), afresh after the group rolled back for another error."""
+Alone = Callable[[JobRun, Grouped, EngineUnavailable | None], str]
+"""Writes one outcome on its own: again after its group raised
+``EngineUnavailable`` (§12.9), afresh after the group rolled back for another error."""
 
 
-class AckGroups:
-    """Collects finished runs' acks and writes them, a group at a time, on a thread
-    of its own: a group is written ``window_s`` after its first ack, or at once when
-    ``MAX_ACK_GROUP`` are waiting, or as soon as every run holding a slot
-    (``holding()``) is waiting in it (no run is left that could join the group),
-    or when the worker closes it."""
+def carried(outcome: Outcome) -> TypeGuard[Grouped]:
+    """Whether ``outcome`` is one a group carries."""
+    return isinstance(outcome, Ack | RetryLater | Failed)
+
+
+class OutcomeGroups:
+    """Collects finished runs' outcomes and writes them, a group at a time, on a
+    thread of its own: a group is written ``window_s`` after its first outcome, or at
+    once when ``MAX_ACK_GROUP`` are waiting, or as soon as every run holding a slot
+    (``holding()``) is waiting in it (no run is left that could join the group), or
+    when the worker closes it."""
 
     def __init__(
         self,
@@ -55,7 +66,7 @@ class AckGroups:
         self._holding = holding
         self._written = written
         self._alone = alone
-        self._waiting: list[tuple[JobRun, Ack]] = []
+        self._waiting: list[tuple[JobRun, Grouped]] = []
         self._changed = threading.Condition()
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="alkstore-acks", daemon=True)
@@ -63,14 +74,14 @@ class AckGroups:
     def start(self) -> None:
         self._thread.start()
 
-    def add(self, run: JobRun, ack: Ack) -> None:
-        """Write ``ack`` for ``run`` with its group (or at once, once closing)."""
+    def add(self, run: JobRun, outcome: Grouped) -> None:
+        """Write ``outcome`` for ``run`` with its group (or at once, once closing)."""
         with self._changed:
             if not self._closing:
-                self._waiting.append((run, ack))
+                self._waiting.append((run, outcome))
                 self._changed.notify()
                 return
-        self._write([(run, ack)])  # after close: nothing else would write it
+        self._write([(run, outcome)])  # after close: nothing else would write it
 
     def close(self) -> None:
         """Write what is waiting, now, and stop the thread."""
@@ -98,26 +109,52 @@ class AckGroups:
                 del self._waiting[:MAX_ACK_GROUP]
             self._write(group)
 
-    def _write(self, group: list[tuple[JobRun, Ack]]) -> None:
+    def _write(self, group: list[tuple[JobRun, Grouped]]) -> None:
         said: list[str] = []
         try:
             with self._store.transaction() as tx:
-                if not group[0][1].durable and isinstance(tx, CoreTransaction):
+                if _acks_only_without_waiting(group) and isinstance(tx, CoreTransaction):
                     tx.commit_acks_without_waiting()  # §12.11: a transaction of acks only
-                for run, ack in group:
-                    try:
-                        tx.ack(run.handle, ack.result)
-                    except StaleHandle:
-                        said.append(refused("ack"))
-                    else:
-                        said.append("ack")
+                for run, outcome in group:
+                    said.append(_written_in(tx, run, outcome))
         except EngineUnavailable as error:
-            # The commit may have landed before the error (in doubt): each ack is
+            # The commit may have landed before the error (in doubt): each outcome is
             # written again on its own, refused and confirmed (§12.9) if it did.
-            said = [self._alone(run, ack, error) for run, ack in group]
+            said = [self._alone(run, outcome, error) for run, outcome in group]
         except AlkstoreError:
             # The group rolled back whole before its commit (a result the store
             # refuses, say): each is written afresh, and only the one at fault fails.
-            said = [self._alone(run, ack, None) for run, ack in group]
-        for (run, ack), outcome in zip(group, said, strict=True):
-            self._written(run, ack, outcome)
+            said = [self._alone(run, outcome, None) for run, outcome in group]
+        for (run, outcome), outcome_said in zip(group, said, strict=True):
+            self._written(run, outcome, outcome_said)
+
+
+def _acks_only_without_waiting(group: list[tuple[JobRun, Grouped]]) -> bool:
+    """Whether every outcome of ``group`` is an ack that need not wait for the disk:
+    only such a transaction may commit without waiting (§12.11); a retry or a fail in
+    the group makes its commit durable, the acks in it with it."""
+    return all(isinstance(outcome, Ack) and not outcome.durable for _, outcome in group)
+
+
+def _written_in(tx: Transaction, run: JobRun, outcome: Grouped) -> str:
+    """Write ``outcome`` for ``run`` in ``tx``; what happened, as ``settle.write``
+    says it (a refusal leaves the transaction usable for the rest of the group)."""
+    handle = run.handle
+    try:
+        match outcome:
+            case Ack(result):
+                tx.ack(handle, result)
+                return "ack"
+            case RetryLater(error, delay_s):
+                tx.retry(handle, error, delay_s)
+                if handle.job.attempts >= handle.job.max_attempts:
+                    return "dead (max attempts exceeded)"
+                return "retry"
+            case Failed(error):
+                tx.fail(handle, error)
+                return "fail"
+    except StaleHandle:
+        return refused(_NAMES[type(outcome)])
+
+
+_NAMES: dict[type, str] = {Ack: "ack", RetryLater: "retry", Failed: "fail"}

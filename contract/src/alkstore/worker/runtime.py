@@ -24,7 +24,7 @@ from ..names import validate_identifier, validate_name
 from ..options import ScheduleOpts
 from .dispatch import Dispatcher
 from .execution import Execution
-from .grouping import AckGroups
+from .grouping import OutcomeGroups
 from .heartbeats import Heartbeats
 from .maintenance import DEFAULT_MAINTENANCE_EVERY, MAINTENANCE_QUEUE, Maintenance, check_every
 from .observe import ABANDONED, SNOOZED, Observers, WorkerObserver
@@ -77,14 +77,14 @@ class Worker:
             (contract §12.5). Needs an engine with the snooze profile.
         observers: ``WorkerObserver`` objects told about every run (contract §12.8), e.g.
             ``alkstore.prometheus.WorkerMetrics()``; more with ``observe``.
-        ack_window_s: group the acks of runs finishing within this many seconds
-            (at most ``MAX_ACK_WINDOW_S``) into one transaction, one commit per group
-            of up to ``MAX_ACK_GROUP`` (contract §12.10); a run's slot is freed once
-            its group is written. ``0``: each ack commits on its own, with the next
-            claim. ``None`` (the default): ``DEFAULT_ACK_WINDOW_S`` on an engine
-            with the transactions profile for a worker of at least
-            ``DEFAULT_ACK_GROUP_MIN_SLOTS`` slots, else ``0``; a window ``> 0``
-            needs the profile.
+        ack_window_s: group the acks, retries and fails of runs finishing within
+            this many seconds (at most ``MAX_ACK_WINDOW_S``) into one transaction, one
+            commit per group of up to ``MAX_ACK_GROUP`` (contract §12.10); a run's slot
+            is freed once its group is written. ``0``: each outcome commits on its
+            own (an ack with the next claim). ``None`` (the default):
+            ``DEFAULT_ACK_WINDOW_S`` on an engine with the transactions profile for a
+            worker of at least ``DEFAULT_ACK_GROUP_MIN_SLOTS`` slots, else ``0``; a
+            window ``> 0`` needs the profile.
         durable_acks: ``False`` lets the worker's acks (alone, with the next claim,
             or grouped) commit without waiting for the disk on an engine with the
             ``async_acks`` profile (contract §12.11): an engine crash may then lose
@@ -405,14 +405,14 @@ class Worker:
             settler.acks_without_waiting()
         groups = None
         if window:
-            groups = AckGroups(
+            groups = OutcomeGroups(
                 store,
                 window,
                 settler.group_written,
                 settler.write_alone,
                 self._slots.busy,
             )
-            settler.group_acks(groups)
+            settler.group_outcomes(groups)
         execution = Execution(
             store, tasks, settler, self._slots, self._heartbeats, self._stopping, self._observers
         )

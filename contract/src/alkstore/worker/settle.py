@@ -23,7 +23,7 @@ from ..core.checks import check_error
 from ..core.queues import CoreJobHandle
 from ..errors import AlkstoreError, EngineUnavailable
 from ..values import Job, JobState
-from .grouping import AckGroups
+from .grouping import Grouped, OutcomeGroups, carried
 from .heartbeats import Heartbeats
 from .observe import CLAIM_LOST, Observers, outcome_label, refused
 from .outcome_log import OutcomeLog
@@ -218,7 +218,7 @@ class Settler:
         self._outcomes = outcomes
         self._stopping = stopping
         self._observers = observers
-        self._groups: AckGroups | None = None
+        self._groups: OutcomeGroups | None = None
         self._durable_acks = True
 
     def settle(self, run: JobRun, outcome: Outcome) -> JobHandle | None:
@@ -232,7 +232,7 @@ class Settler:
                 self._heartbeats.discard(run)
                 if not self._durable_acks and isinstance(outcome, Ack):
                     outcome = Ack(outcome.result, durable=False)
-                if self._groups is not None and isinstance(outcome, Ack) and not run.lost:
+                if self._groups is not None and carried(outcome) and not run.lost:
                     self._groups.add(run, outcome)  # its slot is freed once it is written
                     grouped = True
                 else:
@@ -252,23 +252,27 @@ class Settler:
         """Ack without waiting for the disk from now on (§12.11), before the first run."""
         self._durable_acks = False
 
-    def group_acks(self, groups: AckGroups) -> None:
-        """Write acks with ``groups`` from now on (§12.10), before the first run."""
+    def group_outcomes(self, groups: OutcomeGroups) -> None:
+        """Write acks, retries and fails with ``groups`` from now on (§12.10), before
+        the first run."""
         self._groups = groups
 
-    def group_written(self, run: JobRun, ack: Ack, said: str) -> None:
-        """``run``'s ack was written with its group: log it and free its slot."""
+    def group_written(self, run: JobRun, outcome: Grouped, said: str) -> None:
+        """``run``'s outcome was written with its group: log it and free its slot."""
         try:
-            self._log(run, ack, said)
+            self._log(run, outcome, said)
         finally:
             self._slots.free(run)
 
-    def write_alone(self, run: JobRun, ack: Ack, unavailable: EngineUnavailable | None) -> str:
-        """``run``'s ack written on its own: after its group raised ``unavailable``,
+    def write_alone(
+        self, run: JobRun, outcome: Grouped, unavailable: EngineUnavailable | None
+    ) -> str:
+        """``run``'s outcome written on its own: after its group raised ``unavailable``,
         written again as §12.9 has it; otherwise (the group rolled back) afresh."""
+        reread = self._reread(run)
         if unavailable is not None:
-            return write_again(run.handle, ack, unavailable, self._give_up, self._reread(run))
-        said, _ = write(run.handle, ack, None, self._give_up, self._reread(run))
+            return write_again(run.handle, outcome, unavailable, self._give_up, reread)
+        said, _ = write(run.handle, outcome, None, self._give_up, reread)
         return said
 
     def _reread(self, run: JobRun) -> Reread:
