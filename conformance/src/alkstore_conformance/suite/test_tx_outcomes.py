@@ -9,10 +9,22 @@ refused alone with ``StaleHandle``, the transaction still usable.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
-from alkstore import EnqueueOpts, JobHandle, JobState, QueueOpts, StaleHandle, Store, Transaction
+from alkstore import (
+    EnqueueOpts,
+    Job,
+    JobHandle,
+    JobState,
+    QueueOpts,
+    StaleHandle,
+    Store,
+    Transaction,
+)
 from alkstore.testing import FakeClock
+from alkstore.worker import Fail, Retry, Worker
 from alkstore_conformance.helpers.common import (
     Rollback,
     business_ids,
@@ -21,6 +33,7 @@ from alkstore_conformance.helpers.common import (
     raise_inside,
     unique_name,
 )
+from alkstore_conformance.helpers.workers import RunningWorker, eventually
 
 VISIBILITY_S = 30
 EXHAUSTED = "max attempts exceeded"
@@ -286,3 +299,45 @@ def test_a_transaction_of_mixed_outcomes_commits_each_but_the_refused_one(
     assert _job(clocked_store, retried) == (JobState.PENDING, 1, None)
     assert _job(clocked_store, failed) == (JobState.DEAD, 1, "no such card")
     assert _job(clocked_store, lapsed) == (JobState.PROCESSING, 1, None)  # lapsed, untouched
+
+
+# -- WORKER-GROUPED-OUTCOMES -----------------------------------------------------------
+
+GROUP_WINDOW_S = 0.002
+LIMIT_S = 20.0
+
+
+@pytest.mark.requires("transactions")
+@pytest.mark.property("WORKER-GROUPED-OUTCOMES")
+def test_a_worker_grouping_its_outcomes_writes_each_jobs_ack_retry_or_fail_once(
+    store: Store,
+) -> None:
+    # Job n acks when n % 3 == 0, retries at once on its first run when n % 3 == 1
+    # (and acks its second), fails when n % 3 == 2; the worker groups them all.
+    name = unique_name("grouped-worker")
+    queue = store.queue(name, QueueOpts(visibility_timeout_s=VISIBILITY_S))
+    ids = [int(queue.enqueue({"n": n})) for n in range(30)]
+    runs: Counter[int] = Counter()
+    worker = Worker(store, "grouped-w", ack_window_s=GROUP_WINDOW_S)
+
+    @worker.task(name, concurrency=4)
+    def handle(job: Job) -> None:
+        runs[job.id] += 1
+        n = job.payload["n"]
+        if n % 3 == 1 and job.attempts == 1:
+            raise Retry(delay=0, error="later")
+        if n % 3 == 2:
+            raise Fail("no such card")
+
+    def settled() -> bool:
+        jobs = [queue.get_job(i) for i in ids]
+        return all(job is None or job.state is JobState.DEAD for job in jobs)
+
+    with RunningWorker(worker, LIMIT_S) as running:
+        eventually(settled, "every job acked or dead", LIMIT_S)
+        running.stop()
+    expected_runs = {job_id: 2 if n % 3 == 1 else 1 for n, job_id in enumerate(ids)}
+    assert dict(runs) == expected_runs
+    dead = {i: getattr(queue.get_job(i), "last_error", None) for i in ids[2::3]}
+    assert dead == dict.fromkeys(ids[2::3], "no such card")
+    assert [queue.get_job(i) for n, i in enumerate(ids) if n % 3 != 2] == [None] * 20
