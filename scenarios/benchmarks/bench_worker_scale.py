@@ -13,6 +13,12 @@ its job's id and ``time.time()`` when it starts, then sleeps 1 ms
   shows the median of ``DRAIN_ROUNDS`` rounds (completions/s).
 - **light**: one process of 16 handlers and a producer that enqueues one job
   every 10 ms (100 jobs/s) for ``LIGHT_SECONDS``; window off and on.
+- **failing** (``--failing`` only): the drain rows of ``FAILING_SHAPES`` twice
+  each, side by side, all acks and with a share of jobs that do not ack (every
+  ``FAILING_EVERY``-th job's first run raises ``Retry(delay=0)`` and it acks its
+  second; every ``FAILING_EVERY``-th offset by half fails, ``Fail``), so a group
+  carries retries and fails with its acks (contract §12.10) and window 0 writes
+  each of them in its own commit.
 
 Pickup latency is each job's handler start less the ``time.time()`` its enqueue
 committed at (the parent notes it right after the commit returns; one clock for
@@ -38,7 +44,7 @@ from bench_children import run_children, serve_until_stopped
 from bench_workloads import payloads
 
 import alkstore
-from alkstore.worker import Worker
+from alkstore.worker import Fail, Retry, Worker
 
 QUEUE = "bench-scale"
 HANDLER_SLEEP_S = 0.001
@@ -57,6 +63,11 @@ LIGHT_RATE = 100
 LIGHT_SECONDS = 10.0
 QUICK_LIGHT_SECONDS = 1.0
 LIGHT_PROCESSES, LIGHT_HANDLERS = 1, 16
+FAILING_EVERY = 10
+"""In a failing row, job ids ``% FAILING_EVERY == 0`` retry once and ids
+``% FAILING_EVERY == FAILING_EVERY // 2`` fail: one job in five does not ack."""
+FAILING_SHAPES: Sequence[tuple[int, int]] = ((1, 16), (1, 64), (4, 16))
+FAILING_WINDOWS: Sequence[float] = (0.0, 0.005)
 POLL_S = 0.01
 CHILD_TIMEOUT_S = 300.0
 SHUTDOWN_GRACE_S = 10.0
@@ -80,6 +91,7 @@ def _child(
     opts: dict[str, Any],
     handlers: int,
     window: float,
+    failing: bool,
     ready: Any,
     stop: Any,
     results: Any,
@@ -95,6 +107,10 @@ def _child(
             with lock:
                 starts.append((job.id, began))
             time.sleep(HANDLER_SLEEP_S)
+            if failing and job.id % FAILING_EVERY == 0 and job.attempts == 1:
+                raise Retry(delay=0, error="bench: once more")
+            if failing and job.id % FAILING_EVERY == FAILING_EVERY // 2:
+                raise Fail("bench: no such card")
 
         serve_until_stopped(worker, ready, stop, CHILD_TIMEOUT_S, SHUTDOWN_GRACE_S)
     with lock:
@@ -107,9 +123,10 @@ def _with_workers(
     handlers: int,
     window: float,
     body: Callable[[], None],
+    failing: bool = False,
 ) -> list[Start]:
     """Start the worker processes, run ``body`` once all are up, stop them: every start."""
-    args = (spec.url, dict(spec.opts), handlers, window)
+    args = (spec.url, dict(spec.opts), handlers, window, failing)
     return run_children(_child, args, processes, body, CHILD_TIMEOUT_S)
 
 
@@ -158,7 +175,7 @@ def table_stats(spec: alkstore.EngineSpec) -> TableStats | None:
 class ScaleRow:
     engine: str
     kind: str
-    """``drain`` or ``light``."""
+    """``drain``, ``light`` or ``fail`` (a drain with a share of retries and fails)."""
     processes: int
     handlers: int
     window_s: float
@@ -229,8 +246,9 @@ def drain_row(
     window: float,
     jobs: int,
     rounds: int,
+    failing: bool = False,
 ) -> ScaleRow:
-    row = ScaleRow(engine, "drain", processes, handlers, window)
+    row = ScaleRow(engine, "fail" if failing else "drain", processes, handlers, window)
     committed: dict[int, float] = {}
     backlog = payloads(jobs)
     with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
@@ -254,7 +272,7 @@ def drain_row(
 
         before = table_stats(spec)
         try:
-            starts = _with_workers(spec, processes, handlers, window, body)
+            starts = _with_workers(spec, processes, handlers, window, body, failing)
         except RuntimeError as error:
             row.failure = str(error)
             return row
@@ -325,6 +343,29 @@ def scale_rows(
         row = light_row(engine, provider, window, QUICK_LIGHT_SECONDS if quick else LIGHT_SECONDS)
         rows.append(row)
         progress(row)
+    return rows
+
+
+def failing_rows(
+    engine: str,
+    provider: alkstore.EngineProvider,
+    quick: bool,
+    progress: Callable[[ScaleRow], None] = lambda row: None,
+) -> list[ScaleRow]:
+    """Each shape of ``FAILING_SHAPES`` at each window of ``FAILING_WINDOWS``, all
+    acks and then with the failing share, side by side in one run."""
+    grouped = provider.capabilities.transactions
+    jobs = QUICK_JOBS if quick else JOBS.get(engine, JOBS["sqlite"])
+    rows: list[ScaleRow] = []
+    for processes, handlers in QUICK_SHAPES if quick else FAILING_SHAPES:
+        for window in (w for w in FAILING_WINDOWS if grouped or not w):
+            for failing in (False, True):
+                rounds = 1 if quick else DRAIN_ROUNDS
+                row = drain_row(
+                    engine, provider, processes, handlers, window, jobs, rounds, failing
+                )
+                rows.append(row)
+                progress(row)
     return rows
 
 
@@ -577,6 +618,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--window", type=float, action="append", help="(with --sustained)")
     parser.add_argument("--plot", type=Path, help="(with --sustained) the PNG to write")
+    parser.add_argument(
+        "--failing",
+        action="store_true",
+        help="only the drain rows all acks beside a share of retries and fails",
+    )
     args = parser.parse_args(argv)
     if args.sustained is not None:
         provider = alkstore.load_engine("postgresql")
@@ -596,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loadavg_start = os.getloadavg()
     for engine in args.engine or ("sqlite", "postgresql"):
         provider = alkstore.load_engine(engine)
-        rows += scale_rows(
+        rows += (failing_rows if args.failing else scale_rows)(
             engine, provider, args.quick, lambda row: print(render_row(row), file=sys.stderr)
         )
     print(render_scale(rows))
