@@ -288,3 +288,38 @@ def test_a_percentile_is_the_value_at_that_share_of_the_sorted_values() -> None:
     values = [float(n) for n in range(100, 0, -1)]
     assert bench_worker_scale._percentile(values, 0.50) == 51.0
     assert bench_worker_scale._percentile(values, 0.99) == 100.0
+
+
+def test_a_quick_failing_run_drains_every_row_all_acks_and_failing_side_by_side(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "failing.json"
+    script = str(RUN.parent / "bench_worker_scale.py")
+    done = subprocess.run(
+        [
+            sys.executable,
+            script,
+            "--failing",
+            "--quick",
+            "--engine",
+            "sqlite",
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(report.read_text(encoding="utf-8"))["rows"]
+    shapes = {
+        (r["kind"], r["processes"], r["handlers_per_process"], r["ack_window_s"]) for r in rows
+    }
+    assert shapes == {
+        (kind, p, h, w)
+        for kind in ("drain", "fail")
+        for p, h in bench_worker_scale.QUICK_SHAPES
+        for w in bench_worker_scale.FAILING_WINDOWS
+    }
+    assert all(r["failure"] is None and r["jobs"] == bench_worker_scale.QUICK_JOBS for r in rows)
