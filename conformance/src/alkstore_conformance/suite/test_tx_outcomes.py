@@ -10,6 +10,8 @@ refused alone with ``StaleHandle``, the transaction still usable.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from alkstore import (
     Job,
     JobHandle,
     JobState,
+    Limits,
     QueueOpts,
     StaleHandle,
     Store,
@@ -208,6 +211,64 @@ def test_a_tx_fail_dead_letters_the_jobs_waiting_for_it(store: Store) -> None:
         tx.fail(handle, "no such card")
     states = [getattr(queue.get_job(job_id), "state", None) for job_id in (first, second, third)]
     assert states == [JobState.DEAD, JobState.DEAD, JobState.DEAD]
+
+
+@pytest.mark.requires("unique")
+@pytest.mark.property("TX-FAIL-COMMIT")
+def test_a_tx_fail_frees_the_unique_key_of_its_job(store: Store) -> None:
+    queue = store.queue(unique_name("keyed"), QueueOpts(visibility_timeout_s=VISIBILITY_S))
+    first = queue.enqueue({"n": 1}, EnqueueOpts(unique="k"))
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert handle.id == first
+    with store.transaction() as tx:
+        tx.fail(handle, "no such card")
+    after = queue.enqueue({"n": 2}, EnqueueOpts(unique="k"))
+    assert (after.duplicate, after != first) == (False, True)
+
+
+@pytest.mark.requires("limits")
+@pytest.mark.property("TX-FAIL-COMMIT")
+@pytest.mark.parametrize("verb", ["retry", "fail"])
+def test_a_tx_retry_or_fail_frees_its_limited_queues_slot(store: Store, verb: str) -> None:
+    queue = store.queue(unique_name("limited"), QueueOpts(visibility_timeout_s=VISIBILITY_S))
+    assert queue.set_limits(Limits(concurrency=1)) is True
+    queue.enqueue_many([{"n": 1}, {"n": 2}])
+    handle = queue.claim("w1")
+    assert handle is not None
+    assert queue.claim("w2") is None  # the one slot is taken
+    with store.transaction() as tx:
+        if verb == "retry":
+            tx.retry(handle, "later", delay=3600)
+        else:
+            tx.fail(handle, "no such card")
+    freed = queue.claim("w2")
+    assert freed is not None
+    assert freed.id != handle.id
+
+
+@pytest.mark.requires("attach")
+@pytest.mark.property("TX-FAIL-COMMIT")
+@pytest.mark.parametrize("verb", ["retry", "fail"])
+def test_an_attached_retry_or_fail_commits_and_rolls_back_with_the_callers_transaction(
+    store: Store, native_connect: Callable[[], Any], verb: str
+) -> None:
+    name = unique_name("attached")
+    kept, undone = _claimed(store, name), _claimed(store, name)
+    for handle, commit in ((undone, False), (kept, True)):
+        connection = native_connect()
+        try:
+            with store.attach(connection) as tx:
+                if verb == "retry":
+                    tx.retry(handle, "later", delay=3600)
+                else:
+                    tx.fail(handle, "no such card")
+            connection.commit() if commit else connection.rollback()
+        finally:
+            connection.close()
+    written = (JobState.PENDING, 1, None) if verb == "retry" else (JobState.DEAD, 1, "no such card")
+    assert _job(store, kept) == written
+    assert _job(store, undone) == (JobState.PROCESSING, 1, None)
 
 
 # -- TX-FAIL-ROLLBACK ------------------------------------------------------------------
