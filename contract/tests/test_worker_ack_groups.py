@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -136,6 +137,33 @@ def test_a_stop_writes_the_acks_waiting_in_a_group_before_run_returns(
     assert returned.wait(10)
     run.stop(force=force)  # well inside the window
     assert store.queue("q").get_job(job_id) is None
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
+def test_a_stop_writes_the_retries_and_fails_waiting_in_a_group_before_run_returns(
+    store: CoreStore, running: Any, force: bool
+) -> None:
+    returned: list[int] = []
+    worker = Worker(store, name="w", ack_window_s=1.0)
+
+    def handler(job: Job) -> None:
+        returned.append(job.id)
+        raise Retry(delay=600, error="later") if job.payload["n"] == 0 else Fail("no")
+
+    def hold(job: Job) -> None:
+        # Holds its slot until the stop, so the group cannot be written early.
+        while not worker.stopping:
+            time.sleep(0.01)
+
+    worker.task("q", concurrency=2)(handler)
+    worker.task("hold")(hold)
+    store.queue("hold").enqueue({})
+    retried, failed = store.queue("q").enqueue_many([{"n": 0}, {"n": 1}])
+    run = running(worker)
+    eventually(lambda: len(returned) == 2, "both handlers returned")
+    run.stop(force=force)  # well inside the window
+    states = [getattr(store.queue("q").get_job(i), "state", None) for i in (retried, failed)]
+    assert states == [JobState.PENDING, JobState.DEAD]
 
 
 def test_a_group_whose_commit_was_lost_is_written_again_ack_by_ack_and_confirmed(
