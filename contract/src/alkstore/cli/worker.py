@@ -252,8 +252,9 @@ def _serve_metrics(loaded: Worker, host: str, port: int) -> WSGIServer:
     "--ack-window",
     type=click.FloatRange(0, MAX_ACK_WINDOW_S),
     metavar="SECONDS",
-    help="Group the acks of jobs finishing within SECONDS into one commit (0: each ack "
-    "commits on its own; > 0 needs the transactions profile). Default: the worker's "
+    help="Group the acks, retries and fails of jobs finishing within SECONDS into one "
+    "commit (0: each commits on its own; > 0 needs the transactions profile). Default: "
+    "the worker's "
     f"own: {DEFAULT_ACK_WINDOW_S:g} where the engine has transactions and the worker "
     f"{DEFAULT_ACK_GROUP_MIN_SLOTS} slots or more, else 0.",
 )
