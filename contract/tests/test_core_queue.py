@@ -328,6 +328,36 @@ def test_ack_batch_of_nothing_writes_nothing(store: CoreStore, driver: FakeDrive
     assert driver.calls == []
 
 
+def test_ack_batch_sends_the_engine_the_ids_of_a_tuple(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue_many([1, 2])
+    ids = tuple(handle.id for handle in queue.claim_batch("w1", 2))
+    assert queue.ack_batch(ids, "w1") == 2
+    (call,) = driver.calls_named("ack_batch")
+    assert call.args[1] == ids
+
+
+def test_ack_batch_leaves_out_an_id_outside_int64_among_valid_ones(
+    store: CoreStore, driver: FakeDriver
+) -> None:
+    queue = store.queue("q")
+    queue.enqueue_many([1, 2])
+    first, second = (handle.id for handle in queue.claim_batch("w1", 2))
+    assert queue.ack_batch([first, 2**63, second], "w1") == 2
+    (call,) = driver.calls_named("ack_batch")
+    assert call.args[1] == (first, second)
+
+
+def test_ack_batch_refuses_an_id_that_is_not_an_int_among_valid_ones(store: CoreStore) -> None:
+    queue = store.queue("q")
+    queue.enqueue(1)
+    (handle,) = queue.claim_batch("w1", 1)
+    with pytest.raises(InvalidOptions, match="job_id"):
+        queue.ack_batch([handle.id, True], "w1")
+
+
 def test_retry_is_one_reschedule_which_announces_the_queue(
     store: CoreStore, driver: FakeDriver
 ) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
 import pytest
@@ -167,3 +167,23 @@ def test_a_schedule_record_built_as_a_1_1_driver_builds_it_is_in_utc_replaying_a
     record = ScheduleRecord("s", "@every 10s", "q", '{"v": 1}', 0, None, None, 10, 100)
     schedule = record.to_schedule()
     assert (schedule.timezone, schedule.catch_up, schedule.interval_s) == ("UTC", "all", 10)
+
+
+def test_a_decoded_job_is_a_job_itself_not_a_subclass() -> None:
+    assert type(job_from_row(_row(JOB_COLUMNS))) is Job
+    (claimed,) = claimed_jobs([_row(CLAIMED_COLUMNS)], "mail", "w2", 200)
+    assert type(claimed) is Job
+
+
+def test_a_decoded_job_is_frozen() -> None:
+    job = job_from_row(_row(JOB_COLUMNS))
+    with pytest.raises(FrozenInstanceError):
+        job.attempts = 4  # type: ignore[misc]
+
+
+def test_a_decoded_job_hashes_and_compares_as_the_job_built_from_its_fields() -> None:
+    stored = {**STORED, "payload": "7", "errors": None, "metadata": None}  # all hashable
+    built = Job(**{**stored, "state": JobState.DEAD, "payload": 7, "errors": ()})
+    decoded = job_from_row(tuple(stored[c] for c in JOB_COLUMNS))
+    assert decoded == built
+    assert hash(decoded) == hash(built)

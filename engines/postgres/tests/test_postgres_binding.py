@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from alkstore.params import ClaimRef
-from alkstore_postgres.binding import by_name
+from alkstore_postgres.binding import by_name, id_array
 
 
 def test_every_field_of_a_params_value_is_bound_by_its_name() -> None:
@@ -36,3 +36,11 @@ def test_a_params_value_of_one_field_is_bound_too() -> None:
 def test_a_value_that_is_not_a_dataclass_is_refused() -> None:
     with pytest.raises(TypeError):
         by_name(("q", 1))
+
+
+def test_ids_go_as_the_text_of_one_bigint_array() -> None:
+    assert id_array([3, 10, 2**63 - 1]) == "{3,10,9223372036854775807}"
+
+
+def test_no_ids_are_the_text_of_an_empty_array() -> None:
+    assert id_array([]) == "{}"

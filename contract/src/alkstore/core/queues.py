@@ -35,7 +35,7 @@ from ..params import (
     Snooze,
     Sweep,
 )
-from ..payload import UndecodablePayload, encode_result, is_undecodable
+from ..payload import UndecodablePayload, encode_result
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
 from ..values import Enqueued, Job, JobDependencies, JobState, QueueStats, SweepResult
@@ -358,14 +358,23 @@ class CoreQueue:
         # claims: such a row is never handed out again.
         jobs = driver.claim(c, Claim(self._name, worker_id, now, limit))
         for job in jobs:
-            if is_undecodable(job.payload):
+            if type(job.payload) is UndecodablePayload:  # is_undecodable, inlined: per job
                 return _set_aside_undecodable(driver, c, self._name, worker_id, now, limit, jobs)
         return jobs
 
     def _handles(self, jobs: list[Job]) -> list[JobHandle]:
         if len(jobs) > 1:
             _sort_in_claim_order(jobs)
-        return [CoreJobHandle(self, job) for job in jobs]
+        # CoreJobHandle(self, job), one per job, without a Python __init__ call each.
+        new = object.__new__
+        handles: list[JobHandle] = []
+        append = handles.append
+        for job in jobs:
+            handle = new(CoreJobHandle)
+            handle._queue = self
+            handle._job = job
+            append(handle)
+        return handles
 
     def claim_wait(
         self,
@@ -685,7 +694,11 @@ def _async_ack_hint(ctx: StoreContext, durable: bool) -> Callable[[Any], None] |
 def _storable_ids(job_ids: Sequence[int]) -> list[int]:
     """The ids among ``job_ids`` that can name a job, as plain ints (an ``Enqueued``
     too: a driver's list of ids holds one type); ``InvalidOptions`` for one that is not
-    an int. (Plain ints, the usual case, are checked in one pass.)"""
+    an int. (Plain ints in range, the usual case, are checked in one pass.)"""
+    if type(job_ids) is list or type(job_ids) is tuple:
+        kept = [i for i in job_ids if type(i) is int and 0 <= i <= MAX_JOB_ID]
+        if len(kept) == len(job_ids):
+            return kept
     if all(type(i) is int for i in job_ids):
         return [i for i in job_ids if 0 <= i <= MAX_JOB_ID]
     return [int(i) for i in (check_job_id(i) for i in job_ids) if storable_id(i)]

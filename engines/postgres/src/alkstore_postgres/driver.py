@@ -91,7 +91,7 @@ from alkstore.params import (
 from alkstore.rows import error_entry
 from alkstore.values import Job, LockInfo
 
-from .binding import by_name
+from .binding import by_name, id_array
 from .clock import ServerClock
 from .columns import claimed_jobs, job_from_row
 from .connections import Pool, StorePool
@@ -556,7 +556,7 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
             return 0
         self._plan_ages.keep_fresh(c)  # see ACK_BATCH
         topic = notify_payload(queue_topic(params.queue))
-        bound = by_name(params, job_ids=ids, wake_channel=self.channel, topic=topic)
+        bound = by_name(params, job_ids=id_array(ids), wake_channel=self.channel, topic=topic)
         (acked, _) = execute(c, self._sql.ack_batch, bound).fetchone()
         return int(acked)
 

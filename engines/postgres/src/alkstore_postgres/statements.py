@@ -700,7 +700,7 @@ _KEPT_OF_ACKED: Final = ", ".join(f"(acked.job).{name.strip()}" for name in MOVE
 ACK_BATCH: Final = f"""
 WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs AS job
-    WHERE id = ANY(%(job_ids)b::bigint[]) AND queue = %(queue)s
+    WHERE id = ANY(%(job_ids)s::bigint[]) AND queue = %(queue)s
       AND worker_id = %(worker_id)s AND deadline > %(now)s
     RETURNING CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job
 ), kept AS (
@@ -716,7 +716,8 @@ SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
 """One atomic statement: the rows acked, those stamped with a completed retention
 moved to the completed table without a result (the results profile); the count of
-the rows acked. Each acked row returns its whole row only when it is kept, NULL
+the rows acked. The ids come as the text of one array (``binding.id_array``), cast
+here. Each acked row returns its whole row only when it is kept, NULL
 otherwise: a queue that deletes on ack carries no column of its rows out of the
 delete. Looks rows up by primary key. A generic plan made while the table was nearly
 empty can scan the whole table for every batch once it has grown: the driver
