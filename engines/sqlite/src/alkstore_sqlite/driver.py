@@ -61,11 +61,12 @@ from alkstore.params import (
     Snooze,
     Sweep,
 )
-from alkstore.rows import claimed_jobs, error_entry, job_from_row
+from alkstore.rows import error_entry, job_from_row
 from alkstore.values import Job, LockInfo
 
 from . import statements as sql
 from .budget import describe_limit, limit_s, pause
+from .claimed import claimed_jobs
 from .connections import ConnectionPool, connect
 from .dependencies import DependencyStatements
 from .errors import is_busy, is_out_of_space, is_unavailable, unavailable
