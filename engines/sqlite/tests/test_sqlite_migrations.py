@@ -1310,3 +1310,26 @@ def test_an_upgraded_file_releases_a_dependent_from_before_on_an_ack_batch_of_a_
         assert queue.ack_batch([2], "w") == 1  # claimed by w before the upgrade
         assert queue.get_job(5).state is alkstore.JobState.PENDING  # type: ignore[union-attr]
         assert queue.get_job(4).state is alkstore.JobState.WAITING  # type: ignore[union-attr]
+
+
+def test_an_upgraded_file_moves_a_claim_from_before_to_dead_when_it_fails(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_waiting_dependent(db_path)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE __alkstore_jobs SET max_attempts = 1 WHERE id = 1")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        handle = queue.claim("w2")
+        assert handle is not None
+        assert handle.fail("broken")  # the move to dead, made again, fires OF died_at
+        dead = queue.get_job(handle.id)
+        assert dead is not None
+        assert (dead.state, dead.last_error) == (alkstore.JobState.DEAD, "broken")
+        dependent = queue.get_job(4)
+        assert dependent is not None
+        assert (dependent.state, dependent.last_error) == (
+            alkstore.JobState.DEAD,
+            "dependency 1 is dead",
+        )

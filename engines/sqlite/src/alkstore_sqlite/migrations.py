@@ -1266,6 +1266,11 @@ _V_RELEASE_ON_ACK = (
     # before; a completion in place releases by its own trigger, as before).
     f"DROP TRIGGER IF EXISTS {RELEASE_TRIGGER}",
     _release_before_delete_trigger(KEPT_COLUMNS),
+    # The move to dead fires OF died_at: every move to dead sets it (with state =
+    # 'dead'), no claim does, so a claim runs this trigger's program for no row (OF
+    # state ran it for every claimed row).
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    _MOVE_TO_DEAD_SQL.replace("AFTER UPDATE OF state ON", "AFTER UPDATE OF died_at ON", 1),
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
