@@ -23,6 +23,7 @@ from alkstore_sqlite.migrations import (
     METADATA_VERSION,
     MIGRATIONS,
     RATE_BUCKETS_VERSION,
+    RELEASE_ON_ACK_VERSION,
 )
 
 
@@ -1240,3 +1241,95 @@ def test_an_upgraded_file_brings_back_a_dependent_that_dies_after_the_upgrade(
         job = queue.get_job(revived)
         assert job is not None
         assert (job.state, job.redriven_from) == (alkstore.JobState.WAITING, child)
+
+
+# -- the version before the release on ack to the latest -------------------------------
+
+
+def _make_file_with_a_waiting_dependent(db_path: Path) -> None:
+    """A file at the version before the release on ack whose job 4 waits for job 1
+    (pending) and job 5 for job 2 (claimed by ``w``), each edge written by that version."""
+    _make_v4_file(db_path, RELEASE_ON_ACK_VERSION - 1)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("UPDATE sqlite_sequence SET seq = 5 WHERE name = '__alkstore_jobs'")
+        for job_id, dependency in ((4, 1), (5, 2)):
+            conn.execute(
+                """INSERT INTO __alkstore_waiting (id, queue, payload, priority, attempts,
+                max_attempts, created_at, run_at, visibility_timeout_s, backoff_base_s,
+                waiting_on) VALUES (?, 'q', ?, 0, 0, 3, 1000, 1000, 300, 5, 1)""",
+                (job_id, str(job_id)),
+            )
+            conn.execute(
+                "INSERT INTO __alkstore_dependencies (depends_on, job_id) VALUES (?, ?)",
+                (dependency, job_id),
+            )
+        conn.execute("UPDATE __alkstore_jobs SET has_dependents = 1 WHERE id IN (1, 2)")
+    finally:
+        conn.close()
+
+
+def test_a_file_before_the_release_on_ack_is_upgraded_with_its_jobs_and_edges_intact(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_waiting_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        states = {job_id: queue.get_job(job_id).state for job_id in (1, 2, 3, 4, 5)}  # type: ignore[union-attr]
+        assert queue.dependencies(4).waits_for == (1,)
+    assert states == {
+        1: alkstore.JobState.PENDING,
+        2: alkstore.JobState.PROCESSING,
+        3: alkstore.JobState.DEAD,
+        4: alkstore.JobState.WAITING,
+        5: alkstore.JobState.WAITING,
+    }
+    assert _version(db_path) == LATEST_VERSION
+
+
+def test_an_upgraded_file_releases_a_dependent_from_before_on_its_dependencys_ack(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_waiting_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        handle = queue.claim("w2")
+        assert handle is not None
+        assert handle.id == 1
+        assert handle.ack()
+        assert queue.get_job(4).state is alkstore.JobState.PENDING  # type: ignore[union-attr]
+        assert queue.get_job(5).state is alkstore.JobState.WAITING  # type: ignore[union-attr]
+
+
+def test_an_upgraded_file_releases_a_dependent_from_before_on_an_ack_batch_of_a_claim_from_before(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_waiting_dependent(db_path)
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        assert queue.ack_batch([2], "w") == 1  # claimed by w before the upgrade
+        assert queue.get_job(5).state is alkstore.JobState.PENDING  # type: ignore[union-attr]
+        assert queue.get_job(4).state is alkstore.JobState.WAITING  # type: ignore[union-attr]
+
+
+def test_an_upgraded_file_moves_a_claim_from_before_to_dead_when_it_fails(
+    db_path: Path, url: str
+) -> None:
+    _make_file_with_a_waiting_dependent(db_path)
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    conn.execute("UPDATE __alkstore_jobs SET max_attempts = 1 WHERE id = 1")
+    conn.close()
+    with alkstore.open(url, clock=FakeClock(1400)) as store:
+        queue = store.queue("q")
+        handle = queue.claim("w2")
+        assert handle is not None
+        assert handle.fail("broken")  # the move to dead, made again, fires OF died_at
+        dead = queue.get_job(handle.id)
+        assert dead is not None
+        assert (dead.state, dead.last_error) == (alkstore.JobState.DEAD, "broken")
+        dependent = queue.get_job(4)
+        assert dependent is not None
+        assert (dependent.state, dependent.last_error) == (
+            alkstore.JobState.DEAD,
+            "dependency 1 is dead",
+        )

@@ -71,7 +71,8 @@ QUEUE_NOW = {"queue": QUEUE, "now": NOW}
 # The handle ops bind their params values by number (statements._bind).
 _ENTRY = '[1, 1, "e"]'
 HANDLE_OPS: dict[str, tuple[str, Any]] = {
-    "ack": (sql.ACK, sql.ACK_PARAMS(ClaimRef(1, 1, NOW))),
+    "ack_released": (sql.ACK_RELEASED, sql.ACK_RELEASED_PARAMS(ClaimRef(1, 1, NOW))),
+    "release_for_ack": (sql.RELEASE_FOR_ACK, sql.RELEASE_FOR_ACK_PARAMS(ClaimRef(1, 1, NOW))),
     "heartbeat": (sql.HEARTBEAT, sql.HEARTBEAT_PARAMS(Heartbeat(1, 1, NOW, NOW))),
     "reschedule": (
         sql.RESCHEDULE,
@@ -199,6 +200,16 @@ def test_handle_ops_touch_one_row_by_primary_key(
 ) -> None:
     plan = query_plan(deep, statement, params)
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
+
+
+def test_an_ack_touches_one_row_by_primary_key_and_reads_no_other_job_row(
+    deep: sqlite3.Connection,
+) -> None:
+    details = _details(query_plan(deep, sql.ACK, sql.ACK_PARAMS(ClaimRef(1, 1, NOW))))
+    assert details[0] == "SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"
+    # The rest: the probes of the edge tables, each a subquery run once.
+    assert [d for d in details[1:] if "__alkstore_jobs" in d] == [], details
+    assert "SCALAR SUBQUERY 1" in details
 
 
 def test_ack_batch_deletes_by_primary_key(deep: sqlite3.Connection) -> None:

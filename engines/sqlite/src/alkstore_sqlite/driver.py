@@ -61,11 +61,12 @@ from alkstore.params import (
     Snooze,
     Sweep,
 )
-from alkstore.rows import claimed_jobs, error_entry, job_from_row
+from alkstore.rows import error_entry, job_from_row
 from alkstore.values import Job, LockInfo
 
 from . import statements as sql
 from .budget import describe_limit, limit_s, pause
+from .claimed import claimed_jobs
 from .connections import ConnectionPool, connect
 from .dependencies import DependencyStatements
 from .errors import is_busy, is_out_of_space, is_unavailable, unavailable
@@ -529,7 +530,13 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, Dep
         return purged
 
     def ack(self, c: sqlite3.Connection, params: ClaimRef) -> bool:
-        return c.execute(sql.ACK, sql.ACK_PARAMS(params)).rowcount == 1
+        if c.execute(sql.ACK, sql.ACK_PARAMS(params)).rowcount == 1:
+            return True
+        # Not a valid claim, or one whose ack releases dependents: the release and the
+        # delete commit together (the dependencies profile).
+        begin_transaction(c)
+        c.execute(sql.RELEASE_FOR_ACK, sql.RELEASE_FOR_ACK_PARAMS(params))
+        return c.execute(sql.ACK_RELEASED, sql.ACK_RELEASED_PARAMS(params)).rowcount == 1
 
     def ack_batch(self, c: sqlite3.Connection, params: AckBatch) -> int:
         job_ids, tail = params.job_ids, (params.queue, params.worker_id, params.now)
@@ -538,13 +545,15 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, Dep
         # An ack_batch is atomic: its statements (the completions of the rows their
         # queue keeps, the deletes) commit together.
         begin_transaction(c)
-        keeps = c.execute(sql.KEEPS_JOBS, (params.queue,)).fetchone() is not None
+        keeps, releases = c.execute(sql.ACK_BATCH_PROBES, (params.queue,)).fetchone()
         for start in range(0, len(job_ids), most):
             chunk = list(job_ids[start : start + most])
             size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
             chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
             if keeps:
                 acked += c.execute(sql.COMPLETE_FOR_WORKER[size], [*chunk, *tail]).rowcount
+            if releases:
+                c.execute(sql.RELEASE_FOR_WORKER[size], [*chunk, *tail])
             acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, *tail]).rowcount
         return acked
 

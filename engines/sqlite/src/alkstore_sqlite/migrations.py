@@ -1245,6 +1245,34 @@ _V18 = (
 )
 
 
+def _release_before_delete_trigger(kept: str) -> str:
+    """The release of a live row's dependents as of version 20: fired by the update that
+    clears its ``has_dependents`` (1 to 0, not completing it) just before the statement
+    that deletes it on an ack (``statements.RELEASE_FOR_ACK``). No DELETE of the live
+    table fires a trigger any more: a DELETE with one must read every deleted row whole
+    and delete in two passes, which cost an ``ack_batch`` of 100 a tenth of its SQL
+    (measured, issue 28 §3), for a release most stores never need."""
+    return f"""
+    CREATE TRIGGER IF NOT EXISTS {RELEASE_TRIGGER}
+    AFTER UPDATE OF has_dependents ON {JOBS}
+    WHEN OLD.has_dependents = 1 AND NEW.has_dependents = 0 AND NEW.completed_at IS NULL
+    BEGIN{_release_body(kept, keep_edges=True)}END
+    """
+
+
+_V_RELEASE_ON_ACK = (
+    # The release moves from the delete of an acked row to the update just before it
+    # (a cancel marks its row 2 and a move to dead deletes it: neither releases, as
+    # before; a completion in place releases by its own trigger, as before).
+    f"DROP TRIGGER IF EXISTS {RELEASE_TRIGGER}",
+    _release_before_delete_trigger(KEPT_COLUMNS),
+    # The move to dead fires OF died_at: every move to dead sets it (with state =
+    # 'dead'), no claim does, so a claim runs this trigger's program for no row (OF
+    # state ran it for every claimed row).
+    f"DROP TRIGGER IF EXISTS {MOVE_TO_DEAD_TRIGGER}",
+    _MOVE_TO_DEAD_SQL.replace("AFTER UPDATE OF state ON", "AFTER UPDATE OF died_at ON", 1),
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -1265,6 +1293,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V_RATE_BUCKETS,
     _V18,
     _V_KEPT_EDGES,
+    _V_RELEASE_ON_ACK,
 )
 """``MIGRATIONS[v - 1]`` takes the schema from version ``v - 1`` to ``v``; append only."""
 
@@ -1279,6 +1308,8 @@ COMPLETED_IN_PLACE_VERSION = MIGRATIONS.index(_V18) + 1
 """The version that keeps completed jobs in the live table (issue 24)."""
 KEPT_EDGES_VERSION = MIGRATIONS.index(_V_KEPT_EDGES) + 1
 """The version that keeps a dead dependent's edges (contract 1.2 §18.4)."""
+RELEASE_ON_ACK_VERSION = MIGRATIONS.index(_V_RELEASE_ON_ACK) + 1
+"""The version whose acks release dependents by an update before the delete (issue 28)."""
 
 _META_EXISTS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{META}'"
 _READ_VERSION = f"SELECT value FROM {META} WHERE key = 'schema_version'"

@@ -132,8 +132,30 @@ def _columns(computed: dict[str, str]) -> str:
 # rows (version 18) hold them, the other tables never.
 _NOT_COMPLETED = {"completed_at": "NULL", "result": "NULL"}
 _LIVE_COLUMNS = _columns({})
-# A claim returns only what it did not set itself (see alkstore.rows.claimed_jobs).
-_CLAIMED_COLUMNS = ", ".join(CLAIMED_COLUMNS)
+# A claim returns only what it did not set itself (see alkstore.rows.claimed_jobs), and
+# the columns a claimed row rarely holds anything but its default in as one value:
+# NULL while all of them hold it, else one JSON array of them (RARE_CLAIMED order).
+# Each returned value is stored by the RETURNING and converted by sqlite3, once per
+# claimed row: seven NULLs (or zeros) as one NULL cost a claim_batch(100) 7% of its
+# statement's CPU (measured, issue 28 §3).
+RARE_CLAIMED: dict[str, str] = {
+    "errors": "errors IS NULL",
+    "redriven_from": "redriven_from IS NULL",
+    "snoozes": "snoozes = 0",
+    "unique_key": "unique_key IS NULL",
+    "completed_retention_s": "completed_retention_s IS NULL",
+    "limit_key": "limit_key IS NULL",
+    "metadata": "metadata IS NULL",
+}
+"""A claimed row's rarely set columns, each with the term that holds while it stores
+``Job``'s default (``alkstore_sqlite.claimed`` checks the defaults)."""
+CLAIMED_COMMON = tuple(c for c in CLAIMED_COLUMNS if c not in RARE_CLAIMED)
+"""What a claim returns first, one value each: ``CLAIMED_COLUMNS`` but ``RARE_CLAIMED``."""
+_CLAIMED_COLUMNS = (
+    f"{', '.join(CLAIMED_COMMON)}, "
+    f"CASE WHEN {' AND '.join(RARE_CLAIMED.values())} THEN NULL "
+    f"ELSE json_array({', '.join(RARE_CLAIMED)}) END"
+)
 _DEAD_COLUMNS = _columns({"state": "'dead'", **_NOT_COMPLETED})
 _WAITING_COLUMNS = _columns(
     {"state": "'waiting'", "last_error": "NULL", "died_at": "NULL", **_NOT_COMPLETED}
@@ -597,7 +619,25 @@ DELETE FROM {JOBS} INDEXED BY {LIVE_INDEX}
 # Handle ops: valid only under the very claim (id, attempt) with its deadline ahead.
 _VALID_CLAIM = "id = :job_id AND state = 'processing' AND attempts = :attempt AND deadline > :now"
 
-ACK, ACK_PARAMS = _bind(f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}", ClaimRef)
+# An acked row with dependents releases them by the update that clears its
+# has_dependents, just before its delete (version 20's trigger): only while some
+# dependency edge exists at all (_ANY_EDGES) can a release do anything.
+_ANY_EDGES = f"""(EXISTS (SELECT 1 FROM {DEPENDENCIES}) OR EXISTS (SELECT 1 FROM {KEPT_EDGES}))"""
+
+ACK, ACK_PARAMS = _bind(
+    f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM} AND (has_dependents <> 1 OR NOT {_ANY_EDGES})",
+    ClaimRef,
+)
+"""The ack of a claim whose ack releases nothing, in one statement (the uncorrelated
+``EXISTS`` run once); 0 rows: not a valid claim, or ``RELEASE_FOR_ACK`` first, then
+``ACK_RELEASED``, in one transaction."""
+ACK_RELEASED, ACK_RELEASED_PARAMS = _bind(f"DELETE FROM {JOBS} WHERE {_VALID_CLAIM}", ClaimRef)
+
+RELEASE_FOR_ACK, RELEASE_FOR_ACK_PARAMS = _bind(
+    f"UPDATE {JOBS} SET has_dependents = 0 WHERE {_VALID_CLAIM} AND has_dependents = 1",
+    ClaimRef,
+)
+"""Before ``ACK`` with the same claim, in its transaction: the release of its dependents."""
 
 # The ack of a job its queue keeps: one UPDATE of the live row, under the claim.
 COMPLETE, COMPLETE_PARAMS = _bind(
@@ -621,6 +661,24 @@ DELETE FROM {JOBS} NOT INDEXED
     for size in ACK_SIZES
 }
 """Positional: ``size`` ids, then queue, worker_id, now."""
+
+RELEASE_FOR_WORKER = {
+    size: f"""
+UPDATE {JOBS} NOT INDEXED SET has_dependents = 0
+ WHERE id IN ({", ".join(f"?{n}" for n in range(1, size + 1))})
+   AND queue = ?{size + 1} AND worker_id = ?{size + 2}
+   AND state = 'processing' AND deadline > ?{size + 3} AND has_dependents = 1
+"""
+    for size in ACK_SIZES
+}
+"""Before ``ACK_FOR_WORKER`` with the same values, while an edge exists: the release of
+the dependents of the rows it deletes."""
+
+ACK_BATCH_PROBES = f"""
+SELECT EXISTS (SELECT 1 FROM {KEPT_QUEUES} WHERE queue = ?1), {_ANY_EDGES}
+"""
+"""Whether the queue keeps jobs (``KEEPS_JOBS``) and whether any job waits for another
+or any dead job kept its edges (else no ack releases anything), for an ``ack_batch``."""
 
 KEEPS_JOBS = f"SELECT 1 FROM {KEPT_QUEUES} WHERE queue = ?"
 """Whether a live row of the queue was ever stamped with a completed retention (one key
