@@ -3,8 +3,9 @@ autocommit connection, claim + ack one at a time, three sides in
 turns of 100: plain (a one-row claim of pending rows), floor (the same statement with
 the limit row locked FOR UPDATE and the start upserted, in that one statement, counting
 nothing), the floor's two halves apart (lock only: what a concurrency limit needs at
-the least; start only: what a rate needs), and the engine's alkstore_claim_limited
-(lock, count, claim, record)."""
+the least; start only: what a rate needs), the floor of migration 19's layout (claims
+row: the queue's claims row locked and the start counted in it, one tuple written), and
+the engine's alkstore_claim_limited (lock, count, claim, record)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,17 @@ rec AS (INSERT INTO {s}.alkstore_claim_starts AS st (queue, started_at, claims)
   ON CONFLICT (queue, started_at) DO UPDATE SET claims = st.claims + excluded.claims)
 SELECT id FROM claimed"""
 )
+CLAIMS_ROW = (
+    """WITH lim AS (SELECT ctid FROM {s}.alkstore_queue_claims WHERE queue = %(q)s FOR UPDATE),
+claimed AS ("""
+    + CLAIM
+    + """),
+rec AS (UPDATE {s}.alkstore_queue_claims SET rate_second = %(now)s,
+  rate_second_claims = CASE WHEN rate_second = %(now)s THEN rate_second_claims ELSE 0 END
+    + (SELECT count(*) FROM claimed)
+  WHERE ctid = (SELECT ctid FROM lim) AND EXISTS (SELECT FROM claimed))
+SELECT id FROM claimed"""
+)
 FUNC = "SELECT id FROM {s}.alkstore_claim_limited(%(q)s, 'w', %(now)s::bigint, 1, 'x')"
 ACK = "DELETE FROM {s}.alkstore_jobs WHERE id = %(id)s"
 
@@ -64,6 +76,7 @@ def main() -> None:
         "floor": (FLOOR, "fl"),
         "lock only": (LOCK_ONLY, "lo"),
         "start only": (START_ONLY, "so"),
+        "claims row": (CLAIMS_ROW, "cr"),
         "function": (FUNC, "fn"),
     }
     res.update({k: [] for k in sides})

@@ -32,6 +32,7 @@ ENGINE_TABLES = frozenset(
         "alkstore_messages",
         "alkstore_paused_queues",
         "alkstore_queue_limits",
+        "alkstore_queue_claims",
         "alkstore_claim_starts",
         "alkstore_key_claim_starts",
         "alkstore_completed_jobs",

@@ -812,6 +812,45 @@ def test_a_schema_before_the_limited_claim_function_keeps_its_window_starts_coun
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
+LIMIT_ROW_RATE_MIGRATION = migrations.V19_LIMIT_ROW_RATE.version
+"""The migration that gives each limited queue its claims row (the test below starts
+from the one before it)."""
+
+
+def test_a_schema_before_the_claims_row_keeps_its_limits_and_window_starts_counted(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(LIMIT_ROW_RATE_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " SELECT 'q', '\"old\"', 0, 3, 1, 1, 300, 1 FROM generate_series(1, 6)"
+    )
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_queue_limits (queue, concurrency, rate, per_s)'
+        " VALUES ('q', 10, 4, 60), ('idle', 2, NULL, NULL)"
+    )
+    # Three starts the previous release recorded, one row per second, in the window at 1,000.
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_claim_starts (queue, started_at, claims)'
+        " VALUES ('q', 980, 1), ('q', 990, 2)"
+    )
+    clock = FakeClock(1_000)
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        queue = store.queue("q")
+        assert queue.limits() == alkstore.Limits(concurrency=10, rate=4, per=60)
+        assert len(queue.claim_batch("w", 10)) == 1  # the old starts count against 4
+        assert queue.claim_batch("w", 10) == []
+        clock.advance(41)  # 1,041: the start at 980 left the window
+        assert len(queue.claim_batch("w", 10)) == 1
+    claims = admin.execute(
+        f'SELECT queue, rate_older_latest FROM "{schema}".alkstore_queue_claims ORDER BY queue'
+    ).fetchall()
+    assert claims == [("idle", None), ("q", 1_000)]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
 def _schema_with_a_dead_dependent(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,7 +29,7 @@ from psycopg import sql as pgsql
 
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
-from .statements import CLAIM_LIMITED_FUNCTION, render
+from .statements import CLAIM_LIMITED_FUNCTION, LIMIT_ROW_RATE_MIGRATION, render
 
 
 @dataclass(frozen=True, slots=True)
@@ -1082,6 +1082,37 @@ V18_KEPT_EDGES = Migration(
     ),
 )
 
+V19_LIMIT_ROW_RATE = Migration(
+    LIMIT_ROW_RATE_MIGRATION,
+    "a limited queue's claims row: the claim's lock and a rate's count of the current second",
+    (
+        # One row per limited queue (made and dropped with its limit), the row a limited
+        # claim locks: the second the queue's latest claim started in and how many it
+        # started then (NULL, 0: none), and the latest second of the queue's rows in
+        # alkstore_claim_starts (NULL: none). The claim reads this second's count there
+        # and writes it there (one tuple, no CHECK to evaluate), moving it to the starts
+        # table when a claim of a later second comes, so the starts table is read only
+        # while it holds some of the window.
+        """
+        CREATE TABLE {schema}.alkstore_queue_claims (
+            queue text COLLATE "C" PRIMARY KEY,
+            rate_second bigint,
+            rate_second_claims integer NOT NULL DEFAULT 0,
+            rate_older_latest bigint
+        )
+        """,
+        # Every limited queue's, its starts recorded before all in the starts table.
+        """
+        INSERT INTO {schema}.alkstore_queue_claims (queue, rate_older_latest)
+        SELECT limits.queue, (SELECT max(started_at) FROM {schema}.alkstore_claim_starts
+                              WHERE queue = limits.queue)
+        FROM {schema}.alkstore_queue_limits AS limits
+        """,
+        # The claim that locks, reads and writes it (statements.CLAIM_LIMITED_FUNCTION).
+        CLAIM_LIMITED_FUNCTION,
+    ),
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -1101,6 +1132,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V16_JOB_METADATA,
     V17_LIMITED_CLAIM_FUNCTION,
     V18_KEPT_EDGES,
+    V19_LIMIT_ROW_RATE,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -292,28 +292,22 @@ apart. Its plan is kept fresh as ``CLAIM``'s."""
 CLAIM_READY_ONE: Final = _claim_ready("= (", ")")
 """``CLAIM_READY`` with ``limit`` 1, prepared as ``CLAIM_ONE``."""
 
-_WINDOW_STARTS = """(SELECT coalesce(sum(claims), 0) FROM {schema}.alkstore_claim_starts
-      WHERE queue = %(queue)s AND started_at > %(now)s - %(per_s)s::bigint)"""
-"""The queue's claim starts in its rate window ``(now - per_s, now]``."""
+_LIMITED_SLOTS = f"""CASE WHEN %(concurrency)s::integer IS NULL THEN %(rate_room)s
+            ELSE least(%(rate_room)s, greatest(0, %(concurrency)s::integer - {_LIVE_CLAIMS})) END"""
+"""A limited claim's free slots: ``rate_room`` (the most its rate lets start now, at most
+the claim's ``limit``: ``limit`` itself without a rate) and, with a concurrency limit,
+that limit less its claims whose deadline has not passed (a lapsed claim holds none),
+counted only then (``CASE`` evaluates the count's subquery in that branch alone)."""
 
 CLAIM_LIMITED: Final = _claim(
-    "= ANY(ARRAY(SELECT row_at FROM chosen))",
-    guard="",
-    slots=(
-        "least(%(limit)s,"
-        f" greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),"
-        f" greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))"
-    ),
+    "= ANY(ARRAY(SELECT row_at FROM chosen))", guard="", slots=_LIMITED_SLOTS
 )
-"""``CLAIM`` of a queue with a concurrency limit (the limits profile): at most its
-free slots, the limit ``concurrency`` less its claims whose deadline has not passed
-(a lapsed claim holds none). The driver runs it in one transaction after
-``LOCK_LIMIT`` locked the queue's limit row: claims of the queue serialise there,
-and this statement's snapshot, taken after the lock, sees every claim committed
-before it. (``CLAIM_READY`` and ``CLAIM`` leave a limited queue's rows alone, and
-``CLAIM`` ends with one row of NULLs when the queue has a limit: the driver's cue.)
-A rate limit (``rate`` per ``per_s``) holds it to ``rate`` less the starts in the
-window too."""
+"""``CLAIM`` of a queue with a limit (the limits profile): at most its free slots
+(``_LIMITED_SLOTS``), under ``LOCK_LIMIT``'s lock on the queue's limit row, with a
+snapshot taken after it, so claims of the queue serialise there and each sees every
+claim committed before it. (``CLAIM_READY`` and ``CLAIM`` leave a limited queue's rows
+alone, and ``CLAIM`` ends with one row of NULLs when the queue has a limit: the
+driver's cue.) ``alkstore_claim_limited`` holds it, and works out ``rate_room``."""
 
 LOCK_LIMIT: Final = """
 SELECT concurrency, rate, per_s, concurrency_per_key, rate_per_key, key_cursor
@@ -419,9 +413,7 @@ _PICK_CTES = f"""live AS (
 ), slots AS (
     SELECT CASE WHEN EXISTS (SELECT FROM {{schema}}.alkstore_paused_queues
                               WHERE queue = %(queue)s) THEN 0
-           ELSE least(%(limit)s,
-                greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),
-                greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s))) END AS n
+           ELSE {_LIMITED_SLOTS} END AS n
 ), walk(k, wrapped, pos, found) AS (
     SELECT coalesce({_next_key("%(cursor)s::text")}, {_FIRST_KEY}),
            {_next_key("%(cursor)s::text")} IS NULL, 0, 0
@@ -505,20 +497,6 @@ free slots; the key of the last row claimed becomes the cursor. The rows are fou
 without ``FOR UPDATE``: claims of the queue serialise on the limit row instead, and a
 row another statement changed since the snapshot is left alone (its ``ctid`` moved)."""
 
-_RECORD_STARTS = """, rate_gone AS (
-    DELETE FROM {schema}.alkstore_claim_starts
-    WHERE %(rate)s::integer IS NOT NULL AND queue = %(queue)s
-      AND started_at <= %(now)s - %(per_s)s::bigint
-), rate_started AS (
-    INSERT INTO {schema}.alkstore_claim_starts AS starts (queue, started_at, claims)
-    SELECT %(queue)s, %(now)s, count(*) FROM claimed
-    HAVING %(rate)s::integer IS NOT NULL AND count(*) > 0
-    ON CONFLICT (queue, started_at) DO UPDATE SET claims = starts.claims + excluded.claims
-)"""
-"""The starts a rate counts, as CTEs of the claim (after ``claimed``): with a rate, the
-claim's starts added to the queue's row of this second (one row per second a claim
-started in, since migration 17), and the queue's starts that left the window gone."""
-
 _RECORD_KEY_STARTS = """, key_gone AS (
     DELETE FROM {schema}.alkstore_key_claim_starts
     WHERE %(rate_per_key)s::integer IS NOT NULL AND queue = %(queue)s
@@ -542,14 +520,14 @@ _FUNCTION_ARGUMENTS: Final = {
     "limit": "p_limit",
     "last_error": "p_last_error",
     "concurrency": "v_concurrency",
-    "rate": "v_rate",
+    "rate_room": "v_rate_room",
     "per_s": "v_per_s",
     "per_key": "v_per_key",
     "rate_per_key": "v_rate_per_key",
     "cursor": "v_cursor",
 }
 """A claim statement's parameters as ``alkstore_claim_limited``'s arguments (``p_``) and
-the limit row's values it read (``v_``)."""
+the values it read from the limit row or worked out from them (``v_``)."""
 
 
 def _in_function(statement: str) -> str:
@@ -561,30 +539,69 @@ def _in_function(statement: str) -> str:
     return statement.strip()
 
 
-_LIMITED_SLOTS = (
-    "least(%(limit)s,"
-    f" greatest(0, coalesce(%(concurrency)s::integer - {_LIVE_CLAIMS}, %(limit)s)),"
-    f" greatest(0, coalesce(%(rate)s::integer - {_WINDOW_STARTS}, %(limit)s)))"
-)
+_LAPSED = """SELECT FROM {schema}.alkstore_jobs
+        WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s"""
+"""The queue's lapsed claims (to take back, or to bury at their budget)."""
 
-_LIMITED_READY = f"""
-WITH claimed AS (
-    UPDATE {{schema}}.alkstore_jobs AS job
+
+_COUNT_STARTS = """, counted AS (
+    UPDATE {schema}.alkstore_queue_claims
+    SET rate_second = %(now)s,
+        rate_second_claims = v_second_claims + (SELECT count(*) FROM claimed),
+        rate_older_latest = v_older
+    WHERE ctid = v_row_at AND v_rate IS NOT NULL AND EXISTS (SELECT FROM claimed)
+)"""
+"""The claim's starts, as a CTE after ``claimed`` (in ``alkstore_claim_limited``): with a
+rate, added to the queue's claims row's count of this second, the row found where the
+lock left it (``v_row_at``: no other statement can move it while the lock is held)."""
+
+
+def _limited_ready(pick: str, close: str, *, counted: bool) -> str:
+    """The limited claim of pending rows only, while the queue has no lapsed claim (as
+    ``CLAIM_READY``), and, when ``counted`` (a rate), its starts; ``pick``/``close`` wrap
+    its row-choosing subquery. Without a rate, the bare UPDATE: no CTE to set up."""
+    claim = f"""UPDATE {{schema}}.alkstore_jobs AS job
     {_CLAIM_SET}
-    WHERE job.ctid = ANY(ARRAY(
+    WHERE job.ctid {pick}
         SELECT ctid FROM {{schema}}.alkstore_jobs
         WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
           AND (expires_at IS NULL OR expires_at > %(now)s)
           AND attempts < max_attempts{_NOT_PAUSED}
+          AND NOT EXISTS ({_LAPSED})
         ORDER BY priority DESC, run_at, id
         LIMIT {_LIMITED_SLOTS}
-        FOR UPDATE SKIP LOCKED))
-    RETURNING job.*
-){_RECORD_STARTS}
+        FOR UPDATE SKIP LOCKED{close}
+    RETURNING job.*"""
+    if not counted:
+        return claim
+    return f"""
+WITH claimed AS (
+    {claim}
+){_COUNT_STARTS}
 SELECT * FROM claimed
 """
-"""``CLAIM_LIMITED`` of a queue with no lapsed claim: pending rows only, as
-``CLAIM_READY`` (no exhausted row to move, none lapsed to take back)."""
+
+
+def _ready_branches() -> str:
+    """The function's ready claim: one row (a scalar pick, whose generic plan is a TID
+    scan at any table size) or more, with or without a rate's starts to count."""
+    branches = []
+    for condition, pick, close in (("p_limit = 1", "= (", ")"), ("", "= ANY(ARRAY(", "))")):
+        for rate, counted in (("v_rate IS NULL", False), ("", True)):
+            statement = _in_function(_limited_ready(pick, close, counted=counted))
+            test = " AND ".join(part for part in (condition, rate) if part)
+            branches.append((test, statement))
+    first, *rest = branches
+    lines = [f"IF {first[0]} THEN\n            RETURN QUERY {first[1]};"]
+    for test, statement in rest:
+        keyword = f"ELSIF {test} THEN" if test else "ELSE"
+        lines.append(f"        {keyword}\n            RETURN QUERY {statement};")
+    return "\n".join(lines) + "\n        END IF;"
+
+
+LIMIT_ROW_RATE_MIGRATION: Final = 19
+"""The migration that keeps a rate's current second in the limit row and makes
+``CLAIM_LIMITED_FUNCTION`` as below (the one place its number is written)."""
 
 CLAIM_LIMITED_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
@@ -598,52 +615,135 @@ DECLARE
     v_per_key integer;
     v_rate_per_key integer;
     v_cursor text;
+    v_row_at tid;
+    v_second bigint;
+    v_second_claims integer;
+    v_older bigint;
+    v_rolled boolean := false;
+    v_rate_room integer := p_limit;
+    v_claimed bigint;
+    v_keyed boolean;
+    v_attempt integer;
 BEGIN
-    SELECT concurrency, rate, per_s, concurrency_per_key, rate_per_key, key_cursor
-      INTO v_concurrency, v_rate, v_per_s, v_per_key, v_rate_per_key, v_cursor
-      FROM {{schema}}.alkstore_queue_limits WHERE queue = p_queue FOR UPDATE;
-    IF NOT FOUND THEN  -- the limit was cleared: one row of NULLs, the driver's cue
-        RETURN QUERY SELECT (NULL::{{schema}}.alkstore_jobs).*;
-        RETURN;
-    END IF;
+    -- The lock: the queue's claims row (no CHECK to run when it is written). The limits
+    -- are as this statement found them; a claim waiting for the lock reads the row's
+    -- latest version once it holds it.
+    FOR v_attempt IN 1 .. 2 LOOP
+        SELECT l.concurrency, l.rate, l.per_s, l.concurrency_per_key, l.rate_per_key,
+               l.key_cursor, c.ctid, c.rate_second, c.rate_second_claims, c.rate_older_latest
+          INTO v_concurrency, v_rate, v_per_s, v_per_key, v_rate_per_key, v_cursor, v_row_at,
+               v_second, v_second_claims, v_older
+          FROM {{schema}}.alkstore_queue_limits AS l
+          JOIN {{schema}}.alkstore_queue_claims AS c ON c.queue = l.queue
+          WHERE l.queue = p_queue FOR UPDATE OF c;
+        EXIT WHEN FOUND;
+        IF v_attempt = 2 THEN  -- the limit was cleared: one row of NULLs, the driver's cue
+            RETURN QUERY SELECT (NULL::{{schema}}.alkstore_jobs).*;
+            RETURN;
+        END IF;
+        -- A limit without its claims row: set by a release before the claims row (a
+        -- rolling upgrade), which made only the limit row. Made here, once.
+        INSERT INTO {{schema}}.alkstore_queue_claims (queue, rate_older_latest)
+        SELECT limits.queue, (SELECT max(started_at) FROM {{schema}}.alkstore_claim_starts
+                              WHERE queue = p_queue)
+        FROM {{schema}}.alkstore_queue_limits AS limits WHERE limits.queue = p_queue
+        ON CONFLICT (queue) DO NOTHING;
+    END LOOP;
+    v_keyed := v_per_key IS NOT NULL OR v_rate_per_key IS NOT NULL;
     -- Each statement below takes a snapshot of its own (READ COMMITTED, a VOLATILE
     -- function), after the lock: it sees every claim of the queue committed before.
-    IF v_per_key IS NULL AND v_rate_per_key IS NULL AND NOT EXISTS (
-        SELECT FROM {{schema}}.alkstore_jobs
-        WHERE queue = p_queue AND state = 'processing' AND deadline <= p_now
-    ) THEN  -- no lapsed claim to take back or bury: pending rows only, as CLAIM_READY
-        RETURN QUERY {_in_function(_LIMITED_READY)};
-    ELSIF v_per_key IS NULL AND v_rate_per_key IS NULL THEN
-        RETURN QUERY {
+    IF v_rate IS NOT NULL THEN
+        -- The row counts the starts of one second, the latest a claim started in; a
+        -- claim of another second moves that count to the starts table (only while
+        -- the window still holds it) and the starts that left the window go.
+        IF v_second <> p_now THEN
+            v_rolled := true;
+            IF v_second > p_now - v_per_s THEN
+                INSERT INTO {{schema}}.alkstore_claim_starts AS starts (queue, started_at, claims)
+                VALUES (p_queue, v_second, v_second_claims)
+                ON CONFLICT (queue, started_at)
+                DO UPDATE SET claims = starts.claims + excluded.claims;
+                v_older := greatest(v_older, v_second);
+            END IF;
+            IF v_older IS NOT NULL THEN
+                DELETE FROM {{schema}}.alkstore_claim_starts
+                WHERE queue = p_queue AND started_at <= p_now - v_per_s;
+                IF v_older <= p_now - v_per_s THEN
+                    v_older := NULL;
+                END IF;
+            END IF;
+            v_second_claims := 0;
+        END IF;
+        v_rate_room := v_rate - v_second_claims;
+        IF v_older > p_now - v_per_s THEN  -- older seconds still in the window
+            v_rate_room := v_rate_room - (
+                SELECT coalesce(sum(claims), 0) FROM {{schema}}.alkstore_claim_starts
+                WHERE queue = p_queue AND started_at > p_now - v_per_s);
+        END IF;
+        v_rate_room := greatest(0, least(p_limit, v_rate_room));
+    END IF;
+    IF v_keyed THEN
+        RETURN QUERY {_in_function(_claim_in_turn("RETURNING job.*", _RECORD_KEY_STARTS))};
+        GET DIAGNOSTICS v_claimed = ROW_COUNT;
+    ELSE
+        -- Pending rows only while no claim of the queue has lapsed (as CLAIM_READY).
+        {_ready_branches()}
+        GET DIAGNOSTICS v_claimed = ROW_COUNT;
+        -- Nested, not one condition: a plan of `v_claimed = 0 AND EXISTS (...)` made for
+        -- the value at hand is always the cheaper, so PL/pgSQL would plan it every time.
+        IF v_claimed = 0 THEN
+          IF EXISTS ({_in_function(_LAPSED)}) THEN
+            -- Lapsed claims: bury those at their budget, claim pending and lapsed rows.
+            RETURN QUERY {
     _in_function(
         _claim(
             "= ANY(ARRAY(SELECT row_at FROM chosen))",
             guard="",
             slots=_LIMITED_SLOTS,
             returning="RETURNING job.*",
-            recorded=_RECORD_STARTS,
+            recorded=_COUNT_STARTS,
             cue="",
         )
     )
 };
-    ELSE
-        RETURN QUERY {
-    _in_function(_claim_in_turn("RETURNING job.*", _RECORD_STARTS + _RECORD_KEY_STARTS))
-};
+            GET DIAGNOSTICS v_claimed = ROW_COUNT;
+          END IF;
+        END IF;
+    END IF;
+    -- The claim's starts: counted in its statement (_COUNT_STARTS) unless it claimed in
+    -- turn (whose statement moves the key cursor in that row); a second that ended
+    -- without a claim of this one, moved.
+    IF v_rate IS NOT NULL AND ((v_keyed AND (v_claimed > 0 OR v_rolled))
+                               OR (NOT v_keyed AND v_claimed = 0 AND v_rolled)) THEN
+        UPDATE {{schema}}.alkstore_queue_claims
+        SET rate_second = CASE WHEN v_claimed > 0 THEN p_now END,
+            rate_second_claims = v_second_claims + v_claimed,
+            rate_older_latest = v_older
+        WHERE queue = p_queue;
     END IF;
 END
 $alkstore$
 """
-"""A limited queue's claim in one statement (the limits profile, migration 17): lock
-the queue's limit row, then claim at most its free slots as ``CLAIM_LIMITED`` (or, with
-a per-key limit or rate, in turn as ``CLAIM_IN_TURN``) and record the claim's starts
-(``_RECORD_STARTS``, ``_RECORD_KEY_STARTS``) in the caller's transaction, which holds the
-lock until it ends. A VOLATILE PL/pgSQL function takes a fresh snapshot for each of
-its statements, so the claim's sees every claim committed before the lock was granted:
-two claimers never share a slot, and the window counts every start. It reads the
-limit itself; a queue whose limit was cleared gives one row of NULLs. Made from this
-module's statements when the migration runs: a change to them needs a migration that
-makes the function again."""
+"""A limited queue's claim in one statement (the limits profile; made by migration 17,
+made again by ``LIMIT_ROW_RATE_MIGRATION``): lock the queue's claims row, then claim at
+most its free slots (``_LIMITED_SLOTS``: pending rows only while no claim has lapsed,
+as ``CLAIM_READY``; then as ``CLAIM_LIMITED``; with a per-key limit or rate, in turn as
+``CLAIM_IN_TURN``, recording the keys' starts) and count the claim's starts, in the
+caller's transaction, which holds the lock until it ends. A VOLATILE PL/pgSQL function
+takes a fresh snapshot for each of its statements, so the claim's sees every claim
+committed before the lock was granted: two claimers never share a slot.
+
+The claims row (``alkstore_queue_claims``, one per limited queue, made and dropped with
+its limit) is the lock and a rate's count: the second the queue's latest claim started
+in (``rate_second``) and how many started then (``rate_second_claims``); the older
+seconds are rows of ``alkstore_claim_starts``, the latest of them ``rate_older_latest``
+(``NULL``: none). So while every start of the window is of this second (a rate per
+second, or claims only this second) the window's count is read off the locked row and
+a claim writes one tuple, of that row, which has no CHECK to evaluate (the limit row
+has six); the starts table is written once per second a claim started in, and read
+only while it holds some of the window. It reads the limit itself; a queue whose limit
+was cleared gives one row of NULLs. Made from this module's statements when the
+migration runs: a change to them needs a migration that makes the function again."""
 
 CALL_CLAIM_LIMITED: Final = f"""
 SELECT {CLAIMED_JOB} FROM {{schema}}.alkstore_claim_limited(
@@ -887,13 +987,17 @@ SELECT
                                     WHERE queue = %(queue)s AND state = 'processing'
                                       AND deadline > %(now)s)
      FROM {schema}.alkstore_queue_limits AS limits WHERE limits.queue = %(queue)s),
-    (SELECT CASE WHEN limits.rate <= (
-                SELECT coalesce(sum(claims), 0) FROM {schema}.alkstore_claim_starts
-                WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
-            THEN (SELECT min(started_at) FROM {schema}.alkstore_claim_starts
-                  WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
-                 + limits.per_s END
+    (SELECT CASE WHEN limits.rate <= starts.n THEN starts.first + limits.per_s END
      FROM {schema}.alkstore_queue_limits AS limits
+     JOIN {schema}.alkstore_queue_claims AS claims ON claims.queue = limits.queue
+     CROSS JOIN LATERAL (
+         SELECT coalesce(sum(claims), 0) AS n, min(started_at) AS first FROM (
+             SELECT started_at, claims FROM {schema}.alkstore_claim_starts
+             WHERE queue = %(queue)s
+             UNION ALL
+             SELECT claims.rate_second, claims.rate_second_claims
+             WHERE claims.rate_second IS NOT NULL) AS start
+         WHERE started_at > %(now)s - limits.per_s) AS starts
      WHERE limits.queue = %(queue)s AND limits.rate IS NOT NULL),
     (SELECT (SELECT min(started_at) FROM {schema}.alkstore_key_claim_starts
              WHERE queue = %(queue)s AND started_at > %(now)s - limits.per_s)
@@ -903,7 +1007,8 @@ SELECT
 """
 """The queue's next due ``run_at`` and next deadline; whether it is at its concurrency
 limit (the limits profile: then only a deadline frees a slot); at its rate limit,
-when its oldest start in the window leaves it; and with a per-key rate, when the oldest
+when its oldest start in the window leaves it (the starts table's seconds and the limit
+queue's claims row's own, ``CLAIM_LIMITED_FUNCTION``); and with a per-key rate, when the oldest
 start of any key leaves the window (§16.11)."""
 
 NOTIFY_IF_LIMITED: Final = """
@@ -1300,17 +1405,34 @@ WITH stored AS (
           IS DISTINCT FROM (excluded.concurrency, excluded.rate, excluded.per_s,
                             excluded.concurrency_per_key, excluded.rate_per_key)
     RETURNING queue
+), claims AS (
+    INSERT INTO {schema}.alkstore_queue_claims (queue, rate_older_latest)
+    SELECT %(queue)s, (SELECT max(started_at) FROM {schema}.alkstore_claim_starts
+                       WHERE queue = %(queue)s)
+    ON CONFLICT (queue) DO NOTHING
 )
 SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM stored
 """
-"""Store a queue's limit and NOTIFY the queue; a row only if that changed it."""
+"""Store a queue's limit and NOTIFY the queue; a row only if that changed it. A limited
+queue has a claims row too (``CLAIM_LIMITED_FUNCTION``'s lock); a new one learns the
+latest second of the queue's starts still kept (a limit cleared and set again counts the
+starts its claims made, as every engine does), one there already keeps its count."""
 
 CLEAR_LIMITS: Final = """
 WITH cleared AS (
     DELETE FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s RETURNING queue
+), claims AS (
+    DELETE FROM {schema}.alkstore_queue_claims WHERE queue = %(queue)s
+    RETURNING queue, rate_second, rate_second_claims
+), kept AS (
+    INSERT INTO {schema}.alkstore_claim_starts AS starts (queue, started_at, claims)
+    SELECT queue, rate_second, rate_second_claims FROM claims WHERE rate_second IS NOT NULL
+    ON CONFLICT (queue, started_at) DO UPDATE SET claims = starts.claims + excluded.claims
 )
 SELECT pg_notify(%(wake_channel)s, %(topic)s) FROM cleared
 """
+"""Remove a queue's limit and NOTIFY the queue; a row only if it had one. The starts its
+claims row counted (its second's) go to the starts table, beside the older ones."""
 
 QUEUE_LIMITS: Final = """
 SELECT queue, concurrency, rate, per_s, concurrency_per_key, rate_per_key
