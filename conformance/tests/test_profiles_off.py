@@ -38,6 +38,9 @@ CAPABILITY_ADAPTIVE = ("QUEUE-MODEL-AGREEMENT",)
 """Properties whose tests read the engine's capabilities and run what they find."""
 PROFILES = sorted(MemoryEngine.capabilities.profiles())
 """The memory engine's optional profiles: each is switched off in turn."""
+RUN_WORKERS = "4"
+"""xdist workers of each run: the memory engine's tests mostly wait (deadlines, lapses,
+wake-ups) rather than compute (a run of 80 s used 17 s of CPU), so four share two cores."""
 NOT_APPLICABLE = frozenset(not_applicable_reason(p).partition(":")[2].strip() for p in PROFILES)
 """The reasons a test is skipped for lacking one of them."""
 
@@ -85,7 +88,7 @@ def _certify_without_everything(run_in: RunIn) -> dict[str, Any]:
         "--report",
         report,
         "-n",
-        "2",
+        RUN_WORKERS,
         timeout=900,
     )
     return _certified(run_in, result, report)
@@ -100,7 +103,7 @@ def _check_without(run_in: RunIn, profile: str, nodeids: list[str]) -> dict[str,
         "--alkstore-report",
         report,
         "-n",
-        "2",
+        RUN_WORKERS,
         "-q",
         timeout=900,
     )
