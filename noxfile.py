@@ -36,12 +36,10 @@ POSTGRES = "engines/postgres"
 KIT = "conformance"
 MEMORY = "scenarios/third_party_engine"
 REFERENCE_ENGINES = ("sqlite", "postgresql")
-UNIT_TEST_DIRS = (
-    "contract/tests",
-    "engines/sqlite/tests",
-    "engines/postgres/tests",
-    "conformance/tests",
-    f"{MEMORY}/tests",
+PARALLEL = ("-n", "4")
+"""xdist workers of a package's tests that mostly wait (deadlines, lapses, wake-ups, child
+processes): four share two cores."""
+SCENARIOS = (
     "scenarios/test_scenarios.py",
     "scenarios/test_async_sqlalchemy_app.py",
     "scenarios/test_cli.py",
@@ -52,9 +50,29 @@ UNIT_TEST_DIRS = (
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
     "scenarios/test_engine_outside_repo.py",
+)
+FAULTS = (
     "scenarios/faults/test_faults.py",
     "scenarios/faults/test_failover.py",
     "scenarios/faults/test_pressure.py",
+)
+UNIT_TEST_RUNS: tuple[tuple[str, ...], ...] = (
+    # Each run's pytest arguments: one run per package (each has its own conftest and
+    # helpers).
+    ("contract/tests",),
+    ("engines/sqlite/tests", *PARALLEL),
+    # A database per xdist worker; the tests of plans a session keeps run alone, since
+    # other workers' DDL can reset every session's plan cache.
+    ("engines/postgres/tests", "-m", "not kept_plans", "-n", "3"),
+    ("engines/postgres/tests", "-m", "kept_plans"),
+    # The kit's own tests are mostly whole kit runs in subprocesses (one per mutant).
+    ("conformance/tests", *PARALLEL),
+    (f"{MEMORY}/tests", *PARALLEL, "--dist", "loadfile"),  # one certification, one worker
+    # The scenarios in one run, each file on one worker (module fixtures build wheels,
+    # start servers and browsers once).
+    (*SCENARIOS, *PARALLEL, "--dist", "loadfile"),
+    # Fault runs time their storms: on their own, one after the other.
+    FAULTS,
 )
 POSTGRES_ENGINES = {"postgresql", "postgres"}
 PGBOUNCER_ENGINE = "alkstore_postgres.testing.behind_pgbouncer:ENGINE"
@@ -80,6 +98,7 @@ def _install_all(session: nox.Session, *extra: str) -> None:
         "sqlalchemy",
         "greenlet",  # SQLAlchemy's asyncio extension needs it (the async SQLAlchemy scenario)
         "jsonschema",
+        "filelock",  # the kit's own tests share one long run between xdist workers
         "fastapi",  # the async guide's FastAPI lifespan example (scenarios/test_docs_examples.py)
         "httpx",  # fastapi.testclient needs it
         "nox",  # scenarios/test_engine_outside_repo.py runs `nox -s conformance -- --install`
@@ -179,12 +198,8 @@ def tests(session: nox.Session) -> None:
     _install_all(session)
     _require_pgbouncer(session)  # the PostgreSQL engine's tests and the kit start one
     with _postgres(session) as env:
-        # One pytest run per package: each has its own conftest and helpers.
-        for tests_dir in UNIT_TEST_DIRS:
-            # The kit's own tests are mostly whole kit runs in subprocesses (one per
-            # mutant), independent of each other: two at a time on two cores.
-            workers = ["-n", "2"] if tests_dir == "conformance/tests" else []
-            session.run("pytest", "-q", "-p", "no:cacheprovider", *workers, tests_dir, env=env)
+        for run in UNIT_TEST_RUNS:
+            session.run("pytest", "-q", "-p", "no:cacheprovider", *run, env=env)
         for engine in REFERENCE_ENGINES:
             session.run(
                 "alkstore-conformance",

@@ -6,8 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 TESTS_DIR = Path(__file__).parent
 
@@ -51,6 +55,27 @@ class RunIn:
     def report(self, name: str = "report.json") -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.cwd / name).read_text(encoding="utf-8"))
         return data
+
+
+class Once:
+    """Work that several xdist workers need, done by the first to ask and read from
+    its JSON by the rest: a long kit run is made once per test session, not once per
+    worker that happens to run a test needing it."""
+
+    def __init__(self, shared: Path) -> None:
+        self.shared = shared
+
+    def __call__(self, name: str, compute: Callable[[RunIn], Any]) -> Any:
+        done = self.shared / f"{name}.json"
+        with FileLock(self.shared / f"{name}.lock"):
+            if done.exists():
+                return json.loads(done.read_text(encoding="utf-8"))
+            scratch = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.shared))
+            # A failure raises here, writes nothing, and the next worker asking tries
+            # again: each test needing it errors with the failure, none reads a half.
+            value = compute(RunIn(scratch))
+            done.write_text(json.dumps(value), encoding="utf-8")
+            return value
 
 
 def output(result: subprocess.CompletedProcess[str]) -> str:

@@ -8,16 +8,16 @@ in the manifest (``requires``), or a test that uses it without a ``requires``
 mark, errors where it should be not_applicable.
 
 Certifying the whole suite once per profile would cost seven full runs. The
-test below runs what together covers the same ground:
+tests below run what together covers the same ground:
 
 1. a certification of the whole suite with *every* optional profile off: each
    test that runs there needs no optional profile and uses none (it would meet
    ``ProfileUnavailable``), so it runs the same whichever single profile is off;
-2. for each single profile off, a run of only the tests the first run skipped
-   for lacking one of the memory engine's profiles (the tests whose outcome
-   depends on which profiles an engine has), plus the reference model's, whose
-   rules follow the engine's capabilities: every test that runs must be pass or
-   not_applicable. The rest of a certification is the first run's, and the
+2. for each single profile off (a test each, so that they spread over workers),
+   a run of only the tests the first run skipped for lacking one of the memory
+   engine's profiles (the tests whose outcome depends on which profiles an engine
+   has), plus the reference model's, whose rules follow the engine's
+   capabilities: every test that runs must be pass or not_applicable. The rest of a certification is the first run's, and the
    full engine's (``scenarios/third_party_engine/tests/test_certification.py``).
 """
 
@@ -26,7 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit_runs import RunIn, output, report_problems
+import pytest
+from kit_runs import Once, RunIn, output, report_problems
 
 from alkstore_conformance.certify.manifest import ALWAYS_APPLICABLE, load_manifest
 from alkstore_conformance.certify.state import not_applicable_reason
@@ -110,31 +111,50 @@ def _check_without(run_in: RunIn, profile: str, nodeids: list[str]) -> dict[str,
     return _tests_passed(run_in, result, report, profile)
 
 
-def test_the_memory_engine_certifies_with_each_of_its_profiles_switched_off(
-    run_in: RunIn,
-) -> None:
+@pytest.fixture(scope="module")
+def everything_off(once: Once) -> dict[str, Any]:
+    """The certification with every optional profile off, made once per session."""
+    report: dict[str, Any] = once("profiles-off-everything", _certify_without_everything)
+    return report
+
+
+def test_the_memory_engine_switches_off_each_of_its_optional_profiles() -> None:
     assert len(PROFILES) >= 7
+
+
+def test_the_memory_engine_certifies_with_every_profile_switched_off(
+    everything_off: dict[str, Any],
+) -> None:
     manifest = load_manifest()
-    everything_off = _certify_without_everything(run_in)
     assert everything_off["certified"] is True
     assert everything_off["not_run"] == []
     for prop in everything_off["properties"]:
         needs_only_the_core = ALWAYS_APPLICABLE.issuperset(manifest[prop["id"]].profiles)
         assert prop["status"] == ("pass" if needs_only_the_core else "not_applicable"), prop["id"]
-    depends = sorted(
+
+
+def _depending_on_profiles(everything_off: dict[str, Any]) -> list[str]:
+    """The tests the run without every profile skipped for lacking one (or whose
+    rules follow the engine's capabilities): they alone depend on which is off."""
+    return sorted(
         test["nodeid"]
         for prop in everything_off["properties"]
         for test in prop["covering_tests"]
         if test["not_applicable_because"] in NOT_APPLICABLE or prop["id"] in CAPABILITY_ADAPTIVE
     )
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_memory_engine_certifies_with_one_profile_switched_off(
+    run_in: RunIn, everything_off: dict[str, Any], profile: str
+) -> None:
+    manifest = load_manifest()
+    depends = _depending_on_profiles(everything_off)
     assert depends
-    for profile in PROFILES:
-        one_off = _check_without(run_in, profile, depends)
-        assert one_off["engine"]["not_applicable_profiles"].count(profile) == 1
-        ran = {
-            _in_suite(test["nodeid"]) for p in one_off["properties"] for test in p["covering_tests"]
-        }
-        assert ran == set(depends)
-        for prop in one_off["properties"]:
-            if profile in manifest[prop["id"]].profiles:
-                assert prop["status"] == "not_applicable", (profile, prop["id"])
+    one_off = _check_without(run_in, profile, depends)
+    assert one_off["engine"]["not_applicable_profiles"].count(profile) == 1
+    ran = {_in_suite(test["nodeid"]) for p in one_off["properties"] for test in p["covering_tests"]}
+    assert ran == set(depends)
+    for prop in one_off["properties"]:
+        if profile in manifest[prop["id"]].profiles:
+            assert prop["status"] == "not_applicable", (profile, prop["id"])

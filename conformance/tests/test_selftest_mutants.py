@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kit_runs import RunIn, output, report_problems
+from kit_runs import Once, RunIn, output, report_problems
 
 from alkstore import installed_engines, load_engine
 from alkstore_conformance.certify.manifest import load_manifest
@@ -26,6 +26,8 @@ REFERENCE_ENGINE = "sqlite"
 SHORT_BUDGET_S = 10
 """The time budget of a run against a mutant the budget catches: the properties such
 mutants hang take well under a second each on the real engine."""
+REFERENCE_WORKERS = "4"
+"""xdist workers of the reference engine's run over every catching property."""
 MUTANT_NAMES = sorted(MUTANTS)
 CAUGHT_BY = sorted({mutant.catches for mutant in MUTANTS.values()})
 
@@ -38,6 +40,7 @@ def _run(
     *,
     first_failure: bool = False,
     budget_s: int | None = None,
+    workers: str = "0",
 ) -> dict[str, object]:
     selection = [arg for property_id in properties for arg in ("--property", property_id)]
     if budget_s is not None:
@@ -55,7 +58,7 @@ def _run(
         "--report",
         "report.json",
         "-n",
-        "0",
+        workers,
         "--",
         "--hypothesis-profile",
         SELFTEST_PROFILE,
@@ -67,14 +70,21 @@ def _run(
     return {"returncode": result.returncode, "output": output(result), "report": report}
 
 
-@pytest.fixture(scope="module")
-def reference_statuses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """One run of the real SQLite engine over every property that catches a mutant."""
-    run_in = RunIn(tmp_path_factory.mktemp("reference"))
-    ran = _run(run_in, REFERENCE_ENGINE, "alkstore.engines", CAUGHT_BY)
+def _reference_statuses(run_in: RunIn) -> dict[str, str]:
+    # The real engine's run is not stopped early, so its tests spread over workers
+    # (they mostly wait: deadlines, lapses, wake-ups).
+    ran = _run(run_in, REFERENCE_ENGINE, "alkstore.engines", CAUGHT_BY, workers=REFERENCE_WORKERS)
     report = ran["report"]
     assert isinstance(report, dict)
     return {p["id"]: p["status"] for p in report["properties"]}
+
+
+@pytest.fixture(scope="module")
+def reference_statuses(once: Once) -> dict[str, str]:
+    """One run of the real SQLite engine over every property that catches a mutant,
+    made once per session whichever xdist workers run the tests reading it."""
+    statuses: dict[str, str] = once("selftest-reference", _reference_statuses)
+    return statuses
 
 
 def test_every_registered_mutant_names_a_manifest_property() -> None:

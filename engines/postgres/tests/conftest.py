@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from pg_helpers import StoreFactory, fresh_schema_name
+from psycopg import sql
 
 import alkstore
 from alkstore.core import CoreStore
@@ -22,10 +25,37 @@ from alkstore_postgres.testing.provisioning import drop_schema
 from alkstore_postgres.testing.server import LocalPostgres, provision_server
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kept_plans: checks plans a session keeps, so runs with no other test on the server",
+    )
+
+
 @pytest.fixture(scope="session")
-def pg_dsn() -> Iterator[str]:
+def pg_dsn(worker_id: str) -> Iterator[str]:
+    """The session's server; under xdist, a database of this worker's own on it, so
+    that catalog-wide looks (every schema, every plan's statistics) see only its
+    own tests' objects."""
     with provision_server() as server:
-        yield server.dsn
+        if worker_id == "master":
+            yield server.dsn
+            return
+        with _database_of_its_own(server.dsn, f"alkstore_tests_{worker_id}") as dsn:
+            yield dsn
+
+
+@contextmanager
+def _database_of_its_own(dsn: str, name: str) -> Iterator[str]:
+    database = sql.Identifier(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(database))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(database))
+    try:
+        yield urlsplit(dsn)._replace(path=f"/{name}").geturl()  # a URL, as alkstore.open takes
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(database))
 
 
 @pytest.fixture

@@ -28,11 +28,13 @@ LACKING = ["async_acks", "async_native", "attach", "multi_process", "sql"]
 
 
 def _certify(report: Path) -> subprocess.CompletedProcess[str]:
+    report_to = ("--report", str(report))
     command = shutil.which("alkstore-conformance")
     assert command is not None, "the kit's console script is installed with alkstore-conformance"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_"))}
     return subprocess.run(
-        [command, "run", "--engine", "memory", "--certify", "--reduced", "--report", str(report)],
+        # Four xdist workers: the memory engine's tests mostly wait (deadlines, lapses).
+        [command, "run", "--engine", "memory", "--certify", "--reduced", "-n", "4", *report_to],
         cwd=ENGINE_DIR,
         env=env,
         capture_output=True,
