@@ -12,7 +12,8 @@ from pg_helpers import ENGINE_TABLES, VERSIONS, StoreFactory
 from psycopg import sql
 
 import alkstore
-from alkstore import EnqueueOpts, QueueOpts
+from alkstore import EnqueueOpts, QueueOpts, Unique
+from alkstore.core.unique import payload_key
 from alkstore.testing import FakeClock
 from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
 from alkstore_postgres.migrations import DEAD_PAGES_MIGRATION, KEPT_EDGES_MIGRATION
@@ -921,3 +922,30 @@ def test_an_upgraded_schema_brings_back_a_dependent_that_dies_after_the_upgrade(
         job = queue.get_job(revived)
         assert job is not None
         assert (job.state, job.redriven_from) == (alkstore.JobState.WAITING, child)
+
+
+UNIQUE_BATCH_ORDER_MIGRATION = migrations.UNIQUE_BATCH_ORDER_MIGRATION
+"""The migration that keeps a unique batch's new ids in payload order (the test below
+starts from the one before it)."""
+
+
+def test_a_schema_before_the_unique_batch_order_fix_makes_a_batchs_ids_in_payload_order(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(UNIQUE_BATCH_ORDER_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    key = payload_key('{"x": 1}')
+    # A pending job of the previous release still holding the first payload's key,
+    # its hold passed long ago.
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s, unique_key, unique_hold, hold_until)"
+        " VALUES ('q', '{\"x\": 1}', 0, 3, 1, 1, 30, 1, %(key)s, %(key)s, 6)",
+        {"key": key},
+    )
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(1_000)) as store:
+        queue = store.queue("q")
+        ids = queue.enqueue_many([{"x": 1}, {"y": 1}], EnqueueOpts(unique=Unique()))
+        assert [i.duplicate for i in ids] == [False, False]
+        assert ids[0] < ids[1]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS

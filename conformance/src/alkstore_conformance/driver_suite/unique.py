@@ -80,6 +80,15 @@ class UniqueStatements(SeamTests):
         made = [job_id for job_id, _ in outcomes]
         assert made == sorted(made)
 
+    def test_new_rows_ids_increase_in_payload_order_when_an_earlier_key_had_a_passed_hold(
+        self, driver: SeamDriver
+    ) -> None:
+        ((first, _),) = _insert(driver, "k", hold_until=T0 + 10)
+        outcomes = _insert(driver, "k", "free", now=T0 + 10)
+        assert [duplicate for _, duplicate in outcomes] == [False, False]
+        made = [job_id for job_id, _ in outcomes]
+        assert first < made[0] < made[1]
+
     def test_a_passed_hold_gives_the_key_up_and_the_old_row_keeps_its_key(
         self, driver: SeamDriver
     ) -> None:

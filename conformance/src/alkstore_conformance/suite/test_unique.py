@@ -281,6 +281,21 @@ def test_a_batch_meets_the_keys_held_before_it(store: Store) -> None:
     assert _job_count(queue) == 2
 
 
+@pytest.mark.property("UNIQUE-BATCH")
+def test_a_batch_taking_a_key_whose_period_passed_keeps_its_ids_in_payload_order(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    # The first payload's key is still held by a pending job whose period passed (no
+    # enqueue has taken it since), the second's is free: both make new jobs, and the
+    # ids increase in payload order (§15.6) however the engine finds the passed hold.
+    queue = clocked_store.queue(unique_name("batch"))
+    first = queue.enqueue({"x": 1}, _opts(period=5))
+    clock.advance(5)
+    ids = queue.enqueue_many([{"x": 1}, {"y": 1}], _opts(period=5))
+    assert [i.duplicate for i in ids] == [False, False]
+    assert first < ids[0] < ids[1]
+
+
 # -- UNIQUE-CONCURRENT -------------------------------------------------------------------------
 
 

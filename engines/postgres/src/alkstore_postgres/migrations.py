@@ -1113,6 +1113,96 @@ V19_LIMIT_ROW_RATE = Migration(
     ),
 )
 
+UNIQUE_BATCH_ORDER_MIGRATION: Final = 20
+"""The migration that keeps a unique batch's new ids in payload order (its number in
+one place: the lead renumbers on merge)."""
+
+V20_UNIQUE_BATCH_ORDER = Migration(
+    UNIQUE_BATCH_ORDER_MIGRATION,
+    "unique enqueue_many: passed holds given up before the insert, ids in payload order",
+    (
+        # Migration 7's batch left a key whose live holder's hold had passed to the
+        # per-key loop after the set-based insert: that key's new job took an id
+        # after the later payloads' (§15.6: the new jobs' ids increase in payload
+        # order). The live rows holding the batch's keys past their hold now give
+        # them up first (keeping unique_key, as alkstore_insert_unique_one does), so
+        # the one insert makes every new row, in position order; the loop is left to
+        # keys a concurrent writer took or freed meanwhile.
+        """
+        CREATE OR REPLACE FUNCTION {schema}.alkstore_enqueue_unique_many("""
+        + _ENQUEUE_UNIQUE_PARAMS
+        + """,
+            p_payloads text[], p_keys text[], p_wake_channel text, p_topic text)
+        RETURNS SETOF bigint
+        LANGUAGE plpgsql VOLATILE
+        AS $alkstore$
+        DECLARE
+            made bigint[] := array_fill(NULL::bigint, ARRAY[coalesce(cardinality(p_keys), 0)]);
+            hit record;
+            fresh boolean := false;
+        BEGIN
+            UPDATE {schema}.alkstore_jobs SET unique_hold = NULL
+            WHERE queue = p_queue AND unique_hold = ANY(p_keys)
+              AND hold_until <= p_created_at;
+            FOR hit IN
+                WITH inserted AS (
+                    INSERT INTO {schema}.alkstore_jobs AS job (
+                        payload, queue, priority, created_at, run_at, expires_at,
+                        max_attempts, visibility_timeout_s, backoff_base_s,
+                        dead_letter_retention_s, unique_key, unique_hold, hold_until,
+                        hold_dead)
+                    SELECT item.payload, p_queue, p_priority, p_created_at, p_run_at,
+                        p_expires_at, p_max_attempts, p_visibility_timeout_s,
+                        p_backoff_base_s, p_dead_letter_retention_s, item.key, item.key,
+                        p_hold_until, p_hold_dead
+                    FROM unnest(p_payloads, p_keys) WITH ORDINALITY
+                        AS item (payload, key, position)
+                    ORDER BY item.position
+                    ON CONFLICT (queue, unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING
+                    RETURNING job.id, job.unique_hold
+                )
+                SELECT inserted.id, item.position
+                FROM inserted
+                JOIN unnest(p_keys) WITH ORDINALITY AS item (key, position)
+                  ON item.key = inserted.unique_hold
+            LOOP
+                made[hit.position] := hit.id;
+            END LOOP;
+            FOR hit IN
+                SELECT item.position, holder.id AS holder
+                FROM unnest(p_keys) WITH ORDINALITY AS item (key, position)
+                CROSS JOIN LATERAL (
+                    SELECT dead.id FROM {schema}.alkstore_dead_jobs AS dead
+                    WHERE dead.queue = p_queue AND dead.unique_hold = item.key
+                      AND (dead.hold_until IS NULL OR dead.hold_until > p_created_at)
+                    LIMIT 1
+                ) AS holder
+                WHERE made[item.position] IS NOT NULL
+            LOOP
+                DELETE FROM {schema}.alkstore_jobs WHERE id = made[hit.position];
+                made[hit.position] := -hit.holder;
+            END LOOP;
+            FOR item IN 1 .. coalesce(cardinality(p_keys), 0) LOOP
+                IF made[item] IS NULL THEN
+                    SELECT * INTO hit FROM {schema}.alkstore_insert_unique_one(
+                        p_queue, p_priority, p_created_at, p_run_at, p_expires_at,
+                        p_max_attempts, p_visibility_timeout_s, p_backoff_base_s,
+                        p_dead_letter_retention_s, p_hold_until, p_hold_dead,
+                        p_payloads[item], p_keys[item]);
+                    made[item] := CASE WHEN hit.duplicate THEN -hit.job_id ELSE hit.job_id END;
+                END IF;
+                fresh := fresh OR made[item] > 0;
+            END LOOP;
+            IF fresh AND p_topic IS NOT NULL THEN
+                PERFORM pg_notify(p_wake_channel, p_topic);
+            END IF;
+            RETURN QUERY SELECT id FROM unnest(made) AS id;
+        END
+        $alkstore$
+        """,
+    ),
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     V1_QUEUES_AND_LOCKS,
     V2_SCHEDULES_STREAMS_MESSAGES,
@@ -1133,6 +1223,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V17_LIMITED_CLAIM_FUNCTION,
     V18_KEPT_EDGES,
     V19_LIMIT_ROW_RATE,
+    V20_UNIQUE_BATCH_ORDER,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -131,7 +131,8 @@ INSERT_UNIQUE: Final = f"""
 SELECT {{schema}}.alkstore_enqueue_unique_many({_UNIQUE_ARGUMENTS},
     %(payloads)s::text[], %(keys)s::text[], %(wake_channel)s, %(topic)s::text)
 """
-"""The unique enqueue of many keys: ``alkstore_enqueue_unique_many`` (migration 7)
+"""The unique enqueue of many keys: ``alkstore_enqueue_unique_many`` (migration 7, made
+again by ``UNIQUE_BATCH_ORDER_MIGRATION`` to give passed holds up before its insert)
 inserts each payload whose key no job of the queue holds, set-based, and gives one
 signed id per key, in order (see ``INSERT_UNIQUE_ONE``); it NOTIFYs the queue when a
 row went in (unless ``topic`` is NULL: this transaction already announced it)."""

@@ -256,6 +256,15 @@ UPDATE {JOBS} SET unique_hold = NULL WHERE id IN (SELECT value FROM json_each(:i
 """
 """Live rows whose hold passed give their key up (they keep ``unique_key``)."""
 
+GIVE_UP_PASSED_HOLDS_OF_KEYS = f"""
+UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
+ WHERE queue = :queue AND unique_hold IN (SELECT value FROM json_each(:keys))
+   AND hold_until <= :now
+"""
+"""The live rows of ``:queue`` holding one of ``:keys`` (a JSON array) whose hold
+passed give their key up (they keep ``unique_key``): before a batch's insert, so every
+key it takes is free when the insert runs and the new ids follow payload order."""
+
 GIVE_UP_PASSED_HOLDS = f"""
 UPDATE {JOBS} INDEXED BY {UNIQUE_INDEX} SET unique_hold = NULL
  WHERE queue = :queue AND unique_hold IS NOT NULL AND hold_until <= :now

@@ -46,6 +46,11 @@ class UniqueStatements:
                 return [(inserted, False)]  # the common case: one statement
         else:
             begin_transaction(c)  # one enqueue is all of its jobs or none
+            # A passed hold is given up before the insert, not found by it: one insert
+            # then makes every new row, so their ids increase in payload order (a key
+            # settled in a later round would take an id after the later payloads').
+            named = {"queue": stamps.queue, "keys": json.dumps(keys), "now": stamps.created_at}
+            c.execute(sql.GIVE_UP_PASSED_HOLDS_OF_KEYS, named)
         outcomes: dict[str, tuple[int, bool]] = {}
         todo = dict(zip(keys, params.payloads, strict=True))
         for round_number in range(ROUNDS):
