@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from alkstore.constants import MAX_PAYLOAD_DEPTH
+from alkstore.payload import UndecodablePayload, decode_payload
 from alkstore.rows import (
     CLAIMED_COLUMNS,
     JOB_COLUMNS,
@@ -187,3 +189,43 @@ def test_a_decoded_job_hashes_and_compares_as_the_job_built_from_its_fields() ->
     decoded = job_from_row(tuple(stored[c] for c in JOB_COLUMNS))
     assert decoded == built
     assert hash(decoded) == hash(built)
+
+
+# Stored payload texts a decoder reads in line or hands to decode_payload: each must
+# come back exactly as decode_payload reads it (contract §0.4 to §0.6).
+PAYLOAD_TEXTS: tuple[str | bytes, ...] = (
+    '{"to": "a"}',
+    "[1, [2, [3]]]",
+    '"a string with [ brackets {"',
+    "[" * 64 + "]" * 64,
+    "[" * 65 + "]" * 65,
+    "[" * 5000 + "]" * 5000,
+    '"' + "[" * 70 + '"',
+    ' {"padded": true} ',
+    "not json",
+    '{"a": 1} trailing',
+    "",
+    "-Infinity",
+    b'{"bytes": 1}',
+    b"\xff\xfe",
+)
+
+
+@pytest.mark.parametrize("text", PAYLOAD_TEXTS, ids=repr)
+def test_a_decoder_reads_a_payload_as_decode_payload_does(text: str | bytes) -> None:
+    row = {**STORED, "payload": text}
+    assert job_from_row(tuple(row[c] for c in JOB_COLUMNS)).payload == decode_payload(text)
+
+
+@pytest.mark.parametrize("text", PAYLOAD_TEXTS, ids=repr)
+def test_a_claimed_decoder_reads_a_payload_as_decode_payload_does(text: str | bytes) -> None:
+    row = {**STORED, "payload": text}
+    (job,) = claimed_jobs([tuple(row[c] for c in CLAIMED_COLUMNS)], "mail", "w2", 200)
+    assert job.payload == decode_payload(text)
+
+
+def test_a_payload_deeper_than_the_limit_reads_as_undecodable() -> None:
+    text = "[" * (MAX_PAYLOAD_DEPTH + 1) + "]" * (MAX_PAYLOAD_DEPTH + 1)
+    row = {**STORED, "payload": text}
+    (job,) = claimed_jobs([tuple(row[c] for c in CLAIMED_COLUMNS)], "mail", "w2", 200)
+    assert type(job.payload) is UndecodablePayload

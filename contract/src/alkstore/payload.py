@@ -44,6 +44,10 @@ _fast_encode: Callable[[object, int], Any] | None = (
 # whitespace skips, and stored payloads are written without surrounding whitespace.
 _decoder = json.JSONDecoder()
 _scan_once: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
+scan_stored = _scan_once
+"""``json``'s scanner: ``(value, end)`` of the JSON value at an index of a text. Only
+for a decoder that repeats ``decode_payload``'s fast path in line (``alkstore.rows``)
+and hands every other text to ``decode_payload``."""
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")

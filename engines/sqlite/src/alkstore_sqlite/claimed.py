@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import fields
+from operator import itemgetter
 from typing import Any
 
 from alkstore.rows import claimed_decoder
@@ -38,11 +39,13 @@ if _STAND_IN not in _RARE or _DEFAULTS[_STAND_IN] is not None or _STAND_IN in _S
 _common = claimed_decoder((*CLAIMED_COMMON, _STAND_IN))
 _whole = claimed_decoder(CLAIMED_COMMON + _RARE)
 _DEFAULT_ROW = tuple(_STORED_DEFAULTS.get(name) for name in _RARE)
+_PACKED = itemgetter(-1)
+"""A row's packed value: NULL, or a JSON array's text (never empty, so never false)."""
 
 
 def claimed_jobs(rows: Sequence[Sequence[Any]], queue: str, worker_id: str, now: int) -> list[Job]:
     """The claimed ``Job`` of each row, in order."""
-    if any(row[-1] is not None for row in rows):
+    if any(map(_PACKED, rows)):  # in C: a generator's frame per row costs a job's slot
         whole = [
             (*row[:-1], *(_DEFAULT_ROW if row[-1] is None else json.loads(row[-1]))) for row in rows
         ]
