@@ -17,8 +17,10 @@ tests below run what together covers the same ground:
    a run of only the tests the first run skipped for lacking one of the memory
    engine's profiles (the tests whose outcome depends on which profiles an engine
    has), plus the reference model's, whose rules follow the engine's
-   capabilities: every test that runs must be pass or not_applicable. The rest of a certification is the first run's, and the
-   full engine's (``scenarios/third_party_engine/tests/test_certification.py``).
+   capabilities: every test that runs must be pass or not_applicable.
+
+The rest of a certification is the first run's, and the full engine's
+(``scenarios/third_party_engine/tests/test_certification.py``).
 """
 
 from __future__ import annotations
