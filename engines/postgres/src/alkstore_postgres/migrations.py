@@ -29,7 +29,14 @@ from psycopg import sql as pgsql
 
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
-from .statements import CLAIM_LIMITED_FUNCTION, LIMIT_ROW_RATE_MIGRATION, render
+from .statements import (
+    CLAIM_LIMITED_FUNCTION,
+    CLAIM_LIMITED_FUNCTION_V19,
+    LIMIT_ROW_RATE_MIGRATION,
+    SLOT_WAITED_FUNCTION,
+    SLOT_WAITED_MIGRATION,
+    render,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1003,7 +1010,7 @@ V17_LIMITED_CLAIM_FUNCTION = Migration(
         # Locks the queue's limit row, claims under it with a snapshot of its own and
         # records the claim's starts (statements.CLAIM_LIMITED_FUNCTION): a claim of a
         # limited queue is one round trip instead of a transaction of four statements.
-        CLAIM_LIMITED_FUNCTION,
+        CLAIM_LIMITED_FUNCTION_V19,
     ),
 )
 
@@ -1109,6 +1116,25 @@ V19_LIMIT_ROW_RATE = Migration(
         FROM {schema}.alkstore_queue_limits AS limits
         """,
         # The claim that locks, reads and writes it (statements.CLAIM_LIMITED_FUNCTION).
+        CLAIM_LIMITED_FUNCTION_V19,
+    ),
+)
+
+V20_SLOT_WAITED = Migration(
+    SLOT_WAITED_MIGRATION,
+    "a limited queue's held-back mark: a freed slot is announced only when a claim waits for one",
+    (
+        # Set by a claim its concurrency limit held back, cleared by one that found room
+        # (contract §16.4); an ack, fail or cancel of the queue announces it only while
+        # set (or with a per-key limit or rate). No CHECK: the claim writes the row.
+        """
+        ALTER TABLE {schema}.alkstore_queue_claims
+            ADD COLUMN held_back boolean NOT NULL DEFAULT false
+        """,
+        # What the ending statements call (statements.SLOT_WAITED_FUNCTION): the lock
+        # handshake's shared side and the mark, read with a snapshot after it.
+        SLOT_WAITED_FUNCTION,
+        # The claim that sets and clears the mark (statements.CLAIM_LIMITED_FUNCTION).
         CLAIM_LIMITED_FUNCTION,
     ),
 )
@@ -1133,6 +1159,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V17_LIMITED_CLAIM_FUNCTION,
     V18_KEPT_EDGES,
     V19_LIMIT_ROW_RATE,
+    V20_SLOT_WAITED,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

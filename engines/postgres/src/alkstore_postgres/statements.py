@@ -600,10 +600,106 @@ def _ready_branches() -> str:
 
 
 LIMIT_ROW_RATE_MIGRATION: Final = 19
-"""The migration that keeps a rate's current second in the limit row and makes
-``CLAIM_LIMITED_FUNCTION`` as below (the one place its number is written)."""
+"""The migration that keeps a rate's current second in the limit row (the one place its
+number is written)."""
 
-CLAIM_LIMITED_FUNCTION: Final = f"""
+SLOT_WAITED_MIGRATION: Final = 20
+"""The migration that adds the held-back mark (``alkstore_queue_claims.held_back``),
+``SLOT_WAITED_FUNCTION``, and makes ``CLAIM_LIMITED_FUNCTION`` as below (the one place
+its number is written)."""
+
+SLOT_LOCK: Final = 1634495347
+"""The first key of the advisory transaction lock of a limited queue's slots (the second
+is ``hashtext(queue)``): taken shared by a statement that ends a claim before it reads
+the held-back mark, exclusively by a claim that sets it (contract §16.4). A collision of
+two queues' keys (or of two stores' schemas, which share it) only makes one wait for the
+other."""
+
+SLOT_WAITED_FUNCTION: Final = f"""
+CREATE OR REPLACE FUNCTION {{schema}}.alkstore_slot_waited(p_queue text)
+RETURNS boolean
+LANGUAGE sql VOLATILE AS $alkstore$
+    SELECT pg_advisory_xact_lock_shared({SLOT_LOCK}, hashtext(p_queue));
+    SELECT coalesce((SELECT claims.held_back FROM {{schema}}.alkstore_queue_claims AS claims
+                     WHERE claims.queue = p_queue), false)
+        OR EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                   WHERE limits.queue = p_queue
+                     AND (limits.concurrency_per_key IS NOT NULL
+                          OR limits.rate_per_key IS NOT NULL));
+$alkstore$
+"""
+"""Whether a freed slot of the limited queue ``p_queue`` can matter (contract §16.4): a
+claim was held back by its concurrency limit (the mark ``CLAIM_LIMITED_FUNCTION`` sets,
+and clears when a claim finds room), or the queue has a per-key limit or rate (whose
+claims set no mark: every ending statement announces them). Called by each statement
+that ends a claim of a limited queue (``ACK``, ``ACK_BATCH``, ``COMPLETE``,
+``NOTIFY_IF_LIMITED``), in its transaction: it takes ``SLOT_LOCK`` shared, held until
+that transaction ends, and reads the mark in its second statement, which (a VOLATILE
+function) takes a snapshot of its own after the lock: it sees a mark whose claim holds
+the lock exclusively once that claim has committed. Not inlined (two statements)."""
+
+_ROUNDS_OPEN: Final = """
+      -- At most two rounds: the second only after the first was held back by the
+      -- concurrency limit, once the held-back mark is set and the handshake done.
+      FOR v_round IN 1 .. 2 LOOP
+"""
+"""The held-back rounds of ``CLAIM_LIMITED_FUNCTION`` (contract §16.4), opened."""
+
+
+def _rounds_close() -> str:
+    """The rounds closed: the mark set and the handshake after a held-back round."""
+    return f"""
+        v_total := v_total + v_claimed;
+        -- The held-back mark (contract §16.4; the ending statements read it through
+        -- alkstore_slot_waited). Only a concurrency limit holds a claim back for a
+        -- freed slot to matter: a claim that took all its rate let it take found room
+        -- (when the rate did not cut it), and so did one short of it under the limit.
+        EXIT WHEN v_concurrency IS NULL;
+        IF v_claimed >= v_rate_room THEN
+            v_room := v_rate_room = p_limit - (v_total - v_claimed);
+            EXIT;
+        END IF;
+        EXIT WHEN v_round = 2;
+        IF {_in_function(_LIVE_CLAIMS)} < v_concurrency THEN
+            v_room := true;
+            EXIT;
+        END IF;
+        -- Held back: mark the queue (in this transaction), then the handshake. An ending
+        -- statement takes SLOT_LOCK shared and reads the mark with a snapshot taken after
+        -- it; this takes it exclusively, so it waits for every ending statement already
+        -- past its lock to commit (the second round's snapshot, taken after this, sees
+        -- their freed slots), and every later one waits for this transaction's commit
+        -- (its read sees the mark). So no slot is freed unseen by both sides.
+        IF v_held THEN
+            SELECT ctid INTO v_row_at FROM {{schema}}.alkstore_queue_claims WHERE queue = p_queue;
+        ELSE
+            UPDATE {{schema}}.alkstore_queue_claims SET held_back = true WHERE queue = p_queue
+            RETURNING ctid INTO v_row_at;
+            v_held := true;
+        END IF;
+        PERFORM pg_advisory_xact_lock({SLOT_LOCK}, hashtext(p_queue));
+        -- The first round's starts are in the row now (_COUNT_STARTS); the second
+        -- round counts on top of them and takes at most what is left of the rate.
+        IF v_rate IS NOT NULL THEN
+            v_second_claims := v_second_claims + v_claimed;
+        END IF;
+        v_rate_room := v_rate_room - v_claimed;
+      END LOOP;
+      v_claimed := v_total;
+      IF v_room AND v_held THEN  -- room for all it asked: no claim waits for a slot now
+          UPDATE {{schema}}.alkstore_queue_claims SET held_back = false WHERE queue = p_queue;
+      END IF;
+"""
+
+
+def _claim_limited_function(*, mark: bool) -> str:
+    """``CLAIM_LIMITED_FUNCTION``, or (``mark`` false) the function as migration 19 made
+    it, without the held-back mark."""
+    held_column = ",\n               c.held_back" if mark else ""
+    held_into = ", v_held" if mark else ""
+    rounds_open = _ROUNDS_OPEN if mark else ""
+    rounds_close = _rounds_close() if mark else ""
+    return f"""
 CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
     p_queue text, p_worker_id text, p_now bigint, p_limit integer, p_last_error text)
 RETURNS SETOF {{schema}}.alkstore_jobs
@@ -624,15 +720,21 @@ DECLARE
     v_claimed bigint;
     v_keyed boolean;
     v_attempt integer;
+    v_held boolean;
+    v_room boolean := false;
+    v_total bigint := 0;
+    v_round integer;
 BEGIN
     -- The lock: the queue's claims row (no CHECK to run when it is written). The limits
     -- are as this statement found them; a claim waiting for the lock reads the row's
     -- latest version once it holds it.
     FOR v_attempt IN 1 .. 2 LOOP
         SELECT l.concurrency, l.rate, l.per_s, l.concurrency_per_key, l.rate_per_key,
-               l.key_cursor, c.ctid, c.rate_second, c.rate_second_claims, c.rate_older_latest
+               l.key_cursor, c.ctid, c.rate_second, c.rate_second_claims, c.rate_older_latest{
+        held_column
+    }
           INTO v_concurrency, v_rate, v_per_s, v_per_key, v_rate_per_key, v_cursor, v_row_at,
-               v_second, v_second_claims, v_older
+               v_second, v_second_claims, v_older{held_into}
           FROM {{schema}}.alkstore_queue_limits AS l
           JOIN {{schema}}.alkstore_queue_claims AS c ON c.queue = l.queue
           WHERE l.queue = p_queue FOR UPDATE OF c;
@@ -686,7 +788,7 @@ BEGIN
         RETURN QUERY {_in_function(_claim_in_turn("RETURNING job.*", _RECORD_KEY_STARTS))};
         GET DIAGNOSTICS v_claimed = ROW_COUNT;
     ELSE
-        -- Pending rows only while no claim of the queue has lapsed (as CLAIM_READY).
+{rounds_open}        -- Pending rows only while no claim of the queue has lapsed (as CLAIM_READY).
         {_ready_branches()}
         GET DIAGNOSTICS v_claimed = ROW_COUNT;
         -- Nested, not one condition: a plan of `v_claimed = 0 AND EXISTS (...)` made for
@@ -695,21 +797,21 @@ BEGIN
           IF EXISTS ({_in_function(_LAPSED)}) THEN
             -- Lapsed claims: bury those at their budget, claim pending and lapsed rows.
             RETURN QUERY {
-    _in_function(
-        _claim(
-            "= ANY(ARRAY(SELECT row_at FROM chosen))",
-            guard="",
-            slots=_LIMITED_SLOTS,
-            returning="RETURNING job.*",
-            recorded=_COUNT_STARTS,
-            cue="",
+        _in_function(
+            _claim(
+                "= ANY(ARRAY(SELECT row_at FROM chosen))",
+                guard="",
+                slots=_LIMITED_SLOTS,
+                returning="RETURNING job.*",
+                recorded=_COUNT_STARTS,
+                cue="",
+            )
         )
-    )
-};
+    };
             GET DIAGNOSTICS v_claimed = ROW_COUNT;
           END IF;
         END IF;
-    END IF;
+{rounds_close}    END IF;
     -- The claim's starts: counted in its statement (_COUNT_STARTS) unless it claimed in
     -- turn (whose statement moves the key cursor in that row); a second that ended
     -- without a claim of this one, moved.
@@ -724,8 +826,11 @@ BEGIN
 END
 $alkstore$
 """
+
+
+CLAIM_LIMITED_FUNCTION: Final = _claim_limited_function(mark=True)
 """A limited queue's claim in one statement (the limits profile; made by migration 17,
-made again by ``LIMIT_ROW_RATE_MIGRATION``): lock the queue's claims row, then claim at
+made again by ``LIMIT_ROW_RATE_MIGRATION`` and ``SLOT_WAITED_MIGRATION``): lock the queue's claims row, then claim at
 most its free slots (``_LIMITED_SLOTS``: pending rows only while no claim has lapsed,
 as ``CLAIM_READY``; then as ``CLAIM_LIMITED``; with a per-key limit or rate, in turn as
 ``CLAIM_IN_TURN``, recording the keys' starts) and count the claim's starts, in the
@@ -742,8 +847,15 @@ second, or claims only this second) the window's count is read off the locked ro
 a claim writes one tuple, of that row, which has no CHECK to evaluate (the limit row
 has six); the starts table is written once per second a claim started in, and read
 only while it holds some of the window. It reads the limit itself; a queue whose limit
-was cleared gives one row of NULLs. Made from this module's statements when the
+was cleared gives one row of NULLs. A claim (not in turn) of a queue with a concurrency
+limit that its limit held back sets the queue's held-back mark and claims once more after
+the handshake with the ending statements (``SLOT_LOCK``); one that finds room clears it
+(contract §16.4). Made from this module's statements when the
 migration runs: a change to them needs a migration that makes the function again."""
+
+CLAIM_LIMITED_FUNCTION_V19: Final = _claim_limited_function(mark=False)
+"""The function as migrations 17 and 19 made it (a schema upgraded step by step runs
+the claims of each version with the function of that version)."""
 
 CALL_CLAIM_LIMITED: Final = f"""
 SELECT {CLAIMED_JOB} FROM {{schema}}.alkstore_claim_limited(
@@ -787,13 +899,16 @@ WITH acked AS (
     RETURNING queue
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
-    WHERE EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
-                  WHERE limits.queue = acked.queue)
+    WHERE CASE WHEN EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
+                            WHERE limits.queue = acked.queue)
+               THEN {schema}.alkstore_slot_waited(acked.queue) ELSE false END
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
 """Delete a valid claim's row; a limited queue's freed slot wakes its waiters in every
-process (the limits profile), in the same round trip."""
+process (the limits profile), in the same round trip, when it can matter: a claim was
+held back by the concurrency limit, or the queue has a per-key limit or rate
+(``SLOT_WAITED_FUNCTION``, called only for a limited queue: ``CASE`` fixes the order)."""
 
 _KEPT_OF_ACKED: Final = ", ".join(f"(acked.job).{name.strip()}" for name in MOVED.split(","))
 
@@ -809,8 +924,10 @@ WITH acked AS (
       FROM acked WHERE (acked.job).id IS NOT NULL
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic)s)
-    WHERE EXISTS (SELECT FROM acked)
-      AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s)
+    WHERE CASE WHEN EXISTS (SELECT FROM acked)
+                    AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits
+                                WHERE queue = %(queue)s)
+               THEN {{schema}}.alkstore_slot_waited(%(queue)s) ELSE false END
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
@@ -860,8 +977,9 @@ WITH acked AS (
     SELECT {MOVED}, errors, %(now)s, %(result)s::text FROM acked
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
-    WHERE EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
-                  WHERE limits.queue = acked.queue)
+    WHERE CASE WHEN EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                            WHERE limits.queue = acked.queue)
+               THEN {{schema}}.alkstore_slot_waited(acked.queue) ELSE false END
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
@@ -1014,8 +1132,11 @@ start of any key leaves the window (§16.11)."""
 NOTIFY_IF_LIMITED: Final = """
 SELECT pg_notify(%(wake_channel)s, %(topic)s)
 FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s
+  AND {schema}.alkstore_slot_waited(%(queue)s)
 """
-"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere."""
+"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere when a
+freed slot can matter (``SLOT_WAITED_FUNCTION``; the function runs only for the one row
+of a limited queue, a join filter on the probe's row)."""
 
 # -- operations (the ops profile) --------------------------------------------------
 
