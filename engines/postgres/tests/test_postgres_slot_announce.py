@@ -81,7 +81,8 @@ def test_an_ack_of_a_limited_queue_with_no_claim_held_back_announces_nothing(
     queue = _limited(store, Limits(concurrency=5), 2)
     announced(_channel(store))
     handle = queue.claim("w")
-    assert handle is not None and handle.ack()
+    assert handle is not None
+    assert handle.ack()
     assert not announced(_channel(store))
 
 
@@ -164,7 +165,8 @@ def test_an_ack_of_a_queue_with_a_per_key_limit_always_announces(
     queue = _limited(store, Limits(concurrency=5, concurrency_per_key=5), 2)
     announced(_channel(store))
     handle = queue.claim("w")
-    assert handle is not None and handle.ack()
+    assert handle is not None
+    assert handle.ack()
     assert announced(_channel(store))
 
 

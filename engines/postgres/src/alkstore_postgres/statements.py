@@ -671,7 +671,8 @@ def _rounds_close() -> str:
         -- their freed slots), and every later one waits for this transaction's commit
         -- (its read sees the mark). So no slot is freed unseen by both sides.
         IF v_held THEN
-            SELECT ctid INTO v_row_at FROM {{schema}}.alkstore_queue_claims WHERE queue = p_queue;
+            SELECT ctid INTO v_row_at FROM {{schema}}.alkstore_queue_claims
+            WHERE queue = p_queue;
         ELSE
             UPDATE {{schema}}.alkstore_queue_claims SET held_back = true WHERE queue = p_queue
             RETURNING ctid INTO v_row_at;
@@ -830,8 +831,9 @@ $alkstore$
 
 CLAIM_LIMITED_FUNCTION: Final = _claim_limited_function(mark=True)
 """A limited queue's claim in one statement (the limits profile; made by migration 17,
-made again by ``LIMIT_ROW_RATE_MIGRATION`` and ``SLOT_WAITED_MIGRATION``): lock the queue's claims row, then claim at
-most its free slots (``_LIMITED_SLOTS``: pending rows only while no claim has lapsed,
+made again by ``LIMIT_ROW_RATE_MIGRATION`` and ``SLOT_WAITED_MIGRATION``): lock the
+queue's claims row, then claim at most its free slots
+(``_LIMITED_SLOTS``: pending rows only while no claim has lapsed,
 as ``CLAIM_READY``; then as ``CLAIM_LIMITED``; with a per-key limit or rate, in turn as
 ``CLAIM_IN_TURN``, recording the keys' starts) and count the claim's starts, in the
 caller's transaction, which holds the lock until it ends. A VOLATILE PL/pgSQL function
