@@ -867,9 +867,9 @@ def test_a_schema_before_the_held_back_mark_is_upgraded_and_marks_a_held_back_cl
         " SELECT 'q', '\"old\"', 0, 3, 1, 1, 300, 1 FROM generate_series(1, 2)"
     )
     admin.execute(
-        f'INSERT INTO "{schema}".alkstore_queue_limits (queue, concurrency) VALUES (\'q\', 1)'
+        f"INSERT INTO \"{schema}\".alkstore_queue_limits (queue, concurrency) VALUES ('q', 1)"
     )
-    admin.execute(f'INSERT INTO "{schema}".alkstore_queue_claims (queue) VALUES (\'q\')')
+    admin.execute(f"INSERT INTO \"{schema}\".alkstore_queue_claims (queue) VALUES ('q')")
     with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(1_000)) as store:
         queue = store.queue("q")
         held = admin.execute(f'SELECT held_back FROM "{schema}".alkstore_queue_claims').fetchall()

@@ -140,6 +140,24 @@ def test_a_claim_held_back_by_a_rate_alone_sets_no_mark(
     assert not announced(_channel(store))
 
 
+def test_a_claim_held_back_by_the_rate_and_the_concurrency_limit_marks_the_queue(
+    open_store: StoreFactory,
+    announced: Callable[[str], bool],
+    admin: psycopg.Connection[Any],
+    schema: str,
+) -> None:
+    # Its waiter waits for the window and for a slot: the slot's ack must tell it.
+    store = open_store(clock=FakeClock(START))
+    queue = _limited(store, Limits(concurrency=1, rate=1, per=60), 3)
+    announced(_channel(store))
+    handle = queue.claim("w")
+    assert handle is not None
+    assert queue.claim("w2") is None
+    assert _marked(admin, schema)
+    assert handle.ack()
+    assert announced(_channel(store))
+
+
 def test_a_fail_and_a_cancel_after_a_held_back_claim_announce_the_queue(
     open_store: StoreFactory, announced: Callable[[str], bool]
 ) -> None:

@@ -652,11 +652,13 @@ def _rounds_close() -> str:
         v_total := v_total + v_claimed;
         -- The held-back mark (contract §16.4; the ending statements read it through
         -- alkstore_slot_waited). Only a concurrency limit holds a claim back for a
-        -- freed slot to matter: a claim that took all its rate let it take found room
-        -- (when the rate did not cut it), and so did one short of it under the limit.
+        -- freed slot to matter: a claim that took all it asked found room, and so did
+        -- one short of it with the queue under its limit (the rate, or no job, cut it).
+        -- One short of it at the limit is held back, whatever the rate let it take: a
+        -- waiter held by both waits for a slot as well as for the window.
         EXIT WHEN v_concurrency IS NULL;
-        IF v_claimed >= v_rate_room THEN
-            v_room := v_rate_room = p_limit - (v_total - v_claimed);
+        IF v_total >= p_limit THEN
+            v_room := true;
             EXIT;
         END IF;
         EXIT WHEN v_round = 2;
