@@ -872,12 +872,14 @@ def test_a_schema_before_the_held_back_mark_is_upgraded_and_marks_a_held_back_cl
     admin.execute(f"INSERT INTO \"{schema}\".alkstore_queue_claims (queue) VALUES ('q')")
     with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(1_000)) as store:
         queue = store.queue("q")
-        held = admin.execute(f'SELECT held_back FROM "{schema}".alkstore_queue_claims').fetchall()
-        assert held == [(False,)]  # no claim of the old release waits on the mark
+        held = admin.execute(f'SELECT held_back FROM "{schema}".alkstore_jobs').fetchall()
+        assert held == [(False,), (False,)]  # the old jobs carry no mark
         assert queue.claim("w") is not None
-        assert queue.claim("w") is None  # the limit binds, and marks the queue
-        held = admin.execute(f'SELECT held_back FROM "{schema}".alkstore_queue_claims').fetchall()
-        assert held == [(True,)]
+        assert queue.claim("w") is None  # the limit binds, and marks the live claim
+        held = admin.execute(
+            f'SELECT state, held_back FROM "{schema}".alkstore_jobs ORDER BY id'
+        ).fetchall()
+        assert held == [("processing", True), ("pending", False)]
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 

@@ -33,7 +33,6 @@ from .statements import (
     CLAIM_LIMITED_FUNCTION,
     CLAIM_LIMITED_FUNCTION_V19,
     LIMIT_ROW_RATE_MIGRATION,
-    SLOT_WAITED_FUNCTION,
     SLOT_WAITED_MIGRATION,
     render,
 )
@@ -1122,19 +1121,15 @@ V19_LIMIT_ROW_RATE = Migration(
 
 V20_SLOT_WAITED = Migration(
     SLOT_WAITED_MIGRATION,
-    "a limited queue's held-back mark: a freed slot is announced only when a claim waits for one",
+    "a claim's held-back mark: an ack announces a freed slot only when a claim waits for one",
     (
-        # Set by a claim its concurrency limit held back, cleared by one that found room
-        # (contract §16.4); an ack, fail or cancel of the queue announces it only while
-        # set (or with a per-key limit or rate). No CHECK: the claim writes the row.
+        # Set on a limited queue's live claims by a claim their concurrency limit held
+        # back (contract §16.4); an ack of a marked claim announces its queue. A
+        # constant default: no table rewrite.
         """
-        ALTER TABLE {schema}.alkstore_queue_claims
-            ADD COLUMN held_back boolean NOT NULL DEFAULT false
+        ALTER TABLE {schema}.alkstore_jobs ADD COLUMN held_back boolean NOT NULL DEFAULT false
         """,
-        # What the ending statements call (statements.SLOT_WAITED_FUNCTION): the lock
-        # handshake's shared side and the mark, read with a snapshot after it.
-        SLOT_WAITED_FUNCTION,
-        # The claim that sets and clears the mark (statements.CLAIM_LIMITED_FUNCTION).
+        # The claim that sets the mark (statements.CLAIM_LIMITED_FUNCTION).
         CLAIM_LIMITED_FUNCTION,
     ),
 )

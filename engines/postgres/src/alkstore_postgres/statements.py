@@ -604,39 +604,8 @@ LIMIT_ROW_RATE_MIGRATION: Final = 19
 number is written)."""
 
 SLOT_WAITED_MIGRATION: Final = 20
-"""The migration that adds the held-back mark (``alkstore_queue_claims.held_back``),
-``SLOT_WAITED_FUNCTION``, and makes ``CLAIM_LIMITED_FUNCTION`` as below (the one place
-its number is written)."""
-
-SLOT_LOCK: Final = 1634495347
-"""The first key of the advisory transaction lock of a limited queue's slots (the second
-is ``hashtext(queue)``): taken shared by a statement that ends a claim before it reads
-the held-back mark, exclusively by a claim that sets it (contract §16.4). A collision of
-two queues' keys (or of two stores' schemas, which share it) only makes one wait for the
-other."""
-
-SLOT_WAITED_FUNCTION: Final = f"""
-CREATE OR REPLACE FUNCTION {{schema}}.alkstore_slot_waited(p_queue text)
-RETURNS boolean
-LANGUAGE sql VOLATILE AS $alkstore$
-    SELECT pg_advisory_xact_lock_shared({SLOT_LOCK}, hashtext(p_queue));
-    SELECT coalesce((SELECT claims.held_back FROM {{schema}}.alkstore_queue_claims AS claims
-                     WHERE claims.queue = p_queue), false)
-        OR EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
-                   WHERE limits.queue = p_queue
-                     AND (limits.concurrency_per_key IS NOT NULL
-                          OR limits.rate_per_key IS NOT NULL));
-$alkstore$
-"""
-"""Whether a freed slot of the limited queue ``p_queue`` can matter (contract §16.4): a
-claim was held back by its concurrency limit (the mark ``CLAIM_LIMITED_FUNCTION`` sets,
-and clears when a claim finds room), or the queue has a per-key limit or rate (whose
-claims set no mark: every ending statement announces them). Called by each statement
-that ends a claim of a limited queue (``ACK``, ``ACK_BATCH``, ``COMPLETE``,
-``NOTIFY_IF_LIMITED``), in its transaction: it takes ``SLOT_LOCK`` shared, held until
-that transaction ends, and reads the mark in its second statement, which (a VOLATILE
-function) takes a snapshot of its own after the lock: it sees a mark whose claim holds
-the lock exclusively once that claim has committed. Not inlined (two statements)."""
+"""The migration that adds the held-back mark of a claim (``alkstore_jobs.held_back``)
+and makes ``CLAIM_LIMITED_FUNCTION`` as below (the one place its number is written)."""
 
 _ROUNDS_OPEN: Final = """
       -- At most two rounds: the second only after the first was held back by the
@@ -651,36 +620,24 @@ def _rounds_close() -> str:
     return f"""
         v_total := v_total + v_claimed;
         -- The held-back mark (contract §16.4; the ending statements read it through
-        -- alkstore_slot_waited). Only a concurrency limit holds a claim back for a
-        -- freed slot to matter: a claim that took all it asked found room, and so did
-        -- one short of it with the queue under its limit (the rate, or no job, cut it).
+        -- their RETURNING). Only a concurrency limit holds a claim back for a freed
+        -- slot to matter: a claim that took all it asked found room, and so did one
+        -- short of it with the queue under its limit (the rate, or no job, cut it).
         -- One short of it at the limit is held back, whatever the rate let it take: a
         -- waiter held by both waits for a slot as well as for the window.
-        EXIT WHEN v_concurrency IS NULL;
-        IF v_total >= p_limit THEN
-            v_room := true;
-            EXIT;
-        END IF;
-        EXIT WHEN v_round = 2;
-        IF {_in_function(_LIVE_CLAIMS)} < v_concurrency THEN
-            v_room := true;
-            EXIT;
-        END IF;
-        -- Held back: mark the queue (in this transaction), then the handshake. An ending
-        -- statement takes SLOT_LOCK shared and reads the mark with a snapshot taken after
-        -- it; this takes it exclusively, so it waits for every ending statement already
-        -- past its lock to commit (the second round's snapshot, taken after this, sees
-        -- their freed slots), and every later one waits for this transaction's commit
-        -- (its read sees the mark). So no slot is freed unseen by both sides.
-        IF v_held THEN
-            SELECT ctid INTO v_row_at FROM {{schema}}.alkstore_queue_claims
-            WHERE queue = p_queue;
-        ELSE
-            UPDATE {{schema}}.alkstore_queue_claims SET held_back = true WHERE queue = p_queue
-            RETURNING ctid INTO v_row_at;
-            v_held := true;
-        END IF;
-        PERFORM pg_advisory_xact_lock({SLOT_LOCK}, hashtext(p_queue));
+        EXIT WHEN v_concurrency IS NULL OR v_total >= p_limit OR v_round = 2;
+        EXIT WHEN {_in_function(_LIVE_CLAIMS)} < v_concurrency;
+        -- Held back: mark every live claim of the queue (in this transaction). The
+        -- UPDATE waits for the row lock of each claim an ack (or any ending statement)
+        -- has deleted or moved and not yet committed, and skips it once that commits,
+        -- so the second round's count (a snapshot taken after it) sees that slot free.
+        -- An ack that reaches a claim after it was marked waits for this transaction
+        -- and deletes the row's latest version (READ COMMITTED), so its RETURNING sees
+        -- the mark and it announces the queue. A claim marked before needs nothing: an
+        -- ack sees a committed mark in its row the same way. So no slot is freed unseen
+        -- by both sides (contract §16.4).
+        UPDATE {{schema}}.alkstore_jobs SET held_back = true
+        WHERE queue = p_queue AND state = 'processing' AND deadline > p_now AND NOT held_back;
         -- The first round's starts are in the row now (_COUNT_STARTS); the second
         -- round counts on top of them and takes at most what is left of the rate.
         IF v_rate IS NOT NULL THEN
@@ -689,17 +646,12 @@ def _rounds_close() -> str:
         v_rate_room := v_rate_room - v_claimed;
       END LOOP;
       v_claimed := v_total;
-      IF v_room AND v_held THEN  -- room for all it asked: no claim waits for a slot now
-          UPDATE {{schema}}.alkstore_queue_claims SET held_back = false WHERE queue = p_queue;
-      END IF;
 """
 
 
 def _claim_limited_function(*, mark: bool) -> str:
     """``CLAIM_LIMITED_FUNCTION``, or (``mark`` false) the function as migration 19 made
     it, without the held-back mark."""
-    held_column = ",\n               c.held_back" if mark else ""
-    held_into = ", v_held" if mark else ""
     rounds_open = _ROUNDS_OPEN if mark else ""
     rounds_close = _rounds_close() if mark else ""
     return f"""
@@ -723,8 +675,6 @@ DECLARE
     v_claimed bigint;
     v_keyed boolean;
     v_attempt integer;
-    v_held boolean;
-    v_room boolean := false;
     v_total bigint := 0;
     v_round integer;
 BEGIN
@@ -733,11 +683,9 @@ BEGIN
     -- latest version once it holds it.
     FOR v_attempt IN 1 .. 2 LOOP
         SELECT l.concurrency, l.rate, l.per_s, l.concurrency_per_key, l.rate_per_key,
-               l.key_cursor, c.ctid, c.rate_second, c.rate_second_claims, c.rate_older_latest{
-        held_column
-    }
+               l.key_cursor, c.ctid, c.rate_second, c.rate_second_claims, c.rate_older_latest
           INTO v_concurrency, v_rate, v_per_s, v_per_key, v_rate_per_key, v_cursor, v_row_at,
-               v_second, v_second_claims, v_older{held_into}
+               v_second, v_second_claims, v_older
           FROM {{schema}}.alkstore_queue_limits AS l
           JOIN {{schema}}.alkstore_queue_claims AS c ON c.queue = l.queue
           WHERE l.queue = p_queue FOR UPDATE OF c;
@@ -852,8 +800,8 @@ a claim writes one tuple, of that row, which has no CHECK to evaluate (the limit
 has six); the starts table is written once per second a claim started in, and read
 only while it holds some of the window. It reads the limit itself; a queue whose limit
 was cleared gives one row of NULLs. A claim (not in turn) of a queue with a concurrency
-limit that its limit held back sets the queue's held-back mark and claims once more after
-the handshake with the ending statements (``SLOT_LOCK``); one that finds room clears it
+limit that its limit held back marks the queue's live claims (``alkstore_jobs.held_back``,
+whose ack then announces the queue) and claims once more after the marks' row locks
 (contract §16.4). Made from this module's statements when the
 migration runs: a change to them needs a migration that makes the function again."""
 
@@ -900,19 +848,23 @@ WITH acked AS (
     DELETE FROM {schema}.alkstore_jobs
     WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s
       AND deadline > %(now)s
-    RETURNING queue
+    RETURNING queue, held_back
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
-    WHERE CASE WHEN EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
-                            WHERE limits.queue = acked.queue)
-               THEN {schema}.alkstore_slot_waited(acked.queue) ELSE false END
+    WHERE acked.held_back
+       OR EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
+                  WHERE limits.queue = acked.queue
+                    AND (limits.concurrency_per_key IS NOT NULL
+                         OR limits.rate_per_key IS NOT NULL))
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
 """Delete a valid claim's row; a limited queue's freed slot wakes its waiters in every
-process (the limits profile), in the same round trip, when it can matter: a claim was
-held back by the concurrency limit, or the queue has a per-key limit or rate
-(``SLOT_WAITED_FUNCTION``, called only for a limited queue: ``CASE`` fixes the order)."""
+process (the limits profile), in the same round trip, when it can matter (contract
+§16.4): a claim was held back by the concurrency limit while this one held its slot (the
+row's ``held_back``, read off the deleted row's latest version: see
+``CLAIM_LIMITED_FUNCTION``), or the queue has a per-key limit or rate (whose claims in
+turn mark nothing)."""
 
 _KEPT_OF_ACKED: Final = ", ".join(f"(acked.job).{name.strip()}" for name in MOVED.split(","))
 
@@ -921,17 +873,19 @@ WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs AS job
     WHERE id = ANY(%(job_ids)s::bigint[]) AND queue = %(queue)s
       AND worker_id = %(worker_id)s AND deadline > %(now)s
-    RETURNING CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job
+    RETURNING CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job,
+              job.held_back
 ), kept AS (
     INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at)
     SELECT {_KEPT_OF_ACKED}, (acked.job).errors, %(now)s
       FROM acked WHERE (acked.job).id IS NOT NULL
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic)s)
-    WHERE CASE WHEN EXISTS (SELECT FROM acked)
-                    AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits
-                                WHERE queue = %(queue)s)
-               THEN {{schema}}.alkstore_slot_waited(%(queue)s) ELSE false END
+    WHERE EXISTS (SELECT FROM acked WHERE acked.held_back)
+       OR (EXISTS (SELECT FROM acked)
+           AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits
+                       WHERE queue = %(queue)s
+                         AND (concurrency_per_key IS NOT NULL OR rate_per_key IS NOT NULL)))
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
@@ -975,15 +929,17 @@ WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s
       AND deadline > %(now)s
-    RETURNING {MOVED}, errors
+    RETURNING {MOVED}, errors, held_back
 ), kept AS (
     INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at, result)
     SELECT {MOVED}, errors, %(now)s, %(result)s::text FROM acked
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
-    WHERE CASE WHEN EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
-                            WHERE limits.queue = acked.queue)
-               THEN {{schema}}.alkstore_slot_waited(acked.queue) ELSE false END
+    WHERE acked.held_back
+       OR EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                  WHERE limits.queue = acked.queue
+                    AND (limits.concurrency_per_key IS NOT NULL
+                         OR limits.rate_per_key IS NOT NULL))
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
@@ -1136,11 +1092,9 @@ start of any key leaves the window (§16.11)."""
 NOTIFY_IF_LIMITED: Final = """
 SELECT pg_notify(%(wake_channel)s, %(topic)s)
 FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s
-  AND {schema}.alkstore_slot_waited(%(queue)s)
 """
-"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere when a
-freed slot can matter (``SLOT_WAITED_FUNCTION``; the function runs only for the one row
-of a limited queue, a join filter on the probe's row)."""
+"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere (these
+announce every freed slot, contract §16.4 allows more than the acks' rule)."""
 
 # -- operations (the ops profile) --------------------------------------------------
 
