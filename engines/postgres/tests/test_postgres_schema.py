@@ -856,7 +856,7 @@ SLOT_WAITED_MIGRATION = migrations.V20_SLOT_WAITED.version
 before it)."""
 
 
-def test_a_schema_before_the_held_back_mark_is_upgraded_and_marks_a_held_back_claim(
+def test_a_schema_before_the_held_back_mark_is_upgraded_and_marks_the_live_claim_of_a_bound_queue(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = VERSIONS[VERSIONS.index(SLOT_WAITED_MIGRATION) - 1]

@@ -88,7 +88,7 @@ def test_an_ack_of_a_limited_queue_with_no_claim_held_back_announces_nothing(
     assert not announced(_channel(store))
 
 
-def test_a_claim_held_back_by_the_concurrency_limit_marks_the_queue_and_the_ack_announces(
+def test_a_claim_held_back_by_the_concurrency_limit_marks_the_live_claim_and_its_ack_announces(
     open_store: StoreFactory,
     announced: Callable[[str], bool],
     admin: psycopg.Connection[Any],
@@ -142,7 +142,7 @@ def test_a_claim_held_back_by_a_rate_alone_sets_no_mark(
     assert not announced(_channel(store))
 
 
-def test_a_claim_held_back_by_the_rate_and_the_concurrency_limit_marks_the_queue(
+def test_a_claim_held_back_by_the_rate_and_the_concurrency_limit_marks_the_live_claim(
     open_store: StoreFactory,
     announced: Callable[[str], bool],
     admin: psycopg.Connection[Any],

@@ -609,14 +609,14 @@ and makes ``CLAIM_LIMITED_FUNCTION`` as below (the one place its number is writt
 
 _ROUNDS_OPEN: Final = """
       -- At most two rounds: the second only after the first was held back by the
-      -- concurrency limit, once the held-back mark is set and the handshake done.
+      -- concurrency limit, once its live claims are marked held back.
       FOR v_round IN 1 .. 2 LOOP
 """
 """The held-back rounds of ``CLAIM_LIMITED_FUNCTION`` (contract §16.4), opened."""
 
 
 def _rounds_close() -> str:
-    """The rounds closed: the mark set and the handshake after a held-back round."""
+    """The rounds closed: a held-back round marks the live claims and claims again."""
     return f"""
         v_total := v_total + v_claimed;
         -- The held-back mark (contract §16.4; the ending statements read it through
