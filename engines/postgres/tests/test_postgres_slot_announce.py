@@ -277,3 +277,32 @@ def test_an_ack_after_a_held_back_claim_locked_waits_for_its_commit_and_announce
         claimer.close()
     assert not ack.is_alive()
     assert results == [(1, 1)]  # acked, and the queue NOTIFYed
+
+
+def test_a_batch_claim_held_back_midway_counts_the_starts_of_both_its_rounds(
+    open_store: StoreFactory, pg_dsn: str, admin: psycopg.Connection[Any]
+) -> None:
+    # Its first round takes the one free slot and finds the limit reached; an ack that
+    # committed while it marked the claims frees another, which its second round takes.
+    # Both rounds' starts count against the rate.
+    store = open_store(clock=FakeClock(START))
+    queue = _limited(store, Limits(concurrency=2, rate=3, per=60), 6)
+    held = queue.claim("w")  # start 1
+    assert held is not None
+    acker = psycopg.connect(pg_dsn)
+    try:
+        acker.execute(_ack_statement(store), _ack_params(store, held)).fetchone()
+        claimed: list[list[alkstore.JobHandle]] = []
+        claimer = threading.Thread(target=lambda: claimed.append(queue.claim_batch("w2", 3)))
+        claimer.start()
+        _await_lock_wait(admin)  # one claimed, held back, marking: waits for the ack
+        acker.commit()
+        claimer.join(SYNC_S)
+    finally:
+        acker.close()
+    assert not claimer.is_alive()
+    (batch,) = claimed
+    assert len(batch) == 2  # starts 2 and 3
+    for handle in batch:
+        assert handle.ack()
+    assert queue.claim_batch("w3", 10) == []  # three starts in the window: the rate binds

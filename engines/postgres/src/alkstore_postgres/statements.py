@@ -638,10 +638,13 @@ def _rounds_close() -> str:
         -- by both sides (contract §16.4).
         UPDATE {{schema}}.alkstore_jobs SET held_back = true
         WHERE queue = p_queue AND state = 'processing' AND deadline > p_now AND NOT held_back;
-        -- The first round's starts are in the row now (_COUNT_STARTS); the second
-        -- round counts on top of them and takes at most what is left of the rate.
-        IF v_rate IS NOT NULL THEN
+        -- The first round's starts are in the row now (_COUNT_STARTS, which moved the
+        -- row: its new place for the second round's count); the second round counts on
+        -- top of them and takes at most what is left of the rate.
+        IF v_rate IS NOT NULL AND v_claimed > 0 THEN
             v_second_claims := v_second_claims + v_claimed;
+            SELECT ctid INTO v_row_at FROM {{schema}}.alkstore_queue_claims
+            WHERE queue = p_queue;
         END IF;
         v_rate_room := v_rate_room - v_claimed;
       END LOOP;
