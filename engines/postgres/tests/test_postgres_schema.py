@@ -852,6 +852,38 @@ def test_a_schema_before_the_claims_row_keeps_its_limits_and_window_starts_count
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 
+SLOT_WAITED_MIGRATION = migrations.V21_SLOT_WAITED.version
+"""The migration that adds the held-back mark (the test below starts from the one
+before it)."""
+
+
+def test_a_schema_before_the_held_back_mark_is_upgraded_and_marks_the_live_claim_of_a_bound_queue(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = VERSIONS[VERSIONS.index(SLOT_WAITED_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    admin.execute(
+        f'INSERT INTO "{schema}".alkstore_jobs (queue, payload, priority, max_attempts, created_at,'
+        " run_at, visibility_timeout_s, backoff_base_s)"
+        " SELECT 'q', '\"old\"', 0, 3, 1, 1, 300, 1 FROM generate_series(1, 2)"
+    )
+    admin.execute(
+        f"INSERT INTO \"{schema}\".alkstore_queue_limits (queue, concurrency) VALUES ('q', 1)"
+    )
+    admin.execute(f"INSERT INTO \"{schema}\".alkstore_queue_claims (queue) VALUES ('q')")
+    with alkstore.open(pg_dsn, schema=schema, clock=FakeClock(1_000)) as store:
+        queue = store.queue("q")
+        held = admin.execute(f'SELECT held_back FROM "{schema}".alkstore_jobs').fetchall()
+        assert held == [(False,), (False,)]  # the old jobs carry no mark
+        assert queue.claim("w") is not None
+        assert queue.claim("w") is None  # the limit binds, and marks the live claim
+        held = admin.execute(
+            f'SELECT state, held_back FROM "{schema}".alkstore_jobs ORDER BY id'
+        ).fetchall()
+        assert held == [("processing", True), ("pending", False)]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
 def _schema_with_a_dead_dependent(
     pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -110,12 +110,16 @@ class LimitsStatements(SeamTests):
         assert due == T0 + 5
 
     @pytest.mark.parametrize("settle", [_ack, _bury, _cancel], ids=["ack", "bury", "cancel"])
-    def test_the_end_of_a_limited_queues_claim_announces_the_queue(
+    def test_the_end_of_a_limited_queues_claim_announces_the_queue_while_a_claim_is_held_back(
         self, driver: SeamDriver, other: SeamDriver, settle: Settle
     ) -> None:
+        # Contract §16.4: an ack announces the freed slot when a claim was held back by
+        # the limit while it held its slot (a fail and a cancel, always).
         enqueue(driver, "1")
+        enqueue(driver, "2")
         _set(driver, 1)
         job = claim_one(driver)
+        assert claim(driver) == []  # held back by the limit
         sink = watching(other)
         sink.clear()
         assert settle(driver, job) is True

@@ -107,6 +107,7 @@ from .wakes import (
     RedriveUnannouncedDriver,
     ReleaseUnannouncedDriver,
     ResumeUnannouncedDriver,
+    SlotFreedUnannouncedDriver,
     TimerIgnoresDeadlinesDriver,
 )
 from .watching import OwnCommitsOnlyWatcherStore
@@ -523,6 +524,14 @@ RATE_WINDOW_SHORT = MutantEngine(
     "no longer counts, so rate + 1 claims start within per seconds",
     driver=RateWindowShortDriver,
 )
+SLOT_FREED_UNANNOUNCED = MutantEngine(
+    "slot-freed-unannounced",
+    catches="LIMITS-WAKE-SLOT-FREED",
+    bug="wakes carry their topic and an ack, fail or cancel of a limited queue announces "
+    "nothing, even while a claim is held back by the limit: a waiter in another process "
+    "takes the freed slot at its timer or re-poll only",
+    driver=SlotFreedUnannouncedDriver,
+)
 
 # -- per-key limits and fairness (contract 1.2 §16.9, §16.10) ----------------------
 PER_KEY_LIMIT_IGNORED = MutantEngine(
@@ -799,6 +808,7 @@ MUTANTS: dict[str, MutantEngine] = {
         LAPSED_COUNTED_FOREVER,
         LIMIT_READ_ONCE,
         RATE_WINDOW_SHORT,
+        SLOT_FREED_UNANNOUNCED,
         # per-key limits and fairness (contract 1.2)
         PER_KEY_LIMIT_IGNORED,
         UNFAIR_KEY_ORDER,

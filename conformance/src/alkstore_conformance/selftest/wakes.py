@@ -215,3 +215,11 @@ class TimerIgnoresDeadlinesDriver(SqliteDriver):
             sql.NEXT_WAKE_AT, {"queue": params.queue, "now": params.now}
         ).fetchone()
         return None if next_run_at is None else int(next_run_at)
+
+
+class SlotFreedUnannouncedDriver(TopicWakeDriver):
+    """Announces every statement that makes work available (as ``TopicWakeDriver``),
+    and never the slot an ack, fail or cancel of a limited queue frees, even while a
+    claim is held back by the concurrency limit (contract §16.4: the held-back mark
+    never read): a waiter in another process takes the freed slot at its timer (the
+    earliest deadline) or its re-poll only."""

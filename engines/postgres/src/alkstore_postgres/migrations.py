@@ -29,7 +29,13 @@ from psycopg import sql as pgsql
 
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
-from .statements import CLAIM_LIMITED_FUNCTION, LIMIT_ROW_RATE_MIGRATION, render
+from .statements import (
+    CLAIM_LIMITED_FUNCTION,
+    CLAIM_LIMITED_FUNCTION_V19,
+    LIMIT_ROW_RATE_MIGRATION,
+    SLOT_WAITED_MIGRATION,
+    render,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1003,7 +1009,7 @@ V17_LIMITED_CLAIM_FUNCTION = Migration(
         # Locks the queue's limit row, claims under it with a snapshot of its own and
         # records the claim's starts (statements.CLAIM_LIMITED_FUNCTION): a claim of a
         # limited queue is one round trip instead of a transaction of four statements.
-        CLAIM_LIMITED_FUNCTION,
+        CLAIM_LIMITED_FUNCTION_V19,
     ),
 )
 
@@ -1109,6 +1115,21 @@ V19_LIMIT_ROW_RATE = Migration(
         FROM {schema}.alkstore_queue_limits AS limits
         """,
         # The claim that locks, reads and writes it (statements.CLAIM_LIMITED_FUNCTION).
+        CLAIM_LIMITED_FUNCTION_V19,
+    ),
+)
+
+V21_SLOT_WAITED = Migration(
+    SLOT_WAITED_MIGRATION,
+    "a claim's held-back mark: an ack announces a freed slot only when a claim waits for one",
+    (
+        # Set on a limited queue's live claims by a claim their concurrency limit held
+        # back (contract §16.4); an ack of a marked claim announces its queue. A
+        # constant default: no table rewrite.
+        """
+        ALTER TABLE {schema}.alkstore_jobs ADD COLUMN held_back boolean NOT NULL DEFAULT false
+        """,
+        # The claim that sets the mark (statements.CLAIM_LIMITED_FUNCTION).
         CLAIM_LIMITED_FUNCTION,
     ),
 )
@@ -1224,6 +1245,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V18_KEPT_EDGES,
     V19_LIMIT_ROW_RATE,
     V20_UNIQUE_BATCH_ORDER,
+    V21_SLOT_WAITED,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

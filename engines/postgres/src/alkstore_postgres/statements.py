@@ -601,10 +601,64 @@ def _ready_branches() -> str:
 
 
 LIMIT_ROW_RATE_MIGRATION: Final = 19
-"""The migration that keeps a rate's current second in the limit row and makes
-``CLAIM_LIMITED_FUNCTION`` as below (the one place its number is written)."""
+"""The migration that keeps a rate's current second in the limit row (the one place its
+number is written)."""
 
-CLAIM_LIMITED_FUNCTION: Final = f"""
+SLOT_WAITED_MIGRATION: Final = 21
+"""The migration that adds the held-back mark of a claim (``alkstore_jobs.held_back``)
+and makes ``CLAIM_LIMITED_FUNCTION`` as below (the one place its number is written)."""
+
+_ROUNDS_OPEN: Final = """
+      -- At most two rounds: the second only after the first was held back by the
+      -- concurrency limit, once its live claims are marked held back.
+      FOR v_round IN 1 .. 2 LOOP
+"""
+"""The held-back rounds of ``CLAIM_LIMITED_FUNCTION`` (contract §16.4), opened."""
+
+
+def _rounds_close() -> str:
+    """The rounds closed: a held-back round marks the live claims and claims again."""
+    return f"""
+        v_total := v_total + v_claimed;
+        -- The held-back mark (contract §16.4; the ending statements read it through
+        -- their RETURNING). Only a concurrency limit holds a claim back for a freed
+        -- slot to matter: a claim that took all it asked found room, and so did one
+        -- short of it with the queue under its limit (the rate, or no job, cut it).
+        -- One short of it at the limit is held back, whatever the rate let it take: a
+        -- waiter held by both waits for a slot as well as for the window.
+        EXIT WHEN v_concurrency IS NULL OR v_total >= p_limit OR v_round = 2;
+        EXIT WHEN {_in_function(_LIVE_CLAIMS)} < v_concurrency;
+        -- Held back: mark every live claim of the queue (in this transaction). The
+        -- UPDATE waits for the row lock of each claim an ack (or any ending statement)
+        -- has deleted or moved and not yet committed, and skips it once that commits,
+        -- so the second round's count (a snapshot taken after it) sees that slot free.
+        -- An ack that reaches a claim after it was marked waits for this transaction
+        -- and deletes the row's latest version (READ COMMITTED), so its RETURNING sees
+        -- the mark and it announces the queue. A claim marked before needs nothing: an
+        -- ack sees a committed mark in its row the same way. So no slot is freed unseen
+        -- by both sides (contract §16.4).
+        UPDATE {{schema}}.alkstore_jobs SET held_back = true
+        WHERE queue = p_queue AND state = 'processing' AND deadline > p_now AND NOT held_back;
+        -- The first round's starts are in the row now (_COUNT_STARTS, which moved the
+        -- row: its new place for the second round's count); the second round counts on
+        -- top of them and takes at most what is left of the rate.
+        IF v_rate IS NOT NULL AND v_claimed > 0 THEN
+            v_second_claims := v_second_claims + v_claimed;
+            SELECT ctid INTO v_row_at FROM {{schema}}.alkstore_queue_claims
+            WHERE queue = p_queue;
+        END IF;
+        v_rate_room := v_rate_room - v_claimed;
+      END LOOP;
+      v_claimed := v_total;
+"""
+
+
+def _claim_limited_function(*, mark: bool) -> str:
+    """``CLAIM_LIMITED_FUNCTION``, or (``mark`` false) the function as migration 19 made
+    it, without the held-back mark."""
+    rounds_open = _ROUNDS_OPEN if mark else ""
+    rounds_close = _rounds_close() if mark else ""
+    return f"""
 CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
     p_queue text, p_worker_id text, p_now bigint, p_limit integer, p_last_error text)
 RETURNS SETOF {{schema}}.alkstore_jobs
@@ -625,6 +679,8 @@ DECLARE
     v_claimed bigint;
     v_keyed boolean;
     v_attempt integer;
+    v_total bigint := 0;
+    v_round integer;
 BEGIN
     -- The lock: the queue's claims row (no CHECK to run when it is written). The limits
     -- are as this statement found them; a claim waiting for the lock reads the row's
@@ -687,7 +743,7 @@ BEGIN
         RETURN QUERY {_in_function(_claim_in_turn("RETURNING job.*", _RECORD_KEY_STARTS))};
         GET DIAGNOSTICS v_claimed = ROW_COUNT;
     ELSE
-        -- Pending rows only while no claim of the queue has lapsed (as CLAIM_READY).
+{rounds_open}        -- Pending rows only while no claim of the queue has lapsed (as CLAIM_READY).
         {_ready_branches()}
         GET DIAGNOSTICS v_claimed = ROW_COUNT;
         -- Nested, not one condition: a plan of `v_claimed = 0 AND EXISTS (...)` made for
@@ -696,21 +752,21 @@ BEGIN
           IF EXISTS ({_in_function(_LAPSED)}) THEN
             -- Lapsed claims: bury those at their budget, claim pending and lapsed rows.
             RETURN QUERY {
-    _in_function(
-        _claim(
-            "= ANY(ARRAY(SELECT row_at FROM chosen))",
-            guard="",
-            slots=_LIMITED_SLOTS,
-            returning="RETURNING job.*",
-            recorded=_COUNT_STARTS,
-            cue="",
+        _in_function(
+            _claim(
+                "= ANY(ARRAY(SELECT row_at FROM chosen))",
+                guard="",
+                slots=_LIMITED_SLOTS,
+                returning="RETURNING job.*",
+                recorded=_COUNT_STARTS,
+                cue="",
+            )
         )
-    )
-};
+    };
             GET DIAGNOSTICS v_claimed = ROW_COUNT;
           END IF;
         END IF;
-    END IF;
+{rounds_close}    END IF;
     -- The claim's starts: counted in its statement (_COUNT_STARTS) unless it claimed in
     -- turn (whose statement moves the key cursor in that row); a second that ended
     -- without a claim of this one, moved.
@@ -725,9 +781,13 @@ BEGIN
 END
 $alkstore$
 """
+
+
+CLAIM_LIMITED_FUNCTION: Final = _claim_limited_function(mark=True)
 """A limited queue's claim in one statement (the limits profile; made by migration 17,
-made again by ``LIMIT_ROW_RATE_MIGRATION``): lock the queue's claims row, then claim at
-most its free slots (``_LIMITED_SLOTS``: pending rows only while no claim has lapsed,
+made again by ``LIMIT_ROW_RATE_MIGRATION`` and ``SLOT_WAITED_MIGRATION``): lock the
+queue's claims row, then claim at most its free slots
+(``_LIMITED_SLOTS``: pending rows only while no claim has lapsed,
 as ``CLAIM_READY``; then as ``CLAIM_LIMITED``; with a per-key limit or rate, in turn as
 ``CLAIM_IN_TURN``, recording the keys' starts) and count the claim's starts, in the
 caller's transaction, which holds the lock until it ends. A VOLATILE PL/pgSQL function
@@ -743,8 +803,15 @@ second, or claims only this second) the window's count is read off the locked ro
 a claim writes one tuple, of that row, which has no CHECK to evaluate (the limit row
 has six); the starts table is written once per second a claim started in, and read
 only while it holds some of the window. It reads the limit itself; a queue whose limit
-was cleared gives one row of NULLs. Made from this module's statements when the
+was cleared gives one row of NULLs. A claim (not in turn) of a queue with a concurrency
+limit that its limit held back marks the queue's live claims (``alkstore_jobs.held_back``,
+whose ack then announces the queue) and claims once more after the marks' row locks
+(contract §16.4). Made from this module's statements when the
 migration runs: a change to them needs a migration that makes the function again."""
+
+CLAIM_LIMITED_FUNCTION_V19: Final = _claim_limited_function(mark=False)
+"""The function as migrations 17 and 19 made it (a schema upgraded step by step runs
+the claims of each version with the function of that version)."""
 
 CALL_CLAIM_LIMITED: Final = f"""
 SELECT {CLAIMED_JOB} FROM {{schema}}.alkstore_claim_limited(
@@ -785,16 +852,23 @@ WITH acked AS (
     DELETE FROM {schema}.alkstore_jobs
     WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s
       AND deadline > %(now)s
-    RETURNING queue
+    RETURNING queue, held_back
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
-    WHERE EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
-                  WHERE limits.queue = acked.queue)
+    WHERE acked.held_back
+       OR EXISTS (SELECT FROM {schema}.alkstore_queue_limits AS limits
+                  WHERE limits.queue = acked.queue
+                    AND (limits.concurrency_per_key IS NOT NULL
+                         OR limits.rate_per_key IS NOT NULL))
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
 """Delete a valid claim's row; a limited queue's freed slot wakes its waiters in every
-process (the limits profile), in the same round trip."""
+process (the limits profile), in the same round trip, when it can matter (contract
+§16.4): a claim was held back by the concurrency limit while this one held its slot (the
+row's ``held_back``, read off the deleted row's latest version: see
+``CLAIM_LIMITED_FUNCTION``), or the queue has a per-key limit or rate (whose claims in
+turn mark nothing)."""
 
 _KEPT_OF_ACKED: Final = ", ".join(f"(acked.job).{name.strip()}" for name in MOVED.split(","))
 
@@ -803,15 +877,19 @@ WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs AS job
     WHERE id = ANY(%(job_ids)s::bigint[]) AND queue = %(queue)s
       AND worker_id = %(worker_id)s AND deadline > %(now)s
-    RETURNING CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job
+    RETURNING CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job,
+              job.held_back
 ), kept AS (
     INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at)
     SELECT {_KEPT_OF_ACKED}, (acked.job).errors, %(now)s
       FROM acked WHERE (acked.job).id IS NOT NULL
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic)s)
-    WHERE EXISTS (SELECT FROM acked)
-      AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s)
+    WHERE EXISTS (SELECT FROM acked WHERE acked.held_back)
+       OR (EXISTS (SELECT FROM acked)
+           AND EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits
+                       WHERE queue = %(queue)s
+                         AND (concurrency_per_key IS NOT NULL OR rate_per_key IS NOT NULL)))
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
@@ -855,14 +933,17 @@ WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id = %(job_id)s AND state = 'processing' AND attempts = %(attempt)s
       AND deadline > %(now)s
-    RETURNING {MOVED}, errors
+    RETURNING {MOVED}, errors, held_back
 ), kept AS (
     INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at, result)
     SELECT {MOVED}, errors, %(now)s, %(result)s::text FROM acked
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || acked.queue) FROM acked
-    WHERE EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
-                  WHERE limits.queue = acked.queue)
+    WHERE acked.held_back
+       OR EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                  WHERE limits.queue = acked.queue
+                    AND (limits.concurrency_per_key IS NOT NULL
+                         OR limits.rate_per_key IS NOT NULL))
 )
 SELECT (SELECT count(*) FROM acked), (SELECT count(*) FROM woken)
 """
@@ -1016,7 +1097,8 @@ NOTIFY_IF_LIMITED: Final = """
 SELECT pg_notify(%(wake_channel)s, %(topic)s)
 FROM {schema}.alkstore_queue_limits WHERE queue = %(queue)s
 """
-"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere."""
+"""After a fail or cancel ended a claim: wake a limited queue's waiters everywhere (these
+announce every freed slot, contract §16.4 allows more than the acks' rule)."""
 
 # -- operations (the ops profile) --------------------------------------------------
 
