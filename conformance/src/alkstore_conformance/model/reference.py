@@ -12,8 +12,8 @@ from .workers import WorkersModel
 
 
 class ReferenceModel(
-    TransactionsModel,
     QueuesModel,
+    TransactionsModel,
     OpsModel,
     SchedulerModel,
     StreamsModel,
