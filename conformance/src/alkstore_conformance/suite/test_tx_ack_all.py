@@ -8,12 +8,16 @@ one statement is not observable here: the properties check what it leaves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from alkstore import (
     InvalidOptions,
     JobHandle,
     JobState,
+    Limits,
     QueueOpts,
     ResultError,
     Store,
@@ -102,6 +106,40 @@ def test_ack_all_keeps_a_retaining_queues_jobs_completed_each_with_its_result(
         (JobState.COMPLETED, None),
         (JobState.COMPLETED, [2]),
     ]
+
+
+@pytest.mark.requires("attach")
+@pytest.mark.property("TX-ACK-ALL-COMMIT")
+def test_an_attached_ack_all_commits_and_rolls_back_with_the_callers_transaction(
+    store: Store, native_connect: Callable[[], Any]
+) -> None:
+    name = unique_name("all-attached")
+    kept, undone = _claimed(store, name, 2), _claimed(store, name, 2)
+    for handles, commit in ((undone, False), (kept, True)):
+        connection = native_connect()
+        try:
+            with store.attach(connection) as tx:
+                assert tx.ack_all(handles) == ()
+            connection.commit() if commit else connection.rollback()
+        finally:
+            connection.close()
+    assert _states(store, kept) == [None, None]
+    assert _states(store, undone) == [JobState.PROCESSING] * 2
+
+
+@pytest.mark.requires("limits")
+@pytest.mark.property("TX-ACK-ALL-COMMIT")
+def test_ack_all_frees_a_limited_queues_slots(store: Store) -> None:
+    name = unique_name("all-limited")
+    queue = store.queue(name, QueueOpts(visibility_timeout_s=VISIBILITY_S))
+    queue.set_limits(Limits(concurrency=2))
+    queue.enqueue_many([{"n": n} for n in range(4)])
+    handles = queue.claim_batch("w1", 4)
+    assert len(handles) == 2  # the limit holds the other two back
+    assert queue.claim("w1") is None
+    with store.transaction() as tx:
+        assert tx.ack_all(handles) == ()
+    assert len(queue.claim_batch("w1", 4)) == 2  # both slots free again
 
 
 # -- TX-ACK-ALL-ROLLBACK ---------------------------------------------------------------
