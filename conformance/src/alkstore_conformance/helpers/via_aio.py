@@ -233,9 +233,11 @@ class AioTransaction(AioTransactionBase):
     def ack_all(
         self, handles: Sequence[AioJobHandle | Any], results: Sequence[Any] | None = None
     ) -> tuple[JobHandle, ...]:
-        if not isinstance(handles, Sequence):
-            return self._loop.run(self.aio.ack_all(handles, results))
-        given = list(handles)
+        raw: Any = handles
+        if not isinstance(raw, Sequence):  # the sync call refuses it, as given
+            answer: Any = self._loop.run(self.aio.ack_all(raw, results))
+            return tuple(answer)
+        given = list(raw)
         targets = [h.aio if isinstance(h, AioJobHandle) else h for h in given]
         refused = self._loop.run(self.aio.ack_all(targets, results))
         back = {id(target): handle for target, handle in zip(targets, given, strict=True)}

@@ -23,6 +23,7 @@ from alkstore.core.transaction import CoreTransaction
 from alkstore.params import AckBatch, AckClaims, ClaimRef, Complete, Sweep
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
+from alkstore_sqlite.migrations import JOBS
 
 TRUNCATED_AT = 4000
 """The bug's column width, in characters."""
@@ -104,7 +105,7 @@ class AckAllGuardsFirstOnlyDriver(SqliteDriver):
         acked = super().ack_claims(c, first)
         for job_id in params.job_ids[1:]:
             deleted = c.execute(
-                f"DELETE FROM {sql.JOBS} WHERE id = ? AND state = 'processing'", (job_id,)
+                f"DELETE FROM {JOBS} WHERE id = ? AND state = 'processing'", (job_id,)
             )
             if deleted.rowcount:
                 acked.append(job_id)
