@@ -217,6 +217,7 @@ def seam_protocols() -> list[tuple[type, str]]:
     return [
         (seam.Driver, "every engine"),
         (seam.OneCommitHint, "optional"),
+        (seam.AckClaimsDriver, "optional"),
         *((protocol, f"profile `{name}`") for name, protocol in seam.PROFILE_DRIVERS.items()),
     ]
 

@@ -212,6 +212,7 @@ SURFACE: tuple[Target, ...] = (
             "execute": HAND,
             "enqueue": HAND,
             "ack": HAND,
+            "ack_all": HAND,
             "retry": HAND,
             "fail": HAND,
             "outbox_enqueue": CALL,

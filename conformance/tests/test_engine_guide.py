@@ -61,7 +61,12 @@ def test_the_generated_blocks_and_every_version_statement_are_current() -> None:
 
 def test_every_method_of_the_driver_protocols_is_listed() -> None:
     listed = re.findall(r"^- `(\w+)\(", _block("driver-methods"), re.MULTILINE)
-    protocols = [seam.Driver, seam.OneCommitHint, *seam.PROFILE_DRIVERS.values()]
+    protocols = [
+        seam.Driver,
+        seam.OneCommitHint,
+        seam.AckClaimsDriver,
+        *seam.PROFILE_DRIVERS.values(),
+    ]
     expected = [name for protocol in protocols for name in seam.protocol_methods(protocol)]
     assert listed == expected
     for protocol in protocols:

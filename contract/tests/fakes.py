@@ -140,6 +140,17 @@ class FakeDriver:
     def calls_named(self, name: str) -> list[Call]:
         return [call for call in self.calls if call.name == name]
 
+    def ack_txns(self) -> list[int]:
+        """The unit of each job acked, one entry per job: an ``ack`` is one job, an
+        ``ack_claims`` (``tx.ack_all``'s one statement) one per claim it names."""
+        txns: list[int] = []
+        for call in self.calls:
+            if call.name == "ack":
+                txns.append(call.txn)
+            elif call.name == "ack_claims":
+                txns += [call.txn] * len(call.args[0])
+        return txns
+
     def statement_names_in(self, txn: int) -> list[str]:
         return [call.name for call in self.statements() if call.txn == txn]
 

@@ -55,6 +55,8 @@ RAISES_APART = {
 RETURNS_APART = {
     ("Transaction", "execute"): "list[Any]",  # the rows, fetched on the transaction's thread
     ("Transaction", "connection"): "Any",
+    # the refused handles as the caller gave them, sync or async
+    ("Transaction", "ack_all"): "tuple[JobHandle | AsyncJobHandle, ...]",
     ("Store", "transaction"): "TransactionBlock",
     ("Store", "attach"): "TransactionBlock",
     ("Store", "__enter__"): "AsyncStore",

@@ -60,9 +60,11 @@ def test_acks_of_runs_finishing_within_the_window_commit_in_one_transaction(
     run = running(worker)
     eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
     run.stop()
-    acks = _txns_of(driver, "ack")
+    acks = driver.ack_txns()
     assert len(acks) == count
     assert len(set(acks)) == 1  # one transaction, one commit
+    assert len(driver.calls_named("ack_claims")) == 1  # and one statement
+    assert driver.calls_named("ack") == []
     assert driver.calls_named("ack_and_claim") == []
 
 
@@ -75,7 +77,7 @@ def test_without_a_window_each_ack_commits_with_the_next_claim(
     run = running(worker)
     eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
     run.stop()
-    acks = _txns_of(driver, "ack")
+    acks = driver.ack_txns()
     assert len(acks) == len(set(acks)) == 8
 
 
@@ -115,13 +117,68 @@ def test_a_claim_that_lapsed_while_its_ack_waited_is_refused_alone(
     eventually(lambda: returned.count(short) == 2, "the lapsed job claimed and run again")
     eventually(lambda: store.queue("short").get_job(short) is None, "its second run's ack")
     run.stop()
-    first_group = _txns_of(driver, "ack")[:2]
+    first_group = driver.ack_txns()[:2]
     assert first_group[0] == first_group[1]  # both tried in the one group
     messages = [r.getMessage() for r in caplog.records]
     refused = f"job ack refused (claim lost): queue=short id={short} attempt=1 "
     assert any(m.startswith(refused) for m in messages)
     assert any(m.startswith(f"job ack: queue=long id={long} attempt=1 ") for m in messages)
     assert any(m.startswith(f"job ack: queue=short id={short} attempt=2 ") for m in messages)
+
+
+def test_a_group_with_a_lapsed_claim_in_the_middle_acks_the_others_in_one_statement(
+    store: CoreStore,
+    driver: FakeDriver,
+    clock: FakeClock,
+    running: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="alkstore.worker")
+    order = ["first", "middle", "last"]
+    returned: list[str] = []
+    turn = threading.Condition()
+    holding, release = threading.Event(), threading.Event()
+
+    def handler(job: Job) -> None:
+        assert holding.wait(10)
+        with turn:  # the first runs return in order, so the group holds them in order
+            first_runs = lambda: len(returned) >= 3 or order[len(returned)] == job.queue  # noqa: E731
+            assert turn.wait_for(first_runs, 10)
+            returned.append(job.queue)
+            turn.notify_all()
+
+    def hold(job: Job) -> None:
+        holding.set()
+        release.wait(10)
+
+    worker = Worker(store, name="w", ack_window_s=1.0)
+    for name in order:
+        worker.task(name)(handler)
+    worker.task("hold")(hold)
+    store.queue("hold", QueueOpts(visibility_timeout_s=600)).enqueue({})
+    ids = {
+        name: store.queue(
+            name, QueueOpts(visibility_timeout_s=5 if name == "middle" else 600)
+        ).enqueue({})
+        for name in order
+    }
+    run = running(worker)
+    eventually(lambda: len(returned) == 3, "the three handlers returned")
+    clock.advance(10)  # before the group is written: the middle claim lapses
+    release.set()
+    eventually(lambda: store.queue("last").get_job(ids["last"]) is None, "the group written")
+    eventually(lambda: returned.count("middle") == 2, "the lapsed job claimed and run again")
+    run.stop()
+    first = driver.calls_named("ack_claims")[0]
+    assert first.args[0][:3] == (ids["first"], ids["middle"], ids["last"])  # one statement
+    assert store.queue("first").get_job(ids["first"]) is None
+    messages = [r.getMessage() for r in caplog.records]
+    refused = f"job ack refused (claim lost): queue=middle id={ids['middle']} attempt=1 "
+    assert any(m.startswith(refused) for m in messages)
+    for name in ("first", "last"):
+        assert any(
+            m.startswith(f"job ack: queue={name} id={ids[name]} attempt=1 ") for m in messages
+        )
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["graceful", "forced"])
@@ -232,8 +289,10 @@ def test_retries_and_fails_finishing_within_the_window_commit_with_the_acks_in_o
     run = running(worker)
     eventually(lambda: _settled(store, ids), "every outcome written")
     run.stop()
-    txns = {name: _txns_of(driver, name) for name in ("ack", "reschedule", "bury")}
-    assert {name: len(t) for name, t in txns.items()} == {"ack": 3, "reschedule": 3, "bury": 3}
+    txns = {name: _txns_of(driver, name) for name in ("reschedule", "bury")}
+    txns["ack"] = driver.ack_txns()
+    assert len(driver.calls_named("ack_claims")) == 1  # the acks: one statement
+    assert {name: len(t) for name, t in txns.items()} == {"reschedule": 3, "bury": 3, "ack": 3}
     assert len({txn for t in txns.values() for txn in t}) == 1  # one transaction, one commit
     states = [getattr(store.queue("q").get_job(i), "state", None) for i in ids]
     assert states == [None, JobState.PENDING, JobState.DEAD] * 3
@@ -359,7 +418,7 @@ def test_a_snooze_is_written_on_its_own_beside_a_group(
     eventually(lambda: _settled(store, ids), "every outcome written")
     run.stop()
     (snoozed,) = _txns_of(driver, "snooze")
-    acks = _txns_of(driver, "ack")
+    acks = driver.ack_txns()
     assert len(acks) == count - 1
     assert snoozed not in acks
 
@@ -375,7 +434,7 @@ def test_a_group_is_written_without_waiting_once_it_is_full(
     run = running(worker)
     eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
     run.stop()
-    sizes = sorted(_txns_of(driver, "ack").count(t) for t in set(_txns_of(driver, "ack")))
+    sizes = sorted(driver.ack_txns().count(t) for t in set(driver.ack_txns()))
     assert max(sizes) == MAX_ACK_GROUP
     assert sum(sizes) == count
 
@@ -421,7 +480,7 @@ def test_a_worker_of_enough_slots_groups_acks_by_default_where_the_engine_has_tr
     eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
     run.stop()
     assert DEFAULT_ACK_WINDOW_S > 0
-    assert len(set(_txns_of(driver, "ack"))) == 1  # every ack in one commit
+    assert len(set(driver.ack_txns())) == 1  # every ack in one commit
 
 
 def test_a_worker_of_fewer_slots_commits_each_ack_on_its_own_by_default(
@@ -435,7 +494,7 @@ def test_a_worker_of_fewer_slots_commits_each_ack_on_its_own_by_default(
     run = running(worker)
     eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
     run.stop()
-    acks = _txns_of(driver, "ack")
+    acks = driver.ack_txns()
     assert len(acks) == len(set(acks)) == count
 
 
@@ -450,7 +509,7 @@ def test_an_explicit_window_groups_a_worker_of_few_slots(
     run = running(worker)
     eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
     run.stop()
-    assert len(set(_txns_of(driver, "ack"))) == 1
+    assert len(set(driver.ack_txns())) == 1
 
 
 def test_the_default_window_is_no_grouping_without_the_transactions_profile(
@@ -488,8 +547,9 @@ class _Recording:
             def __exit__(self, *exc: object) -> None:
                 return None
 
-            def ack(self, handle: Any, result: Any) -> None:
-                recording.groups[-1].append(handle)
+            def ack_all(self, handles: list[Any], results: list[Any]) -> tuple[Any, ...]:
+                recording.groups[-1].extend(handles)
+                return ()
 
         return Tx()
 

@@ -85,13 +85,13 @@ def test_a_group_of_acks_asks_once_first_in_its_transaction(
     store: CoreStore, driver: FakeDriver, running: Any
 ) -> None:
     _run(store, running, 2, durable_acks=False, ack_window_s=0.5)
-    acks = set(_txns(driver, "ack"))
+    acks = set(_txns(driver, "ack_claims"))  # a group's acks: one ack_all statement
     hints = _txns(driver, HINT)
     assert set(hints) == acks
     assert len(hints) == len(acks)  # once per group, not per ack
     for txn in hints:
         names = [call.name for call in driver.calls if call.txn == txn]
-        assert names.index(HINT) < names.index("ack")
+        assert names.index(HINT) < names.index("ack_claims")
 
 
 def test_an_engine_without_the_profile_is_never_asked(clock: Any, running: Any) -> None:
@@ -144,6 +144,6 @@ def test_a_group_with_a_retry_or_a_fail_in_it_commits_durably(
         "all settled",
     )
     run.stop()
-    (group,) = set(_txns(driver, "ack")) | set(_txns(driver, "bury"))
-    assert len(_txns(driver, "ack")) == count - 1
+    (group,) = set(driver.ack_txns()) | set(_txns(driver, "bury"))
+    assert len(driver.ack_txns()) == count - 1
     assert group not in _txns(driver, HINT)

@@ -346,6 +346,25 @@ def scale_rows(
     return rows
 
 
+def chosen_rows(
+    engine: str,
+    provider: alkstore.EngineProvider,
+    shapes: Sequence[tuple[int, int]],
+    windows: Sequence[float],
+    progress: Callable[[ScaleRow], None] = lambda row: None,
+) -> list[ScaleRow]:
+    """The drain rows of ``shapes`` at ``windows`` only (``--shape``), each of
+    ``DRAIN_ROUNDS`` rounds: one pair of rows to run side by side with another tree."""
+    jobs = JOBS.get(engine, JOBS["sqlite"])
+    rows: list[ScaleRow] = []
+    for processes, handlers in shapes:
+        for window in windows:
+            row = drain_row(engine, provider, processes, handlers, window, jobs, DRAIN_ROUNDS)
+            rows.append(row)
+            progress(row)
+    return rows
+
+
 def failing_rows(
     engine: str,
     provider: alkstore.EngineProvider,
@@ -616,7 +635,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="SECONDS",
         help="only the sustained PostgreSQL worker run, this long, for each --window",
     )
-    parser.add_argument("--window", type=float, action="append", help="(with --sustained)")
+    parser.add_argument(
+        "--window", type=float, action="append", help="(with --sustained or --shape)"
+    )
+    parser.add_argument(
+        "--shape",
+        action="append",
+        metavar="PxH",
+        help="only the drain rows of P processes of H handlers (repeatable), at each "
+        "--window (default 0.005)",
+    )
     parser.add_argument("--plot", type=Path, help="(with --sustained) the PNG to write")
     parser.add_argument(
         "--failing",
@@ -642,9 +670,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     loadavg_start = os.getloadavg()
     for engine in args.engine or ("sqlite", "postgresql"):
         provider = alkstore.load_engine(engine)
-        rows += (failing_rows if args.failing else scale_rows)(
-            engine, provider, args.quick, lambda row: print(render_row(row), file=sys.stderr)
-        )
+        shown = lambda row: print(render_row(row), file=sys.stderr)  # noqa: E731
+        if args.shape:
+            shapes = [tuple(int(n) for n in shape.split("x")) for shape in args.shape]
+            windows = args.window or [0.005]
+            rows += chosen_rows(engine, provider, shapes, windows, shown)  # type: ignore[arg-type]
+        else:
+            rows += (failing_rows if args.failing else scale_rows)(
+                engine, provider, args.quick, shown
+            )
     print(render_scale(rows))
     print(f"load average at start {loadavg_start}, at end {os.getloadavg()}")
     if args.json is not None:

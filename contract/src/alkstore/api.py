@@ -934,6 +934,36 @@ class Transaction(Protocol):
             StoreClosed: the transaction has finished or the store was closed.
         """
 
+    def ack_all(
+        self, handles: Sequence[JobHandle], results: Sequence[Any] | None = None
+    ) -> tuple[JobHandle, ...]:
+        """Ack many claims in this transaction, in one statement where the engine has
+        one (contract 1.2 §3.10): each is ``tx.ack(handle, result)`` under its own
+        claim ``(id, attempts)``, and a claim that is no longer valid is refused alone,
+        without an exception: it changes nothing, the others are acked, and the
+        transaction stays usable, to commit or roll back as the caller decides.
+
+        Args:
+            handles: claims of this store, as for ``ack``; a claim named twice is
+                acked once (its second naming is refused, as a second ``tx.ack``).
+            results: one result per handle (``None``: no result), as for
+                ``JobHandle.ack``; ``None``: no result for any.
+
+        Returns:
+            The handles refused because their claim was no longer valid (its
+            deadline passed, another claim superseded it, or it was finished), in
+            the order given; ``()`` when every claim was acked.
+
+        Raises:
+            ResultError: a result cannot be stored (nothing written).
+            ProfileUnavailable: a result on an engine without the results profile
+                (nothing written).
+            InvalidOptions: ``handles`` or ``results`` is not a sequence, their
+                lengths differ, or a handle is not a job handle of this store
+                (nothing written).
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
     def retry(self, handle: JobHandle, error: str, delay: Duration | None = None) -> None:
         """Retry ``handle``'s job in this transaction (contract 1.2 §3.9): what
         ``handle.retry(error, delay)`` writes (§2.10: pending again after ``delay`` or

@@ -30,6 +30,7 @@ from .options import Limits
 from .params import SEAM as SEAM
 from .params import (
     AckBatch,
+    AckClaims,
     Bury,
     Cancel,
     Claim,
@@ -371,6 +372,32 @@ class OneCommitHint(Protocol[C_contra]):
         ``attach()``. An engine whose transaction costs round trips of its own
         (PostgreSQL) leaves it out, or does nothing in it."""
         ...
+
+
+class AckClaimsDriver(Protocol[C_contra]):
+    """What an engine may add to its ``Driver`` (contract 1.2 §3.10): the acks of many
+    claims in one statement, for ``tx.ack_all``. Without it the core acks them one
+    ``ack`` at a time, with the same outcome."""
+
+    def ack_claims(self, c: C_contra, params: AckClaims) -> Sequence[int]:
+        """In one atomic step, ack each claim ``(job_ids[i], attempts[i])`` that is
+        valid at ``now`` (as ``ack``, each under its own guard: processing, that
+        attempt, ``deadline > now``) and return the ids acked; a claim that is not
+        valid changes nothing and does not stop the others, nor the transaction.
+        What ``ack_batch`` does beside each acked row is done here too: with the
+        results profile a row stamped with a ``completed_retention_s`` moves to the
+        completed rows without a result, dependents are released (the dependencies
+        profile), a limited queue's freed slot is announced on commit (the limits
+        profile). The claims may be of several queues; a claim named twice is one
+        row. The core passes only claims whose ack keeps no result."""
+        ...
+
+
+def ack_claims_of(driver: object) -> Callable[[Any, AckClaims], Sequence[int]] | None:
+    """``driver.ack_claims``, or ``None`` for a driver without it (``AckClaimsDriver``
+    is optional: the core then acks each claim with ``ack``)."""
+    method = getattr(driver, "ack_claims", None)
+    return method if callable(method) else None
 
 
 def one_commit_hint(driver: object) -> Callable[[Any], None]:

@@ -67,6 +67,16 @@ class AckBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class AckClaims:
+    """``ack_claims``: the claims ``(job_ids[i], attempts[i])``, each valid at ``now``
+    (contract 1.2 §3.10: ``tx.ack_all``'s one statement)."""
+
+    job_ids: Sequence[int]
+    attempts: Sequence[int]
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
 class Heartbeat:
     """``heartbeat``: the claim's new ``deadline``."""
 
@@ -423,6 +433,7 @@ PARAMS: tuple[type, ...] = (
     Sweep,
     ClaimRef,
     AckBatch,
+    AckClaims,
     Heartbeat,
     Reschedule,
     Bury,

@@ -224,6 +224,16 @@ def test_ack_batch_completion_updates_by_primary_key(deep: sqlite3.Connection) -
     assert _details(plan) == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"]
 
 
+@pytest.mark.parametrize("statement", ["ACK_CLAIMS", "COMPLETE_CLAIMS", "RELEASE_FOR_CLAIMS"])
+def test_the_acks_of_many_claims_touch_their_rows_by_primary_key(
+    deep: sqlite3.Connection, statement: str
+) -> None:
+    params = [1, 1, 2, 1, 3, 2, 4, 1, NOW]
+    plan = query_plan(deep, getattr(sql, statement)[4], params)
+    details = [d for d in _details(plan) if "__alkstore_jobs" in d]
+    assert details == ["SEARCH __alkstore_jobs USING INTEGER PRIMARY KEY (rowid=?)"], details
+
+
 def test_ack_batch_looks_up_whether_the_queue_keeps_jobs_by_its_key(
     deep: sqlite3.Connection,
 ) -> None:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from alkstore import EngineProvider, Store, api
+from alkstore import EngineProvider, JobHandle, Store, api
 from alkstore._surface import documented_as
 from alkstore.aio import (
     AsyncStore,
@@ -225,6 +225,23 @@ class AioTransaction(AioTransactionBase):
     def ack(self, handle: AioJobHandle | Any, result: Any = None) -> None:
         target = handle.aio if isinstance(handle, AioJobHandle) else handle
         self._loop.run(self.aio.ack(target, result))
+
+    @documented_as(
+        api.Transaction.ack_all,
+        "Via aio: an ``AioJobHandle`` reaches it as its twin, and comes back as given.",
+    )
+    def ack_all(
+        self, handles: Sequence[AioJobHandle | Any], results: Sequence[Any] | None = None
+    ) -> tuple[JobHandle, ...]:
+        raw: Any = handles
+        if not isinstance(raw, Sequence):  # the sync call refuses it, as given
+            answer: Any = self._loop.run(self.aio.ack_all(raw, results))
+            return tuple(answer)
+        given = list(raw)
+        targets = [h.aio if isinstance(h, AioJobHandle) else h for h in given]
+        refused = self._loop.run(self.aio.ack_all(targets, results))
+        back = {id(target): handle for target, handle in zip(targets, given, strict=True)}
+        return tuple(back.get(id(handle), handle) for handle in refused)
 
     @documented_as(api.Transaction.retry, "Via aio: an ``AioJobHandle`` reaches it as its twin.")
     def retry(self, handle: AioJobHandle | Any, error: str, delay: Duration | None = None) -> None:

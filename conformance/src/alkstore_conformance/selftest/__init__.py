@@ -87,6 +87,7 @@ from .queues import (
 )
 from .release import ReleaseCountsAttemptDriver
 from .results import (
+    AckAllGuardsFirstOnlyDriver,
     AckBatchDeletesKeptDriver,
     AckCommitsEarlyDriver,
     CompletedNeverSweptDriver,
@@ -623,6 +624,15 @@ STALE_ACK_ABORTS_TRANSACTION = MutantEngine(
     driver=StaleAckAbortsDriver,
 )
 
+ACK_ALL_GUARDS_FIRST_ONLY = MutantEngine(
+    "ack-all-guards-first-only",
+    catches="TX-ACK-ALL-STALE",
+    bug="tx.ack_all's one statement guards only its first claim and acks the others by "
+    "id: a lapsed or superseded claim in a worker's group ends a job that runs again "
+    "elsewhere",
+    driver=AckAllGuardsFirstOnlyDriver,
+)
+
 TX_RETRY_IGNORES_CLAIM = MutantEngine(
     "tx-retry-ignores-claim",
     catches="TX-RETRY-STALE",
@@ -811,6 +821,7 @@ MUTANTS: dict[str, MutantEngine] = {
         TX_ACK_OUTSIDE,
         TX_ACK_COMMITS_EARLY,
         STALE_ACK_ABORTS_TRANSACTION,
+        ACK_ALL_GUARDS_FIRST_ONLY,
         TX_RETRY_IGNORES_CLAIM,
         # the worker registry (contract 1.2)
         LAPSED_WORKER_LISTED,

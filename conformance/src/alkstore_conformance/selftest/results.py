@@ -1,6 +1,6 @@
 """Broken finished jobs (contract §17): a result cut short, completed jobs never swept,
-an ack_batch that forgets the retention; and a ``tx.ack`` (§3.8) that acks outside
-the caller's transaction.
+an ack_batch that forgets the retention; a ``tx.ack`` (§3.8) that acks outside
+the caller's transaction; and a ``tx.ack_all`` (§3.10) that guards only its first claim.
 
 A result stored in a column too small for it (a ``VARCHAR(4000)``, a driver that
 truncates) reads back as something else than what the handler returned. A sweep
@@ -20,9 +20,10 @@ from typing import Any
 from alkstore.api import JobHandle
 from alkstore.core import CoreStore
 from alkstore.core.transaction import CoreTransaction
-from alkstore.params import AckBatch, ClaimRef, Complete, Sweep
+from alkstore.params import AckBatch, AckClaims, ClaimRef, Complete, Sweep
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
+from alkstore_sqlite.migrations import JOBS
 
 TRUNCATED_AT = 4000
 """The bug's column width, in characters."""
@@ -89,6 +90,25 @@ class StaleAckAbortsDriver(SqliteDriver):
         if not acked and c.in_transaction:
             c.execute("ROLLBACK")
             c.execute("BEGIN IMMEDIATE")
+        return acked
+
+
+class AckAllGuardsFirstOnlyDriver(SqliteDriver):
+    """``tx.ack_all``'s statement (§3.10) guards its first claim only: every later one
+    is acked by id, whatever claim holds the job now, so a lapsed or superseded claim
+    in a group ends a job that may run again, or that another worker runs."""
+
+    def ack_claims(self, c: sqlite3.Connection, params: AckClaims) -> list[int]:
+        if not params.job_ids:
+            return []
+        first = AckClaims(params.job_ids[:1], params.attempts[:1], params.now)
+        acked = super().ack_claims(c, first)
+        for job_id in params.job_ids[1:]:
+            deleted = c.execute(
+                f"DELETE FROM {JOBS} WHERE id = ? AND state = 'processing'", (job_id,)
+            )
+            if deleted.rowcount:
+                acked.append(job_id)
         return acked
 
 

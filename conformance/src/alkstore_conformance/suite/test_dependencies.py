@@ -22,6 +22,7 @@ from alkstore import (
     InvalidOptions,
     Job,
     JobDependencies,
+    JobHandle,
     JobState,
     ProfileUnavailable,
     QueueOpts,
@@ -214,6 +215,23 @@ def test_ack_and_claim_claims_the_job_its_ack_released(store: Store) -> None:
 )
 def test_the_completion_of_a_kept_job_releases_the_waiting_jobs(store: Store, ack: Any) -> None:
     _released_by(store, ack, QueueOpts(completed_retention_s=KEEP_S))
+
+
+def _acked_all(store: Store, handle: JobHandle) -> None:
+    with store.transaction() as tx:
+        assert tx.ack_all([handle]) == ()
+
+
+@pytest.mark.property("DEPS-WAITING")
+@pytest.mark.requires("transactions")
+def test_tx_ack_all_releases_the_waiting_jobs(store: Store) -> None:
+    _released_by(store, lambda h, q: _acked_all(store, h))
+
+
+@pytest.mark.property("DEPS-WAITING")
+@pytest.mark.requires("results", "transactions")
+def test_tx_ack_all_of_a_kept_job_releases_the_waiting_jobs(store: Store) -> None:
+    _released_by(store, lambda h, q: _acked_all(store, h), QueueOpts(completed_retention_s=KEEP_S))
 
 
 @pytest.mark.property("DEPS-WAITING")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
@@ -72,6 +73,25 @@ class AsyncTransaction(AsyncTransactionBase):
         await self._lane.call(self.sync.ack, target, result)
 
     @documented_as(
+        api.Transaction.ack_all,
+        "Async: awaited, on the transaction's thread; ``handles`` may be ``AsyncJobHandle`` "
+        "values too, and the refused ones come back as given.",
+    )
+    async def ack_all(
+        self,
+        handles: Sequence[JobHandle | AsyncJobHandle],
+        results: Sequence[Any] | None = None,
+    ) -> tuple[JobHandle | AsyncJobHandle, ...]:
+        given = list(handles) if isinstance(handles, Sequence) else handles
+        targets = (
+            [h.sync if isinstance(h, AsyncJobHandle) else h for h in given]
+            if isinstance(given, list)
+            else given  # not a sequence: the sync call refuses it
+        )
+        refused = await self._lane.call(self.sync.ack_all, targets, results)
+        return _as_given(given, targets, refused)
+
+    @documented_as(
         api.Transaction.retry,
         "Async: awaited, on the transaction's thread; ``handle`` may be an ``AsyncJobHandle`` too.",
     )
@@ -88,6 +108,14 @@ class AsyncTransaction(AsyncTransactionBase):
     async def fail(self, handle: JobHandle | AsyncJobHandle, error: str) -> None:
         target = handle.sync if isinstance(handle, AsyncJobHandle) else handle
         await self._lane.call(self.sync.fail, target, error)
+
+
+def _as_given(given: Any, targets: Any, refused: tuple[JobHandle, ...]) -> tuple[Any, ...]:
+    """The refused handles as the caller gave them (an ``AsyncJobHandle`` for one)."""
+    if not isinstance(given, list):
+        return refused
+    back = {id(target): handle for target, handle in zip(targets, given, strict=True)}
+    return tuple(back.get(id(handle), handle) for handle in refused)
 
 
 def _execute_and_fetch(transaction: Transaction, sql: str, params: Any) -> list[Any]:

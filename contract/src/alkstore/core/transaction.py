@@ -8,7 +8,7 @@ from typing import Any
 from .. import _guide, api
 from .._surface import implements
 from ..api import JobHandle, Queue
-from ..driver import queue_topic, stream_topic
+from ..driver import ack_claims_of, queue_topic, stream_topic
 from ..errors import EngineMisconfigured, InvalidOptions, StaleHandle, StoreClosed
 from ..names import outbox_queue_name, validate_name
 from ..options import (
@@ -19,7 +19,7 @@ from ..options import (
     check_type,
     resolve_stamps,
 )
-from ..params import GetJob, Publish, StreamAppend
+from ..params import AckClaims, ClaimRef, GetJob, Publish, StreamAppend
 from ..timeconv import Duration
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
@@ -114,6 +114,61 @@ class CoreTransaction:
         self._check_live()
         self._guarded(job, ack)
 
+    def ack_all(
+        self, handles: Sequence[JobHandle], results: Sequence[Any] | None = None
+    ) -> tuple[JobHandle, ...]:
+        given = _sequence(handles, "handles")
+        each = [None] * len(given) if results is None else _sequence(results, "results")
+        if len(each) != len(given):
+            raise InvalidOptions(
+                f"results must give one result per handle: {len(each)} results "
+                f"for {len(given)} handles"
+            )
+        ctx = self._context
+        jobs = [self._claim_of(handle, "ack") for handle in given]
+        # Every result is checked before anything is written; a result a job keeps
+        # goes with that job's own ack, every other ack with the one statement.
+        units = [acking(ctx, job, result) for job, result in zip(jobs, each, strict=True)]
+        kept = {
+            at: units[at]
+            for at, (job, result) in enumerate(zip(jobs, each, strict=True))
+            if result is not None and job.completed_retention_s is not None
+        }
+        self._check_live()
+        now = ctx.now()
+        refused: set[int] = set()
+        named: set[tuple[int, int]] = set()
+        grouped: list[int] = []
+        for at, job in enumerate(jobs):
+            claim = (job.id, job.attempts)
+            if claim in named:
+                refused.add(at)  # named again: acked already, as by a second tx.ack
+                continue
+            named.add(claim)
+            if at not in kept:
+                grouped.append(at)
+            elif not kept[at](self._handle, now):
+                refused.add(at)
+        acked = self._ack_claims([jobs[at] for at in grouped], now)
+        refused.update(at for at in grouped if jobs[at].id not in acked)
+        return tuple(given[at] for at in sorted(refused))
+
+    def _ack_claims(self, jobs: list[Job], now: int) -> set[int]:
+        """The ids of ``jobs`` whose claims were valid, each acked: by the engine's one
+        statement (``AckClaimsDriver``) or, without one, an ``ack`` each."""
+        if not jobs:
+            return set()
+        driver = self._context.driver
+        statement = ack_claims_of(driver)
+        if statement is None:
+            return {
+                job.id
+                for job in jobs
+                if driver.ack(self._handle, ClaimRef(job.id, job.attempts, now))
+            }
+        claims = AckClaims([job.id for job in jobs], [job.attempts for job in jobs], now)
+        return set(statement(self._handle, claims))
+
     def retry(self, handle: JobHandle, error: str, delay: Duration | None = None) -> None:
         job = self._claim_of(handle, "retry")
         retry, wakes = retrying(self._context, job, error, delay)  # checked first
@@ -197,3 +252,11 @@ class CoreTransaction:
     def _finish(self) -> set[str]:
         self._finished = True
         return self._woken
+
+
+def _sequence(value: object, field: str) -> list[Any]:
+    """``value`` as a list, refused (``InvalidOptions``) unless it is a sequence (a
+    string is not one of handles or results)."""
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise InvalidOptions(f"{field} must be a sequence, got {type(value).__name__}")
+    return list(value)

@@ -2,9 +2,10 @@
 finished within a short window, written in one transaction, so a busy worker
 commits once per group rather than once per job.
 
-Each outcome in the group is ``tx.ack``, ``tx.retry`` or ``tx.fail``: guarded by
-its own claim ``(id, attempts)``, so a claim that lapsed while its outcome waited
-is refused alone and the others commit. A run's slot stays taken until its group
+The group's acks are one ``tx.ack_all`` (§3.10: one statement), its retries and
+fails one ``tx.retry`` or ``tx.fail`` each: every outcome guarded by its own claim
+``(id, attempts)``, so a claim that lapsed while its outcome waited is refused
+alone and the others commit. A run's slot stays taken until its group
 is written, so a graceful stop's drain waits for the last group, and the
 dispatcher then claims for every freed slot in one batch. A group the store could
 not take is written again outcome by outcome, as §12.9 has it for any outcome.
@@ -115,8 +116,13 @@ class OutcomeGroups:
             with self._store.transaction() as tx:
                 if _acks_only_without_waiting(group) and isinstance(tx, CoreTransaction):
                     tx.commit_acks_without_waiting()  # §12.11: a transaction of acks only
+                acks = [(run, outcome) for run, outcome in group if isinstance(outcome, Ack)]
+                lost = _acked_all(tx, acks)  # one statement for every ack (§3.10)
                 for run, outcome in group:
-                    said.append(_written_in(tx, run, outcome))
+                    if isinstance(outcome, Ack):
+                        said.append(refused("ack") if id(run.handle) in lost else "ack")
+                    else:
+                        said.append(_written_in(tx, run, outcome))
         except EngineUnavailable as error:
             # The commit may have landed before the error (in doubt): each outcome is
             # written again on its own, refused and confirmed (§12.9) if it did.
@@ -134,6 +140,17 @@ def _acks_only_without_waiting(group: list[tuple[JobRun, Grouped]]) -> bool:
     only such a transaction may commit without waiting (§12.11); a retry or a fail in
     the group makes its commit durable, the acks in it with it."""
     return all(isinstance(outcome, Ack) and not outcome.durable for _, outcome in group)
+
+
+def _acked_all(tx: Transaction, acks: list[tuple[JobRun, Ack]]) -> set[int]:
+    """Write the acks of a group in ``tx`` with ``tx.ack_all``, one statement, each
+    under its own claim; the ``id`` of each handle refused (its claim lapsed while the
+    ack waited: the transaction carries on without it)."""
+    if not acks:
+        return set()
+    handles = [run.handle for run, _ in acks]
+    results = [outcome.result for _, outcome in acks]
+    return {id(handle) for handle in tx.ack_all(handles, results)}
 
 
 def _written_in(tx: Transaction, run: JobRun, outcome: Grouped) -> str:

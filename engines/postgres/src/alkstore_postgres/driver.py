@@ -72,6 +72,7 @@ from alkstore.errors import InvalidOptions
 from alkstore.options import JobStamps
 from alkstore.params import (
     AckBatch,
+    AckClaims,
     Bury,
     Cancel,
     Claim,
@@ -559,6 +560,20 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         bound = by_name(params, job_ids=id_array(ids), wake_channel=self.channel, topic=topic)
         (acked, _) = execute(c, self._sql.ack_batch, bound).fetchone()
         return int(acked)
+
+    def ack_claims(self, c: PgHandle, params: AckClaims) -> list[int]:
+        if not params.job_ids:
+            return []
+        self._plan_ages.keep_fresh(c)  # see ACK_BATCH
+        bound = by_name(
+            params,
+            job_ids=id_array(params.job_ids),
+            attempts=id_array(params.attempts),
+            wake_channel=self.channel,
+            topic_prefix=queue_topic(""),
+        )
+        (acked, _) = execute(c, self._sql.ack_claims, bound).fetchone()
+        return [int(job_id) for job_id in acked]
 
     # -- finished jobs (the results profile) ---------------------------------------------
     def complete(self, c: PgHandle, params: Complete) -> bool:

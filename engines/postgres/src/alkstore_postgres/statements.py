@@ -907,6 +907,33 @@ runs this (``plans.py``). ``deadline > now`` already means "processing"
 with stale statistics it would otherwise walk every in-flight row of the queue
 for each batch."""
 
+ACK_CLAIMS: Final = f"""
+WITH acked AS (
+    DELETE FROM {{schema}}.alkstore_jobs AS job
+     USING unnest(%(job_ids)s::bigint[], %(attempts)s::integer[]) AS claim(id, attempts)
+    WHERE job.id = claim.id AND job.attempts = claim.attempts AND job.deadline > %(now)s
+    RETURNING job.id, job.queue,
+              CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job
+), kept AS (
+    INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at)
+    SELECT {_KEPT_OF_ACKED}, (acked.job).errors, %(now)s
+      FROM acked WHERE (acked.job).id IS NOT NULL
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || queues.queue)
+      FROM (SELECT DISTINCT queue FROM acked) AS queues
+     WHERE EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                   WHERE limits.queue = queues.queue)
+)
+SELECT array(SELECT id FROM acked), (SELECT count(*) FROM woken)
+"""
+"""``tx.ack_all`` (contract 1.2 §3.10): ``ACK_BATCH`` guarded by each claim ``(id,
+attempts)`` rather than by a worker, over the claims of any queues: one atomic
+statement, the rows stamped with a completed retention moved to the completed table
+without a result, a limited queue's freed slot announced; the ids acked. The claims
+come as the text of two arrays (``binding.id_array``), paired by position; a claim
+named twice is one row. ``deadline > now`` already means "processing", as in
+``ACK_BATCH``."""
+
 ASYNC_COMMIT: Final = "set_config('synchronous_commit', 'off', true)"
 """Appended to an ack's last select (``ACK_ASYNC``, ``COMPLETE_ASYNC``): the statement's
 own implicit transaction -- and nothing after it, ``true`` is ``SET LOCAL`` -- commits
@@ -1821,6 +1848,7 @@ class Statements:
     ack_async: bytes
     set_local_async_commit: bytes
     ack_batch: bytes
+    ack_claims: bytes
     heartbeat: bytes
     reschedule: bytes
     release_claim: bytes
@@ -1918,6 +1946,7 @@ class Statements:
             ack_async=render(ACK_ASYNC, schema),
             set_local_async_commit=render(SET_LOCAL_ASYNC_COMMIT, schema),
             ack_batch=render(ACK_BATCH, schema),
+            ack_claims=render(ACK_CLAIMS, schema),
             heartbeat=render(HEARTBEAT, schema),
             reschedule=render(RESCHEDULE, schema),
             release_claim=render(RELEASE_CLAIM, schema),

@@ -46,6 +46,7 @@ from alkstore.driver import WakeSink
 from alkstore.options import JobStamps, stamp_values
 from alkstore.params import (
     AckBatch,
+    AckClaims,
     Bury,
     Cancel,
     Claim,
@@ -555,6 +556,25 @@ class SqliteDriver(ProfileStatements, OperationStatements, UniqueStatements, Dep
             if releases:
                 c.execute(sql.RELEASE_FOR_WORKER[size], [*chunk, *tail])
             acked += c.execute(sql.ACK_FOR_WORKER[size], [*chunk, *tail]).rowcount
+        return acked
+
+    def ack_claims(self, c: sqlite3.Connection, params: AckClaims) -> list[int]:
+        pairs = list(zip(params.job_ids, params.attempts, strict=True))
+        acked: list[int] = []
+        most = sql.ACK_SIZES[-1]
+        # Atomic as ack_batch: the completions, the releases and the deletes together.
+        begin_transaction(c)
+        keeps, releases = c.execute(sql.ACK_CLAIMS_PROBES).fetchone()
+        for start in range(0, len(pairs), most):
+            chunk = pairs[start : start + most]
+            size = next(size for size in sql.ACK_SIZES if size >= len(chunk))
+            chunk += [chunk[-1]] * (size - len(chunk))  # repeats match no second row
+            values = [*(value for pair in chunk for value in pair), params.now]
+            if keeps:
+                acked += (row[0] for row in c.execute(sql.COMPLETE_CLAIMS[size], values))
+            if releases:
+                c.execute(sql.RELEASE_FOR_CLAIMS[size], values)
+            acked += (row[0] for row in c.execute(sql.ACK_CLAIMS[size], values))
         return acked
 
     # -- finished jobs (the results profile) -----------------------------------------

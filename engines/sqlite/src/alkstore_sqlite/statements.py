@@ -707,6 +707,46 @@ UPDATE {JOBS} NOT INDEXED{_COMPLETE.format(now=f"?{size + 3}", result="NULL")}
 (``KEEPS_JOBS``): the rows of it stamped with a retention, completed in place without a
 result (the results profile)."""
 
+
+def _claims(size: int) -> str:
+    """The claims of ``tx.ack_all``'s statement: ``size`` pairs ``(id, attempts)`` as
+    ``?1, ?2``, ``?3, ?4``, ... and ``now`` after them, each under its own guard; the
+    ids alone first, so the rows are fetched by primary key."""
+    ids = ", ".join(f"?{2 * n + 1}" for n in range(size))
+    pairs = ", ".join(f"(?{2 * n + 1}, ?{2 * n + 2})" for n in range(size))
+    return f"""id IN ({ids}) AND (id, attempts) IN (VALUES {pairs})
+   AND state = 'processing' AND deadline > ?{2 * size + 1}"""
+
+
+ACK_CLAIMS = {
+    size: f"DELETE FROM {JOBS} NOT INDEXED\n WHERE {_claims(size)}\nRETURNING id\n"
+    for size in ACK_SIZES
+}
+"""``tx.ack_all`` (contract 1.2 §3.10), ``ack_batch``'s delete guarded by each claim
+``(id, attempts)`` rather than by a worker: positional, ``size`` pairs (padded as
+``ack_batch``'s ids are, by repeating the last: a pair named twice is one row), then
+now; the ids acked."""
+
+RELEASE_FOR_CLAIMS = {
+    size: f"UPDATE {JOBS} NOT INDEXED SET has_dependents = 0\n"
+    f" WHERE {_claims(size)} AND has_dependents = 1\n"
+    for size in ACK_SIZES
+}
+"""Before ``ACK_CLAIMS`` with the same values, while an edge exists: the release of the
+dependents of the rows it deletes (as ``RELEASE_FOR_WORKER``)."""
+
+COMPLETE_CLAIMS = {
+    size: f"UPDATE {JOBS} NOT INDEXED{_COMPLETE.format(now=f'?{2 * size + 1}', result='NULL')}\n"
+    f" WHERE {_claims(size)} AND completed_retention_s IS NOT NULL\nRETURNING id\n"
+    for size in ACK_SIZES
+}
+"""Before ``ACK_CLAIMS`` with the same values, when some queue keeps jobs: the rows
+stamped with a retention, completed in place without a result (as
+``COMPLETE_FOR_WORKER``)."""
+
+ACK_CLAIMS_PROBES = f"SELECT EXISTS (SELECT 1 FROM {KEPT_QUEUES}), {_ANY_EDGES}"
+"""Whether any queue keeps jobs and whether any edge exists, for ``ACK_CLAIMS``."""
+
 HEARTBEAT, HEARTBEAT_PARAMS = _bind(
     f"UPDATE {JOBS} SET deadline = :deadline WHERE {_VALID_CLAIM}", Heartbeat
 )

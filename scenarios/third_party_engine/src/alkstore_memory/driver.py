@@ -40,6 +40,7 @@ from alkstore.driver import (
 from alkstore.options import JobStamps, Limits
 from alkstore.params import (
     AckBatch,
+    AckClaims,
     Bury,
     Cancel,
     Claim,
@@ -675,6 +676,22 @@ class MemoryDriver:
                 acked += 1
         if acked:
             _slot_freed(c, queue)
+        return acked
+
+    def ack_claims(self, c: Tx, params: AckClaims) -> list[int]:
+        # tx.ack_all's statement (§3.10): each claim under its own guard, one step.
+        acked: list[int] = []
+        for job_id, attempt in zip(params.job_ids, params.attempts, strict=True):
+            row = c.tables.jobs.get(job_id)
+            if not _valid_claim(row, attempt, params.now):
+                continue
+            if row.completed_retention_s is None:
+                del c.tables.jobs[job_id]
+            else:
+                _to_completed(c.tables, row, params.now, None)
+            _slot_freed(c, row.queue)
+            _release_dependents(c, job_id)
+            acked.append(job_id)
         return acked
 
     # -- finished jobs (the results profile) -------------------------------------------
