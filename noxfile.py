@@ -45,7 +45,6 @@ SCENARIOS = (
     "scenarios/test_cli.py",
     "scenarios/test_otel.py",  # alkstore.otel on every engine (the SDK's in-memory exporter)
     "scenarios/test_worker_cli.py",
-    "scenarios/browser",  # the web dashboard in Chromium (Selenium; .ci/run installs both)
     "scenarios/benchmarks/test_bench_smoke.py",
     "scenarios/test_docs_examples.py",
     "scenarios/test_install.py",
@@ -71,6 +70,9 @@ UNIT_TEST_RUNS: tuple[tuple[str, ...], ...] = (
     # The scenarios in one run, each file on one worker (module fixtures build wheels,
     # start servers and browsers once).
     (*SCENARIOS, *PARALLEL, "--dist", "loadfile"),
+    # The web dashboard in Chromium (Selenium; .ci/run installs both), on its own: its
+    # pages refresh live, and under other runs' load a test met an element replaced.
+    ("scenarios/browser",),
     # Fault runs time their storms: on their own, one after the other.
     FAULTS,
 )
