@@ -99,6 +99,13 @@ def abandon_first_claim_of_every(n: int, offset: int = 0) -> Callable[[JobHandle
     return lambda handle: handle.attempts == 1 and (handle.payload["n"] + offset) % n == 0
 
 
+HOLD_S = 0.002
+"""How long a claimer holds what it claimed before acking, as a worker does its
+job. While it holds, the other claimers run: without the pause, a loaded machine
+can let one claimer take the whole queue in a single time slice, and claims that
+never interleave cannot show that two claimers were given one job."""
+
+
 def claim_until_all_acked(
     queue: QueueConsumer,
     worker_id: str,
@@ -127,6 +134,7 @@ def claim_until_all_acked(
                     break
             time.sleep(0.02)  # abandoned claims lapse on the store's clock
             continue
+        time.sleep(HOLD_S)
         for handle in handles:
             job = handle.job
             assert job.claimed_at is not None
