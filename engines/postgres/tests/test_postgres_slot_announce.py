@@ -1,4 +1,4 @@
-"""A freed slot is announced only when it can matter (contract §16.4, migration 20): a
+"""A freed slot is announced only when it can matter (contract §16.4, migration 21): a
 claim held back by the concurrency limit marks the queue's live claims, and an ack of a
 limited queue NOTIFYs only for a marked claim (or with a per-key limit or rate); a fail
 and a cancel announce a limited queue always. The two racy orders of "claim held back"
@@ -185,6 +185,52 @@ def test_an_ack_of_a_queue_with_a_per_key_limit_always_announces(
     handle = queue.claim("w")
     assert handle is not None
     assert handle.ack()
+    assert announced(_channel(store))
+
+
+def _ack_all(store: CoreStore, *handles: alkstore.JobHandle) -> None:
+    with store.transaction() as tx:
+        assert tx.ack_all(list(handles)) == ()
+
+
+def test_acks_in_one_statement_with_no_claim_held_back_announce_nothing(
+    open_store: StoreFactory, announced: Callable[[str], bool]
+) -> None:
+    store = open_store()
+    queue = _limited(store, Limits(concurrency=5), 3)
+    announced(_channel(store))
+    handles = queue.claim_batch("w", 3)
+    assert len(handles) == 3
+    _ack_all(store, *handles)
+    assert not announced(_channel(store))
+
+
+def test_acks_in_one_statement_announce_a_queue_whose_claim_was_held_back(
+    open_store: StoreFactory,
+    announced: Callable[[str], bool],
+    admin: psycopg.Connection[Any],
+    schema: str,
+) -> None:
+    store = open_store()
+    queue = _limited(store, Limits(concurrency=2), 3)
+    announced(_channel(store))
+    handles = queue.claim_batch("w", 2)
+    assert len(handles) == 2
+    assert queue.claim("w2") is None  # held back
+    assert _marked(admin, schema)
+    _ack_all(store, *handles)
+    assert announced(_channel(store))
+
+
+def test_acks_in_one_statement_of_a_queue_with_a_per_key_limit_announce_it(
+    open_store: StoreFactory, announced: Callable[[str], bool]
+) -> None:
+    store = open_store()
+    queue = _limited(store, Limits(concurrency=5, concurrency_per_key=5), 2)
+    announced(_channel(store))
+    handles = queue.claim_batch("w", 2)
+    assert len(handles) == 2
+    _ack_all(store, *handles)
     assert announced(_channel(store))
 
 

@@ -912,7 +912,7 @@ WITH acked AS (
     DELETE FROM {{schema}}.alkstore_jobs AS job
      USING unnest(%(job_ids)s::bigint[], %(attempts)s::integer[]) AS claim(id, attempts)
     WHERE job.id = claim.id AND job.attempts = claim.attempts AND job.deadline > %(now)s
-    RETURNING job.id, job.queue,
+    RETURNING job.id, job.queue, job.held_back,
               CASE WHEN job.completed_retention_s IS NOT NULL THEN job END AS job
 ), kept AS (
     INSERT INTO {{schema}}.alkstore_completed_jobs ({MOVED}, errors, completed_at)
@@ -920,19 +920,23 @@ WITH acked AS (
       FROM acked WHERE (acked.job).id IS NOT NULL
 ), woken AS (
     SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || queues.queue)
-      FROM (SELECT DISTINCT queue FROM acked) AS queues
-     WHERE EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
-                   WHERE limits.queue = queues.queue)
+      FROM (SELECT DISTINCT acked.queue FROM acked
+             WHERE acked.held_back
+                OR EXISTS (SELECT FROM {{schema}}.alkstore_queue_limits AS limits
+                           WHERE limits.queue = acked.queue
+                             AND (limits.concurrency_per_key IS NOT NULL
+                                  OR limits.rate_per_key IS NOT NULL))) AS queues
 )
 SELECT array(SELECT id FROM acked), (SELECT count(*) FROM woken)
 """
 """``tx.ack_all`` (contract 1.2 §3.10): ``ACK_BATCH`` guarded by each claim ``(id,
 attempts)`` rather than by a worker, over the claims of any queues: one atomic
 statement, the rows stamped with a completed retention moved to the completed table
-without a result, a limited queue's freed slot announced; the ids acked. The claims
-come as the text of two arrays (``binding.id_array``), paired by position; a claim
-named twice is one row. ``deadline > now`` already means "processing", as in
-``ACK_BATCH``."""
+without a result, a freed slot announced when ``ACK`` would announce it (contract
+§16.4: a claim carrying the held-back mark, or a queue with a per-key limit or rate;
+each queue at most once); the ids acked. The claims come as the text of two arrays
+(``binding.id_array``), paired by position; a claim named twice is one row.
+``deadline > now`` already means "processing", as in ``ACK_BATCH``."""
 
 ASYNC_COMMIT: Final = "set_config('synchronous_commit', 'off', true)"
 """Appended to an ack's last select (``ACK_ASYNC``, ``COMPLETE_ASYNC``): the statement's
