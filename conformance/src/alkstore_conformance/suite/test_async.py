@@ -11,6 +11,7 @@ engine's provider, on the loop ``asyncio.run`` gives it, as an app would.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import threading
 import time
@@ -230,35 +231,65 @@ def test_a_cancelled_ack_and_claim_keeps_its_ack_and_gives_back_its_claim(
 # length (a waiting claim_wait for all of its timeout), while calls run off the loop
 # leave it ticking every few milliseconds even on a busy machine. The bounds are
 # an order of magnitude above a free loop's gaps and far below a blocked one's.
+# A loaded machine can also stop the whole process for a while (its scheduler runs
+# something else): a ticker on a thread of its own, off the loop, sees those stalls
+# too, and the time of a loop's gap that the other ticker was stalled as well is not
+# the loop's. A call blocking the loop leaves the other ticker running (a blocking
+# wait releases the interpreter lock, Python code hands it over every few ms).
 
 TICK_S = 0.001
 MEDIAN_GAP_S = 0.020
 WORST_GAP_S = 0.250
+STALL_S = 0.020
+"""A gap this long of the ticker off the loop: the whole process was stalled."""
 OPERATIONS = 200
 WAIT_S = 0.5
 
 
+def _stalls(ticks: list[float]) -> list[tuple[float, float]]:
+    return [(a, b) for a, b in itertools.pairwise(ticks) if b - a >= STALL_S]
+
+
+def _less_stalls(start: float, end: float, stalls: list[tuple[float, float]]) -> float:
+    """The length of ``(start, end)`` outside every stall."""
+    stalled = sum(max(0.0, min(end, b) - max(start, a)) for a, b in stalls)
+    return (end - start) - stalled
+
+
 async def tick_gaps(work: Awaitable[Any]) -> list[float]:
-    """The gaps between ticks of a ``TICK_S`` ticker on this loop while ``work`` runs."""
-    loop = asyncio.get_running_loop()
-    gaps: list[float] = []
+    """The gaps between ticks of a ``TICK_S`` ticker on this loop while ``work`` runs,
+    each less the time the whole process was stalled in it."""
+    gaps: list[tuple[float, float]] = []
+    off_loop: list[float] = []
     done = asyncio.Event()
+    stop = threading.Event()
+
+    def tick_off_loop() -> None:
+        while not stop.is_set():
+            off_loop.append(time.monotonic())
+            time.sleep(TICK_S)
+        off_loop.append(time.monotonic())
 
     async def tick() -> None:
-        last = loop.time()
+        last = time.monotonic()
         while not done.is_set():
             await asyncio.sleep(TICK_S)
-            now = loop.time()
-            gaps.append(now - last)
+            now = time.monotonic()
+            gaps.append((last, now))
             last = now
 
+    control = threading.Thread(target=tick_off_loop, daemon=True)
+    control.start()
     ticker = asyncio.create_task(tick())
     try:
         await work
     finally:
         done.set()
         await ticker
-    return gaps
+        stop.set()
+        control.join()
+    stalls = _stalls(off_loop)
+    return [_less_stalls(start, end, stalls) for start, end in gaps]
 
 
 def gaps_text(gaps: list[float]) -> str:
