@@ -212,11 +212,21 @@ def test_stats_prometheus_prints_a_gauge_per_queue(cli: Cli, store: Store) -> No
     assert 'alkstore_queue_paused{queue="emails"} 0' in done.stdout
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_stats_watch_prints_documents_until_interrupted(cli: Cli, store: Store) -> None:
     store.queue("emails").enqueue("x")
     command = [str(ALKSTORE), *cli.global_args(), "stats", "--watch", "--json"]
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C as a terminal delivers it, even when this run was started in the
+        # background of a shell, which leaves its children ignoring SIGINT.
+        preexec_fn=_interruptible,
     ) as proc:
         try:
             assert proc.stdout is not None
