@@ -25,8 +25,9 @@ from alkstore import ScheduleOpts, Store
 from alkstore.cli.app import cli
 from alkstore.constants import MAX_JOBS_PAGE
 from alkstore.dashboard import Credentials, create_app, redact_url, views
-from alkstore.dashboard.pulse import Pulse, SharedStats
+from alkstore.dashboard.pulse import MIN_INTERVAL_S, Pulse, SharedStats
 from alkstore.dashboard.security import CSRF_FIELD
+from alkstore.testing import FakeClock
 
 XSS = "<script>alert('x')</script>"
 
@@ -533,12 +534,22 @@ def test_the_pulse_reads_at_most_once_per_interval_however_often_the_store_wakes
     assert min(gaps) >= 0.2, gaps
 
 
+def _stopped_clock(pages: TestClient) -> FakeClock:
+    """A clock the dashboard's shared read is aged by that moves only when told: a
+    loaded machine takes longer than a shared read's age between two requests."""
+    clock = FakeClock()
+    dash = pages.app.state.dashboard  # type: ignore[attr-defined]
+    dash.pulse.shared.clock = clock.now
+    return clock
+
+
 def test_pages_told_of_a_change_refresh_from_the_pulses_read(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.queue("q").enqueue({"n": 1})
     app = create_app(store, authorize=lambda request: "read")
     pages = TestClient(app)
+    _stopped_clock(pages)
     pages.get("/")  # a whole page reads the store, and shares that read
     calls = _count_stats(store, monkeypatch)
     for _ in range(5):
@@ -547,6 +558,20 @@ def test_pages_told_of_a_change_refresh_from_the_pulses_read(
         queue_live = pages.get("/queue?name=q", headers={"x-alkstore-partial": "1"})
         assert queue_live.status_code == 200
     assert calls == []
+
+
+def test_a_pages_live_part_reads_again_once_the_shared_read_is_older_than_its_age(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.queue("q").enqueue({"n": 1})
+    pages = TestClient(create_app(store, authorize=lambda request: "read"))
+    clock = _stopped_clock(pages)
+    pages.get("/")
+    calls = _count_stats(store, monkeypatch)
+    clock.advance(MIN_INTERVAL_S * 2)
+    live = pages.get("/", headers={"x-alkstore-partial": "1"})
+    assert 'data-queue="q"' in live.text
+    assert len(calls) == 1
 
 
 def test_a_whole_page_reads_the_store_afresh(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

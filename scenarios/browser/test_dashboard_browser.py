@@ -150,9 +150,11 @@ def browser() -> Iterator[WebDriver]:
 
 
 def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+    """``condition``'s first true value, asked again until the page shows it. Conditions
+    find their elements afresh each time (``_text``, ``find_elements``): the live part
+    is swapped while the wait looks at it, so a vanished element only means "look
+    again"."""
     try:
-        # The live part is swapped while the wait looks at it: a vanished element
-        # only means "look again".
         swapped = (StaleElementReferenceException, NoSuchElementException)
         wait = WebDriverWait(driver, PAGE_WAIT_S, poll_frequency=0.1, ignored_exceptions=swapped)
         return wait.until(condition)
@@ -160,17 +162,29 @@ def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str
         raise AssertionError(f"the page never showed {what}") from None
 
 
-STALE_TRIES = 20
+def _text(driver: WebDriver, css: str) -> str:
+    """The text of the element ``css`` finds now: for conditions of ``wait_for``, which
+    look again when a live refresh swapped it between the find and the read."""
+    return str(driver.find_element(By.CSS_SELECTOR, css).text)
 
 
 def text_of(driver: WebDriver, css: str) -> str:
-    """The element's text; found again when a live refresh swapped it meanwhile."""
-    for _ in range(STALE_TRIES):
-        try:
-            return str(driver.find_element(By.CSS_SELECTOR, css).text)
-        except StaleElementReferenceException:
-            continue
-    raise AssertionError(f"{css} was swapped {STALE_TRIES} times in a row")
+    """The element's text, read through a wait that finds it again when a live refresh
+    swapped it meanwhile (what it says is the caller's to check, at once)."""
+    # A one-element tuple: an empty text is still a read.
+    (text,) = wait_for(driver, lambda d: (_text(d, css),), css)
+    return str(text)
+
+
+def click(driver: WebDriver, css: str) -> None:
+    """Click the element ``css`` finds, found again when a live refresh swapped it
+    between the find and the click (a stale element takes no click)."""
+
+    def clicked(d: WebDriver) -> bool:
+        d.find_element(By.CSS_SELECTOR, css).click()
+        return True
+
+    wait_for(driver, clicked, f"{css} to click")
 
 
 def shoot(served: Served, driver: WebDriver, name: str) -> None:
@@ -262,23 +276,23 @@ def test_a_job_enqueued_elsewhere_appears_without_a_reload(
     browser.get(served.url("/"))
     ready = '[data-queue="live"] .ready'
     # Read through the wait: the live part may be swapped at any moment.
-    wait_for(browser, lambda d: text_of(d, ready) == "1", "the first job")
-    wait_for(browser, lambda d: text_of(d, "#live-status") == "live", "its event stream open")
+    wait_for(browser, lambda d: _text(d, ready) == "1", "the first job")
+    wait_for(browser, lambda d: _text(d, "#live-status") == "live", "its event stream open")
     browser.execute_script("window.__notReloaded = true;")
     enqueue_elsewhere(served, "live", {"n": 2})
-    wait_for(browser, lambda d: text_of(d, ready) == "2", "the second job")
+    wait_for(browser, lambda d: _text(d, ready) == "2", "the second job")
     assert browser.execute_script("return window.__notReloaded === true;")
 
 
 def test_a_dead_job_is_redriven_through_the_page(served: Served, browser: WebDriver) -> None:
     dead = dead_job(served.store, "redrive", "boom", {"n": 1})
     browser.get(served.url(f"/jobs/{dead}"))
-    browser.find_element(By.ID, "redrive-job").click()
-    wait_for(browser, lambda d: "1" in text_of(d, "#confirm-count strong"), "the count")
+    click(browser, "#redrive-job")
+    wait_for(browser, lambda d: "1" in _text(d, "#confirm-count strong"), "the count")
     assert served.store.queue("redrive").get_job(dead) is not None  # asked, not done
-    browser.find_element(By.ID, "confirm").click()
-    notice = wait_for(browser, lambda d: d.find_elements(By.ID, "notice"), "the notice")
-    assert notice[0].text.startswith("Redrove 1 dead job")
+    click(browser, "#confirm")
+    wait_for(browser, lambda d: d.find_elements(By.ID, "notice"), "the notice")
+    assert text_of(browser, "#notice").startswith("Redrove 1 dead job")
     q = served.store.queue("redrive")
     assert q.get_job(dead) is None
     assert [job.redriven_from for job in q.jobs("pending")] == [dead]
@@ -376,7 +390,7 @@ def _open_live(served: Served, browser: WebDriver, path: str) -> None:
     """Open ``path``, wait for its event stream, and mark the page so that a reload
     shows (``_not_reloaded``)."""
     browser.get(served.url(path))
-    wait_for(browser, lambda d: text_of(d, "#live-status") == "live", "its event stream open")
+    wait_for(browser, lambda d: _text(d, "#live-status") == "live", "its event stream open")
     browser.execute_script("window.__notReloaded = true;")
 
 
@@ -392,7 +406,7 @@ def test_a_worker_running_elsewhere_is_listed_with_the_job_it_holds(
     _open_live(served, browser, "/workers")
     stop = _holding_worker(served, name)
     try:
-        wait_for(browser, lambda d: text_of(d, f"{row} .held-job").startswith("held #"), name)
+        wait_for(browser, lambda d: _text(d, f"{row} .held-job").startswith("held #"), name)
         (listed,) = [w for w in served.store.workers() if w.id == name]
         assert str(listed.pid) in text_of(browser, row)
         assert _not_reloaded(browser)
@@ -429,6 +443,6 @@ def test_a_waiting_jobs_page_lists_its_dependency(served: Served, browser: WebDr
     assert text_of(browser, "#job-state") == "waiting"
     listed = text_of(browser, f'#waits-for li[data-job="{charge}"]')
     assert listed == f"charges #{charge} pending"
-    browser.find_element(By.CSS_SELECTOR, f'#waits-for li[data-job="{charge}"] a').click()
-    wait_for(browser, lambda d: text_of(d, "h1").startswith(f"Job {charge}"), "the dependency")
+    click(browser, f'#waits-for li[data-job="{charge}"] a')
+    wait_for(browser, lambda d: _text(d, "h1").startswith(f"Job {charge}"), "the dependency")
     assert text_of(browser, f'#waited-by li[data-job="{ship}"]') == f"ships #{ship} waiting"

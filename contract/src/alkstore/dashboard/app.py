@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -130,7 +129,7 @@ class Dashboard:
         a change) shares the pulse's read; a whole page reads afresh."""
         if request.headers.get(PARTIAL_HEADER) == "1":
             return self.pulse.shared.read()
-        started = time.monotonic()
+        started = self.pulse.shared.clock()
         value = tuple(self.store.stats())
         self.pulse.shared.offer(value, started)
         return value

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
 
 from ..api import Store, WakeWatcher
@@ -55,11 +55,18 @@ def _watcher(store: Store, queues: list[str]) -> AbstractContextManager[WakeWatc
 class SharedStats:
     """One ``store.stats()`` shared by every caller within ``max_age_s`` of it: a caller
     finding a read that young takes it; otherwise it reads, and callers arriving
-    meanwhile wait for that read instead of starting their own."""
+    meanwhile wait for that read instead of starting their own.
 
-    def __init__(self, store: Store, max_age_s: float) -> None:
+    ``clock`` (monotonic seconds) is what ages a read: everyone offering a read times
+    it on the same clock (tests drive it by hand).
+    """
+
+    def __init__(
+        self, store: Store, max_age_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._store = store
         self._max_age_s = max_age_s
+        self.clock = clock
         self._lock = threading.Lock()
         self._value: tuple[QueueStats, ...] | None = None
         self._at = 0.0
@@ -79,9 +86,9 @@ class SharedStats:
 
     def read(self) -> tuple[QueueStats, ...]:
         with self._lock:
-            if self._value is not None and time.monotonic() - self._at <= self._max_age_s:
+            if self._value is not None and self.clock() - self._at <= self._max_age_s:
                 return self._value
-            started = time.monotonic()
+            started = self.clock()
             value = tuple(self._store.stats())
             self.reads += 1
             self._value, self._at = value, started
@@ -122,7 +129,7 @@ class Pulse:
 
     def _snapshot(self) -> Hashable:
         """The stats read (shared with the pages), beside the registry's worker ids."""
-        started = time.monotonic()
+        started = self.shared.clock()
         try:
             value = tuple(self._store.stats())
         except AlkstoreError as exc:  # no ops profile, a closed store, an outage
