@@ -221,3 +221,21 @@ def test_capabilities_other_than_the_contracts_dataclass_are_a_usage_error(
     )
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     assert "capabilities must be an alkstore.Capabilities, got dict" in output(result)
+
+
+def test_the_tests_of_properties_with_a_time_budget_of_their_own_are_collected_first(
+    run_in: RunIn,
+) -> None:
+    # xdist hands tests out in collection order: a long one starts at once, never last.
+    assert load_manifest()["QUEUE-MODEL-AGREEMENT"].time_budget_s is not None
+    result = run_in.pytest(
+        *("--pyargs", "alkstore_conformance.suite", "--engine", "kit_engines:stub"),
+        *("--collect-only", "-q"),
+    )
+    assert result.returncode == 0, output(result)
+    nodeids = [line for line in result.stdout.splitlines() if "::" in line]
+    assert "test_stateful.py::" in nodeids[0], nodeids[:3]
+    rest = [nodeid.partition("::")[0] for nodeid in nodeids[1:]]
+    files = list(dict.fromkeys(rest))
+    assert len(files) > 10
+    assert files == sorted(files)  # every other test where pytest collected it
