@@ -21,11 +21,20 @@ Three rows:
   counted on, §16.6); the most starts in any window of ``W`` seconds (the starts at
   ``t`` with ``now - W < t <= now``) is asserted to be at most ``R``, and the mean
   rate over the run's whole seconds is set beside ``R / W``.
+
+L1 is also split by kind (``never_binding_split``): a queue with the concurrency limit
+alone, one with the rate alone and one with both (``SPLIT_KINDS``), each beside a queue
+without limits in the same store, the four sides taking turns of 100 jobs (the order
+reversed every turn), a fresh store per round; each kind's ratio is the median over
+rounds of the unlimited side's time over its own. ``python bench_limits.py ENGINE
+[JOBS]`` runs L1 and its split alone.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import threading
 import time
 from collections import Counter
@@ -53,6 +62,12 @@ TARGET = 0.9
 NEVER_BINDS = Limits(concurrency=10_000, rate=MAX_RATE_LIMIT, per=1)
 """The issue asked for ``rate=10_000_000``; §16.6 bounds a rate at ``MAX_RATE_LIMIT``
 (100,000), which never binds either: one claimer here takes a few thousand a second."""
+SPLIT_KINDS: Mapping[str, Limits] = {
+    "concurrency": Limits(concurrency=NEVER_BINDS.concurrency),
+    "rate": Limits(rate=NEVER_BINDS.rate, per=NEVER_BINDS.per),
+    "both": NEVER_BINDS,
+}
+"""L1 split by kind: each part of ``NEVER_BINDS`` alone, and the two together."""
 
 BOUND = 4
 BOUND_PROCESSES = 8
@@ -74,6 +89,30 @@ SHUTDOWN_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
+class SplitRow:
+    """One kind of L1's split beside the unlimited queue of the same turns."""
+
+    kind: str
+    limited_rate: float
+    unlimited_rate: float
+    ratio: float
+    ratios: tuple[float, ...]
+    cpu_ratio: float
+
+    def as_json(self) -> dict[str, Any]:
+        limits = SPLIT_KINDS[self.kind]
+        return {
+            "kind": self.kind,
+            "limits": {"concurrency": limits.concurrency, "rate": limits.rate, "per": limits.per},
+            "limited_rate_per_s": round(self.limited_rate, 1),
+            "unlimited_rate_per_s": round(self.unlimited_rate, 1),
+            "ratio": round(self.ratio, 3),
+            "ratios": [round(r, 3) for r in self.ratios],
+            "cpu_ratio": round(self.cpu_ratio, 3),
+        }
+
+
+@dataclass(frozen=True)
 class LimitsRows:
     engine: str
     jobs: int
@@ -92,6 +131,8 @@ class LimitsRows:
     rate_mean_per_s: float
     """L3: starts per second over the run's whole seconds (the first and last, which
     the run covers only in part, left out)."""
+    split: tuple[SplitRow, ...] = ()
+    """L1 split by kind (``SPLIT_KINDS``), each beside no limit."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +149,7 @@ class LimitsRows:
             "ratios": [round(r, 3) for r in self.ratios],
             "cpu_ratio": round(self.cpu_ratio, 3),
             "target_ratio": TARGET,
+            "split": [row.as_json() for row in self.split],
             "bound": {
                 "concurrency": BOUND,
                 "processes": BOUND_PROCESSES,
@@ -164,6 +206,60 @@ def never_binding(
             plain.append(unlimited_total)
             limited.append(limited_total)
     return plain, limited
+
+
+UNLIMITED = "none"
+"""The unlimited side of L1's split."""
+
+
+def _split_turns(queues: Mapping[str, alkstore.Queue], jobs: int, number: int) -> dict[str, Timing]:
+    """One round of the split: every side claims and acks ``CHUNK`` jobs in its turn,
+    the sides' order reversed every turn (and every round), so a burst of load on the
+    shared machine lands on all of them; each side's total."""
+    order = list(queues)
+    totals = dict.fromkeys(order, (0.0, 0.0))
+    for count, start in enumerate(range(0, jobs, CHUNK)):
+        size = min(CHUNK, jobs - start)
+        for side in order if (count + number) % 2 == 0 else order[::-1]:
+            took = _claim_ack(queues[side], size)
+            totals[side] = (totals[side][0] + took[0], totals[side][1] + took[1])
+    return totals
+
+
+def never_binding_split(
+    provider: alkstore.EngineProvider, jobs: int, rounds: int
+) -> list[dict[str, Timing]]:
+    """Each round's total time of the unlimited side and of each kind of ``SPLIT_KINDS``."""
+    totals: list[dict[str, Timing]] = []
+    for number in range(rounds):
+        with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
+            queues = {UNLIMITED: store.queue("bench-split-none")}
+            for kind, limits in SPLIT_KINDS.items():
+                queues[kind] = store.queue(f"bench-split-{kind}")
+                queues[kind].set_limits(limits)
+            for queue in queues.values():
+                queue.enqueue_many(payloads(jobs))
+            totals.append(_split_turns(queues, jobs, number))
+    return totals
+
+
+def split_rows(rounds: list[dict[str, Timing]], jobs: int) -> tuple[SplitRow, ...]:
+    """Each kind's rates and ratios (the unlimited side's time over the kind's) over rounds."""
+    rows = []
+    for kind in SPLIT_KINDS:
+        pairs = [(r[UNLIMITED], r[kind]) for r in rounds]
+        ratios = tuple(plain[0] / limited[0] for plain, limited in pairs)
+        rows.append(
+            SplitRow(
+                kind=kind,
+                limited_rate=jobs / statistics.median(limited[0] for _, limited in pairs),
+                unlimited_rate=jobs / statistics.median(plain[0] for plain, _ in pairs),
+                ratio=statistics.median(ratios),
+                ratios=ratios,
+                cpu_ratio=statistics.median(plain[1] / limited[1] for plain, limited in pairs),
+            )
+        )
+    return tuple(rows)
 
 
 # -- L2 and L3: worker processes ----------------------------------------------------
@@ -299,7 +395,9 @@ def limits_rows(
 ) -> LimitsRows:
     """L1, L2 and L3 on one engine (one with the limits profile)."""
     count = min(jobs, QUICK_JOBS if quick else JOBS_CAP)
-    plain, limited = never_binding(provider, count, QUICK_ROUNDS if quick else ROUNDS)
+    rounds = QUICK_ROUNDS if quick else ROUNDS
+    plain, limited = never_binding(provider, count, rounds)
+    split = split_rows(never_binding_split(provider, count, rounds), count)
     pairs = list(zip(plain, limited, strict=True))
     ratios = tuple(p[0] / lim[0] for p, lim in pairs)  # rate ratio = time ratio inverted
     bound_jobs = QUICK_BOUND_JOBS if quick else BOUND_JOBS
@@ -320,6 +418,7 @@ def limits_rows(
         rate_seconds=seconds,
         rate_max_in_window=most,
         rate_mean_per_s=mean,
+        split=split,
     )
 
 
@@ -346,4 +445,55 @@ def render_limits(rows: list[LimitsRows]) -> str:
             f"{row.bound_max_overlap:>4} | {row.rate_starts:>9} {row.rate_max_in_window:>7} "
             f"{row.rate_mean_per_s:>7.1f}"
         )
+    lines.extend(render_split(rows))
     return "\n".join(lines)
+
+
+def render_split(rows: list[LimitsRows]) -> list[str]:
+    """L1 split by kind: each kind beside no limit in the same turns."""
+    lines = [
+        f"  L1 split by kind (each beside no limit, four sides taking turns of {CHUNK}; "
+        "ratio = limited / unlimited, median of rounds):",
+        f"  {'engine':<10} {'kind':<12} {'limited/s':>10} {'unlimited/s':>11} {'ratio':>6}"
+        f" {'cpu':>6}  rounds",
+    ]
+    for row in rows:
+        for part in row.split:
+            rounds = ", ".join(f"{r:.2f}" for r in part.ratios)
+            lines.append(
+                f"  {row.engine:<10} {part.kind:<12} {part.limited_rate:>10.0f} "
+                f"{part.unlimited_rate:>11.0f} {part.ratio:>5.2f}x {part.cpu_ratio:>5.2f}x"
+                f"  {rounds}"
+            )
+    return lines
+
+
+def main() -> None:
+    """L1 and its split alone on one engine: ``bench_limits.py ENGINE [JOBS]``."""
+    engine = sys.argv[1]
+    jobs = int(sys.argv[2]) if len(sys.argv) > 2 else JOBS_CAP
+    provider = alkstore.load_engine(engine)
+    plain, limited = never_binding(provider, jobs, ROUNDS)
+    ratios = [p[0] / lim[0] for p, lim in zip(plain, limited, strict=True)]
+    cpu = statistics.median(p[1] / lim[1] for p, lim in zip(plain, limited, strict=True))
+    print("load at start", tuple(round(x, 2) for x in os.getloadavg()))
+    limited_rate = jobs / statistics.median(t[0] for t in limited)
+    plain_rate = jobs / statistics.median(t[0] for t in plain)
+    print(
+        f"L1 {engine} ({jobs} jobs a side): limited {limited_rate:.0f}/s,"
+        f" none {plain_rate:.0f}/s, ratio "
+        f"{statistics.median(ratios):.2f}x (cpu {cpu:.2f}x), rounds "
+        + ", ".join(f"{r:.2f}" for r in ratios)
+    )
+    split = split_rows(never_binding_split(provider, jobs, ROUNDS), jobs)
+    for part in split:
+        print(
+            f"split {part.kind}: limited {part.limited_rate:.0f}/s,"
+            f" none {part.unlimited_rate:.0f}/s, ratio {part.ratio:.2f}x"
+            f" (cpu {part.cpu_ratio:.2f}x), rounds " + ", ".join(f"{r:.2f}" for r in part.ratios)
+        )
+    print("load at end", tuple(round(x, 2) for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()

@@ -247,6 +247,22 @@ def test_quick_sqlite_run_sets_a_never_binding_limit_beside_none_and_holds_the_b
     assert "Queue limits. L1" in done.stdout
 
 
+def test_quick_sqlite_run_splits_the_never_binding_limit_by_kind_each_beside_none(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    (row,) = document["limits"]
+    kinds = {part["kind"]: part for part in row["split"]}
+    assert set(kinds) == {"concurrency", "rate", "both"}
+    assert kinds["concurrency"]["limits"] == {"concurrency": 10_000, "rate": None, "per": None}
+    assert kinds["rate"]["limits"] == {"concurrency": None, "rate": 100_000, "per": 1}
+    for part in kinds.values():
+        assert part["limited_rate_per_s"] > 0
+        assert part["unlimited_rate_per_s"] > 0
+        assert len(part["ratios"]) == 2  # the quick run's rounds
+    assert "L1 split by kind" in done.stdout
+
+
 def test_the_most_intervals_open_at_once_counts_an_end_before_a_start_at_the_same_instant() -> None:
     spans = [(0.0, 1.0, 0), (1.0, 2.0, 0), (0.5, 1.5, 0)]
     assert bench_limits.max_overlap(spans) == 2
