@@ -73,17 +73,24 @@ from alkstore import (
     QueueConsumer,
     QueueOpts,
     ScheduleOpts,
+    StaleHandle,
     Store,
     StoreClosed,
     Stream,
     StreamEvent,
+    Transaction,
     Unique,
     WorkerInfo,
     outbox_queue_name,
 )
 from alkstore.testing import FakeClock
 from alkstore_conformance.helpers.bounded import pages
-from alkstore_conformance.model import Claim, ReferenceModel, job_differences
+from alkstore_conformance.model import (
+    Claim,
+    ModelTransaction,
+    ReferenceModel,
+    job_differences,
+)
 
 PROPERTY = "QUEUE-MODEL-AGREEMENT"
 
@@ -233,6 +240,11 @@ schedule_opts = st.none() | st.builds(
     catch_up=st.sampled_from(CATCH_UP_POLICIES),
 )
 """Zones and policies other than UTC and "all" need the cron profile."""
+TX_VERBS = ("ack", "retry", "fail")
+in_tx_waits = st.sampled_from((0, 0, 1, 10, 30))
+"""Clock moves inside a transaction, before an outcome: mostly none, sometimes onto
+the queues' visibility timeouts, so a claim lapses between two outcomes of one
+transaction."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +258,19 @@ class HeldClaim:
 
     def __repr__(self) -> str:
         return f"HeldClaim(job={self.claim.job_id}, attempt={self.claim.attempt})"
+
+
+@dataclass(frozen=True)
+class TxOutcome:
+    """One ``tx.ack`` / ``tx.retry`` / ``tx.fail`` of a transaction, after ``wait``."""
+
+    held: HeldClaim | None
+    """``None``: one of the claims the rule makes first."""
+    verb: str
+    error: str
+    delay: int | float | None
+    result: Any
+    wait: int
 
 
 def agree(what: str, engine: object, model: object) -> None:
@@ -461,6 +486,140 @@ class QueueModelMachine(RuleBasedStateMachine):
         else:
             self.model.commit(model_tx)
         return multiple(*ids)
+
+    @precondition(lambda self: self.capabilities.transactions and bool(self.bundle("held")))
+    @rule(
+        target=job_ids,
+        fresh=st.none() | st.tuples(st.sampled_from(CONSUMERS), st.sampled_from(WORKERS)),
+        outcomes=st.lists(
+            st.builds(
+                TxOutcome,
+                held=st.none() | held,
+                verb=st.sampled_from(TX_VERBS),
+                error=errors,
+                delay=retry_delays,
+                result=payloads,
+                wait=in_tx_waits,
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        write=st.none() | st.tuples(st.integers(0, 3), st.sampled_from(CONSUMERS), payloads),
+        commits=st.lists(st.booleans(), min_size=1, max_size=3),
+    )
+    def transactional_outcomes(
+        self,
+        fresh: tuple[str, str] | None,
+        outcomes: list[TxOutcome],
+        write: tuple[int, str, Any] | None,
+        commits: list[bool],
+    ) -> MultipleResults[int]:
+        """§3.8, §3.9: claims acked, retried and failed in one transaction (stale ones
+        too, and claims that lapse between two outcomes), maybe beside an enqueue,
+        then a commit or a rollback; and the same again in the next transaction, as a
+        caller does whose transaction rolled back, once per entry of ``commits``. A
+        refused outcome raises ``StaleHandle`` and leaves the transaction usable: the
+        machine carries on past it. An outcome without a held claim takes one of
+        ``fresh``'s claims, made just before (of up to three jobs), so valid claims
+        are common; without those, it takes any held claim."""
+        claimed = [] if fresh is None else list(self.claim_batch(fresh[0], fresh[1], 3).values)
+        ids: list[int] = []
+        for commit in commits:
+            ids.extend(self._outcomes_in_a_transaction(claimed, outcomes, write, commit))
+        return multiple(*ids)
+
+    def _outcomes_in_a_transaction(
+        self,
+        claimed: list[HeldClaim],
+        outcomes: list[TxOutcome],
+        write: tuple[int, str, Any] | None,
+        commit: bool,
+    ) -> list[int]:
+        model_tx = self.model.begin()
+        ids: list[int] = []
+        try:
+            with self.store.transaction() as tx:
+                for position, outcome in enumerate(outcomes):
+                    if write is not None and write[0] == position:
+                        ids.append(self._tx_enqueue(tx, model_tx, write[1], write[2]))
+                    held = outcome.held
+                    if held is None:
+                        held = claimed[position % len(claimed)] if claimed else None
+                    self.clock.advance(outcome.wait)
+                    if held is not None:
+                        self._tx_outcome(tx, model_tx, dataclasses.replace(outcome, held=held))
+                if write is not None and write[0] >= len(outcomes):
+                    ids.append(self._tx_enqueue(tx, model_tx, write[1], write[2]))
+                if not commit:
+                    raise _Rollback
+        except _Rollback:
+            self.model.rollback(model_tx)
+        else:
+            self.model.commit(model_tx)
+            reader = self.consumers["mail"]  # get_job is id-global
+            for job_id in sorted(model_tx.unsettled):  # the jitter is the engine's
+                job = reader.get_job(job_id)
+                assert job is not None, f"job {job_id}, retried in a transaction, vanished"
+                self.model.settle_retry(job_id, job.run_at)
+        return ids
+
+    def _tx_enqueue(
+        self, tx: Transaction, model_tx: ModelTransaction, queue: str, payload: Any
+    ) -> int:
+        if queue == OUTBOX_QUEUE:
+            job_id = tx.outbox_enqueue(OUTBOX, payload)
+            model_tx.enqueue(queue, payload, OUTBOX_QUEUE_OPTS, None, job_id)
+        else:
+            job_id = tx.enqueue(queue, payload)
+            model_tx.enqueue(queue, payload, DEFAULT_QUEUE_OPTS, None, job_id)
+        return job_id
+
+    def _tx_outcome(self, tx: Transaction, model_tx: ModelTransaction, outcome: TxOutcome) -> None:
+        held, verb = outcome.held, outcome.verb
+        assert held is not None
+        if held.generation != self.generation:
+            # A handle of a closed opening of the store is another store's (§3.8).
+            with pytest.raises(InvalidOptions):
+                self._tx_call(tx, outcome)
+            return
+        before = self.model.describe(held.claim.job_id)
+        refused = False
+        try:
+            self._tx_call(tx, outcome)
+        except StaleHandle:
+            refused = True
+        if verb == "ack":
+            result = outcome.result if self.capabilities.results else None
+            valid = model_tx.ack(held.claim, result)
+        elif verb == "retry":
+            valid = model_tx.retry(held.claim, outcome.error, outcome.delay).accepted
+        else:
+            valid = model_tx.fail(held.claim, outcome.error)
+        agree(f"tx.{verb}({held}) refused with StaleHandle [{before}]", refused, not valid)
+        queue = held.claim.job.queue
+        if queue != OUTBOX_QUEUE and held.claim.job_id not in model_tx.unsettled:
+            # The transaction reads its own outcome (§3.4).
+            agree_job(
+                f"tx.get_job_tx({queue!r}, {held.claim.job_id}) after tx.{verb}",
+                tx.get_job_tx(queue, held.claim.job_id),
+                model_tx.get_job(queue, held.claim.job_id),
+            )
+
+    def _tx_call(self, tx: Transaction, outcome: TxOutcome) -> None:
+        assert outcome.held is not None
+        handle = outcome.held.handle
+        if outcome.verb == "ack":
+            if self.capabilities.results:
+                tx.ack(handle, result=outcome.result)
+            else:
+                tx.ack(handle)
+        elif outcome.verb == "retry":
+            if outcome.delay is None:
+                tx.retry(handle, outcome.error)
+            else:
+                tx.retry(handle, outcome.error, outcome.delay)
+        else:
+            tx.fail(handle, outcome.error)
 
     # -- claiming ----------------------------------------------------------------------
     def _check_claims(self, handles: list[JobHandle], claims: list[Claim]) -> list[HeldClaim]:
