@@ -4,7 +4,10 @@ A Hypothesis rule-based machine opens one fresh store per example (on a FakeCloc
 and applies random operations of contract §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
-transactions that commit or roll back, the outbox, locks with two owners, schedules
+transactions that commit or roll back, claims acked, retried and failed in them
+(§3.8, §3.9: stale claims and claims lapsing between two outcomes too, beside an
+enqueue, and the same again in the next transaction, on engines with the
+transactions profile), the outbox, locks with two owners, schedules
 ticked by two workers, streams with consumers and trims, the operations of §11 (job
 pages, redrive, purge, pause and resume; every retry and fail records its error),
 unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
@@ -490,7 +493,7 @@ class QueueModelMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.capabilities.transactions and bool(self.bundle("held")))
     @rule(
         target=job_ids,
-        fresh=st.none() | st.tuples(st.sampled_from(CONSUMERS), st.sampled_from(WORKERS)),
+        fresh=st.tuples(st.sampled_from(CONSUMERS), st.sampled_from(WORKERS)),
         outcomes=st.lists(
             st.builds(
                 TxOutcome,
@@ -505,24 +508,24 @@ class QueueModelMachine(RuleBasedStateMachine):
             max_size=3,
         ),
         write=st.none() | st.tuples(st.integers(0, 3), st.sampled_from(CONSUMERS), payloads),
-        commits=st.lists(st.booleans(), min_size=1, max_size=3),
+        commits=st.lists(st.booleans(), min_size=2, max_size=3),
     )
     def transactional_outcomes(
         self,
-        fresh: tuple[str, str] | None,
+        fresh: tuple[str, str],
         outcomes: list[TxOutcome],
         write: tuple[int, str, Any] | None,
         commits: list[bool],
     ) -> MultipleResults[int]:
         """§3.8, §3.9: claims acked, retried and failed in one transaction (stale ones
         too, and claims that lapse between two outcomes), maybe beside an enqueue,
-        then a commit or a rollback; and the same again in the next transaction, as a
-        caller does whose transaction rolled back, once per entry of ``commits``. A
-        refused outcome raises ``StaleHandle`` and leaves the transaction usable: the
-        machine carries on past it. An outcome without a held claim takes one of
-        ``fresh``'s claims, made just before (of up to three jobs), so valid claims
-        are common; without those, it takes any held claim."""
-        claimed = [] if fresh is None else list(self.claim_batch(fresh[0], fresh[1], 3).values)
+        then a commit or a rollback; then the same again in the next transaction, as a
+        caller does whose transaction rolled back, once per entry of ``commits`` (after
+        a commit, the claims it finished are refused). A refused outcome raises
+        ``StaleHandle`` and leaves the transaction usable: the machine carries on past
+        it. An outcome without a held claim takes one of the claims ``fresh`` makes
+        first (a claim of up to three jobs), so valid claims are common."""
+        claimed = list(self.claim_batch(fresh[0], fresh[1], 3).values)
         ids: list[int] = []
         for commit in commits:
             ids.extend(self._outcomes_in_a_transaction(claimed, outcomes, write, commit))
