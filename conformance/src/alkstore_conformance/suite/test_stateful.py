@@ -7,7 +7,8 @@ claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
 transactions that commit or roll back, claims acked, retried and failed in them
 (§3.8, §3.9: stale claims and claims lapsing between two outcomes too, beside an
 enqueue, and the same again in the next transaction, on engines with the
-transactions profile), the outbox, locks with two owners, schedules
+transactions profile; every example starts with a claim whose outcome rolled
+back, then the next transaction's outcome of it), the outbox, locks with two owners, schedules
 ticked by two workers, streams with consumers and trims, the operations of §11 (job
 pages, redrive, purge, pause and resume; every retry and fail records its error),
 unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
