@@ -1,6 +1,6 @@
 """A pure-Python reference model of the contract's queues, outbox, transactional
-enqueue, scheduler, locks, streams and operations (contract §2-§7 and §11; pub/sub
-is not modelled).
+enqueue, claims' outcomes in a transaction, scheduler, locks, streams and operations
+(contract §2-§7 and §11; pub/sub is not modelled).
 
 The model is written from the contract text, not from ``alkstore.core``: the kit's
 stateful machine drives an engine and this model side by side and fails on the
@@ -22,6 +22,10 @@ What the model cannot predict it checks and adopts instead:
 * a rolled-back stream append may or may not give its offset back: the next append
   may take either (``ModelStream.next_offsets``), and nothing else;
 * a redrive's new ids are the engine's too: checked like an enqueue's, then adopted.
+* a transaction's outcomes (``ModelTransaction.ack``, ``retry``, ``fail``) are applied
+  as the transaction sees them, so its later outcomes meet them, and undone by a
+  rollback (the tables as they were before the first); a jittered ``tx.retry`` is
+  settled after the commit.
 
 The ops profile (contract §11: error history, stats, job pages, redrive, purge,
 pause) is modelled when the model is built with ``ops=True``; without it a job's

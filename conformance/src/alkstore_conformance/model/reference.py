@@ -12,8 +12,8 @@ from .workers import WorkersModel
 
 
 class ReferenceModel(
-    QueuesModel,
     TransactionsModel,
+    QueuesModel,
     OpsModel,
     SchedulerModel,
     StreamsModel,

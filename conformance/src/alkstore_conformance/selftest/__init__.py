@@ -97,7 +97,7 @@ from .results import (
 )
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
-from .tx_outcomes import TxRetryIgnoresClaimStore
+from .tx_outcomes import TxFinishedClaimsCachedStore, TxRetryIgnoresClaimStore
 from .unique import (
     CheckThenInsertUniqueDriver,
     PeriodNeverEndsDriver,
@@ -640,6 +640,15 @@ TX_RETRY_IGNORES_CLAIM = MutantEngine(
     "handle's: a superseded claim's retry puts back the job another worker now runs",
     store=TxRetryIgnoresClaimStore,
 )
+TX_ROLLBACK_KEEPS_CLAIM_FINISHED = MutantEngine(
+    "tx-rollback-keeps-claim-finished",
+    catches="QUEUE-MODEL-AGREEMENT",
+    bug="the store remembers the claims its transactions acked, retried or failed, rolled-"
+    "back ones too: after a rollback the claim is still valid, yet a later transaction's "
+    "outcome of it is refused with StaleHandle (only the stateful model's transactions "
+    "meet a second transaction's outcome of a rolled-back claim)",
+    store=TxFinishedClaimsCachedStore,
+)
 
 # -- the worker registry (contract 1.2 §19) -------------------------------------------
 LAPSED_WORKER_LISTED = MutantEngine(
@@ -823,6 +832,7 @@ MUTANTS: dict[str, MutantEngine] = {
         STALE_ACK_ABORTS_TRANSACTION,
         ACK_ALL_GUARDS_FIRST_ONLY,
         TX_RETRY_IGNORES_CLAIM,
+        TX_ROLLBACK_KEEPS_CLAIM_FINISHED,
         # the worker registry (contract 1.2)
         LAPSED_WORKER_LISTED,
         DEREGISTER_KEEPS_WORKER,

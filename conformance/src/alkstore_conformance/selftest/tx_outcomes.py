@@ -1,10 +1,17 @@
-"""A broken ``tx.retry`` (contract 1.2 §3.9): guarded by the job's claim as the
-transaction reads it, not by the handle's.
+"""Broken claim outcomes in the caller's transaction (contract 1.2 §3.8, §3.9).
 
 A hand-rolled "retry this job in my transaction" that looks the job up and puts it
 back if it is processing has lost the claim's guard: a handle whose claim lapsed and
 was claimed again by another worker retries that worker's run, and the job runs a
 third time while the second is still going.
+
+A store that remembers the claims its transactions finished, to refuse a repeat
+without asking the database, and forgets that a transaction can roll back: a claim
+whose ``tx.ack`` rolled back is still valid (§3.8: as it was), yet the next
+transaction's outcome of it is refused with ``StaleHandle``, and the job, never
+finished, runs again once the claim lapses. Each outcome of one transaction, and a
+rolled-back outcome followed by the handle's own calls, look right: only a second
+transaction's outcome of a rolled-back claim tells.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from typing import Any
 
 from alkstore.api import JobHandle
 from alkstore.core import CoreStore
+from alkstore.core.context import StoreContext
 from alkstore.core.transaction import CoreTransaction
+from alkstore.errors import StaleHandle
 from alkstore.timeconv import Duration
 from alkstore.values import Job, JobState
 
@@ -46,6 +55,51 @@ class TxRetryIgnoresClaimStore(CoreStore):
         self._context.require("transactions")
         with self._context.driver.transaction() as handle:
             tx = _RetryUnderTheCurrentClaim(self._context, handle)
+            try:
+                yield tx
+            finally:
+                woken = tx._finish()
+        for topic in woken:
+            self._context.hub.notify(topic)
+
+
+class _RemembersFinishedClaims(CoreTransaction):
+    def __init__(self, context: StoreContext, handle: Any, finished: set[tuple[int, int]]) -> None:
+        super().__init__(context, handle)
+        self._claims_finished = finished
+
+    def _remembered(self, handle: JobHandle) -> tuple[int, int]:
+        claim = (handle.job.id, handle.job.attempts)
+        if claim in self._claims_finished:
+            raise StaleHandle(f"job {claim[0]}'s claim was already finished")
+        return claim
+
+    def ack(self, handle: JobHandle, result: Any = None) -> None:
+        claim = self._remembered(handle)
+        super().ack(handle, result)
+        self._claims_finished.add(claim)
+
+    def retry(self, handle: JobHandle, error: str, delay: Duration | None = None) -> None:
+        claim = self._remembered(handle)
+        super().retry(handle, error, delay)
+        self._claims_finished.add(claim)
+
+    def fail(self, handle: JobHandle, error: str) -> None:
+        claim = self._remembered(handle)
+        super().fail(handle, error)
+        self._claims_finished.add(claim)
+
+
+class TxFinishedClaimsCachedStore(CoreStore):
+    """``store.transaction()`` yields the transaction above, over one set of finished
+    claims per store that no rollback takes anything out of."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[CoreTransaction]:
+        self._context.require("transactions")
+        finished: set[tuple[int, int]] = self.__dict__.setdefault("_claims_finished", set())
+        with self._context.driver.transaction() as handle:
+            tx = _RemembersFinishedClaims(self._context, handle, finished)
             try:
                 yield tx
             finally:

@@ -4,7 +4,11 @@ A Hypothesis rule-based machine opens one fresh store per example (on a FakeCloc
 and applies random operations of contract §2-§7 to the engine and to
 ``alkstore_conformance.model.ReferenceModel`` at once: enqueues with every option,
 claims, every handle op (late ones too), ack_batch, cancel, sweeps, clock moves,
-transactions that commit or roll back, the outbox, locks with two owners, schedules
+transactions that commit or roll back, claims acked, retried and failed in them
+(§3.8, §3.9: stale claims and claims lapsing between two outcomes too, beside an
+enqueue, and the same again in the next transaction, on engines with the
+transactions profile; every example starts with a claim whose outcome rolled
+back, then the next transaction's outcome of it), the outbox, locks with two owners, schedules
 ticked by two workers, streams with consumers and trims, the operations of §11 (job
 pages, redrive, purge, pause and resume; every retry and fail records its error),
 unique enqueues (§15: few keys, payloads that read back equal, periods and dead-
@@ -73,17 +77,24 @@ from alkstore import (
     QueueConsumer,
     QueueOpts,
     ScheduleOpts,
+    StaleHandle,
     Store,
     StoreClosed,
     Stream,
     StreamEvent,
+    Transaction,
     Unique,
     WorkerInfo,
     outbox_queue_name,
 )
 from alkstore.testing import FakeClock
 from alkstore_conformance.helpers.bounded import pages
-from alkstore_conformance.model import Claim, ReferenceModel, job_differences
+from alkstore_conformance.model import (
+    Claim,
+    ModelTransaction,
+    ReferenceModel,
+    job_differences,
+)
 
 PROPERTY = "QUEUE-MODEL-AGREEMENT"
 
@@ -142,6 +153,9 @@ TICKERS = ("t1", "t2")
 PROBE_QUEUE = "id-probe"
 """Nothing claims it: it holds, for an instant, the sentinel that bounds fired ids."""
 STREAMS = ("orders", "audit")
+TX_QUEUE = "ledger"
+"""The queue of ``outcome_rolled_back_at_start``'s job: no other rule claims from it."""
+TX_QUEUE_OPTS = QueueOpts(visibility_timeout_s=30, max_attempts=2, backoff_base_s=5)
 STREAM_CONSUMERS = ("c1", "c2")
 
 EXAMPLES_PER_PROFILE_EXAMPLE = 4
@@ -233,6 +247,11 @@ schedule_opts = st.none() | st.builds(
     catch_up=st.sampled_from(CATCH_UP_POLICIES),
 )
 """Zones and policies other than UTC and "all" need the cron profile."""
+TX_VERBS = ("ack", "retry", "fail")
+in_tx_waits = st.sampled_from((0, 0, 1, 10, 30))
+"""Clock moves inside a transaction, before an outcome: mostly none, sometimes onto
+the queues' visibility timeouts, so a claim lapses between two outcomes of one
+transaction."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +265,33 @@ class HeldClaim:
 
     def __repr__(self) -> str:
         return f"HeldClaim(job={self.claim.job_id}, attempt={self.claim.attempt})"
+
+
+@dataclass(frozen=True)
+class TxOutcome:
+    """One ``tx.ack`` / ``tx.retry`` / ``tx.fail`` of a transaction, after ``wait``."""
+
+    held: HeldClaim | None
+    """``None``: a held claim (``pick``) or one of the claims the rule makes first."""
+    pick: int | None
+    """Which held claim (modulo their number); ``None``: one the rule makes first."""
+    verb: str
+    error: str
+    delay: int | float | None
+    result: Any
+    wait: int
+
+
+tx_outcomes = st.builds(
+    TxOutcome,
+    held=st.none(),
+    pick=st.none() | st.integers(0, 7),
+    verb=st.sampled_from(TX_VERBS),
+    error=errors,
+    delay=retry_delays,
+    result=payloads,
+    wait=in_tx_waits,
+)
 
 
 def agree(what: str, engine: object, model: object) -> None:
@@ -310,6 +356,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         }
         self.consumers[OUTBOX_QUEUE] = store.outbox(OUTBOX)
         self.consumers[KEEPING] = store.queue(KEEPING, self.queue_opts(KEEPING))
+        self.ledger = store.queue(TX_QUEUE, TX_QUEUE_OPTS)
         return store
 
     def teardown(self) -> None:
@@ -421,46 +468,199 @@ class QueueModelMachine(RuleBasedStateMachine):
         ),
         commit=st.booleans(),
         by_handle=st.booleans(),
+        outcomes=st.lists(tx_outcomes, max_size=3),
+        fresh=st.none() | st.tuples(st.sampled_from(CONSUMERS), st.sampled_from(WORKERS)),
+        again=st.lists(st.booleans(), max_size=2),
     )
     def transactional_enqueue(
-        self, writes: list[tuple[str, Any, OptsDraw | None]], commit: bool, by_handle: bool
+        self,
+        writes: list[tuple[str, Any, OptsDraw | None]],
+        commit: bool,
+        by_handle: bool,
+        outcomes: list[TxOutcome],
+        fresh: tuple[str, str] | None,
+        again: list[bool],
     ) -> MultipleResults[int]:
+        """§3: enqueues in a transaction that commits or rolls back; and claims'
+        outcomes written beside them (§3.8-§3.10: ``tx.ack``, ``tx.retry``, ``tx.fail``,
+        ``tx.ack_all``; stale claims too, and claims that lapse between two outcomes),
+        then the same outcomes again in the next transaction, once per entry of
+        ``again``, as a caller does whose transaction rolled back (after a commit, the
+        claims it finished are refused). A refused outcome raises ``StaleHandle``
+        (``tx.ack_all`` returns it) and leaves the transaction usable: the machine
+        carries on past it. An outcome takes a held claim (``pick``) or one of the
+        claims ``fresh`` makes first (a claim of up to three jobs, made only for a
+        transaction with outcomes). The outcomes live in this rule, not in one of
+        their own, so that the other rules' share of an example's steps stays as it
+        was."""
+        claimed: list[HeldClaim] = []
+        if outcomes and fresh is not None:
+            claimed = list(self.claim_batch(fresh[0], fresh[1], 3).values)
+        ids = self._outcomes_in_a_transaction(claimed, outcomes, writes, by_handle, commit)
+        for then in again if outcomes else []:
+            ids.extend(self._outcomes_in_a_transaction(claimed, outcomes, [], by_handle, then))
+        return multiple(*ids)
+
+    @initialize(
+        payload=payloads,
+        first=tx_outcomes,
+        then=tx_outcomes,
+        commit=st.booleans(),
+    )
+    def outcome_rolled_back_at_start(
+        self, payload: Any, first: TxOutcome, then: TxOutcome, commit: bool
+    ) -> None:
+        """§3.8, §3.9: every example (on an engine with the transactions profile) starts
+        with a claim whose ``tx.ack``, ``tx.retry`` or ``tx.fail`` rolled back: the job
+        reads back as it was, claimed (the invariants read it after the step, and the
+        transaction read its outcome before the rollback), and the next transaction's
+        outcome of the same claim is accepted, then committed or rolled back in turn.
+        Its job lives in a queue of its own (``TX_QUEUE``) that no other rule claims
+        from or limits, so the other rules meet the same queues as before."""
+        if not self.capabilities.transactions:  # (@initialize rules take no @precondition)
+            return
+        job_id = self.ledger.enqueue(payload)
+        self.model.enqueue(TX_QUEUE, payload, TX_QUEUE_OPTS, None, job_id)
+        handles = self.ledger.claim_batch(WORKERS[0], 1)
+        (held,) = self._check_claims(handles, self.model.claim(TX_QUEUE, WORKERS[0], 1))
+        for outcome, ends in ((first, False), (then, commit)):
+            done = dataclasses.replace(outcome, held=held, wait=0)
+            self._outcomes_in_a_transaction([held], [done], [], False, ends)
+            agree_job(
+                f"get_job({job_id}) after its claim's tx.{outcome.verb}",
+                self.ledger.get_job(job_id),
+                self.model.get_job(job_id),
+            )
+
+    def _outcomes_in_a_transaction(
+        self,
+        claimed: list[HeldClaim],
+        outcomes: list[TxOutcome],
+        writes: list[tuple[str, Any, OptsDraw | None]],
+        by_handle: bool,
+        commit: bool,
+    ) -> list[int]:
+        """One transaction: ``writes`` and ``outcomes`` interleaved (the first write,
+        the first outcome, the second write...), then a commit or a rollback."""
         model_tx = self.model.begin()
         ids: list[int] = []
         try:
             with self.store.transaction() as tx:
-                for queue, payload, draw in writes:
-                    if queue == OUTBOX_QUEUE:
-                        job_id = tx.outbox_enqueue(OUTBOX, payload)
-                        model_tx.enqueue(queue, payload, OUTBOX_QUEUE_OPTS, None, job_id)
-                        ids.append(job_id)
-                        continue  # the backing queue's name is reserved: no get_job_tx
-                    opts = None if draw is None else draw.build(self.clock.now())
-                    if by_handle and self.capabilities.ops:
-                        # Contract 1.1: a Queue handle stamps that handle's opts.
-                        handle = self.store.queue(queue, self.queue_opts(queue))
-                        job_id = tx.enqueue(handle, payload, opts)
-                        stamped = self.queue_opts(queue)
-                    else:
-                        # A transaction names a queue without a handle: the defaults.
-                        job_id = tx.enqueue(queue, payload, opts)
-                        stamped = DEFAULT_QUEUE_OPTS
-                    model_tx.enqueue(queue, payload, stamped, opts, job_id)
-                    ids.append(job_id)
-                    # get_job_tx sees the transaction's own rows, filtered by queue.
-                    for other in QUEUES:
-                        agree_job(
-                            f"tx.get_job_tx({other!r}, {job_id})",
-                            tx.get_job_tx(other, job_id),
-                            model_tx.get_job(other, job_id),
-                        )
+                for position in range(max(len(writes), len(outcomes))):
+                    if position < len(writes):
+                        queue, payload, draw = writes[position]
+                        ids.append(self._tx_write(tx, model_tx, queue, payload, draw, by_handle))
+                    if position < len(outcomes):
+                        outcome = outcomes[position]
+                        held = self._outcome_claim(outcome, claimed, position)
+                        self.clock.advance(outcome.wait)
+                        if held is not None:
+                            self._tx_outcome(tx, model_tx, dataclasses.replace(outcome, held=held))
                 if not commit:
                     raise _Rollback
         except _Rollback:
             self.model.rollback(model_tx)
         else:
             self.model.commit(model_tx)
-        return multiple(*ids)
+            reader = self.consumers["mail"]  # get_job is id-global
+            for job_id in sorted(model_tx.unsettled):  # the jitter is the engine's
+                job = reader.get_job(job_id)
+                assert job is not None, f"job {job_id}, retried in a transaction, vanished"
+                self.model.settle_retry(job_id, job.run_at)
+        return ids
+
+    def _outcome_claim(
+        self, outcome: TxOutcome, claimed: list[HeldClaim], position: int
+    ) -> HeldClaim | None:
+        """The claim an outcome writes: its own, a held one (``pick``), else one of
+        ``claimed``; ``None`` when there is none."""
+        if outcome.held is not None:
+            return outcome.held
+        held = self.bundle("held")
+        if outcome.pick is not None and held:
+            picked: HeldClaim = self.names_to_values[held[outcome.pick % len(held)].name]
+            return picked
+        return claimed[position % len(claimed)] if claimed else None
+
+    def _tx_write(
+        self,
+        tx: Transaction,
+        model_tx: ModelTransaction,
+        queue: str,
+        payload: Any,
+        draw: OptsDraw | None,
+        by_handle: bool,
+    ) -> int:
+        if queue == OUTBOX_QUEUE:
+            job_id = tx.outbox_enqueue(OUTBOX, payload)
+            model_tx.enqueue(queue, payload, OUTBOX_QUEUE_OPTS, None, job_id)
+            return job_id  # the backing queue's name is reserved: no get_job_tx
+        opts = None if draw is None else draw.build(self.clock.now())
+        if by_handle and self.capabilities.ops:
+            # Contract 1.1: a Queue handle stamps that handle's opts.
+            handle = self.store.queue(queue, self.queue_opts(queue))
+            job_id = tx.enqueue(handle, payload, opts)
+            stamped = self.queue_opts(queue)
+        else:
+            # A transaction names a queue without a handle: the defaults.
+            job_id = tx.enqueue(queue, payload, opts)
+            stamped = DEFAULT_QUEUE_OPTS
+        model_tx.enqueue(queue, payload, stamped, opts, job_id)
+        # get_job_tx sees the transaction's own rows, filtered by queue.
+        for other in QUEUES:
+            agree_job(
+                f"tx.get_job_tx({other!r}, {job_id})",
+                tx.get_job_tx(other, job_id),
+                model_tx.get_job(other, job_id),
+            )
+        return job_id
+
+    def _tx_outcome(self, tx: Transaction, model_tx: ModelTransaction, outcome: TxOutcome) -> None:
+        held, verb = outcome.held, outcome.verb
+        assert held is not None
+        if held.generation != self.generation:
+            # A handle of a closed opening of the store is another store's (§3.8).
+            with pytest.raises(InvalidOptions):
+                self._tx_call(tx, outcome)
+            return
+        before = self.model.describe(held.claim.job_id)
+        refused = False
+        try:
+            self._tx_call(tx, outcome)
+        except StaleHandle:
+            refused = True
+        if verb == "ack":
+            result = outcome.result if self.capabilities.results else None
+            valid = model_tx.ack(held.claim, result)
+        elif verb == "retry":
+            valid = model_tx.retry(held.claim, outcome.error, outcome.delay).accepted
+        else:
+            valid = model_tx.fail(held.claim, outcome.error)
+        agree(f"tx.{verb}({held}) refused with StaleHandle [{before}]", refused, not valid)
+        queue = held.claim.job.queue
+        if queue != OUTBOX_QUEUE and held.claim.job_id not in model_tx.unsettled:
+            # The transaction reads its own outcome (§3.4).
+            agree_job(
+                f"tx.get_job_tx({queue!r}, {held.claim.job_id}) after tx.{verb}",
+                tx.get_job_tx(queue, held.claim.job_id),
+                model_tx.get_job(queue, held.claim.job_id),
+            )
+
+    def _tx_call(self, tx: Transaction, outcome: TxOutcome) -> None:
+        assert outcome.held is not None
+        handle = outcome.held.handle
+        if outcome.verb == "ack":
+            if self.capabilities.results:
+                tx.ack(handle, result=outcome.result)
+            else:
+                tx.ack(handle)
+        elif outcome.verb == "retry":
+            if outcome.delay is None:
+                tx.retry(handle, outcome.error)
+            else:
+                tx.retry(handle, outcome.error, outcome.delay)
+        else:
+            tx.fail(handle, outcome.error)
 
     # -- claiming ----------------------------------------------------------------------
     def _check_claims(self, handles: list[JobHandle], claims: list[Claim]) -> list[HeldClaim]:
