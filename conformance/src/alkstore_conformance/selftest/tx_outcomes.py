@@ -16,9 +16,10 @@ transaction's outcome of a rolled-back claim tells.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from alkstore.api import JobHandle
@@ -47,20 +48,31 @@ class _RetryUnderTheCurrentClaim(CoreTransaction):
         super().retry(handle, error, delay)
 
 
+@contextmanager
+def _transaction_of(
+    context: StoreContext, make: Callable[[Any], CoreTransaction]
+) -> Iterator[CoreTransaction]:
+    """``CoreStore.transaction`` with ``make(handle)``, a mutant's transaction, in place
+    of the contract's."""
+    context.require("transactions")
+    with context.driver.transaction() as handle:
+        tx = make(handle)
+        try:
+            yield tx
+        finally:
+            woken = tx._finish()
+    for topic in woken:
+        context.hub.notify(topic)
+
+
 class TxRetryIgnoresClaimStore(CoreStore):
     """``store.transaction()`` yields the transaction above."""
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
-        self._context.require("transactions")
-        with self._context.driver.transaction() as handle:
-            tx = _RetryUnderTheCurrentClaim(self._context, handle)
-            try:
-                yield tx
-            finally:
-                woken = tx._finish()
-        for topic in woken:
-            self._context.hub.notify(topic)
+        make = partial(_RetryUnderTheCurrentClaim, self._context)
+        with _transaction_of(self._context, make) as tx:
+            yield tx
 
 
 class _RemembersFinishedClaims(CoreTransaction):
@@ -96,13 +108,7 @@ class TxFinishedClaimsCachedStore(CoreStore):
 
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
-        self._context.require("transactions")
         finished: set[tuple[int, int]] = self.__dict__.setdefault("_claims_finished", set())
-        with self._context.driver.transaction() as handle:
-            tx = _RemembersFinishedClaims(self._context, handle, finished)
-            try:
-                yield tx
-            finally:
-                woken = tx._finish()
-        for topic in woken:
-            self._context.hub.notify(topic)
+        make = partial(_RemembersFinishedClaims, self._context, finished=finished)
+        with _transaction_of(self._context, make) as tx:
+            yield tx
