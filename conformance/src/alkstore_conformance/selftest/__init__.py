@@ -87,6 +87,7 @@ from .queues import (
 )
 from .release import ReleaseCountsAttemptDriver
 from .results import (
+    AckAllCommitsEachDriver,
     AckAllGuardsFirstOnlyDriver,
     AckBatchDeletesKeptDriver,
     AckCommitsEarlyDriver,
@@ -632,6 +633,14 @@ ACK_ALL_GUARDS_FIRST_ONLY = MutantEngine(
     "elsewhere",
     driver=AckAllGuardsFirstOnlyDriver,
 )
+ACK_ALL_COMMITS_EACH = MutantEngine(
+    "ack-all-commits-each",
+    catches="TX-ACK-ALL-CRASH-ATOMIC",
+    bug="tx.ack_all writes each claim's ack in a transaction of its own, committed at once: "
+    "a crash before the caller's commit keeps the acks (and the business writes before "
+    "them) and loses what the transaction wrote after",
+    driver=AckAllCommitsEachDriver,
+)
 
 TX_RETRY_IGNORES_CLAIM = MutantEngine(
     "tx-retry-ignores-claim",
@@ -831,6 +840,7 @@ MUTANTS: dict[str, MutantEngine] = {
         TX_ACK_COMMITS_EARLY,
         STALE_ACK_ABORTS_TRANSACTION,
         ACK_ALL_GUARDS_FIRST_ONLY,
+        ACK_ALL_COMMITS_EACH,
         TX_RETRY_IGNORES_CLAIM,
         TX_ROLLBACK_KEEPS_CLAIM_FINISHED,
         # the worker registry (contract 1.2)
