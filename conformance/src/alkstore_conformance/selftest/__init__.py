@@ -28,6 +28,7 @@ from .blind_spots import (
     TruncatingErrorDriver,
     TwoStepBuryDriver,
 )
+from .blocked_loop import LoopListeningEngine
 from .chaining import ClaimsOnlyAfterAnAckStore
 from .contention import (
     NestedWriteRawErrorDriver,
@@ -579,6 +580,14 @@ ASYNC_ACK_IGNORES_CLAIM.capabilities = dataclasses.replace(
     ASYNC_ACK_IGNORES_CLAIM.capabilities, async_acks=True
 )
 
+# -- the async surface (contract §13): the async-native door -------------------------
+LISTENER_BLOCKS_THE_LOOP = LoopListeningEngine(
+    "listener-blocks-the-loop",
+    catches="ASYNC-LOOP-NEVER-BLOCKED",
+    bug="the async-native door's listener, a task on the event loop, waits for the next "
+    "commit with a blocking call: while a claim_wait waits the loop stands still",
+)
+
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
     "result-truncated",
@@ -858,6 +867,8 @@ MUTANTS: dict[str, MutantEngine] = {
         METADATA_DROPPED_ON_REDRIVE,
         # acks that need not wait for the disk (contract 1.2)
         ASYNC_ACK_IGNORES_CLAIM,
+        # the async surface (contract §13)
+        LISTENER_BLOCKS_THE_LOOP,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,
