@@ -162,6 +162,22 @@ def tx_ack_with_business_writes(
         tx.enqueue(f"{queue_name}-next", {"after": handle.id})
 
 
+def tx_ack_all_with_business_writes(
+    store: Store, arm: Callable[[], None], argument: tuple[list[str], int, str, int]
+) -> None:
+    """A group's step: claim ``claims`` jobs of each queue (setup), then one transaction
+    with a business row, one ``tx.ack_all`` of every claim and the next step's job (§3.10)."""
+    queue_names, claims, table, row_id = argument
+    queues = [store.queue(name) for name in queue_names]
+    handles = [handle for queue in queues for handle in queue.claim_batch("crasher", claims)]
+    assert len(handles) == claims * len(queue_names)
+    arm()
+    with store.transaction() as tx:
+        insert_business_row(tx.connection, table, row_id)
+        assert tx.ack_all(handles) == ()
+        tx.enqueue(f"{queue_names[0]}-next", {"after": [handle.id for handle in handles]})
+
+
 def redrive_all(store: Store, arm: Callable[[], None], queue_name: str) -> None:
     arm()
     store.queue(queue_name).redrive()

@@ -28,6 +28,7 @@ from .blind_spots import (
     TruncatingErrorDriver,
     TwoStepBuryDriver,
 )
+from .blocked_loop import LoopListeningEngine
 from .chaining import ClaimsOnlyAfterAnAckStore
 from .contention import (
     NestedWriteRawErrorDriver,
@@ -87,6 +88,7 @@ from .queues import (
 )
 from .release import ReleaseCountsAttemptDriver
 from .results import (
+    AckAllCommitsEachDriver,
     AckAllGuardsFirstOnlyDriver,
     AckBatchDeletesKeptDriver,
     AckCommitsEarlyDriver,
@@ -578,6 +580,14 @@ ASYNC_ACK_IGNORES_CLAIM.capabilities = dataclasses.replace(
     ASYNC_ACK_IGNORES_CLAIM.capabilities, async_acks=True
 )
 
+# -- the async surface (contract §13): the async-native door -------------------------
+LISTENER_BLOCKS_THE_LOOP = LoopListeningEngine(
+    "listener-blocks-the-loop",
+    catches="ASYNC-LOOP-NEVER-BLOCKED",
+    bug="the async-native door's listener, a task on the event loop, waits for the next "
+    "commit with a blocking call: while a claim_wait waits the loop stands still",
+)
+
 # -- finished jobs (contract 1.2 §17) ------------------------------------------------
 RESULT_TRUNCATED = MutantEngine(
     "result-truncated",
@@ -631,6 +641,14 @@ ACK_ALL_GUARDS_FIRST_ONLY = MutantEngine(
     "id: a lapsed or superseded claim in a worker's group ends a job that runs again "
     "elsewhere",
     driver=AckAllGuardsFirstOnlyDriver,
+)
+ACK_ALL_COMMITS_EACH = MutantEngine(
+    "ack-all-commits-each",
+    catches="TX-ACK-ALL-CRASH-ATOMIC",
+    bug="tx.ack_all writes each claim's ack in a transaction of its own, committed at once: "
+    "a crash before the caller's commit keeps the acks (and the business writes before "
+    "them) and loses what the transaction wrote after",
+    driver=AckAllCommitsEachDriver,
 )
 
 TX_RETRY_IGNORES_CLAIM = MutantEngine(
@@ -831,6 +849,7 @@ MUTANTS: dict[str, MutantEngine] = {
         TX_ACK_COMMITS_EARLY,
         STALE_ACK_ABORTS_TRANSACTION,
         ACK_ALL_GUARDS_FIRST_ONLY,
+        ACK_ALL_COMMITS_EACH,
         TX_RETRY_IGNORES_CLAIM,
         TX_ROLLBACK_KEEPS_CLAIM_FINISHED,
         # the worker registry (contract 1.2)
@@ -848,6 +867,8 @@ MUTANTS: dict[str, MutantEngine] = {
         METADATA_DROPPED_ON_REDRIVE,
         # acks that need not wait for the disk (contract 1.2)
         ASYNC_ACK_IGNORES_CLAIM,
+        # the async surface (contract §13)
+        LISTENER_BLOCKS_THE_LOOP,
         # what a dialect or a hang hides (issue 23)
         ENDLESS_PAGES,
         WAIT_IGNORES_TIMEOUT,

@@ -17,7 +17,7 @@ from alkstore.clock import Clock
 from alkstore.constants import CONTRACT_VERSION
 from alkstore.core import CoreStore
 from alkstore.driver import Driver
-from alkstore_sqlite import SqliteDriver, database_path, parse_options
+from alkstore_sqlite import SqliteDriver, SqliteOptions, database_path, parse_options
 from alkstore_sqlite import provider as sqlite_provider
 from alkstore_sqlite.contention import OutageSwitch
 
@@ -74,6 +74,16 @@ class MutantEngine:
         """The kit's fault-injection hook (``alkstore_conformance.hooks``)."""
         options = parse_options(dict(opts))
         driver = self._driver(database_path(url), options)
+        return self._store_over(driver, wrap, options, clock)
+
+    def _store_over(
+        self,
+        driver: SqliteDriver,
+        wrap: Callable[[Driver[Any]], Driver[Any]],
+        options: SqliteOptions,
+        clock: Clock | None,
+    ) -> Store:
+        """The mutant's store over ``wrap(driver)`` (``driver`` closed if that fails)."""
         try:
             return self._store(
                 wrap(driver),

@@ -1,6 +1,7 @@
 """Broken finished jobs (contract §17): a result cut short, completed jobs never swept,
 an ack_batch that forgets the retention; a ``tx.ack`` (§3.8) that acks outside
-the caller's transaction; and a ``tx.ack_all`` (§3.10) that guards only its first claim.
+the caller's transaction; and a ``tx.ack_all`` (§3.10) that guards only its first claim,
+or that commits each ack on its own.
 
 A result stored in a column too small for it (a ``VARCHAR(4000)``, a driver that
 truncates) reads back as something else than what the handler returned. A sweep
@@ -109,6 +110,22 @@ class AckAllGuardsFirstOnlyDriver(SqliteDriver):
             )
             if deleted.rowcount:
                 acked.append(job_id)
+        return acked
+
+
+class AckAllCommitsEachDriver(SqliteDriver):
+    """``tx.ack_all``'s acks (§3.10) written one claim at a time, each committed as soon
+    as it is written, as a driver would that loops over the claims and commits after
+    every statement: a crash part way through the caller's transaction keeps the acks
+    written so far (and its business writes before them) and loses the rest of it."""
+
+    def ack_claims(self, c: sqlite3.Connection, params: AckClaims) -> list[int]:
+        acked: list[int] = []
+        for job_id, attempt in zip(params.job_ids, params.attempts, strict=True):
+            acked += super().ack_claims(c, AckClaims([job_id], [attempt], params.now))
+            if c.in_transaction:
+                c.execute("COMMIT")
+                c.execute("BEGIN IMMEDIATE")
         return acked
 
 

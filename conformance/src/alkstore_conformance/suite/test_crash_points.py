@@ -293,6 +293,79 @@ def test_a_crash_at_any_statement_of_a_tx_ack_commits_the_ack_with_the_business_
         )
 
 
+# -- TX-ACK-ALL-CRASH-ATOMIC -------------------------------------------------------------
+
+ACK_ALL_QUEUES = ("a", "b")
+ACK_ALL_CLAIMS = 3
+"""Claims per queue: the one tx.ack_all acks claims of two queues."""
+ACK_ALL_VISIBILITY_S = 60
+
+
+@pytest.mark.requires("sql")
+@pytest.mark.property("TX-ACK-ALL-CRASH-ATOMIC")
+def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_business_write_or_none(
+    engine_ref: EngineRef, clocked_store: Store, clock: FakeClock
+) -> None:
+    store = clocked_store
+    claimed_at = int(clock.now())
+    jobs: dict[int, dict[str, list[int]]] = {}
+    opts = QueueOpts(visibility_timeout_s=ACK_ALL_VISIBILITY_S)
+
+    def names(run: int) -> list[str]:
+        return [f"txackall-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
+
+    def reclaimed(run: int) -> dict[str, list[tuple[int, int]]]:
+        """Each queue's claims once the crashed ones lapsed: (id, attempts) in id order."""
+        clock.set(claimed_at + ACK_ALL_VISIBILITY_S + 1)
+        try:
+            return {
+                name: sorted(
+                    (handle.id, handle.attempts)
+                    for handle in store.queue(name).claim_batch("after-crash", ACK_ALL_CLAIMS)
+                )
+                for name in names(run)
+            }
+        finally:
+            clock.set(claimed_at)
+
+    with business_table(store) as table:
+
+        def argument_for(run: int) -> tuple[list[str], int, str, int]:
+            jobs[run] = {
+                name: [store.queue(name, opts).enqueue({"n": n}) for n in range(ACK_ALL_CLAIMS)]
+                for name in names(run)
+            }
+            return (names(run), ACK_ALL_CLAIMS, table, run)
+
+        def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
+            where = _where(point, statements)
+            found = [
+                store.queue(name).get_job(job_id)
+                for name, ids in jobs[run].items()
+                for job_id in ids
+            ]
+            acked = sum(job is None for job in found)
+            written = run in business_ids(store, table)
+            following = len(drain(store.queue(f"{names(run)[0]}-next")))
+            if point is None or written or acked or following:
+                # Committed: the business row, every ack and the next step together.
+                assert (written, acked, following) == (True, len(found), 1), where
+                return
+            # Not committed: every claim as it was, held until it lapses, then claimable.
+            claims = [(job.state, job.attempts) for job in found if job is not None]
+            assert claims == [(JobState.PROCESSING, 1)] * len(found), where
+            held = [
+                store.queue(name).claim_batch("meanwhile", ACK_ALL_CLAIMS) for name in names(run)
+            ]
+            assert held == [[]] * len(ACK_ALL_QUEUES), where
+            again = {name: [(job_id, 2) for job_id in ids] for name, ids in jobs[run].items()}
+            assert reclaimed(run) == again, where
+
+        crash_at_every_statement(
+            engine_ref, crashes.tx_ack_all_with_business_writes, argument_for, check, claimed_at
+        )
+
+
 # -- OPS-REDRIVE-CRASH-ATOMIC ------------------------------------------------------------
 
 REDRIVEN = 3
