@@ -451,3 +451,26 @@ def test_an_ack_batch_lets_go_of_the_connections_plans_once_old(
     assert "Tid Scan on alkstore_jobs job" in claim_plan, claim_plan
     for plan in ack_plans:
         assert "Seq Scan on alkstore_jobs" not in plan, plan
+
+
+def test_a_tx_ack_all_lets_go_of_the_connections_plans_once_old(
+    grown_after_plans_were_kept: Store, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker's group of acks (tx.ack_all, one ack_claims statement) is the batch
+    # statement a busy worker runs most: it lets old plans go as ack_batch does.
+    store = grown_after_plans_were_kept
+    queue = store.queue("q")
+    claim_ready = Statements.for_schema(schema).claim_ready
+    handles = queue.claim_batch("w", 3)  # plans kept: nothing is let go
+    with store.transaction() as tx:
+        (kept,) = _kept_plans(tx.connection, claim_ready, BATCH_CLAIM)
+    assert "Seq Scan on alkstore_jobs job" in kept, kept
+
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", 0.0)
+    with store.transaction() as tx:
+        assert tx.ack_all(handles) == ()  # lets the plans go first
+    monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))
+    with store.transaction() as tx:
+        (made_again,) = _kept_plans(tx.connection, claim_ready, BATCH_CLAIM)
+    assert "Tid Scan on alkstore_jobs job" in made_again, made_again
+    assert "Seq Scan on alkstore_jobs job" not in made_again, made_again
