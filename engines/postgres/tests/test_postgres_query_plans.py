@@ -364,6 +364,14 @@ def _kept_plans(conn: psycopg.Connection[Any], query: bytes, params: dict[str, A
     return [_explain_execute(conn, name, names, params) for name in prepared]
 
 
+def _session_of(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+    """The server session ``conn`` runs on and how many statements it keeps prepared:
+    said with a kept plan, so a failure tells a replaced connection or a server-wide
+    reset (the count falls to none) from a plan made again."""
+    (count,) = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() or (0,)
+    return conn.info.backend_pid, int(count)
+
+
 def _claim_and_ack_a_batch(queue: Any) -> None:
     handles = queue.claim_batch("w", 3)
     assert len(handles) == 3
@@ -418,7 +426,8 @@ def test_a_batch_claims_plan_made_on_a_nearly_empty_table_is_made_again_once_old
     handles = queue.claim_batch("w", 3)  # plans kept: nothing is let go
     with store.transaction() as tx:
         (kept,) = _kept_plans(tx.connection, claim_ready, BATCH_CLAIM)
-    assert "Seq Scan on alkstore_jobs job" in kept, kept
+        session = _session_of(tx.connection)
+    assert "Seq Scan on alkstore_jobs job" in kept, (session, kept)
     assert all(handle.ack() for handle in handles)  # one by one: not ack_batch
 
     monkeypatch.setattr(plans, "PLAN_REFRESH_S", 0.0)
@@ -426,8 +435,9 @@ def test_a_batch_claims_plan_made_on_a_nearly_empty_table_is_made_again_once_old
     monkeypatch.setattr(plans, "PLAN_REFRESH_S", float("inf"))
     with store.transaction() as tx:
         (made_again,) = _kept_plans(tx.connection, claim_ready, BATCH_CLAIM)
-    assert "Tid Scan on alkstore_jobs job" in made_again, made_again
-    assert "Seq Scan on alkstore_jobs job" not in made_again, made_again
+        again = _session_of(tx.connection)
+    assert "Tid Scan on alkstore_jobs job" in made_again, (session, again, made_again)
+    assert "Seq Scan on alkstore_jobs job" not in made_again, (session, again, made_again)
 
 
 def test_an_ack_batch_lets_go_of_the_connections_plans_once_old(
