@@ -10,6 +10,7 @@ exist, so a cycle or a job waiting for itself cannot be written.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from alkstore import (
     JobDependencies,
     JobHandle,
     JobState,
+    Limits,
     ProfileUnavailable,
     QueueOpts,
     Store,
@@ -513,6 +515,40 @@ def test_a_waiting_job_past_its_expiry_is_swept_dead_with_its_dependents(
     _dead_because(queue, grandchild, child)
     assert _claim(queue, root).ack()
     assert queue.claim("w1") is None  # the dead job stays dead
+
+
+BURYING_LIMITS = {
+    "concurrency": (Limits(concurrency=5), "limits"),
+    "rate": (Limits(rate=100, per=1), "limits"),
+    "per-key": (Limits(concurrency=5, concurrency_per_key=2), "key_limits"),
+    "per-key-rate": (Limits(rate=100, per=1, rate_per_key=50), "key_limits"),
+}
+"""Limits that never bind, each taking the claim its engine makes of a limited queue
+(a per-key one claims in turn): every claim path buries what it finds exhausted."""
+
+
+@pytest.mark.property("DEPS-DEAD-CASCADE")
+@pytest.mark.requires("limits")
+@pytest.mark.parametrize("limits", sorted(BURYING_LIMITS))
+def test_a_limited_claim_that_buries_a_lapsed_dependency_dead_letters_its_dependents(
+    clocked_store: Store, clock: FakeClock, requires: Callable[[str], None], limits: str
+) -> None:
+    # §4: a claim first moves its queue's lapsed claims at their budget to dead; a
+    # dependency buried there dead-letters its dependents as any other death does.
+    chosen, profile = BURYING_LIMITS[limits]
+    requires(profile)
+    queue = clocked_store.queue(
+        unique_name("buried"), QueueOpts(max_attempts=1, visibility_timeout_s=5)
+    )
+    assert queue.set_limits(chosen) is True
+    keyed = profile == "key_limits"
+    root = int(queue.enqueue("root", EnqueueOpts(limit_key="a" if keyed else None)))
+    child = int(queue.enqueue("child", EnqueueOpts(after=[root], limit_key="b" if keyed else None)))
+    assert _claim(queue, root).id == root
+    clock.advance(6)  # the claim lapses at its budget
+    assert queue.claim("w2") is None  # buries the root: its child dies with it
+    assert _job(queue, root).state is JobState.DEAD
+    _dead_because(queue, child, root)
 
 
 @pytest.mark.property("DEPS-DEAD-CASCADE")

@@ -32,6 +32,7 @@ from .legacy import legacy_version, rename_legacy_layout
 from .statements import (
     CLAIM_LIMITED_FUNCTION,
     CLAIM_LIMITED_FUNCTION_V19,
+    CLAIM_LIMITED_FUNCTION_V21,
     LIMIT_ROW_RATE_MIGRATION,
     SLOT_WAITED_MIGRATION,
     render,
@@ -1130,6 +1131,18 @@ V21_SLOT_WAITED = Migration(
         ALTER TABLE {schema}.alkstore_jobs ADD COLUMN held_back boolean NOT NULL DEFAULT false
         """,
         # The claim that sets the mark (statements.CLAIM_LIMITED_FUNCTION).
+        CLAIM_LIMITED_FUNCTION_V21,
+    ),
+)
+
+V22_BURIED_DEPENDENTS = Migration(
+    22,
+    "a limited claim in turn buries an exhausted row with its dependents' flag",
+    (
+        # The claim in turn (a per-key limit or rate) moved its exhausted lapsed rows
+        # to the dead table without has_dependents, so the dead table's trigger never
+        # settled their dependents: a job waiting on a buried row stayed waiting. The
+        # function made again with the flag carried (statements.CLAIM_LIMITED_FUNCTION).
         CLAIM_LIMITED_FUNCTION,
     ),
 )
@@ -1246,6 +1259,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V19_LIMIT_ROW_RATE,
     V20_UNIQUE_BATCH_ORDER,
     V21_SLOT_WAITED,
+    V22_BURIED_DEPENDENTS,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -452,9 +452,15 @@ SELECT id, k FROM chosen ORDER BY turn, pos
 engine's tests check it against the ranking it replaced)."""
 
 
-def _claim_in_turn(returning: str = _CLAIM_RETURNING, recorded: str = "") -> str:
+def _claim_in_turn(
+    returning: str = _CLAIM_RETURNING, recorded: str = "", *, dependents: bool = True
+) -> str:
     """``CLAIM_IN_TURN`` giving ``returning`` of its rows, ``recorded`` more CTEs after
-    ``claimed``."""
+    ``claimed``. Its buried rows carry ``has_dependents`` into the dead table, as
+    ``_move_to_dead``'s do, so the dead table's trigger settles their dependents
+    (``dependents`` false: as migrations 17 to 21 made it, which dropped the flag and
+    left a buried row's dependents waiting)."""
+    flag, flag_value = (", has_dependents", ", has_dependents") if dependents else ("", "")
     return f"""
 WITH RECURSIVE exhausted AS (
     SELECT id FROM {{schema}}.alkstore_jobs
@@ -464,11 +470,11 @@ WITH RECURSIVE exhausted AS (
 ), buried AS (
     DELETE FROM {{schema}}.alkstore_jobs
     WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {MOVED}, errors, {HOLD}
+    RETURNING {MOVED}, errors, {HOLD}{flag}
 ), dead AS (
     INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, {HOLD}, last_error, died_at)
-    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, %(last_error)s, %(now)s
+        {MOVED}, errors, {HOLD}{flag}, last_error, died_at)
+    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}{flag_value}, %(last_error)s, %(now)s
     FROM buried
 ), {_PICK_CTES}, claimed AS (
     UPDATE {{schema}}.alkstore_jobs AS job
@@ -653,9 +659,10 @@ def _rounds_close() -> str:
 """
 
 
-def _claim_limited_function(*, mark: bool) -> str:
+def _claim_limited_function(*, mark: bool, dependents: bool = True) -> str:
     """``CLAIM_LIMITED_FUNCTION``, or (``mark`` false) the function as migration 19 made
-    it, without the held-back mark."""
+    it, without the held-back mark; ``dependents`` false: its claim in turn as
+    migrations 17 to 21 made it (``_claim_in_turn``)."""
     rounds_open = _ROUNDS_OPEN if mark else ""
     rounds_close = _rounds_close() if mark else ""
     return f"""
@@ -740,7 +747,9 @@ BEGIN
         v_rate_room := greatest(0, least(p_limit, v_rate_room));
     END IF;
     IF v_keyed THEN
-        RETURN QUERY {_in_function(_claim_in_turn("RETURNING job.*", _RECORD_KEY_STARTS))};
+        RETURN QUERY {
+        _in_function(_claim_in_turn("RETURNING job.*", _RECORD_KEY_STARTS, dependents=dependents))
+    };
         GET DIAGNOSTICS v_claimed = ROW_COUNT;
     ELSE
 {rounds_open}        -- Pending rows only while no claim of the queue has lapsed (as CLAIM_READY).
@@ -809,9 +818,13 @@ whose ack then announces the queue) and claims once more after the marks' row lo
 (contract §16.4). Made from this module's statements when the
 migration runs: a change to them needs a migration that makes the function again."""
 
-CLAIM_LIMITED_FUNCTION_V19: Final = _claim_limited_function(mark=False)
+CLAIM_LIMITED_FUNCTION_V19: Final = _claim_limited_function(mark=False, dependents=False)
 """The function as migrations 17 and 19 made it (a schema upgraded step by step runs
 the claims of each version with the function of that version)."""
+
+CLAIM_LIMITED_FUNCTION_V21: Final = _claim_limited_function(mark=True, dependents=False)
+"""The function as migration 21 made it: its claim in turn buried exhausted rows
+without their ``has_dependents`` flag (migration 22 makes it again)."""
 
 CALL_CLAIM_LIMITED: Final = f"""
 SELECT {CLAIMED_JOB} FROM {{schema}}.alkstore_claim_limited(
