@@ -974,29 +974,29 @@ class QueueModelMachine(RuleBasedStateMachine):
     @initialize(
         target=job_ids,
         queue=st.sampled_from(CONSUMERS),
-        rate_per_key=st.integers(1, 2),
-        above=st.integers(1, 2),
+        rate=st.integers(1, 3),
+        rate_per_key=st.none() | st.integers(1, 2),
         backlog=st.lists(
             st.tuples(payloads, st.sampled_from([None, "a", "b"])), min_size=4, max_size=8
         ).filter(lambda jobs: {"a", "b"} <= {key for _, key in jobs}),
     )
     def rate_limited_at_start(
-        self, queue: str, rate_per_key: int, above: int, backlog: list[tuple[Any, str | None]]
+        self, queue: str, rate: int, rate_per_key: int | None, backlog: list[tuple[Any, str | None]]
     ) -> MultipleResults[int]:
-        """Every example starts with one queue rate limited and a backlog on it, its jobs
-        of both limit keys and none, so claims meet the rates' windows (and their last
-        second) often. On engines with the key_limits profile the queue has a per-key
-        rate too, ``above`` below its rate: a claim of two keys' jobs meets the per-key
-        rate before the queue's, so a per-key rate counted over every key's starts
-        (§16.11) is met in every example that claims the queue twice in a window. The
-        other combinations (no per-key rate, one at or above the queue's) come from
-        ``set_or_clear_limits``; without the profile the rate is 1 to 3."""
+        """Every example starts with one queue rate limited (per key too, in about half
+        of them, on engines with the key_limits profile) and a backlog on it, its jobs of
+        both limit keys and none, so claims meet the rates' windows (and their last
+        second) often. A per-key rate is set below the queue's (``rate`` above it): a
+        claim of two keys' jobs then meets the per-key rate before the queue's, so a
+        per-key rate counted over every key's starts (§16.11) shows in the claims. The
+        other combinations (a per-key rate at or above the queue's) come from
+        ``set_or_clear_limits``."""
         keyed = self.capabilities.key_limits
         if self.capabilities.limits:  # (@initialize rules take no @precondition)
-            if keyed:
-                self.set_or_clear_limits(queue, None, None, rate_per_key + above, rate_per_key)
+            if keyed and rate_per_key is not None:
+                self.set_or_clear_limits(queue, None, None, rate_per_key + rate, rate_per_key)
             else:
-                self.set_or_clear_limits(queue, None, None, rate_per_key + above - 1, None)
+                self.set_or_clear_limits(queue, None, None, rate, None)
             self.rate_limited = queue
         ids = []
         for payload, key in backlog:
