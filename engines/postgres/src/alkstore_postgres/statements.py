@@ -460,7 +460,7 @@ def _claim_in_turn(
     ``_move_to_dead``'s do, so the dead table's trigger settles their dependents
     (``dependents`` false: as migrations 17 to 21 made it, which dropped the flag and
     left a buried row's dependents waiting)."""
-    flag, flag_value = (", has_dependents", ", has_dependents") if dependents else ("", "")
+    flag = ", has_dependents" if dependents else ""
     return f"""
 WITH RECURSIVE exhausted AS (
     SELECT id FROM {{schema}}.alkstore_jobs
@@ -474,7 +474,7 @@ WITH RECURSIVE exhausted AS (
 ), dead AS (
     INSERT INTO {{schema}}.alkstore_dead_jobs (
         {MOVED}, errors, {HOLD}{flag}, last_error, died_at)
-    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}{flag_value}, %(last_error)s, %(now)s
+    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}{flag}, %(last_error)s, %(now)s
     FROM buried
 ), {_PICK_CTES}, claimed AS (
     UPDATE {{schema}}.alkstore_jobs AS job
