@@ -1,15 +1,19 @@
-"""``FakeClock`` and ``StopToken``: the helpers every waiting test relies on."""
+"""``FakeClock``, ``seed_jitter`` and ``StopToken``: the helpers tests rely on."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
+from fakes import FakeDriver
 
+from alkstore.aio import AsyncStore
 from alkstore.clock import Clock, OffsetClock, RealtimeClock, SystemClock
+from alkstore.core import CoreStore
 from alkstore.errors import InvalidOptions
+from alkstore.options import QueueOpts
 from alkstore.stop import StopToken
-from alkstore.testing import FakeClock
+from alkstore.testing import FakeClock, seed_jitter
 
 
 def test_fake_clock_starts_where_told() -> None:
@@ -120,3 +124,55 @@ def test_stop_from_another_thread_releases_a_waiter() -> None:
     thread.start()
     assert token.wait(10) is True
     thread.join()
+
+
+def _store() -> CoreStore:
+    return CoreStore(FakeDriver(), clock=FakeClock(1_700_000_000), engine_name="fake")
+
+
+def _default_backoffs(store: CoreStore, retries: int = 8) -> list[int]:
+    """The delays of ``retries`` retries without a delay, each claimed once it is due."""
+    queue = store.queue("q", QueueOpts(backoff_base_s=600, max_attempts=retries + 1))
+    queue.enqueue(1)
+    driver, clock, delays = store.driver, store.clock, []
+    for _ in range(retries):
+        handle = queue.claim("w1")
+        assert handle is not None
+        assert handle.retry("boom") is True
+        _, _, now, run_at, _ = driver.calls_named("reschedule")[-1].args
+        delays.append(run_at - now)
+        assert isinstance(clock, FakeClock)
+        clock.set(run_at)
+    return delays
+
+
+def test_stores_seeded_alike_draw_the_same_default_backoffs() -> None:
+    with _store() as first, _store() as second:
+        seed_jitter(first, 7)
+        seed_jitter(second, 7)
+        assert _default_backoffs(first) == _default_backoffs(second)
+
+
+def test_stores_seeded_apart_draw_different_default_backoffs() -> None:
+    with _store() as first, _store() as second:
+        seed_jitter(first, 7)
+        seed_jitter(second, 8)
+        assert _default_backoffs(first) != _default_backoffs(second)
+
+
+def test_seed_jitter_seeds_an_async_stores_sync_store() -> None:
+    with _store() as first, _store() as second:
+        seed_jitter(first, 7)
+        seed_jitter(AsyncStore(second), 7)
+        assert _default_backoffs(first) == _default_backoffs(second)
+
+
+def test_seed_jitter_refuses_what_alkstore_open_did_not_make() -> None:
+    with pytest.raises(InvalidOptions, match="seed_jitter takes a store"):
+        seed_jitter(object(), 7)
+
+
+@pytest.mark.parametrize("seed", [True, 1.5, "7", None])
+def test_seed_jitter_refuses_a_seed_that_is_not_an_int(seed: object) -> None:
+    with _store() as store, pytest.raises(InvalidOptions, match="seed must be an int"):
+        seed_jitter(store, seed)  # type: ignore[arg-type]

@@ -50,3 +50,34 @@ class FakeClock:
 
     def __repr__(self) -> str:
         return f"FakeClock({self._now!r})"
+
+
+def seed_jitter(store: object, seed: int) -> None:
+    """Make ``store``'s retry jitter repeatable: its default backoffs (contract §2)
+    come from its random source seeded with ``seed``.
+
+    For tests, as ``FakeClock`` drives time: a store seeds its jitter from the
+    operating system, so that a fleet's stores never retry in step. A test that
+    replays a run (a property-based test's example, say) needs the same delays again.
+
+    Args:
+        store: a store ``alkstore.open`` made, or an ``alkstore.aio.AsyncStore``.
+        seed: any int.
+
+    Raises:
+        InvalidOptions: ``store`` is neither, or ``seed`` is not an int.
+    """
+    # (Imported here: the core and aio import this module's package first.)
+    from .aio.store import AsyncStore
+    from .core.store import CoreStore
+
+    sync = store.sync if isinstance(store, AsyncStore) else store
+    if not isinstance(sync, CoreStore):
+        raise InvalidOptions(
+            "seed_jitter takes a store alkstore.open or alkstore.aio.open made, "
+            f"got {type(store).__name__}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidOptions(f"seed must be an int, got {seed!r}")
+    # Seeded in place: a source that is not a plain Random (a test's own) keeps its type.
+    sync._context.rng.seed(seed)
