@@ -16,9 +16,12 @@ holding states, on engines with the profile), queue limits (§16: concurrency li
 of 1 to 3, per key too, set and cleared between claims, the rates' sliding windows
 counted on the FakeClock, on engines with the profiles) and reopening the store. Every return
 value must equal the model's, and after every step every job ever seen, every lock,
-every schedule and every stream must read back as the model says, and every queue's
-stats (and the store's) count what the model holds. The scheduler, stream and ops
-rules run only on engines with those profiles.
+every schedule and every stream must read back as the model says, and the store's stats
+count what the model holds. With the ops profile the jobs are read through each queue's
+job pages, and by id those the step changed (without it, all of them by id); each
+queue's own stats and limits are read whenever the model's view of them moved, and one
+queue's in turn besides. The scheduler, stream and ops rules run only on engines with
+those profiles.
 
 A tick does not say which jobs it fired. Their ids lie above every id committed
 before the tick and below any id committed after it, so the machine enqueues a
@@ -118,11 +121,12 @@ OUTBOX_QUEUE = outbox_queue_name(OUTBOX)
 # without it, the same queue without the retention): completed jobs, their results
 # and the sweep that ends them.
 UNISSUED_ID = 10**12
+"""An id no job of the machine's store ever has: a dependency on it is refused (§18.2)."""
 PAGE = 100
-"""The page size of the reads that find the jobs a redrive brought back."""
+"""The page size of the job listings: those that find the jobs a redrive brought back,
+and those every step reads every job through."""
 MAX_PAGES = 100
 """The bound on those reads: far above the jobs one example makes."""
-"""An id no job of the machine's store ever has: a dependency on it is refused (§18.2)."""
 KEEPING = "reports"
 KEEPING_OPTS = QueueOpts(
     visibility_timeout_s=30, max_attempts=2, backoff_base_s=5, completed_retention_s=30
@@ -157,6 +161,8 @@ STREAMS = ("orders", "audit")
 TX_QUEUE = "ledger"
 """The queue of ``outcome_rolled_back_at_start``'s job: no other rule claims from it."""
 TX_QUEUE_OPTS = QueueOpts(visibility_timeout_s=30, max_attempts=2, backoff_base_s=5)
+LISTED_QUEUES = (*CONSUMERS, TX_QUEUE, PROBE_QUEUE)
+"""Every queue the machine puts jobs in (schedules fire into ``QUEUES``)."""
 STREAM_CONSUMERS = ("c1", "c2")
 
 EXAMPLES_PER_PROFILE_EXAMPLE = 4
@@ -339,6 +345,12 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.generation = 0
         self.had_outage = False
         self.rate_limited: str | None = None
+        self._last_read: dict[int, Job | None] = {}
+        """What the model said each job read at the last check (``get_job`` reads again
+        the jobs whose view moved)."""
+        self._last_views: dict[str, tuple[object, ...]] = {}
+        """Each queue's stats, pause and limits as the model said at the last check."""
+        self._checks = 0
         """The queue ``rate_limited_at_start`` gave a rate (``None`` before it ran)."""
         self._resources = ExitStack()
         # Hypothesis reuses function-scoped fixtures across examples, so each example
@@ -860,6 +872,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.store.close()
         self.generation += 1
         self.store = self._open()
+        self._last_read, self._last_views = {}, {}  # the new store's reads: all of them
 
     # -- operations (contract §11) -------------------------------------------------------------
     @precondition(lambda self: self.capabilities.ops)
@@ -1376,29 +1389,80 @@ class QueueModelMachine(RuleBasedStateMachine):
     # -- after every step ---------------------------------------------------------------------
     @invariant()
     def every_job_reads_as_the_model_says(self) -> None:
+        """Every job ever seen, through ``get_job`` on engines without the ops profile;
+        with it, through each queue's job pages (a statement or so a queue, where
+        ``get_job`` costs one a job: most of the model's time on a server), and through
+        ``get_job`` every job the step changed (the model's view of it moved)."""
+        expected = {job_id: self.model.get_job(job_id) for job_id in sorted(self.model.seen_ids)}
+        changed = expected
+        if self.capabilities.ops:
+            listed = self._every_listed_job()
+            for job_id, job in expected.items():
+                agree_job(f"job {job_id} in its queue's jobs()", listed.pop(job_id, None), job)
+            assert not listed, f"jobs() lists jobs the model never made: {sorted(listed)}"
+            changed = {i: job for i, job in expected.items() if self._last_read.get(i) != job}
         # get_job is id-global: one queue's handle reads every queue's (and dead) rows.
         reader = self.consumers["mail"]
-        for job_id in sorted(self.model.seen_ids):
-            agree_job(f"get_job({job_id})", reader.get_job(job_id), self.model.get_job(job_id))
+        for job_id, job in changed.items():
+            agree_job(f"get_job({job_id})", reader.get_job(job_id), job)
+        self._last_read = expected
+
+    def _every_listed_job(self) -> dict[int, Job]:
+        """Every job of every queue the machine uses (dead and completed ones too),
+        by id, each queue read page by page."""
+        found: dict[int, Job] = {}
+        for name in LISTED_QUEUES:
+            queue = self.consumers.get(name) or self.store.queue(name)
+            after = 0
+            for _ in range(MAX_PAGES):
+                page = queue.jobs(after_id=after, limit=PAGE)
+                for job in page:
+                    assert job.id > after, f"{name!r} jobs(after_id={after}) gave job {job.id}"
+                    assert job.id not in found, f"job {job.id} is listed twice"
+                    found[job.id] = job
+                if len(page) < PAGE:
+                    break
+                after = page[-1].id
+            else:
+                raise AssertionError(f"{name!r} jobs() did not end in {MAX_PAGES} pages")
+        return found
 
     @precondition(lambda self: self.capabilities.ops)
     @invariant()
     def every_queues_stats_count_what_the_model_holds(self) -> None:
+        """The store's stats (every queue's counts and pause) after every step; each
+        queue's own ``stats``, ``paused`` and limits whenever the model's view of them
+        moved, and one queue's in turn every step besides (a change the model does not
+        expect shows in the store's stats, or within a turn for the limits)."""
+        agree("store.stats()", self.store.stats(), self.model.store_stats())
+        self._checks += 1
+        in_turn = CONSUMERS[self._checks % len(CONSUMERS)]
         for queue in CONSUMERS:
-            agree(f"{queue!r} stats()", self.consumers[queue].stats(), self.model.stats(queue))
-            agree(f"{queue!r} paused()", self.consumers[queue].paused(), self.model.paused(queue))
+            expected = self._queue_view(queue)
+            if queue != in_turn and self._last_views.get(queue) == expected:
+                continue
+            self._last_views[queue] = expected
+            agree(f"{queue!r} stats()", self.consumers[queue].stats(), expected[0])
+            agree(f"{queue!r} paused()", self.consumers[queue].paused(), expected[1])
             if self.capabilities.limits:
                 stored = self.consumers[queue].limits()
                 concurrency = None if stored is None else stored.concurrency
-                agree(f"{queue!r} limits()", concurrency, self.model.limits(queue))
+                agree(f"{queue!r} limits()", concurrency, expected[2])
                 per_key = None if stored is None else stored.concurrency_per_key
-                agree(f"{queue!r} per-key limit", per_key, self.model.per_key(queue))
+                agree(f"{queue!r} per-key limit", per_key, expected[3])
                 rates = None
                 if stored is not None and (stored.rate, stored.rate_per_key) != (None, None):
                     assert stored.per is not None, f"{queue!r} limits() has a rate without per"
                     rates = (stored.rate, stored.rate_per_key, stored.per)
-                agree(f"{queue!r} rates", rates, self.model.rates(queue))
-        agree("store.stats()", self.store.stats(), self.model.store_stats())
+                agree(f"{queue!r} rates", rates, expected[4])
+
+    def _queue_view(self, queue: str) -> tuple[object, ...]:
+        """What the model says ``queue``'s stats, pause and limits read."""
+        model = self.model
+        if not self.capabilities.limits:
+            return (model.stats(queue), model.paused(queue))
+        limits = (model.limits(queue), model.per_key(queue), model.rates(queue))
+        return (model.stats(queue), model.paused(queue), *limits)
 
     @precondition(lambda self: self.capabilities.locks)
     @invariant()
