@@ -167,9 +167,25 @@ def test_stats_json_counts_each_queue(cli: Cli, store: Store) -> None:
     assert isinstance(document["queues"][0]["oldest_ready_age_s"], int)
 
 
+MINUTE_LEFT_S = 20
+"""The acked-last-minute count is the current minute's (a bucket per minute): a test
+reading it starts with at least this long left in the minute, so that its three CLI
+runs read the minute its heartbeat wrote (one failed in CI across a boundary)."""
+
+
+def _start_of_a_minute_with_time_left(store: Store) -> int:
+    """Wait, if the store's clock has under ``MINUTE_LEFT_S`` left in this minute, for
+    the next; the minute (epoch seconds // 60) it is then."""
+    now = store.clock.now()
+    if 60 - now % 60 < MINUTE_LEFT_S:
+        store.clock.sleep(60 - now % 60 + 0.1)
+    return int(store.clock.now() // 60)
+
+
 def test_stats_show_each_queues_acked_counts_in_json_table_and_prometheus(
     cli: Cli, store: Store
 ) -> None:
+    minute = _start_of_a_minute_with_time_left(store)
     # Both reference engines have the workers profile (contract 1.2 §19.6).
     store.register_worker(WorkerInfo("w", "h", 1, ("emails",), 0))
     assert store.heartbeat_worker("w", {"emails": 3})
@@ -178,6 +194,7 @@ def test_stats_show_each_queues_acked_counts_in_json_table_and_prometheus(
     document = cli.json("stats")
     table = cli.run("stats")
     prometheus = cli.run("stats", "--format", "prometheus")
+    assert int(store.clock.now() // 60) == minute, "the reads ran past the heartbeat's minute"
 
     acked = {q["queue"]: (q["acked_last_minute"], q["acked_last_hour"]) for q in document["queues"]}
     # emails holds no job now: its acked jobs list it all the same.
