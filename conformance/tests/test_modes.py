@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +17,7 @@ from alkstore_conformance.certify.modes import (
     CERTIFY_TRIALS,
     CI_PROFILE,
     DEV_PROFILE,
+    PROFILES,
     REDUCED_TRIALS,
     ModeError,
     RunMode,
@@ -182,3 +186,31 @@ def test_tests_run_under_another_seed_block_certification() -> None:
     state = _state(True, PASSED_A, NOT_APPLICABLE_B)
     state.results.seeds.add("8")
     assert not verdict(state, state.results.results(), [], 0).certified
+
+
+_PROFILES_UNDER_CI = f"""
+import json
+from hypothesis import settings
+from alkstore_conformance.certify.modes import register_hypothesis_profiles
+register_hypothesis_profiles()
+print(json.dumps({{
+    "default": settings.default.derandomize,
+    "profiles": [settings.get_profile(p).derandomize for p in {list(PROFILES)!r}],
+}}))
+"""
+
+
+def test_every_profile_runs_the_seed_it_reports_where_hypothesis_would_derandomize() -> None:
+    # With a CI variable set, Hypothesis's own defaults derandomize: a run would then
+    # draw other examples than the seed in its report names, and never vary in CI.
+    env = {"CI": "true", "PATH": "/usr/bin:/bin"}
+    shown = subprocess.run(
+        [sys.executable, "-c", _PROFILES_UNDER_CI],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    derandomized = json.loads(shown.stdout)
+    assert derandomized["default"] is True
+    assert derandomized["profiles"] == [False] * len(PROFILES)

@@ -93,9 +93,12 @@ def register_hypothesis_profiles() -> None:
 
     # deadline=None: examples do real I/O, and speed is a benchmark's business.
     # database=None: a run is reproduced by its seed, not by a local example cache.
+    # derandomize=False: Hypothesis's own "ci" profile (loaded when a CI variable is
+    # set) derandomizes, which would run other examples than the reported seed names.
     common: dict[str, Any] = {
         "deadline": None,
         "database": None,
+        "derandomize": False,
         "print_blob": True,
         "suppress_health_check": [HealthCheck.too_slow],
     }
