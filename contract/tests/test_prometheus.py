@@ -291,8 +291,12 @@ def test_the_store_gauges_give_each_queues_acked_counts_with_the_workers_profile
 
     import alkstore
     from alkstore import WorkerInfo
+    from alkstore.testing import FakeClock
 
-    with alkstore.open(f"memory://prometheus-{uuid.uuid4().hex}") as store:
+    # A fake clock mid-minute: the last-minute count is the current minute's bucket,
+    # so a heartbeat and a read on the real clock could fall either side of a minute.
+    clock = FakeClock(1_700_000_010)  # 30 s into a minute
+    with alkstore.open(f"memory://prometheus-{uuid.uuid4().hex}", clock=clock) as store:
         registry = CollectorRegistry()
         registry.register(StoreCollector(store, queues=["reports"]))
         store.register_worker(WorkerInfo("w", "h", 1, ("emails",), 0))
