@@ -12,12 +12,15 @@ profile (no shrinking).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kit_runs import Once, RunIn, output, report_problems
 
-from alkstore import installed_engines, load_engine
+from alkstore import ENGINE_GROUP, installed_engines, load_engine
+from alkstore_conformance import __version__
 from alkstore_conformance.certify.manifest import load_manifest
 from alkstore_conformance.certify.modes import SELFTEST_PROFILE
 from alkstore_conformance.selftest import BUDGET, MUTANTS, SELFTEST_GROUP
@@ -30,6 +33,11 @@ REFERENCE_WORKERS = "4"
 """xdist workers of the reference engine's run over every catching property."""
 MUTANT_NAMES = sorted(MUTANTS)
 CAUGHT_BY = sorted({mutant.catches for mutant in MUTANTS.values()})
+REFERENCE_REPORT_ENV = "ALKSTORE_KIT_REFERENCE_REPORT"
+"""A report of the reference engine's run over (at least) every catching property, made
+from this same suite: read instead of running them again. The tests session sets it to
+the SQLite certification it has just made, which runs every property: the kit's tests
+then spend no 90 s of their own on the same runs."""
 
 
 def _run(
@@ -79,10 +87,28 @@ def _reference_statuses(run_in: RunIn) -> dict[str, str]:
     return {p["id"]: p["status"] for p in report["properties"]}
 
 
+def statuses_of_reference_report(report: dict[str, Any]) -> dict[str, str]:
+    """Each catching property's status in ``report``, which must be the reference
+    engine's run of this suite (same version, same manifest) over all of them."""
+    assert report_problems(report) == []
+    engine = report["engine"]
+    assert (engine["reference"], engine["group"]) == (REFERENCE_ENGINE, ENGINE_GROUP), engine
+    suite = report["suite"]
+    assert (suite["version"], suite["manifest_sha256"]) == (__version__, load_manifest().sha256)
+    statuses = {p["id"]: p["status"] for p in report["properties"]}
+    missing = [property_id for property_id in CAUGHT_BY if property_id not in statuses]
+    assert missing == [], f"the reference report did not run {missing}"
+    return {property_id: statuses[property_id] for property_id in CAUGHT_BY}
+
+
 @pytest.fixture(scope="module")
 def reference_statuses(once: Once) -> dict[str, str]:
-    """One run of the real SQLite engine over every property that catches a mutant,
-    made once per session whichever xdist workers run the tests reading it."""
+    """The real SQLite engine's status for every property that catches a mutant: from
+    ``$ALKSTORE_KIT_REFERENCE_REPORT`` when set, else one run made once per session
+    whichever xdist workers run the tests reading it."""
+    path = os.environ.get(REFERENCE_REPORT_ENV)
+    if path:
+        return statuses_of_reference_report(json.loads(Path(path).read_text(encoding="utf-8")))
     statuses: dict[str, str] = once("selftest-reference", _reference_statuses)
     return statuses
 
@@ -120,6 +146,58 @@ def test_the_property_catching_a_mutant_passes_on_the_reference_engine(
     reference_statuses: dict[str, str], name: str
 ) -> None:
     assert reference_statuses[MUTANTS[name].catches] == "pass"
+
+
+def _one_property_report(run_in: RunIn) -> dict[str, object]:
+    ran = _run(run_in, REFERENCE_ENGINE, ENGINE_GROUP, [CAUGHT_BY[0]])
+    report = ran["report"]
+    assert isinstance(report, dict)
+    return report
+
+
+@pytest.fixture(scope="module")
+def one_property_report(once: Once) -> dict[str, Any]:
+    """The reference engine's report of a run over the first catching property only."""
+    report: dict[str, Any] = once("selftest-one-property", _one_property_report)
+    return report
+
+
+def _with_every_catching_property(report: dict[str, Any]) -> dict[str, Any]:
+    (ran,) = report["properties"]
+    return {**report, "properties": [{**ran, "id": property_id} for property_id in CAUGHT_BY]}
+
+
+def test_a_reference_report_gives_each_catching_propertys_status(
+    one_property_report: dict[str, Any],
+) -> None:
+    report = _with_every_catching_property(one_property_report)
+    status = one_property_report["properties"][0]["status"]
+    assert statuses_of_reference_report(report) == dict.fromkeys(CAUGHT_BY, status)
+
+
+def test_a_reference_report_missing_a_catching_property_is_refused(
+    one_property_report: dict[str, Any],
+) -> None:
+    with pytest.raises(AssertionError, match="did not run"):
+        statuses_of_reference_report(one_property_report)
+
+
+def test_a_reference_report_of_another_engine_is_refused(
+    one_property_report: dict[str, Any],
+) -> None:
+    report = _with_every_catching_property(one_property_report)
+    report["engine"] = {**report["engine"], "reference": "postgresql"}
+    with pytest.raises(AssertionError, match="postgresql"):
+        statuses_of_reference_report(report)
+
+
+def test_a_reference_report_of_another_manifest_is_refused(
+    one_property_report: dict[str, Any],
+) -> None:
+    report = _with_every_catching_property(one_property_report)
+    report["suite"] = {**report["suite"], "manifest_sha256": "0" * 64}
+    with pytest.raises(AssertionError):
+        statuses_of_reference_report(report)
 
 
 def test_mutants_leave_no_files_behind() -> None:
