@@ -11,6 +11,7 @@ profile (no shrinking).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -92,9 +93,11 @@ def statuses_of_reference_report(report: dict[str, Any]) -> dict[str, str]:
     engine's run of this suite (same version, same manifest) over all of them."""
     assert report_problems(report) == []
     engine = report["engine"]
-    assert (engine["reference"], engine["group"]) == (REFERENCE_ENGINE, ENGINE_GROUP), engine
+    expected_engine = (REFERENCE_ENGINE, ENGINE_GROUP)
+    assert (engine["reference"], engine["group"]) == expected_engine, f"another engine: {engine}"
     suite = report["suite"]
-    assert (suite["version"], suite["manifest_sha256"]) == (__version__, load_manifest().sha256)
+    expected_suite = (__version__, load_manifest().sha256)
+    assert (suite["version"], suite["manifest_sha256"]) == expected_suite, f"another suite: {suite}"
     statuses = {p["id"]: p["status"] for p in report["properties"]}
     missing = [property_id for property_id in CAUGHT_BY if property_id not in statuses]
     assert missing == [], f"the reference report did not run {missing}"
@@ -182,22 +185,32 @@ def test_a_reference_report_missing_a_catching_property_is_refused(
         statuses_of_reference_report(one_property_report)
 
 
-def test_a_reference_report_of_another_engine_is_refused(
-    one_property_report: dict[str, Any],
+@pytest.mark.parametrize(
+    ("part", "field", "other"),
+    [("engine", "reference", "postgresql"), ("suite", "manifest_sha256", "0" * 64)],
+)
+def test_a_reference_report_of_another_engine_or_manifest_is_refused(
+    one_property_report: dict[str, Any], part: str, field: str, other: str
 ) -> None:
     report = _with_every_catching_property(one_property_report)
-    report["engine"] = {**report["engine"], "reference": "postgresql"}
-    with pytest.raises(AssertionError, match="postgresql"):
+    report[part] = {**report[part], field: other}
+    with pytest.raises(AssertionError, match=other):
         statuses_of_reference_report(report)
 
 
-def test_a_reference_report_of_another_manifest_is_refused(
-    one_property_report: dict[str, Any],
-) -> None:
-    report = _with_every_catching_property(one_property_report)
-    report["suite"] = {**report["suite"], "manifest_sha256": "0" * 64}
-    with pytest.raises(AssertionError):
-        statuses_of_reference_report(report)
+def test_the_tests_session_names_the_same_reference_engine_and_variable() -> None:
+    # noxfile.py runs without the kit installed, so it spells both once more: here
+    # they are held to this module's.
+    noxfile = Path(__file__).resolve().parents[2] / "noxfile.py"
+    assigned = {
+        target.id: node.value.value
+        for node in ast.parse(noxfile.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert assigned["KIT_REFERENCE_ENGINE"] == REFERENCE_ENGINE
+    assert assigned["KIT_REFERENCE_REPORT_ENV"] == REFERENCE_REPORT_ENV
 
 
 def test_mutants_leave_no_files_behind() -> None:
