@@ -117,7 +117,11 @@ PROFILE_NEEDS: dict[str, str] = {
     "ones, and every statement that finishes a job (ack, ack_batch, complete, every move "
     "to dead, cancel) releasing or dead-lettering the jobs waiting for it in the same "
     "atomic step (the kit acks dependencies from eight processes at once); `get_job`, "
-    "`list_jobs`, `queue_stats`, `cancel` and `bury_expired` that know waiting rows",
+    "`list_jobs`, `queue_stats`, `cancel` and `bury_expired` that know waiting rows; a "
+    "`redrive_dependents` that reads its dependents' kept edges only once no other open "
+    "redrive has moved one of them (where transactions read a snapshot: lock the "
+    "dependents' dead rows, then read the edges in a later statement; the kit races two "
+    "operators over a dependent's two dead dependencies)",
     "metadata": "`metadata` on job rows (`alkstore.rows.METADATA_JOB_COLUMNS`, stamped from "
     "`JobStamps.metadata`, JSON text given back unchanged) on every table a job lives in, "
     "moved with its row to dead, completed and waiting and back, and copied by a redrive",

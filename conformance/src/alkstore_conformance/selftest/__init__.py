@@ -44,6 +44,7 @@ from .dependencies import (
     RedriveLeavesDependentsDeadDriver,
     ReleaseInOwnCommitDriver,
     ReleaseOnFirstAckDriver,
+    StaleRevivalDriver,
 )
 from .dialects import ChangedRowsDriver, CollatedNamesDriver
 from .engine import BUDGET, MutantEngine
@@ -733,6 +734,14 @@ REDRIVE_LEAVES_DEPENDENTS_DEAD = MutantEngine(
     "waiting for it stay dead, so a graph redriven from its root never runs again",
     driver=RedriveLeavesDependentsDeadDriver,
 )
+STALE_REVIVAL = MutantEngine(
+    "stale-revival",
+    catches="DEPS-REDRIVE-RACE",
+    bug="a redrive decides which dead dependents come back from the kept edges it read "
+    "when it started: two redrives at once of a dependent's two dead dependencies each "
+    "see the other's still dead, and the dependent stays dead",
+    driver=StaleRevivalDriver,
+)
 
 # -- what a dialect or a hang hides (issue 23) -------------------------------------------
 ENDLESS_PAGES = MutantEngine(
@@ -863,6 +872,7 @@ MUTANTS: dict[str, MutantEngine] = {
         FAN_IN_AS_DEPENDENCY,
         EDGES_ONE_WAY,
         REDRIVE_LEAVES_DEPENDENTS_DEAD,
+        STALE_REVIVAL,
         # job metadata (contract 1.2)
         METADATA_DROPPED_ON_REDRIVE,
         # acks that need not wait for the disk (contract 1.2)

@@ -13,24 +13,39 @@ treats a failed member as a failed parent.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from alkstore.params import Cancel, ClaimRef, Complete, GetJob, InsertAfter, RedriveDependents
+from alkstore.params import (
+    Cancel,
+    ClaimRef,
+    Complete,
+    GetJob,
+    InsertAfter,
+    Redrive,
+    RedriveDependents,
+)
 from alkstore.values import JobState
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
+from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import (
     BURY_DEPENDENTS_TRIGGER,
     DEPENDENCIES,
     JOBS,
     KEPT_COLUMNS,
+    KEPT_EDGES,
     RELEASE_TRIGGER,
     WAITING,
 )
 from alkstore_sqlite.options import SqliteOptions
+
+from .blind_spots import GATE_WAIT_S, commit_so_far
 
 T = TypeVar("T")
 
@@ -139,3 +154,71 @@ class RedriveLeavesDependentsDeadDriver(SqliteDriver):
 
     def redrive_dependents(self, c: sqlite3.Connection, params: RedriveDependents) -> list[int]:
         return []
+
+
+# -- a revival decided from a read older than the other redrives' commits ----------------
+
+REVIVAL_READ_TO_WRITE_S = 0.2
+"""How long the stale-revival mutant waits between its read of the kept edges and its
+redrive: long enough for a redrive started at the same moment to read them too."""
+READ_KEPT_EDGES = f"SELECT job_id, depends_on FROM {KEPT_EDGES}"
+READ_LIVE = f"""
+SELECT id FROM {JOBS} WHERE id IN (SELECT value FROM json_each(:ids))
+UNION SELECT id FROM {WAITING} WHERE id IN (SELECT value FROM json_each(:ids))
+"""
+
+
+class StaleRevivalDriver(SqliteDriver):
+    """Reads the kept edges when a redrive starts, in a transaction of its own, and
+    decides from that read which dead dependents come back. What a snapshot read
+    without the dependent's lock does: two redrives at once of a dependent's two dead
+    dependencies each still see the other's edge to a dead job, so the dependent stays
+    dead with both its edges moved to live jobs. One redrive at a time is right."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._redrive_state = threading.local()
+
+    def redrive(self, c: sqlite3.Connection, params: Redrive) -> list[int]:
+        kept: dict[int, set[int]] = {}
+        for job_id, depends_on in c.execute(READ_KEPT_EDGES):
+            kept.setdefault(job_id, set()).add(depends_on)
+        self._redrive_state.kept, self._redrive_state.redriven = kept, set()
+        # The read's transaction ends here; the redrive runs in a fresh one.
+        commit_so_far(c)
+        self._gate.release()
+        try:
+            time.sleep(REVIVAL_READ_TO_WRITE_S)
+        finally:
+            self._gate.acquire(time.monotonic() + GATE_WAIT_S)
+        begin_transaction(c)
+        return super().redrive(c, params)
+
+    def redrive_dependents(self, c: sqlite3.Connection, params: RedriveDependents) -> list[int]:
+        state = self._redrive_state
+        made = {"ids": json.dumps(list(params.job_ids))}
+        state.redriven.update(old for _, old in c.execute(sql.REDRIVEN_FROM, made))
+        stale = _StaleRevivable(c, state.kept, state.redriven)
+        return super().redrive_dependents(cast(sqlite3.Connection, stale), params)  # duck-typed
+
+
+class _StaleRevivable:
+    """``c``, but ``REVIVABLE`` keeps only the dependents whose kept edges *as read when
+    the redrive started* all name a job redriven by it or one live now."""
+
+    def __init__(self, c: sqlite3.Connection, kept: dict[int, set[int]], redriven: set[int]):
+        self._c, self._kept, self._redriven = c, kept, redriven
+
+    def execute(self, statement: str, parameters: Any = ()) -> Iterable[Any]:
+        if statement is not sql.REVIVABLE:
+            return self._c.execute(statement, parameters)
+        rows = self._c.execute(statement, parameters).fetchall()
+        return [row for row in rows if self._revivable_then(row[0])]
+
+    def _revivable_then(self, dependent: int) -> bool:
+        others = sorted(self._kept.get(dependent, set()) - self._redriven)
+        live = {row[0] for row in self._c.execute(READ_LIVE, {"ids": json.dumps(others)})}
+        return live == set(others)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._c, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -32,11 +33,13 @@ from alkstore import (
 )
 from alkstore.testing import FakeClock
 from alkstore_conformance.helpers.common import Rollback, unique_name
+from alkstore_conformance.helpers.fixtures import StoreFactory
 from alkstore_conformance.helpers.profile_processes import (
     ack_at_the_barrier,
     dependency_acker_process,
+    redriver_process,
 )
-from alkstore_conformance.helpers.profiles import Children
+from alkstore_conformance.helpers.profiles import Children, in_thread
 from alkstore_conformance.helpers.trials import Trial
 
 ACKERS = 8
@@ -941,6 +944,109 @@ def test_dependents_redriven_with_their_dependency_wait_for_its_new_job(store: S
         ((new_child,), ()),
     ]
     assert queue.stats().waiting == 2
+
+
+# -- DEPS-REDRIVE-RACE ---------------------------------------------------------------------------
+
+RACED_PAIRS = 8
+"""How many dead dependents, each of two dead dependencies, two operators race over."""
+
+
+def _dead_pairs(store: Store, name: str) -> tuple[Any, list[tuple[int, int, int]]]:
+    """``RACED_PAIRS`` jobs, each waiting for two jobs of its own; all three are dead
+    (the two failed, so each dependent died of them): ``(first, second, dependent)``."""
+    queue = store.queue(name, QueueOpts(max_attempts=1))
+    ids = [int(i) for i in queue.enqueue_many(list(range(2 * RACED_PAIRS)))]
+    pairs = [(ids[2 * i], ids[2 * i + 1]) for i in range(RACED_PAIRS)]
+    dependents = [int(queue.enqueue("both", _after(first, second))) for first, second in pairs]
+    handles = queue.claim_batch("w1", 2 * RACED_PAIRS)
+    assert sorted(h.id for h in handles) == ids
+    for handle in handles:
+        assert handle.fail("broken")
+    for (first, _), dependent in zip(pairs, dependents, strict=True):
+        _dead_because(queue, dependent, first)
+    return queue, [(f, s, d) for (f, s), d in zip(pairs, dependents, strict=True)]
+
+
+def _operators_halves(trial: Trial, pairs: list[tuple[int, int, int]]) -> list[list[int]]:
+    """What each of two operators redrives: one dependency of every pair each, which
+    one drawn by the trial."""
+    rng = trial.random()
+    halves: list[list[int]] = [[], []]
+    for first, second, _ in pairs:
+        mine, theirs = (first, second) if rng.random() < 0.5 else (second, first)
+        halves[0].append(mine)
+        halves[1].append(theirs)
+    return halves
+
+
+def _each_dependent_back_once(
+    queue: Any, pairs: list[tuple[int, int, int]], made: list[list[int]]
+) -> None:
+    """Every dependent came back once, waiting for both new jobs of its dependencies
+    (``made``: the new ids each operator's redrive returned)."""
+    new = {_job(queue, fresh).redriven_from: fresh for ids in made for fresh in ids}
+    assert len(new) == 2 * len(pairs), f"{2 * len(pairs)} dead dependencies, new jobs {made}"
+    for first, second, dependent in pairs:
+        new_first, new_second = new[first], new[second]
+        _, first_waited_by = _edges(queue, new_first)
+        _, second_waited_by = _edges(queue, new_second)
+        waited_by = {new_first: first_waited_by, new_second: second_waited_by}
+        assert (first_waited_by, len(first_waited_by)) == (second_waited_by, 1), (
+            f"dependent {dependent} of {first} and {second} should come back once, waiting "
+            f"for their new jobs; the jobs waiting for each new job: {waited_by} "
+            f"(it is {_state(queue, dependent)} still)"
+        )
+        (revived,) = first_waited_by
+        job = _job(queue, revived)
+        assert (job.state, job.redriven_from) == (JobState.WAITING, dependent)
+        assert _edges(queue, revived) == (tuple(sorted((new_first, new_second))), ())
+        assert _state(queue, dependent) is None  # its dead row went with its revival
+
+
+@pytest.mark.property("DEPS-REDRIVE-RACE")
+@pytest.mark.requires("ops")
+def test_operators_in_threads_redriving_both_dependencies_at_once_bring_each_dependent_back(
+    store: Store, open_store: StoreFactory, trial: Trial
+) -> None:
+    queue, pairs = _dead_pairs(store, unique_name(f"raced-pairs-{trial.seed}"))
+    halves = _operators_halves(trial, pairs)
+    barrier = threading.Barrier(len(halves))
+    operators = [open_store().queue(queue.name) for _ in halves]
+
+    def redrive(index: int) -> list[int]:
+        barrier.wait(TIME_LIMIT_S)
+        new_ids: list[int] = operators[index].redrive(halves[index])
+        return new_ids
+
+    running = [in_thread(partial(redrive, i), f"operator-{i}") for i in range(len(halves))]
+    made = [outcome.join(TIME_LIMIT_S) for outcome in running]
+    _each_dependent_back_once(queue, pairs, made)
+
+
+@pytest.mark.property("DEPS-REDRIVE-RACE")
+@pytest.mark.requires("ops", "multi_process")
+def test_operators_in_processes_redriving_both_dependencies_at_once_bring_each_dependent_back(
+    engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store, trial: Trial
+) -> None:
+    queue, pairs = _dead_pairs(store, unique_name(f"raced-pairs-{trial.seed}"))
+    halves = _operators_halves(trial, pairs)
+    with Children(TIME_LIMIT_S * 2) as children:
+        barrier = children.context.Barrier(len(halves))
+        for ids in halves:
+            children.start(
+                redriver_process,
+                engine_name,
+                engine_group,
+                engine_spec,
+                queue.name,
+                ids,
+                barrier,
+                children.results,
+                TIME_LIMIT_S,
+            )
+        made = [children.expect("redriven") for _ in halves]
+    _each_dependent_back_once(queue, pairs, made)
 
 
 # -- DEPS-FAN-IN ---------------------------------------------------------------------------------

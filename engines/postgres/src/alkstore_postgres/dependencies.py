@@ -119,11 +119,25 @@ WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id
 """The jobs ``ids`` just made by a redrive, each with the dead job it replaces."""
 
 MOVE_KEPT_EDGES: Final = """
-UPDATE {schema}.alkstore_dead_dependencies AS kept SET depends_on = made.new
-FROM unnest(%(new)s::bigint[], %(old)s::bigint[]) AS made (new, old)
-WHERE kept.depends_on = made.old
+WITH moved AS (
+    UPDATE {schema}.alkstore_dead_dependencies AS kept SET depends_on = made.new
+    FROM unnest(%(new)s::bigint[], %(old)s::bigint[]) AS made (new, old)
+    WHERE kept.depends_on = made.old
+    RETURNING kept.job_id
+)
+SELECT dead.id FROM {schema}.alkstore_dead_jobs AS dead
+WHERE dead.id IN (SELECT job_id FROM moved)
+ORDER BY dead.id
+FOR UPDATE OF dead
 """
-"""The kept edges to each dead job ``old`` now point to its new job ``new``."""
+"""The kept edges to each dead job ``old`` now point to its new job ``new``, and the
+dead rows they belong to are locked until the commit, in id order.
+
+The lock is what makes two redrives at once act as one after the other (§18.4):
+each reads its dependents' kept edges (``REVIVABLE``, a later statement, so a later
+snapshot) only once no other redrive that moved one of them is still open. Without
+it, two redrives of a dependent's two dead dependencies each see the other's
+dependency still dead, and the dependent stays dead with both edges moved."""
 
 TAKE_KEPT_EDGES: Final = """
 DELETE FROM {schema}.alkstore_dead_dependencies WHERE job_id = %(old)s
