@@ -1,14 +1,17 @@
 """What the ops-profile properties (contract §11) share: making dead jobs, reading
-a queue's jobs whole, and finding which job was redriven from which."""
+a queue's jobs whole, finding which job was redriven from which, and operators
+redriving at once from processes of their own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from alkstore import Job, JobState, Queue
+from alkstore import EngineSpec, Job, JobState, Queue
 from alkstore.constants import MAX_JOBS_PAGE
 
 from .bounded import pages
+from .profile_processes import redriver_process
+from .profiles import Children
 
 
 def make_dead(queue: Queue, count: int = 1, error: str = "broken") -> list[int]:
@@ -73,3 +76,27 @@ def one_life_each(queue: Queue, dead: Sequence[int]) -> dict[int, str]:
         else:
             lives[job_id] = f"dead row {'kept' if kept else 'gone'}, {made} new job(s)"
     return lives
+
+
+def redrive_in_processes(
+    engine_ref: tuple[str, str, EngineSpec],
+    queue_name: str,
+    orders: Sequence[list[int] | None],
+    time_limit_s: float,
+) -> list[list[int]]:
+    """Each of ``orders`` redriven (every dead job of ``queue_name`` when ``None``) by
+    an operator in a process of its own, all let go at once by a barrier: the new ids
+    each operator's redrive returned, in the order the operators finished."""
+    with Children(time_limit_s) as children:
+        barrier = children.context.Barrier(len(orders))
+        for ids in orders:
+            children.start(
+                redriver_process,
+                *engine_ref,
+                queue_name,
+                ids,
+                barrier,
+                children.results,
+                time_limit_s,
+            )
+        return [children.expect("redriven") for _ in orders]

@@ -42,6 +42,20 @@ def commit_and_continue(c: sqlite3.Connection) -> None:
     begin_transaction(c)
 
 
+def commit_and_let_others_write(driver: SqliteDriver, c: sqlite3.Connection, gap_s: float) -> None:
+    """Commit what the unit read or wrote so far, leave the writer gate to other writers
+    of this process (and the database to other processes) for ``gap_s``, then go on in
+    a new transaction: the gap a read-then-write bug leaves between its read and its
+    write."""
+    commit_so_far(c)
+    driver._gate.release()
+    try:
+        time.sleep(gap_s)
+    finally:
+        driver._gate.acquire(time.monotonic() + GATE_WAIT_S)
+    begin_transaction(c)
+
+
 # -- class 1: a value that does not come back whole ------------------------------------
 
 ERROR_KEPT_CHARS = 4000
@@ -140,13 +154,7 @@ class ReadThenWriteLockDriver(SqliteDriver):
         if row is not None and row[1] > now and row[0] != owner:
             return False
         # The read's transaction ends here; the write runs in a fresh one.
-        commit_so_far(c)
-        self._gate.release()
-        try:
-            time.sleep(READ_TO_WRITE_S)
-        finally:
-            self._gate.acquire(time.monotonic() + GATE_WAIT_S)
-        begin_transaction(c)
+        commit_and_let_others_write(self, c, READ_TO_WRITE_S)
         named = {"name": name, "owner": owner, "expires_at": expires_at}
         c.execute(WRITE_LOCK, named)
         return True

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, TypeVar, cast
@@ -33,7 +32,6 @@ from alkstore.params import (
 from alkstore.values import JobState
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
-from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import (
     BURY_DEPENDENTS_TRIGGER,
     DEPENDENCIES,
@@ -45,7 +43,7 @@ from alkstore_sqlite.migrations import (
 )
 from alkstore_sqlite.options import SqliteOptions
 
-from .blind_spots import GATE_WAIT_S, commit_so_far
+from .blind_spots import commit_and_let_others_write
 
 T = TypeVar("T")
 
@@ -185,13 +183,7 @@ class StaleRevivalDriver(SqliteDriver):
             kept.setdefault(job_id, set()).add(depends_on)
         self._redrive_state.kept, self._redrive_state.redriven = kept, set()
         # The read's transaction ends here; the redrive runs in a fresh one.
-        commit_so_far(c)
-        self._gate.release()
-        try:
-            time.sleep(REVIVAL_READ_TO_WRITE_S)
-        finally:
-            self._gate.acquire(time.monotonic() + GATE_WAIT_S)
-        begin_transaction(c)
+        commit_and_let_others_write(self, c, REVIVAL_READ_TO_WRITE_S)
         return super().redrive(c, params)
 
     def redrive_dependents(self, c: sqlite3.Connection, params: RedriveDependents) -> list[int]:

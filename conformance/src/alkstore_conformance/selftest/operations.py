@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -19,10 +18,9 @@ from alkstore.driver import JobStamps
 from alkstore.params import Bury, Claim, ListJobs, PurgeDeadJobs, QueueStatsAt, Redrive, SetPaused
 from alkstore.values import Job, JobState, QueueStats
 from alkstore_sqlite import SqliteDriver
-from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import DEAD, JOBS
 
-from .blind_spots import GATE_WAIT_S, commit_and_continue, commit_so_far
+from .blind_spots import commit_and_continue, commit_and_let_others_write
 
 # -- stats that count lapsed claims as processing ----------------------------------------
 
@@ -130,13 +128,7 @@ class ReadThenWriteRedriveDriver(SqliteDriver):
         queue, ids, limit, now = params.queue, params.ids, params.limit, params.now
         rows = _dead_rows(c, queue, ids, limit)
         # The read's transaction ends here; the redrive runs in a fresh one.
-        commit_so_far(c)
-        self._gate.release()
-        try:
-            time.sleep(REDRIVE_READ_TO_WRITE_S)
-        finally:
-            self._gate.acquire(time.monotonic() + GATE_WAIT_S)
-        begin_transaction(c)
+        commit_and_let_others_write(self, c, REDRIVE_READ_TO_WRITE_S)
         new_ids = []
         for row in rows:
             new_ids.append(_new_life(self, c, queue, row, now))

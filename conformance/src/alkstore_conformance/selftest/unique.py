@@ -11,17 +11,15 @@ keeps every key of a periodic job held for as long as the job waits.
 from __future__ import annotations
 
 import sqlite3
-import time
 from dataclasses import replace
 
 from alkstore.options import JOB_STAMP_FIELDS, stamp_values
 from alkstore.params import Claim, InsertUnique
 from alkstore.values import Job
 from alkstore_sqlite import SqliteDriver
-from alkstore_sqlite.handle import begin_transaction
 from alkstore_sqlite.migrations import JOBS
 
-from .blind_spots import GATE_WAIT_S, commit_so_far
+from .blind_spots import commit_and_let_others_write
 
 READ_TO_WRITE_S = 0.005
 """Between the read and the write: long enough for every racer to read first."""
@@ -55,13 +53,7 @@ class CheckThenInsertUniqueDriver(SqliteDriver):
                 outcomes.append((row[0], True))
                 continue
             # The read's transaction ends here; the insert runs in a fresh one.
-            commit_so_far(c)
-            self._gate.release()
-            try:
-                time.sleep(READ_TO_WRITE_S)
-            finally:
-                self._gate.acquire(time.monotonic() + GATE_WAIT_S)
-            begin_transaction(c)
+            commit_and_let_others_write(self, c, READ_TO_WRITE_S)
             values = (*stamp_values(stamps), payload, key, params.hold_until, params.hold_dead)
             outcomes.append((int(c.execute(INSERT_UNCHECKED, values).lastrowid or 0), False))
         return outcomes

@@ -34,10 +34,10 @@ from alkstore import (
 from alkstore.testing import FakeClock
 from alkstore_conformance.helpers.common import Rollback, unique_name
 from alkstore_conformance.helpers.fixtures import StoreFactory
+from alkstore_conformance.helpers.ops import redrive_in_processes
 from alkstore_conformance.helpers.profile_processes import (
     ack_at_the_barrier,
     dependency_acker_process,
-    redriver_process,
 )
 from alkstore_conformance.helpers.profiles import Children, in_thread
 from alkstore_conformance.helpers.trials import Trial
@@ -1031,21 +1031,8 @@ def test_operators_in_processes_redriving_both_dependencies_at_once_bring_each_d
 ) -> None:
     queue, pairs = _dead_pairs(store, unique_name(f"raced-pairs-{trial.seed}"))
     halves = _operators_halves(trial, pairs)
-    with Children(TIME_LIMIT_S * 2) as children:
-        barrier = children.context.Barrier(len(halves))
-        for ids in halves:
-            children.start(
-                redriver_process,
-                engine_name,
-                engine_group,
-                engine_spec,
-                queue.name,
-                ids,
-                barrier,
-                children.results,
-                TIME_LIMIT_S,
-            )
-        made = [children.expect("redriven") for _ in halves]
+    engine_ref = (engine_name, engine_group, engine_spec)
+    made = redrive_in_processes(engine_ref, queue.name, halves, TIME_LIMIT_S)
     _each_dependent_back_once(queue, pairs, made)
 
 

@@ -10,11 +10,10 @@ import pytest
 
 from alkstore import EngineSpec, JobState, Store
 from alkstore_conformance.helpers.fixtures import StoreFactory
-from alkstore_conformance.helpers.ops import make_dead, one_life_each
+from alkstore_conformance.helpers.ops import make_dead, one_life_each, redrive_in_processes
 from alkstore_conformance.helpers.profile_processes import (
     claim_waiter_process,
     pause_prober_process,
-    redriver_process,
 )
 from alkstore_conformance.helpers.profiles import Children, in_thread
 from alkstore_conformance.helpers.trials import Trial
@@ -72,21 +71,9 @@ def test_operators_in_processes_redriving_at_once_make_one_new_job_per_dead_job(
     engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store, trial: Trial
 ) -> None:
     dead = make_dead(store.queue("raced"), DEAD_JOBS)
-    with Children(GENEROUS_S) as children:
-        barrier = children.context.Barrier(OPERATORS)
-        for ids in _orders(trial, dead):
-            children.start(
-                redriver_process,
-                engine_name,
-                engine_group,
-                engine_spec,
-                "raced",
-                ids,
-                barrier,
-                children.results,
-                GENEROUS_S,
-            )
-        new_ids = [job_id for _ in range(OPERATORS) for job_id in children.expect("redriven")]
+    engine_ref = (engine_name, engine_group, engine_spec)
+    made = redrive_in_processes(engine_ref, "raced", _orders(trial, dead), GENEROUS_S)
+    new_ids = [job_id for ids in made for job_id in ids]
     _redriven_once_each(store, "raced", dead, new_ids)
 
 
