@@ -80,23 +80,24 @@ def one_life_each(queue: Queue, dead: Sequence[int]) -> dict[int, str]:
 
 def redrive_in_processes(
     engine_ref: tuple[str, str, EngineSpec],
-    queue_name: str,
-    orders: Sequence[list[int] | None],
+    plans: Sequence[list[tuple[str, list[int] | None]]],
     time_limit_s: float,
 ) -> list[list[int]]:
-    """Each of ``orders`` redriven (every dead job of ``queue_name`` when ``None``) by
-    an operator in a process of its own, all let go at once by a barrier: the new ids
-    each operator's redrive returned, in the order the operators finished."""
+    """Each plan run by an operator in a process of its own: round by round, all the
+    operators let go at once by a barrier, each redrives its ``(queue name, ids)``
+    (every dead job of the queue when ``ids`` is ``None``). The new ids each operator's
+    redrives returned, an operator's rounds one after the other, in the order the
+    operators finished."""
     with Children(time_limit_s) as children:
-        barrier = children.context.Barrier(len(orders))
-        for ids in orders:
+        barrier = children.context.Barrier(len(plans))
+        for rounds in plans:
             children.start(
                 redriver_process,
                 *engine_ref,
-                queue_name,
-                ids,
+                rounds,
                 barrier,
                 children.results,
                 time_limit_s,
             )
-        return [children.expect("redriven") for _ in orders]
+        reports = [children.expect("redriven") for _ in plans]
+    return [[job_id for made in rounds for job_id in made] for rounds in reports]

@@ -386,18 +386,20 @@ def redriver_process(
     engine_name: str,
     engine_group: str,
     spec: EngineSpec,
-    queue_name: str,
-    ids: list[int] | None,
+    rounds: list[tuple[str, list[int] | None]],
     barrier: Any,
     results: Any,
     time_limit_s: float,
 ) -> Report:
-    """Redrive ``ids`` (all dead jobs when ``None``) of ``queue_name`` right after
-    meeting the other operators at the barrier; report ``("redriven", new ids)``."""
+    """For each round ``(queue name, ids)``, redrive ``ids`` (all dead jobs when
+    ``None``) of that queue right after meeting the other operators at the barrier;
+    report ``("redriven", the new ids of each round)``."""
     with open_in_child(engine_name, engine_group, spec) as store:
-        queue = store.queue(queue_name)
-        barrier.wait(timeout=time_limit_s)
-        return ("redriven", queue.redrive(ids))
+        made: list[list[int]] = []
+        for queue_name, ids in rounds:
+            barrier.wait(timeout=time_limit_s)
+            made.append(store.queue(queue_name).redrive(ids))
+        return ("redriven", made)
 
 
 @child_process

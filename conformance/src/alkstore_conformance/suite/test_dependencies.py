@@ -949,10 +949,17 @@ def test_dependents_redriven_with_their_dependency_wait_for_its_new_job(store: S
 # -- DEPS-REDRIVE-RACE ---------------------------------------------------------------------------
 
 RACED_PAIRS = 8
-"""How many dead dependents, each of two dead dependencies, two operators race over."""
+"""How many dead dependents, each of two dead dependencies, two operators race over in
+one round."""
+RACE_ROUNDS = 4
+"""How many rounds of that race one trial runs, each on a graph of its own: a race the
+two redrives' timing hides in one round shows in another."""
+OPERATORS = 2
+
+Pairs = list[tuple[int, int, int]]
 
 
-def _dead_pairs(store: Store, name: str) -> tuple[Any, list[tuple[int, int, int]]]:
+def _dead_pairs(store: Store, name: str) -> tuple[Any, Pairs]:
     """``RACED_PAIRS`` jobs, each waiting for two jobs of its own; all three are dead
     (the two failed, so each dependent died of them): ``(first, second, dependent)``."""
     queue = store.queue(name, QueueOpts(max_attempts=1))
@@ -968,24 +975,27 @@ def _dead_pairs(store: Store, name: str) -> tuple[Any, list[tuple[int, int, int]
     return queue, [(f, s, d) for (f, s), d in zip(pairs, dependents, strict=True)]
 
 
-def _operators_halves(trial: Trial, pairs: list[tuple[int, int, int]]) -> list[list[int]]:
-    """What each of two operators redrives: one dependency of every pair each, which
-    one drawn by the trial."""
+def _race_rounds(store: Store, trial: Trial) -> list[tuple[Any, Pairs, list[list[int]]]]:
+    """``RACE_ROUNDS`` graphs of dead pairs, each in a queue of its own, with what each
+    operator redrives in it: one dependency of every pair each, which one drawn by the
+    trial."""
     rng = trial.random()
-    halves: list[list[int]] = [[], []]
-    for first, second, _ in pairs:
-        mine, theirs = (first, second) if rng.random() < 0.5 else (second, first)
-        halves[0].append(mine)
-        halves[1].append(theirs)
-    return halves
+    rounds = []
+    for number in range(RACE_ROUNDS):
+        queue, pairs = _dead_pairs(store, unique_name(f"raced-pairs-{trial.seed}-{number}"))
+        halves: list[list[int]] = [[] for _ in range(OPERATORS)]
+        for first, second, _ in pairs:
+            mine, theirs = (first, second) if rng.random() < 0.5 else (second, first)
+            halves[0].append(mine)
+            halves[1].append(theirs)
+        rounds.append((queue, pairs, halves))
+    return rounds
 
 
-def _each_dependent_back_once(
-    queue: Any, pairs: list[tuple[int, int, int]], made: list[list[int]]
-) -> None:
+def _each_dependent_back_once(queue: Any, pairs: Pairs, made: list[int]) -> None:
     """Every dependent came back once, waiting for both new jobs of its dependencies
-    (``made``: the new ids each operator's redrive returned)."""
-    new = {_job(queue, fresh).redriven_from: fresh for ids in made for fresh in ids}
+    (``made``: the new ids the operators' redrives of this queue returned)."""
+    new = {_job(queue, fresh).redriven_from: fresh for fresh in made}
     assert len(new) == 2 * len(pairs), f"{2 * len(pairs)} dead dependencies, new jobs {made}"
     for first, second, dependent in pairs:
         new_first, new_second = new[first], new[second]
@@ -1004,24 +1014,34 @@ def _each_dependent_back_once(
         assert _state(queue, dependent) is None  # its dead row went with its revival
 
 
+def _each_round_back_once(
+    rounds: list[tuple[Any, Pairs, list[list[int]]]], made: list[int]
+) -> None:
+    for queue, pairs, halves in rounds:
+        named = {i for half in halves for i in half}
+        mine = [i for i in made if _job(queue, i).redriven_from in named]
+        _each_dependent_back_once(queue, pairs, mine)
+
+
 @pytest.mark.property("DEPS-REDRIVE-RACE")
 @pytest.mark.requires("ops")
 def test_operators_in_threads_redriving_both_dependencies_at_once_bring_each_dependent_back(
     store: Store, open_store: StoreFactory, trial: Trial
 ) -> None:
-    queue, pairs = _dead_pairs(store, unique_name(f"raced-pairs-{trial.seed}"))
-    halves = _operators_halves(trial, pairs)
-    barrier = threading.Barrier(len(halves))
-    operators = [open_store().queue(queue.name) for _ in halves]
+    rounds = _race_rounds(store, trial)
+    barrier = threading.Barrier(OPERATORS)
+    operators = [open_store() for _ in range(OPERATORS)]
 
     def redrive(index: int) -> list[int]:
-        barrier.wait(TIME_LIMIT_S)
-        new_ids: list[int] = operators[index].redrive(halves[index])
-        return new_ids
+        made: list[int] = []
+        for queue, _, halves in rounds:
+            barrier.wait(TIME_LIMIT_S)
+            made.extend(operators[index].queue(queue.name).redrive(halves[index]))
+        return made
 
-    running = [in_thread(partial(redrive, i), f"operator-{i}") for i in range(len(halves))]
-    made = [outcome.join(TIME_LIMIT_S) for outcome in running]
-    _each_dependent_back_once(queue, pairs, made)
+    running = [in_thread(partial(redrive, i), f"operator-{i}") for i in range(OPERATORS)]
+    made = [job_id for outcome in running for job_id in outcome.join(TIME_LIMIT_S)]
+    _each_round_back_once(rounds, made)
 
 
 @pytest.mark.property("DEPS-REDRIVE-RACE")
@@ -1029,11 +1049,13 @@ def test_operators_in_threads_redriving_both_dependencies_at_once_bring_each_dep
 def test_operators_in_processes_redriving_both_dependencies_at_once_bring_each_dependent_back(
     engine_name: str, engine_group: str, engine_spec: EngineSpec, store: Store, trial: Trial
 ) -> None:
-    queue, pairs = _dead_pairs(store, unique_name(f"raced-pairs-{trial.seed}"))
-    halves = _operators_halves(trial, pairs)
+    rounds = _race_rounds(store, trial)
+    plans: list[list[tuple[str, list[int] | None]]] = [
+        [(queue.name, halves[index]) for queue, _, halves in rounds] for index in range(OPERATORS)
+    ]
     engine_ref = (engine_name, engine_group, engine_spec)
-    made = redrive_in_processes(engine_ref, queue.name, halves, TIME_LIMIT_S)
-    _each_dependent_back_once(queue, pairs, made)
+    made = redrive_in_processes(engine_ref, plans, TIME_LIMIT_S)
+    _each_round_back_once(rounds, [job_id for ids in made for job_id in ids])
 
 
 # -- DEPS-FAN-IN ---------------------------------------------------------------------------------

@@ -72,7 +72,8 @@ def test_operators_in_processes_redriving_at_once_make_one_new_job_per_dead_job(
 ) -> None:
     dead = make_dead(store.queue("raced"), DEAD_JOBS)
     engine_ref = (engine_name, engine_group, engine_spec)
-    made = redrive_in_processes(engine_ref, "raced", _orders(trial, dead), GENEROUS_S)
+    plans = [[("raced", ids)] for ids in _orders(trial, dead)]
+    made = redrive_in_processes(engine_ref, plans, GENEROUS_S)
     new_ids = [job_id for ids in made for job_id in ids]
     _redriven_once_each(store, "raced", dead, new_ids)
 
