@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_unique import QUICK_ROUNDS, ROUNDS, SINGLE_CAP, Overhead, Timing, _overhead
+from bench_turns import Timing
+from bench_unique import QUICK_ROUNDS, ROUNDS, SINGLE_CAP, Overhead, overhead
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE_UNIQUE = "d48d860"
@@ -99,4 +100,4 @@ def plain_before_after(engine: str, jobs: int, quick: bool) -> Overhead | str:
                 sides.reverse()
             for paths, times in sides:
                 times.append(_timed(paths, engine, single))
-    return _overhead(f"1 plain enqueue, {BEFORE_UNIQUE} vs now", single, before, after, "before")
+    return overhead(f"1 plain enqueue, {BEFORE_UNIQUE} vs now", single, before, after, "before")

@@ -44,7 +44,7 @@ from functools import partial
 from typing import Any
 
 from bench_children import run_children, serve_until_stopped
-from bench_unique import Timing, _alternating, _since, _start
+from bench_turns import Timing, alternating, start_timing, timing_since
 from bench_workloads import payloads
 
 import alkstore
@@ -176,12 +176,12 @@ class LimitsRows:
 
 
 def _claim_ack(queue: alkstore.Queue, count: int) -> Timing:
-    started = _start()
+    started = start_timing()
     for _ in range(count):
         handle = queue.claim("bench")
         assert handle is not None
         assert handle.ack()
-    return _since(started)
+    return timing_since(started)
 
 
 def _chunk(queues: Mapping[bool, alkstore.Queue], limited: bool, start: int, end: int) -> Timing:
@@ -200,7 +200,7 @@ def never_binding(
             queues[True].set_limits(NEVER_BINDS)
             for queue in queues.values():
                 queue.enqueue_many(payloads(jobs))
-            unlimited_total, limited_total = _alternating(
+            unlimited_total, limited_total = alternating(
                 jobs, CHUNK, number, partial(_chunk, queues)
             )
             plain.append(unlimited_total)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from bench_unique import Timing, _alternating, _since, _start
+from bench_turns import Timing, alternating, start_timing, timing_since
 from bench_workloads import payloads
 
 import alkstore
@@ -73,31 +73,31 @@ class Ratio:
 
 
 def _ack(store: alkstore.Store, queue: alkstore.Queue, count: int) -> Timing:
-    started = _start()
+    started = start_timing()
     for _ in range(count):
         handle = queue.claim("bench")
         assert handle is not None
         assert handle.ack()
-    return _since(started)
+    return timing_since(started)
 
 
 def _ack_kept(store: alkstore.Store, queue: alkstore.Queue, count: int) -> Timing:
-    started = _start()
+    started = start_timing()
     for n in range(count):
         handle = queue.claim("bench")
         assert handle is not None
         assert handle.ack({"n": n, "ok": True})
-    return _since(started)
+    return timing_since(started)
 
 
 def _tx_ack(store: alkstore.Store, queue: alkstore.Queue, count: int) -> Timing:
-    started = _start()
+    started = start_timing()
     for _ in range(count):
         handle = queue.claim("bench")
         assert handle is not None
         with store.transaction() as tx:
             tx.ack(handle)
-    return _since(started)
+    return timing_since(started)
 
 
 WORKLOADS: dict[str, tuple[tuple[str, Side, QueueOpts | None], tuple[str, Side, QueueOpts]]] = {
@@ -140,7 +140,7 @@ def _rounds(
                 queue.enqueue_many(payloads(jobs))
 
             chunk = partial(_chunk, sides, store, queues)
-            first_total, second_total = _alternating(jobs, CHUNK, number, chunk)
+            first_total, second_total = alternating(jobs, CHUNK, number, chunk)
             firsts.append(first_total)
             seconds.append(second_total)
     return firsts, seconds

@@ -42,6 +42,7 @@ from bench_sides import (
     open_side,
     plain_location,
 )
+from bench_turns import Timing, alternating, start_timing, timing_since
 from bench_workloads import ENQUEUE_MANY_BATCH, payloads
 
 import alkstore
@@ -54,8 +55,6 @@ SINGLE_CAP = 5_000
 """Single enqueues per side and round, at most: a round of both sides stays short."""
 CHUNK = 100
 """Single enqueues the sides take turns in (batches take turns one batch each)."""
-Timing = tuple[float, float]
-"""Seconds of a timed side: wall clock, then this process's CPU."""
 TARGET = 0.15
 """The issue's target for a single enqueue: a unique key costs at most 15%."""
 
@@ -90,40 +89,22 @@ class Overhead:
 
 
 def _single(queue: alkstore.Queue, items: list[Any], keyed: bool, tag: str) -> Timing:
-    started = _start()
+    started = start_timing()
     if keyed:
         for n, item in enumerate(items):
             queue.enqueue(item, EnqueueOpts(unique=f"{tag}-{n}"))
     else:
         for item in items:
             queue.enqueue(item)
-    return _since(started)
+    return timing_since(started)
 
 
 def _many(queue: alkstore.Queue, items: list[Any], keyed: bool, tag: str) -> Timing:
     opts = EnqueueOpts(unique=Unique()) if keyed else None
-    started = _start()
+    started = start_timing()
     for start in range(0, len(items), ENQUEUE_MANY_BATCH):
         queue.enqueue_many(items[start : start + ENQUEUE_MANY_BATCH], opts)
-    return _since(started)
-
-
-def _add(total: Timing, more: Timing) -> Timing:
-    return total[0] + more[0], total[1] + more[1]
-
-
-def _alternating(
-    jobs: int, chunk: int, number: int, run: Callable[[bool, int, int], Timing]
-) -> tuple[Timing, Timing]:
-    """One round: ``run(keyed, start, end)`` over chunks of ``chunk`` items, the two
-    sides taking turns chunk by chunk (which goes first flips each chunk), so a burst
-    of load on the shared machine lands on both; the total of each side."""
-    totals = {False: (0.0, 0.0), True: (0.0, 0.0)}
-    for count, start in enumerate(range(0, jobs, chunk)):
-        end = min(start + chunk, jobs)
-        for keyed in (False, True) if (count + number) % 2 == 0 else (True, False):
-            totals[keyed] = _add(totals[keyed], run(keyed, start, end))
-    return totals[False], totals[True]
+    return timing_since(started)
 
 
 def _engine_chunk(
@@ -160,21 +141,13 @@ def _rounds(
             }
 
             chunk_of = partial(_engine_chunk, run, queues, items, f"r{number}")
-            totals = _alternating(jobs, chunk, number, chunk_of)
+            totals = alternating(jobs, chunk, number, chunk_of)
             plain.append(totals[0])
             unique.append(totals[1])
     return plain, unique
 
 
-def _start() -> Timing:
-    return time.perf_counter(), time.process_time()
-
-
-def _since(started: Timing) -> Timing:
-    return time.perf_counter() - started[0], time.process_time() - started[1]
-
-
-def _overhead(
+def overhead(
     workload: str, jobs: int, plain: list[Timing], unique: list[Timing], side: str = "engine"
 ) -> Overhead:
     pairs = list(zip(plain, unique, strict=True))
@@ -206,19 +179,19 @@ def _raw_sqlite(side: PlainSqlite, texts: list[str], keys: list[str], indexed: b
     conn = side.conn
     now = int(time.time())
     one = plain_sql.SQLITE_INSERT_KEYED[indexed]
-    started = _start()
+    started = start_timing()
     for text, key in zip(texts, keys, strict=True):
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(one, ("q", text, now, now, MAX_ATTEMPTS, VISIBILITY_TIMEOUT_S, key)).fetchall()
         conn.execute("COMMIT")
-    return _since(started)
+    return timing_since(started)
 
 
 def _raw_sqlite_many(side: PlainSqlite, texts: list[str], keys: list[str], indexed: bool) -> Timing:
     conn = side.conn
     now = int(time.time())
     many = plain_sql.SQLITE_INSERT_KEYED_MANY[indexed]
-    started = _start()
+    started = start_timing()
     for start in range(0, len(texts), ENQUEUE_MANY_BATCH):
         rows = [
             ("q", text, now, now, MAX_ATTEMPTS, VISIBILITY_TIMEOUT_S, key)
@@ -231,17 +204,17 @@ def _raw_sqlite_many(side: PlainSqlite, texts: list[str], keys: list[str], index
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(many, rows)
         conn.execute("COMMIT")
-    return _since(started)
+    return timing_since(started)
 
 
 def _raw_postgres(side: PlainPostgres, texts: list[str], keys: list[str], indexed: bool) -> Timing:
     conn = side.conn
     now = int(time.time())
     one = plain_sql.PG_INSERT_KEYED[indexed].format(schema=f'"{side.schema}"')
-    started = _start()
+    started = start_timing()
     for text, key in zip(texts, keys, strict=True):
         conn.execute(one, ("q", text, now, now, MAX_ATTEMPTS, key)).fetchone()
-    return _since(started)
+    return timing_since(started)
 
 
 def _raw_postgres_many(
@@ -250,11 +223,11 @@ def _raw_postgres_many(
     conn = side.conn
     now = int(time.time())
     many = plain_sql.PG_INSERT_KEYED_MANY[indexed].format(schema=f'"{side.schema}"')
-    started = _start()
+    started = start_timing()
     for start in range(0, len(texts), ENQUEUE_MANY_BATCH):
         end = start + ENQUEUE_MANY_BATCH
         conn.execute(many, ("q", now, now, MAX_ATTEMPTS, texts[start:end], keys[start:end]))
-    return _since(started)
+    return timing_since(started)
 
 
 def _add_key(engine: str, side: Any, indexed: bool) -> None:
@@ -310,7 +283,7 @@ def _raw_rounds(
                 keys = _keys(texts, batched, f"r{number}")
 
                 chunk_of = partial(_raw_chunk, run, sides, texts, keys)
-                totals = _alternating(jobs, chunk, number, chunk_of)
+                totals = alternating(jobs, chunk, number, chunk_of)
                 plain.append(totals[0])
                 unique.append(totals[1])
             finally:
@@ -328,9 +301,9 @@ def floor_overhead(
     rounds = QUICK_ROUNDS if quick else ROUNDS
     single = min(jobs, SINGLE_CAP)
     plain, unique = _raw_rounds(engine, provider, single, rounds, batched=False)
-    results = [_overhead("1 insert", single, plain, unique, side="raw")]
+    results = [overhead("1 insert", single, plain, unique, side="raw")]
     plain, unique = _raw_rounds(engine, provider, jobs, rounds, batched=True)
-    results.append(_overhead("2 insert, batches of 1,000", jobs, plain, unique, side="raw"))
+    results.append(overhead("2 insert, batches of 1,000", jobs, plain, unique, side="raw"))
     return results
 
 
@@ -340,9 +313,9 @@ def unique_overhead(provider: alkstore.EngineProvider, jobs: int, quick: bool) -
     single = min(jobs, SINGLE_CAP)
     results = []
     plain, unique = _rounds(provider, single, rounds, _single, CHUNK)
-    results.append(_overhead("1 enqueue", single, plain, unique))
+    results.append(overhead("1 enqueue", single, plain, unique))
     plain, unique = _rounds(provider, jobs, rounds, _many, ENQUEUE_MANY_BATCH)
-    results.append(_overhead("2 enqueue_many (1,000)", jobs, plain, unique))
+    results.append(overhead("2 enqueue_many (1,000)", jobs, plain, unique))
     return results
 
 
