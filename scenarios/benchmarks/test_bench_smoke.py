@@ -339,3 +339,22 @@ def test_a_quick_failing_run_drains_every_row_all_acks_and_failing_side_by_side(
         for w in bench_worker_scale.FAILING_WINDOWS
     }
     assert all(r["failure"] is None and r["jobs"] == bench_worker_scale.QUICK_JOBS for r in rows)
+
+
+def test_a_quick_group_outcomes_run_writes_each_group_acks_only_and_mixed(tmp_path: Path) -> None:
+    report = tmp_path / "groups.json"
+    script = str(RUN.parent / "bench_group_outcomes.py")
+    done = subprocess.run(
+        [sys.executable, script, "--quick", "--engine", "sqlite", "--json", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(report.read_text(encoding="utf-8"))
+    assert row["engine"] == "sqlite"
+    assert len(row["rounds_acks_ms"]) == len(row["rounds_mixed_ms"]) == 1
+    assert row["acks_ms"] > 0
+    assert row["mixed_ms"] > 0
+    assert "per retry/fail beyond an ack" in done.stdout

@@ -1,0 +1,140 @@
+"""What a retry or a fail costs in a worker's group, beside an ack (issue 28 §1).
+
+A worker writes a group's acks as one ``tx.ack_all`` statement and each retry and
+fail as a statement of its own in the same transaction (contract §12.10), and a
+run's slot stays taken until its group is written. This times the group's write
+alone, in one process on a freshly provisioned store: ``GROUP`` claimed jobs settled
+in one ``store.transaction()``, two sides taking turns group by group (which goes
+first flips each group):
+
+- **acks**: ``tx.ack_all`` of all ``GROUP``;
+- **mixed**: one job in five not acking, as ``bench_worker_scale --failing`` has it:
+  ``tx.ack_all`` of the rest, then ``RETRIES`` ``tx.retry`` (a delay, so no job comes
+  back during the round) and ``FAILS`` ``tx.fail``, each its own statement.
+
+The row gives each side's median time per group over the rounds, the cost of one
+retry or fail beyond the ack it replaces ((mixed - acks) / (RETRIES + FAILS)) and
+the ack's own share (acks / GROUP). Printed and written to the report, never
+asserted.
+
+    python scenarios/benchmarks/bench_group_outcomes.py [--engine E] [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench_workloads import payloads
+
+import alkstore
+from alkstore import JobHandle, QueueOpts
+
+GROUP = 64
+"""Outcomes in a group: a worker of 64 handlers whose runs all finish in one window."""
+RETRIES = 7
+FAILS = 6
+"""Of ``GROUP``, the ones that retry and fail: one in five does not ack."""
+GROUPS = 40
+QUICK_GROUPS = 3
+ROUNDS = 5
+QUICK_ROUNDS = 1
+RETRY_DELAY_S = 3_600
+QUEUE = "bench-group-outcomes"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    engine: str
+    acks_ms: float
+    """Median time to write a group of ``GROUP`` acks."""
+    mixed_ms: float
+    """Median time to write a group of ``GROUP - RETRIES - FAILS`` acks, ``RETRIES``
+    retries and ``FAILS`` fails."""
+    per_ack_us: float
+    per_other_us: float
+    """One retry or fail beyond the ack it replaces."""
+    rounds_acks_ms: list[float]
+    rounds_mixed_ms: list[float]
+
+
+def _write(store: alkstore.Store, handles: list[JobHandle], mixed: bool) -> float:
+    acked = GROUP - RETRIES - FAILS if mixed else GROUP
+    started = time.perf_counter()
+    with store.transaction() as tx:
+        tx.ack_all(handles[:acked])
+        for handle in handles[acked : acked + (RETRIES if mixed else 0)]:
+            tx.retry(handle, "again", RETRY_DELAY_S)
+        for handle in handles[acked + RETRIES :] if mixed else ():
+            tx.fail(handle, "broken")
+    return time.perf_counter() - started
+
+
+def group_row(engine: str, provider: alkstore.EngineProvider, quick: bool) -> GroupRow:
+    groups, rounds = (QUICK_GROUPS, QUICK_ROUNDS) if quick else (GROUPS, ROUNDS)
+    per_side: dict[bool, list[float]] = {False: [], True: []}
+    with provider.provision() as spec, provider.open(spec.url, **spec.opts) as store:
+        queue = store.queue(QUEUE, QueueOpts(max_attempts=1_000))
+        for number in range(rounds):
+            totals = {False: 0.0, True: 0.0}
+            for count in range(groups):
+                for mixed in (False, True) if (count + number) % 2 == 0 else (True, False):
+                    queue.enqueue_many(payloads(GROUP))
+                    handles = queue.claim_batch("bench", GROUP)
+                    assert len(handles) == GROUP, f"claimed {len(handles)} of {GROUP}"
+                    totals[mixed] += _write(store, handles, mixed)
+            for side, total in totals.items():
+                per_side[side].append(total / groups)
+    acks_s, mixed_s = statistics.median(per_side[False]), statistics.median(per_side[True])
+    return GroupRow(
+        engine,
+        acks_s * 1e3,
+        mixed_s * 1e3,
+        acks_s / GROUP * 1e6,
+        (mixed_s - acks_s) / (RETRIES + FAILS) * 1e6,
+        [round(s * 1e3, 3) for s in per_side[False]],
+        [round(s * 1e3, 3) for s in per_side[True]],
+    )
+
+
+def render_group_rows(rows: Sequence[GroupRow]) -> str:
+    lines = [
+        f"A worker's group of {GROUP}: acks only beside {RETRIES} retries and {FAILS} fails "
+        "among them (each its own statement), medians per group",
+        "engine      | acks only | mixed    | per ack | per retry/fail beyond an ack",
+    ]
+    lines += [
+        f"{r.engine:<11} | {r.acks_ms:6.2f} ms | {r.mixed_ms:5.2f} ms | {r.per_ack_us:4.1f} us "
+        f"| {r.per_other_us:5.0f} us"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--engine", action="append", choices=("sqlite", "postgresql"))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    rows = []
+    for engine in args.engine or ["sqlite", "postgresql"]:
+        row = group_row(engine, alkstore.load_engine(engine), args.quick)
+        print(render_group_rows([row]).splitlines()[-1], flush=True)
+        rows.append(row)
+    print(render_group_rows(rows))
+    print(f"load average at end {os.getloadavg()}")
+    if args.json is not None:
+        text = json.dumps([asdict(row) for row in rows], indent=2) + "\n"
+        args.json.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
