@@ -15,6 +15,7 @@ from running import eventually
 from alkstore.core import CoreStore
 from alkstore.engine import Capabilities
 from alkstore.errors import InvalidOptions
+from alkstore.otel import instrument
 from alkstore.values import JobState
 from alkstore.worker import Fail, Worker
 
@@ -92,6 +93,23 @@ def test_a_group_of_acks_asks_once_first_in_its_transaction(
     for txn in hints:
         names = [call.name for call in driver.calls if call.txn == txn]
         assert names.index(HINT) < names.index("ack_claims")
+
+
+def test_a_group_of_acks_through_a_traced_store_asks_as_well(
+    store: CoreStore, driver: FakeDriver, running: Any
+) -> None:
+    # alkstore.otel's instrument(store) hands the worker its own transactions, each
+    # wrapping the store's: the group's request must reach the engine through them.
+    traced = instrument(store)
+    worker = Worker(traced, name="w", ack_window_s=0.5, durable_acks=False)
+    worker.task("q", concurrency=2)(lambda job: None)
+    ids = traced.queue("q").enqueue_many([{"n": n} for n in range(2)])
+    run = running(worker)
+    eventually(lambda: all(store.queue("q").get_job(i) is None for i in ids), "all acked")
+    run.stop()
+    acks = _txns(driver, "ack_claims")
+    assert acks, "the acks should have been written as a group"
+    assert sorted(_txns(driver, HINT)) == sorted(acks)
 
 
 def test_an_engine_without_the_profile_is_never_asked(clock: Any, running: Any) -> None:

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import TypeGuard
 
 from ..api import Store, Transaction
-from ..core.transaction import CoreTransaction
 from ..errors import AlkstoreError, EngineUnavailable, StaleHandle
 from .observe import refused
 from .outcomes import Ack, Failed, Outcome, RetryLater
@@ -114,8 +113,8 @@ class OutcomeGroups:
         said: list[str] = []
         try:
             with self._store.transaction() as tx:
-                if _acks_only_without_waiting(group) and isinstance(tx, CoreTransaction):
-                    tx.commit_acks_without_waiting()  # §12.11: a transaction of acks only
+                if _acks_only_without_waiting(group):
+                    _commit_without_waiting(tx)  # §12.11: a transaction of acks only
                 acks = [(run, outcome) for run, outcome in group if isinstance(outcome, Ack)]
                 lost = _acked_all(tx, acks)  # one statement for every ack (§3.10)
                 for run, outcome in group:
@@ -140,6 +139,16 @@ def _acks_only_without_waiting(group: list[tuple[JobRun, Grouped]]) -> bool:
     only such a transaction may commit without waiting (§12.11); a retry or a fail in
     the group makes its commit durable, the acks in it with it."""
     return all(isinstance(outcome, Ack) and not outcome.durable for _, outcome in group)
+
+
+def _commit_without_waiting(tx: Transaction) -> None:
+    """Ask that ``tx`` commit without waiting for the disk (§12.11). The core's
+    transactions can, and so can a wrapper that hands their calls on (the traced
+    transactions of ``alkstore.otel.instrument``); a transaction without the request
+    commits durably, as every engine's may."""
+    ask = getattr(tx, "commit_acks_without_waiting", None)
+    if callable(ask):
+        ask()
 
 
 def _acked_all(tx: Transaction, acks: list[tuple[JobRun, Ack]]) -> set[int]:
