@@ -1,14 +1,16 @@
 """Broken job dependencies (contract 1.2 §18): a dependent released by the first of its
 dependencies' acks, one released in a commit of its own after the ack's, the
-dependents of a dead or cancelled job left waiting for ever, and those left dead by a
-redrive of the job they died for.
+dependents of a dead or cancelled job left waiting for ever, those left dead by a
+redrive of the job they died for, and those two redrives at once leave dead, each
+deciding from a read that misses the other's.
 
 Each is a bug a hand-rolled workflow table shows: a flag flipped on "a parent
 finished" rather than a count of the parents still running; a "promote the ready
 children" step run after the ack rather than in it, so a crash (or a rolled-back
 transaction) between the two is a child that never runs, or one that runs though its
 parent's ack was undone; a failure path that forgets the children; a fan-in that
-treats a failed member as a failed parent.
+treats a failed member as a failed parent; a revival read from a snapshot without a
+lock on the rows it decides on.
 """
 
 from __future__ import annotations
