@@ -15,7 +15,7 @@ first flips each group):
 The row gives each side's median time per group over the rounds, the cost of one
 retry or fail beyond the ack it replaces ((mixed - acks) / (RETRIES + FAILS)) and
 the ack's own share (acks / GROUP). Printed and written to the report, never
-asserted.
+asserted: in ``nox -s bench`` (the report's ``group_outcomes``), or alone with
 
     python scenarios/benchmarks/bench_group_outcomes.py [--engine E] [--quick] [--json PATH]
 """
@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from bench_workloads import payloads
 
@@ -62,6 +63,9 @@ class GroupRow:
     """One retry or fail beyond the ack it replaces."""
     rounds_acks_ms: list[float]
     rounds_mixed_ms: list[float]
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _write(store: alkstore.Store, handles: list[JobHandle], mixed: bool) -> float:
@@ -104,6 +108,9 @@ def group_row(engine: str, provider: alkstore.EngineProvider, quick: bool) -> Gr
 
 
 def render_group_rows(rows: Sequence[GroupRow]) -> str:
+    """The rows' table; ``""`` for none."""
+    if not rows:
+        return ""
     lines = [
         f"A worker's group of {GROUP}: acks only beside {RETRIES} retries and {FAILS} fails "
         "among them (each its own statement), medians per group",
@@ -131,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_group_rows(rows))
     print(f"load average at end {os.getloadavg()}")
     if args.json is not None:
-        text = json.dumps([asdict(row) for row in rows], indent=2) + "\n"
+        text = json.dumps([row.as_json() for row in rows], indent=2) + "\n"
         args.json.write_text(text, encoding="utf-8")
     return 0
 

@@ -35,6 +35,7 @@ from bench_before import plain_before_after
 from bench_catalog import KEYS, WORKLOADS, Entry
 from bench_dashboard import DashboardRun, dashboard_run, render_dashboard
 from bench_graph import GraphRun, graph_run, render_graph
+from bench_group_outcomes import GroupRow, group_row, render_group_rows
 from bench_key_limits import (
     KeyBacklogRate,
     KeyShares,
@@ -534,6 +535,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 partial(scale_rows, engine, providers[engine], args.quick, _print_scale_row),
             )
 
+    groups: list[GroupRow] = []
+    if not args.workload or {"worker_1p", "worker_4p"} & set(args.workload):
+        for engine in engines:
+            groups.append(
+                _timed(
+                    "group outcomes",
+                    engine,
+                    partial(group_row, engine, providers[engine], args.quick),
+                )
+            )
+
     limited: list[LimitsRows] = []
     if not args.workload or {"claim_ack", "claim_batch"} & set(args.workload):
         for engine in engines:
@@ -569,6 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _section(render_key_fairness(fairness))
     _section(render_key_backlog_rates(key_backlog))
     _section(render_scale(scaled))
+    _section(render_group_rows(groups))
     _section(render_limits(limited))
     _section(render_async_acks(async_acks))
     _section(render_dashboard(dashboard))
@@ -613,6 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "job_graph": [run.as_json() for run in graphs],
             "limits": [row.as_json() for row in limited],
             "worker_scale": [row.as_json() for row in scaled],
+            "group_outcomes": [row.as_json() for row in groups],
             "async_acks": [row.as_json() for row in async_acks],
         },
     )

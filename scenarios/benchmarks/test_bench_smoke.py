@@ -300,6 +300,17 @@ def test_quick_sqlite_run_has_the_worker_scale_rows_with_grouping_off_and_on(
     assert "The worker at 4/16/64 handlers" in done.stdout
 
 
+def test_quick_sqlite_run_times_a_group_of_acks_beside_one_with_retries_and_fails(
+    quick_run: tuple[subprocess.CompletedProcess[str], Any],
+) -> None:
+    done, document = quick_run
+    (row,) = document["group_outcomes"]
+    assert row["engine"] == "sqlite"
+    assert row["acks_ms"] > 0
+    assert row["mixed_ms"] > 0
+    assert "A worker's group of 64" in done.stdout
+
+
 def test_a_percentile_is_the_value_at_that_share_of_the_sorted_values() -> None:
     values = [float(n) for n in range(100, 0, -1)]
     assert bench_worker_scale._percentile(values, 0.50) == 51.0

@@ -82,12 +82,11 @@ def redrive_in_processes(
     engine_ref: tuple[str, str, EngineSpec],
     plans: Sequence[list[tuple[str, list[int] | None]]],
     time_limit_s: float,
-) -> list[list[int]]:
+) -> list[list[list[int]]]:
     """Each plan run by an operator in a process of its own: round by round, all the
     operators let go at once by a barrier, each redrives its ``(queue name, ids)``
-    (every dead job of the queue when ``ids`` is ``None``). The new ids each operator's
-    redrives returned, an operator's rounds one after the other, in the order the
-    operators finished."""
+    (every dead job of the queue when ``ids`` is ``None``). For each operator, in the
+    order the operators finished, the new ids each of its rounds' redrives returned."""
     with Children(time_limit_s) as children:
         barrier = children.context.Barrier(len(plans))
         for rounds in plans:
@@ -99,5 +98,4 @@ def redrive_in_processes(
                 children.results,
                 time_limit_s,
             )
-        reports = [children.expect("redriven") for _ in plans]
-    return [[job_id for made in rounds for job_id in made] for rounds in reports]
+        return [children.expect("redriven") for _ in plans]

@@ -1015,12 +1015,11 @@ def _each_dependent_back_once(queue: Any, pairs: Pairs, made: list[int]) -> None
 
 
 def _each_round_back_once(
-    rounds: list[tuple[Any, Pairs, list[list[int]]]], made: list[int]
+    rounds: list[tuple[Any, Pairs, list[list[int]]]], made: list[list[list[int]]]
 ) -> None:
-    for queue, pairs, halves in rounds:
-        named = {i for half in halves for i in half}
-        mine = [i for i in made if _job(queue, i).redriven_from in named]
-        _each_dependent_back_once(queue, pairs, mine)
+    """``made``: for each operator, the new ids its redrive of each round returned."""
+    for number, (queue, pairs, _) in enumerate(rounds):
+        _each_dependent_back_once(queue, pairs, [i for mine in made for i in mine[number]])
 
 
 @pytest.mark.property("DEPS-REDRIVE-RACE")
@@ -1032,16 +1031,15 @@ def test_operators_in_threads_redriving_both_dependencies_at_once_bring_each_dep
     barrier = threading.Barrier(OPERATORS)
     operators = [open_store() for _ in range(OPERATORS)]
 
-    def redrive(index: int) -> list[int]:
-        made: list[int] = []
+    def redrive(index: int) -> list[list[int]]:
+        made: list[list[int]] = []
         for queue, _, halves in rounds:
             barrier.wait(TIME_LIMIT_S)
-            made.extend(operators[index].queue(queue.name).redrive(halves[index]))
+            made.append(operators[index].queue(queue.name).redrive(halves[index]))
         return made
 
     running = [in_thread(partial(redrive, i), f"operator-{i}") for i in range(OPERATORS)]
-    made = [job_id for outcome in running for job_id in outcome.join(TIME_LIMIT_S)]
-    _each_round_back_once(rounds, made)
+    _each_round_back_once(rounds, [outcome.join(TIME_LIMIT_S) for outcome in running])
 
 
 @pytest.mark.property("DEPS-REDRIVE-RACE")
@@ -1054,8 +1052,7 @@ def test_operators_in_processes_redriving_both_dependencies_at_once_bring_each_d
         [(queue.name, halves[index]) for queue, _, halves in rounds] for index in range(OPERATORS)
     ]
     engine_ref = (engine_name, engine_group, engine_spec)
-    made = redrive_in_processes(engine_ref, plans, TIME_LIMIT_S)
-    _each_round_back_once(rounds, [job_id for ids in made for job_id in ids])
+    _each_round_back_once(rounds, redrive_in_processes(engine_ref, plans, TIME_LIMIT_S))
 
 
 # -- DEPS-FAN-IN ---------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def test_operators_in_processes_redriving_at_once_make_one_new_job_per_dead_job(
     engine_ref = (engine_name, engine_group, engine_spec)
     plans = [[("raced", ids)] for ids in _orders(trial, dead)]
     made = redrive_in_processes(engine_ref, plans, GENEROUS_S)
-    new_ids = [job_id for ids in made for job_id in ids]
+    new_ids = [job_id for (ids,) in made for job_id in ids]  # one round each
     _redriven_once_each(store, "raced", dead, new_ids)
 
 
