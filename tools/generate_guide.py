@@ -220,8 +220,7 @@ def seam_protocols() -> list[tuple[type, str]]:
     """Each protocol an engine implements, with the profile (or status) that needs it."""
     return [
         (seam.Driver, "every engine"),
-        (seam.OneCommitHint, "optional"),
-        (seam.AckClaimsDriver, "optional"),
+        *((protocol, "optional") for protocol in seam.OPTIONAL_DRIVERS),
         *((protocol, f"profile `{name}`") for name, protocol in seam.PROFILE_DRIVERS.items()),
     ]
 

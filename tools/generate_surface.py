@@ -215,6 +215,8 @@ SURFACE: tuple[Target, ...] = (
             "ack_all": HAND,
             "retry": HAND,
             "fail": HAND,
+            "retry_all": HAND,
+            "fail_all": HAND,
             "outbox_enqueue": CALL,
             "get_job_tx": CALL,
             "stream_append": CALL,

@@ -63,8 +63,7 @@ def test_every_method_of_the_driver_protocols_is_listed() -> None:
     listed = re.findall(r"^- `(\w+)\(", _block("driver-methods"), re.MULTILINE)
     protocols = [
         seam.Driver,
-        seam.OneCommitHint,
-        seam.AckClaimsDriver,
+        *seam.OPTIONAL_DRIVERS,
         *seam.PROFILE_DRIVERS.values(),
     ]
     expected = [name for protocol in protocols for name in seam.protocol_methods(protocol)]

@@ -124,15 +124,14 @@ def test_every_protocol_of_the_seam_is_the_driver_a_profile_or_a_helper() -> Non
         and value.__module__ == driver_module.__name__
         and getattr(value, "_is_protocol", False)
     }
-    helpers = {driver_module.WakeSink, driver_module.OneCommitHint, driver_module.AckClaimsDriver}
+    helpers = {driver_module.WakeSink, *driver_module.OPTIONAL_DRIVERS}
     assert declared == {Driver, *PROFILE_DRIVERS.values(), *helpers}
 
 
 def _seam_docstrings() -> dict[str, str]:
     protocols = [
         Driver,
-        driver_module.OneCommitHint,
-        driver_module.AckClaimsDriver,
+        *driver_module.OPTIONAL_DRIVERS,
         *PROFILE_DRIVERS.values(),
     ]
     return {

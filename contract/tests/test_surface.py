@@ -57,6 +57,8 @@ RETURNS_APART = {
     ("Transaction", "connection"): "Any",
     # the refused handles as the caller gave them, sync or async
     ("Transaction", "ack_all"): "tuple[JobHandle | AsyncJobHandle, ...]",
+    ("Transaction", "retry_all"): "tuple[JobHandle | AsyncJobHandle, ...]",
+    ("Transaction", "fail_all"): "tuple[JobHandle | AsyncJobHandle, ...]",
     ("Store", "transaction"): "TransactionBlock",
     ("Store", "attach"): "TransactionBlock",
     ("Store", "__enter__"): "AsyncStore",

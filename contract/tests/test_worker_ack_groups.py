@@ -289,11 +289,13 @@ def test_retries_and_fails_finishing_within_the_window_commit_with_the_acks_in_o
     run = running(worker)
     eventually(lambda: _settled(store, ids), "every outcome written")
     run.stop()
-    txns = {name: _txns_of(driver, name) for name in ("reschedule", "bury")}
-    txns["ack"] = driver.ack_txns()
-    assert len(driver.calls_named("ack_claims")) == 1  # the acks: one statement
-    assert {name: len(t) for name, t in txns.items()} == {"reschedule": 3, "bury": 3, "ack": 3}
+    # One statement per kind of outcome (§3.10, §3.11), every one in one transaction.
+    kinds = ("ack_claims", "reschedule_claims", "bury_claims")
+    txns = {name: _txns_of(driver, name) for name in kinds}
+    assert {name: len(t) for name, t in txns.items()} == dict.fromkeys(kinds, 1)
+    assert [len(driver.calls_named(name)[0].args[0]) for name in kinds] == [3, 3, 3]
     assert len({txn for t in txns.values() for txn in t}) == 1  # one transaction, one commit
+    assert driver.calls_named("reschedule") == driver.calls_named("bury") == []
     states = [getattr(store.queue("q").get_job(i), "state", None) for i in ids]
     assert states == [None, JobState.PENDING, JobState.DEAD] * 3
 
@@ -375,7 +377,7 @@ def test_a_group_of_retries_and_fails_whose_commit_was_lost_is_written_again_and
     lost: list[int] = []
 
     def reply_lost(c: Any) -> None:
-        if not lost and "reschedule" in driver.statement_names_in(c.number):
+        if not lost and "reschedule_claims" in driver.statement_names_in(c.number):
             lost.append(c.number)
             raise EngineUnavailable("the connection was lost")
 

@@ -308,6 +308,7 @@ def test_quick_sqlite_run_times_a_group_of_acks_beside_one_with_retries_and_fail
     assert row["engine"] == "sqlite"
     assert row["acks_ms"] > 0
     assert row["mixed_ms"] > 0
+    assert row["grouped_ms"] > 0
     assert "A worker's group of 64" in done.stdout
 
 
@@ -352,7 +353,9 @@ def test_a_quick_failing_run_drains_every_row_all_acks_and_failing_side_by_side(
     assert all(r["failure"] is None and r["jobs"] == bench_worker_scale.QUICK_JOBS for r in rows)
 
 
-def test_a_quick_group_outcomes_run_writes_each_group_acks_only_and_mixed(tmp_path: Path) -> None:
+def test_a_quick_group_outcomes_run_writes_each_group_acks_only_and_mixed_both_ways(
+    tmp_path: Path,
+) -> None:
     report = tmp_path / "groups.json"
     script = str(RUN.parent / "bench_group_outcomes.py")
     done = subprocess.run(
@@ -365,7 +368,9 @@ def test_a_quick_group_outcomes_run_writes_each_group_acks_only_and_mixed(tmp_pa
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(report.read_text(encoding="utf-8"))
     assert row["engine"] == "sqlite"
-    assert len(row["rounds_acks_ms"]) == len(row["rounds_mixed_ms"]) == 1
+    rounds = [row[f"rounds_{side}_ms"] for side in ("acks", "mixed", "grouped")]
+    assert [len(r) for r in rounds] == [1, 1, 1]
     assert row["acks_ms"] > 0
     assert row["mixed_ms"] > 0
-    assert "per retry/fail beyond an ack" in done.stdout
+    assert row["grouped_ms"] > 0
+    assert "per retry/fail beyond an ack: each, grouped" in done.stdout

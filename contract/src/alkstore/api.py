@@ -1003,6 +1003,57 @@ class Transaction(Protocol):
             StoreClosed: the transaction has finished or the store was closed.
         """
 
+    def retry_all(
+        self,
+        handles: Sequence[JobHandle],
+        errors: str | Sequence[str],
+        delays: Duration | Sequence[Duration | None] | None = None,
+    ) -> tuple[JobHandle, ...]:
+        """Retry many claims in this transaction, in one statement where the engine
+        has one (contract 1.2 §3.11): each is ``tx.retry(handle, error, delay)`` under
+        its own claim ``(id, attempts)``, and a claim that is no longer valid is
+        refused alone, without an exception, as by ``ack_all``.
+
+        Args:
+            handles: claims of this store, as for ``ack_all``.
+            errors: one error per handle, or one ``str`` for every handle.
+            delays: ``None`` (each waits its backoff curve), one delay for every
+                handle, or one delay (or ``None``) per handle.
+
+        Returns:
+            The handles refused because their claim was no longer valid, in the
+            order given; ``()`` when every claim was written.
+
+        Raises:
+            InvalidOptions: ``handles``, ``errors`` or ``delays`` is not a sequence
+                of the handles' length, an error is not a ``str``, a delay is not a
+                non-negative duration, or a handle is not a job handle of this store
+                (nothing written).
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
+    def fail_all(
+        self, handles: Sequence[JobHandle], errors: str | Sequence[str]
+    ) -> tuple[JobHandle, ...]:
+        """Dead-letter many claims' jobs in this transaction, in one statement where
+        the engine has one (contract 1.2 §3.11): each is ``tx.fail(handle, error)``
+        under its own claim, a claim no longer valid refused alone, as by ``ack_all``.
+
+        Args:
+            handles: claims of this store, as for ``ack_all``.
+            errors: one error per handle, or one ``str`` for every handle.
+
+        Returns:
+            The handles refused because their claim was no longer valid, in the
+            order given; ``()`` when every claim was written.
+
+        Raises:
+            InvalidOptions: ``handles`` or ``errors`` is not a sequence of the
+                handles' length, an error is not a ``str``, or a handle is not a job
+                handle of this store (nothing written).
+            StoreClosed: the transaction has finished or the store was closed.
+        """
+
     def get_job_tx(self, queue: str, job_id: int) -> Job | None:
         """The job ``job_id`` of ``queue`` as this transaction sees it (queue-filtered).
 

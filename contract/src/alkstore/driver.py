@@ -32,6 +32,7 @@ from .params import (
     AckBatch,
     AckClaims,
     Bury,
+    BuryClaims,
     Cancel,
     Claim,
     ClaimRef,
@@ -51,6 +52,7 @@ from .params import (
     Redrive,
     RedriveDependents,
     Reschedule,
+    RescheduleClaims,
     ScheduleAdvance,
     ScheduleLapse,
     ScheduleRenew,
@@ -397,6 +399,50 @@ def ack_claims_of(driver: object) -> Callable[[Any, AckClaims], Sequence[int]] |
     """``driver.ack_claims``, or ``None`` for a driver without it (``AckClaimsDriver``
     is optional: the core then acks each claim with ``ack``)."""
     method = getattr(driver, "ack_claims", None)
+    return method if callable(method) else None
+
+
+class RescheduleClaimsDriver(Protocol[C_contra]):
+    """What an engine may add to its ``Driver`` (contract 1.2 §3.11): the retries of
+    many claims in one statement, for ``tx.retry_all``. Without it the core writes
+    each with ``reschedule``, with the same outcome."""
+
+    def reschedule_claims(self, c: C_contra, params: RescheduleClaims) -> Sequence[int]:
+        """In one atomic step, do what ``reschedule`` does for each claim ``(job_ids[i],
+        attempts[i])`` that is valid at ``now`` (each under its own guard), at
+        ``run_ats[i]`` with ``errors[i]``, and return the ids rescheduled; a claim that
+        is not valid changes nothing and does not stop the others, nor the
+        transaction. Announces each rescheduled job's queue on commit. The claims may
+        be of several queues; the core names each job once."""
+        ...
+
+
+class BuryClaimsDriver(Protocol[C_contra]):
+    """What an engine may add to its ``Driver`` (contract 1.2 §3.11): many claims
+    dead-lettered in one statement, for ``tx.fail_all`` (and ``tx.retry_all`` at the
+    attempt budget). Without it the core writes each with ``bury``."""
+
+    def bury_claims(self, c: C_contra, params: BuryClaims) -> Sequence[int]:
+        """In one atomic step, do what ``bury`` does for each claim ``(job_ids[i],
+        attempts[i])`` that is valid at ``now`` (each under its own guard), with
+        ``last_errors[i]`` and ``errors[i]``, and return the ids buried; what ``bury``
+        does beside (dependents dead-lettered, unique keys released, a limited
+        queue's freed slot announced) is done for each. A claim that is not valid
+        changes nothing and does not stop the others. The core names each job once."""
+        ...
+
+
+def reschedule_claims_of(
+    driver: object,
+) -> Callable[[Any, RescheduleClaims], Sequence[int]] | None:
+    """``driver.reschedule_claims``, or ``None`` for a driver without it."""
+    method = getattr(driver, "reschedule_claims", None)
+    return method if callable(method) else None
+
+
+def bury_claims_of(driver: object) -> Callable[[Any, BuryClaims], Sequence[int]] | None:
+    """``driver.bury_claims``, or ``None`` for a driver without it."""
+    method = getattr(driver, "bury_claims", None)
     return method if callable(method) else None
 
 
@@ -854,6 +900,15 @@ class WorkersDriver(Protocol[C_contra]):
         ...
 
 
+OPTIONAL_DRIVERS: Final[tuple[type, ...]] = (
+    OneCommitHint,
+    AckClaimsDriver,
+    RescheduleClaimsDriver,
+    BuryClaimsDriver,
+)
+"""The protocols a driver may implement on any engine, with no profile to declare:
+each is a faster path the core otherwise takes with the ``Driver``'s own methods."""
+
 PROFILE_DRIVERS: Final[Mapping[str, type]] = MappingProxyType(
     {
         "scheduler": SchedulerDriver,
@@ -877,6 +932,7 @@ ANNOUNCES: Final[Mapping[str, str]] = MappingProxyType(
     {
         "insert_jobs": "its queue",
         "reschedule": "the job's queue",
+        "reschedule_claims": "each rescheduled job's queue",
         "release_claim": "the job's queue",
         "redrive": "its queue",
         "set_paused": "its queue, on a resume",

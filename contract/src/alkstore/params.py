@@ -119,6 +119,32 @@ class Bury:
 
 
 @dataclass(frozen=True, slots=True)
+class RescheduleClaims:
+    """``reschedule_claims``: each claim ``(job_ids[i], attempts[i])`` valid at ``now``
+    back to pending at ``run_ats[i]``, its failure ``errors[i]`` (contract 1.2 §3.11:
+    ``tx.retry_all``'s one statement)."""
+
+    job_ids: Sequence[int]
+    attempts: Sequence[int]
+    now: int
+    run_ats: Sequence[int]
+    errors: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class BuryClaims:
+    """``bury_claims``: each claim ``(job_ids[i], attempts[i])`` valid at ``now`` dead
+    with ``last_errors[i]``, ``errors[i]`` (if any) for its history (contract 1.2 §3.11:
+    ``tx.fail_all``'s one statement, and ``tx.retry_all``'s at the attempt budget)."""
+
+    job_ids: Sequence[int]
+    attempts: Sequence[int]
+    now: int
+    last_errors: Sequence[str]
+    errors: Sequence[str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     """``cancel``: the live job ``job_id`` of ``queue``, at ``now`` (the dependencies
     profile dead-letters the jobs waiting for it then)."""
@@ -437,6 +463,8 @@ PARAMS: tuple[type, ...] = (
     Heartbeat,
     Reschedule,
     Bury,
+    RescheduleClaims,
+    BuryClaims,
     Cancel,
     GetJob,
     NextWake,

@@ -279,6 +279,40 @@ def test_the_acks_of_many_claims_find_their_rows_by_primary_key(
     assert _reads_no_table_of_jobs(plan)
 
 
+def test_the_retries_of_many_claims_find_their_rows_by_primary_key(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {
+        "job_ids": "{5,9,4000}",
+        "attempts": "{1,1,1}",
+        "run_ats": "{1,2,3}",
+        "entries": ['[1,0,"e"]'] * 3,
+        "now": NOW,
+        "wake_channel": "c",
+        "topic_prefix": "t",
+    }
+    plan = _plan(admin, queues_filled.reschedule_claims, params)
+    assert "alkstore_jobs_pkey" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
+def test_the_fails_of_many_claims_find_their_rows_by_primary_key(
+    queues_filled: Statements, admin: psycopg.Connection[Any]
+) -> None:
+    params = {
+        "job_ids": "{5,9,4000}",
+        "attempts": "{1,1,1}",
+        "last_errors": ["x", "y", "z"],
+        "entries": [None, None, None],
+        "now": NOW,
+        "wake_channel": "c",
+        "topic_prefix": "t",
+    }
+    plan = _plan(admin, queues_filled.bury_claims, params)
+    assert "alkstore_jobs_pkey" in plan
+    assert _reads_no_table_of_jobs(plan)
+
+
 def test_purging_dead_jobs_by_age_is_one_range_of_the_dead_index(
     queues_filled: Statements, admin: psycopg.Connection[Any]
 ) -> None:

@@ -33,6 +33,7 @@ from .dependencies import DependencyStatements
 from .key_limits import KeyLimitsStatements
 from .limits import LimitsStatements
 from .locks import LockStatements
+from .many_outcomes import ManyOutcomeStatements
 from .operations import OperationStatements
 from .periodic import PeriodicStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
@@ -59,6 +60,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     QueueStatements,
     ValidClaimRule,
     QueueWakes,
+    ManyOutcomeStatements,
     TransactionRules,
     LockStatements,
     SchedulerStatements,

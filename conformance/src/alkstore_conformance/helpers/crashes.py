@@ -178,6 +178,26 @@ def tx_ack_all_with_business_writes(
         tx.enqueue(f"{queue_names[0]}-next", {"after": [handle.id for handle in handles]})
 
 
+def tx_retry_all_and_fail_all_with_business_writes(
+    store: Store, arm: Callable[[], None], argument: tuple[list[str], int, str, int]
+) -> None:
+    """A group's step of retries and fails: claim ``claims`` jobs of each queue
+    (setup), then one transaction with a business row, one ``tx.retry_all`` of half of
+    every queue's claims, one ``tx.fail_all`` of the rest and the next step's job
+    (§3.11)."""
+    queue_names, claims, table, row_id = argument
+    queues = [store.queue(name) for name in queue_names]
+    handles = [handle for queue in queues for handle in queue.claim_batch("crasher", claims)]
+    assert len(handles) == claims * len(queue_names)
+    retried, failed = handles[::2], handles[1::2]
+    arm()
+    with store.transaction() as tx:
+        insert_business_row(tx.connection, table, row_id)
+        assert tx.retry_all(retried, "try again", 3600) == ()
+        assert tx.fail_all(failed, "no such card") == ()
+        tx.enqueue(f"{queue_names[0]}-next", {"after": [handle.id for handle in handles]})
+
+
 def redrive_all(store: Store, arm: Callable[[], None], queue_name: str) -> None:
     arm()
     store.queue(queue_name).redrive()

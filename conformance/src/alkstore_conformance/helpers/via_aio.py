@@ -233,13 +233,18 @@ class AioTransaction(AioTransactionBase):
     def ack_all(
         self, handles: Sequence[AioJobHandle | Any], results: Sequence[Any] | None = None
     ) -> tuple[JobHandle, ...]:
-        raw: Any = handles
-        if not isinstance(raw, Sequence):  # the sync call refuses it, as given
-            answer: Any = self._loop.run(self.aio.ack_all(raw, results))
-            return tuple(answer)
-        given = list(raw)
+        return self._many(lambda targets: self.aio.ack_all(targets, results), handles)
+
+    def _many(
+        self, call: Callable[[Any], Coroutine[Any, Any, Any]], handles: Any
+    ) -> tuple[JobHandle, ...]:
+        """``call``'s refused handles, each as given: an ``AioJobHandle`` reaches the
+        async call as its twin (not a sequence: as is, for the call to refuse)."""
+        if not isinstance(handles, Sequence):
+            return tuple(self._loop.run(call(handles)))
+        given = list(handles)
         targets = [h.aio if isinstance(h, AioJobHandle) else h for h in given]
-        refused = self._loop.run(self.aio.ack_all(targets, results))
+        refused: tuple[Any, ...] = self._loop.run(call(targets))
         back = {id(target): handle for target, handle in zip(targets, given, strict=True)}
         return tuple(back.get(id(handle), handle) for handle in refused)
 
@@ -252,6 +257,27 @@ class AioTransaction(AioTransactionBase):
     def fail(self, handle: AioJobHandle | Any, error: str) -> None:
         target = handle.aio if isinstance(handle, AioJobHandle) else handle
         self._loop.run(self.aio.fail(target, error))
+
+    @documented_as(
+        api.Transaction.retry_all,
+        "Via aio: an ``AioJobHandle`` reaches it as its twin, and comes back as given.",
+    )
+    def retry_all(
+        self,
+        handles: Sequence[AioJobHandle | Any],
+        errors: str | Sequence[str],
+        delays: Duration | Sequence[Duration | None] | None = None,
+    ) -> tuple[JobHandle, ...]:
+        return self._many(lambda targets: self.aio.retry_all(targets, errors, delays), handles)
+
+    @documented_as(
+        api.Transaction.fail_all,
+        "Via aio: an ``AioJobHandle`` reaches it as its twin, and comes back as given.",
+    )
+    def fail_all(
+        self, handles: Sequence[AioJobHandle | Any], errors: str | Sequence[str]
+    ) -> tuple[JobHandle, ...]:
+        return self._many(lambda targets: self.aio.fail_all(targets, errors), handles)
 
 
 class AioTransactionBlock:

@@ -61,6 +61,7 @@ from .limits import (
     LimitReadOnceDriver,
     RateWindowShortDriver,
 )
+from .many_outcomes import RetryAllCommitsEachDriver, RetryAllIgnoresDeadlineDriver
 from .metadata import MetadataDroppedOnRedriveDriver
 from .operations import (
     BatchClaimIgnoresPauseDriver,
@@ -652,6 +653,23 @@ ACK_ALL_COMMITS_EACH = MutantEngine(
     driver=AckAllCommitsEachDriver,
 )
 
+RETRY_ALL_IGNORES_DEADLINE = MutantEngine(
+    "retry-all-ignores-deadline",
+    catches="TX-RETRY-ALL-STALE",
+    bug="tx.retry_all's one statement guards each claim by its attempt but not its "
+    "deadline: a claim that lapsed while its retry waited in a worker's group is put "
+    "back to pending anyway",
+    driver=RetryAllIgnoresDeadlineDriver,
+)
+RETRY_ALL_COMMITS_EACH = MutantEngine(
+    "retry-all-commits-each",
+    catches="TX-RETRY-ALL-CRASH-ATOMIC",
+    bug="tx.retry_all writes each claim's retry in a transaction of its own, committed "
+    "at once: a crash before the caller's commit keeps the retries (and the business "
+    "writes before them) and loses what the transaction wrote after",
+    driver=RetryAllCommitsEachDriver,
+)
+
 TX_RETRY_IGNORES_CLAIM = MutantEngine(
     "tx-retry-ignores-claim",
     catches="TX-RETRY-STALE",
@@ -859,6 +877,8 @@ MUTANTS: dict[str, MutantEngine] = {
         STALE_ACK_ABORTS_TRANSACTION,
         ACK_ALL_GUARDS_FIRST_ONLY,
         ACK_ALL_COMMITS_EACH,
+        RETRY_ALL_IGNORES_DEADLINE,
+        RETRY_ALL_COMMITS_EACH,
         TX_RETRY_IGNORES_CLAIM,
         TX_ROLLBACK_KEEPS_CLAIM_FINISHED,
         # the worker registry (contract 1.2)

@@ -10,6 +10,8 @@ without the hook report these properties not_applicable.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from alkstore import (
@@ -363,6 +365,79 @@ def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_bus
 
         crash_at_every_statement(
             engine_ref, crashes.tx_ack_all_with_business_writes, argument_for, check, claimed_at
+        )
+
+
+# -- TX-RETRY-ALL-CRASH-ATOMIC -----------------------------------------------------------
+
+
+@pytest.mark.requires("sql")
+@pytest.mark.property("TX-RETRY-ALL-CRASH-ATOMIC")
+def test_a_crash_at_any_statement_of_a_tx_retry_all_and_fail_all_commits_all_of_it_or_none(
+    engine_ref: EngineRef, clocked_store: Store, clock: FakeClock
+) -> None:
+    store = clocked_store
+    claimed_at = int(clock.now())
+    jobs: dict[int, dict[str, list[int]]] = {}
+    opts = QueueOpts(visibility_timeout_s=ACK_ALL_VISIBILITY_S)
+
+    def names(run: int) -> list[str]:
+        return [f"txretryall-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
+
+    with business_table(store) as table:
+
+        def argument_for(run: int) -> tuple[list[str], int, str, int]:
+            jobs[run] = {
+                name: [store.queue(name, opts).enqueue({"n": n}) for n in range(ACK_ALL_CLAIMS)]
+                for name in names(run)
+            }
+            return (names(run), ACK_ALL_CLAIMS, table, run)
+
+        def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
+            where = _where(point, statements)
+            found = [
+                store.queue(name).get_job(job_id)
+                for name, ids in jobs[run].items()
+                for job_id in ids
+            ]
+            assert all(job is not None for job in found), where  # nothing is ever lost
+            states = Counter(job.state for job in found if job is not None)
+            written = run in business_ids(store, table)
+            following = len(drain(store.queue(f"{names(run)[0]}-next")))
+            if point is None or written or following or set(states) != {JobState.PROCESSING}:
+                # Committed: the business row, every retry and fail, the next step.
+                half = len(found) // 2
+                expected = Counter({JobState.PENDING: half, JobState.DEAD: len(found) - half})
+                assert (written, states, following) == (True, expected, 1), where
+                return
+            # Not committed: every claim as it was, held until it lapses, then claimable.
+            claims = [(job.state, job.attempts) for job in found if job is not None]
+            assert claims == [(JobState.PROCESSING, 1)] * len(found), where
+            held = [
+                store.queue(name).claim_batch("meanwhile", ACK_ALL_CLAIMS) for name in names(run)
+            ]
+            assert held == [[]] * len(ACK_ALL_QUEUES), where
+            clock.set(claimed_at + ACK_ALL_VISIBILITY_S + 1)
+            try:
+                again = {
+                    name: sorted(
+                        (h.id, h.attempts)
+                        for h in store.queue(name).claim_batch("after-crash", ACK_ALL_CLAIMS)
+                    )
+                    for name in names(run)
+                }
+            finally:
+                clock.set(claimed_at)
+            assert again == {
+                name: [(job_id, 2) for job_id in ids] for name, ids in jobs[run].items()
+            }, where
+
+        crash_at_every_statement(
+            engine_ref,
+            crashes.tx_retry_all_and_fail_all_with_business_writes,
+            argument_for,
+            check,
+            claimed_at,
         )
 
 

@@ -254,7 +254,9 @@ schedule_opts = st.none() | st.builds(
     catch_up=st.sampled_from(CATCH_UP_POLICIES),
 )
 """Zones and policies other than UTC and "all" need the cron profile."""
-TX_VERBS = ("ack", "retry", "fail")
+TX_VERBS = ("ack", "retry", "fail", "ack_all", "retry_all", "fail_all")
+"""A claim's outcome in a transaction: one claim's call (§3.8, §3.9), or the
+many-claims call naming it (§3.10, §3.11), which returns a refusal instead of raising."""
 in_tx_waits = st.sampled_from((0, 0, 1, 10, 30))
 """Clock moves inside a transaction, before an outcome: mostly none, sometimes onto
 the queues' visibility timeouts, so a claim lapses between two outcomes of one
@@ -499,12 +501,13 @@ class QueueModelMachine(RuleBasedStateMachine):
         again: list[bool],
     ) -> MultipleResults[int]:
         """§3: enqueues in a transaction that commits or rolls back; and claims'
-        outcomes written beside them (§3.8-§3.10: ``tx.ack``, ``tx.retry``, ``tx.fail``,
-        ``tx.ack_all``; stale claims too, and claims that lapse between two outcomes),
+        outcomes written beside them (§3.8-§3.11: ``tx.ack``, ``tx.retry``, ``tx.fail``,
+        and ``tx.ack_all``, ``tx.retry_all``, ``tx.fail_all`` naming the claim; stale
+        claims too, and claims that lapse between two outcomes),
         then the same outcomes again in the next transaction, once per entry of
         ``again``, as a caller does whose transaction rolled back (after a commit, the
         claims it finished are refused). A refused outcome raises ``StaleHandle``
-        (``tx.ack_all`` returns it) and leaves the transaction usable: the machine
+        (a many-claims call returns it) and leaves the transaction usable: the machine
         carries on past it. An outcome takes a held claim (``pick``) or one of the
         claims ``fresh`` makes first (a claim of up to three jobs, made only for a
         transaction with outcomes). The outcomes live in this rule, not in one of
@@ -641,15 +644,15 @@ class QueueModelMachine(RuleBasedStateMachine):
                 self._tx_call(tx, outcome)
             return
         before = self.model.describe(held.claim.job_id)
-        refused = False
         try:
-            self._tx_call(tx, outcome)
+            refused = self._tx_call(tx, outcome)
         except StaleHandle:
             refused = True
-        if verb == "ack":
+        one = verb.removesuffix("_all")  # the model writes one claim either way
+        if one == "ack":
             result = outcome.result if self.capabilities.results else None
             valid = model_tx.ack(held.claim, result)
-        elif verb == "retry":
+        elif one == "retry":
             valid = model_tx.retry(held.claim, outcome.error, outcome.delay).accepted
         else:
             valid = model_tx.fail(held.claim, outcome.error)
@@ -663,21 +666,27 @@ class QueueModelMachine(RuleBasedStateMachine):
                 model_tx.get_job(queue, held.claim.job_id),
             )
 
-    def _tx_call(self, tx: Transaction, outcome: TxOutcome) -> None:
+    def _tx_call(self, tx: Transaction, outcome: TxOutcome) -> bool:
+        """Write ``outcome``; whether the many-claims call refused it (a one-claim
+        call raises ``StaleHandle`` instead)."""
         assert outcome.held is not None
         handle = outcome.held.handle
-        if outcome.verb == "ack":
-            if self.capabilities.results:
-                tx.ack(handle, result=outcome.result)
-            else:
-                tx.ack(handle)
-        elif outcome.verb == "retry":
-            if outcome.delay is None:
-                tx.retry(handle, outcome.error)
-            else:
-                tx.retry(handle, outcome.error, outcome.delay)
-        else:
-            tx.fail(handle, outcome.error)
+        result = outcome.result if self.capabilities.results else None
+        delay, error = outcome.delay, outcome.error
+        match outcome.verb:
+            case "ack":
+                tx.ack(handle, result=result) if result is not None else tx.ack(handle)
+            case "retry":
+                tx.retry(handle, error) if delay is None else tx.retry(handle, error, delay)
+            case "fail":
+                tx.fail(handle, error)
+            case "ack_all":
+                return tx.ack_all([handle], [result]) == (handle,)
+            case "retry_all":
+                return tx.retry_all([handle], [error], [delay]) == (handle,)
+            case _:
+                return tx.fail_all([handle], error) == (handle,)
+        return False
 
     # -- claiming ----------------------------------------------------------------------
     def _check_claims(self, handles: list[JobHandle], claims: list[Claim]) -> list[HeldClaim]:

@@ -53,7 +53,7 @@ def _held(queue: Queue) -> JobHandle:
     return handle
 
 
-def _released(queue: Queue) -> MakeAvailable:
+def _released(store: Store, queue: Queue) -> MakeAvailable:
     held = _held(queue)
 
     def release() -> int:
@@ -63,7 +63,7 @@ def _released(queue: Queue) -> MakeAvailable:
     return release
 
 
-def _retried_at_once(queue: Queue) -> MakeAvailable:
+def _retried_at_once(store: Store, queue: Queue) -> MakeAvailable:
     held = _held(queue)
 
     def retry() -> int:
@@ -73,7 +73,19 @@ def _retried_at_once(queue: Queue) -> MakeAvailable:
     return retry
 
 
-def _snoozed_to_now(queue: Queue) -> MakeAvailable:
+def _retried_at_once_with_others(store: Store, queue: Queue) -> MakeAvailable:
+    held = _held(queue)
+    elsewhere = _held(store.queue(f"{queue.name}-elsewhere"))
+
+    def retry_all() -> int:
+        with store.transaction() as tx:
+            assert tx.retry_all([elsewhere, held], "try again", [3600, 0]) == ()
+        return held.id
+
+    return retry_all
+
+
+def _snoozed_to_now(store: Store, queue: Queue) -> MakeAvailable:
     held = _held(queue)
 
     def snooze() -> int:
@@ -83,7 +95,7 @@ def _snoozed_to_now(queue: Queue) -> MakeAvailable:
     return snooze
 
 
-def _redriven(queue: Queue) -> MakeAvailable:
+def _redriven(store: Store, queue: Queue) -> MakeAvailable:
     dead = _held(queue)
     assert dead.fail("to the dead letters") is True
 
@@ -94,7 +106,7 @@ def _redriven(queue: Queue) -> MakeAvailable:
     return redrive
 
 
-def _resumed(queue: Queue) -> MakeAvailable:
+def _resumed(store: Store, queue: Queue) -> MakeAvailable:
     job_id = queue.enqueue({"paused": True})
     assert queue.pause() is True
 
@@ -110,7 +122,7 @@ class WakePath:
     """One path that makes a job claimable by a write (its profile is the property's)."""
 
     property_id: str
-    prepare: Callable[[Queue], MakeAvailable]
+    prepare: Callable[[Store, Queue], MakeAvailable]
     """Brings a job of the queue to the brink (nothing claimable yet); returns the push."""
 
     @property
@@ -121,6 +133,7 @@ class WakePath:
 WRITE_PATHS = (
     WakePath("WAKE-PROMPT-RELEASE", _released),
     WakePath("WAKE-PROMPT-RETRY-NOW", _retried_at_once),
+    WakePath("WAKE-PROMPT-RETRY-ALL-NOW", _retried_at_once_with_others),
     WakePath("WAKE-PROMPT-SNOOZE-NOW", _snoozed_to_now),
     WakePath("WAKE-PROMPT-REDRIVE", _redriven),
     WakePath("WAKE-PROMPT-RESUME", _resumed),
@@ -151,7 +164,7 @@ def test_a_waiter_elsewhere_wakes_promptly_when_a_write_makes_a_job_claimable(
         engine, engine_name, engine_group, engine_spec, open_store, queue.name
     ) as waiter:
         for _ in range(SAMPLES):
-            make_available = path.prepare(queue)
+            make_available = path.prepare(store, queue)
             waiter.wait()
             time.sleep(rng.uniform(*WAIT_PHASE_S))
             job_id = make_available()

@@ -82,12 +82,7 @@ class AsyncTransaction(AsyncTransactionBase):
         handles: Sequence[JobHandle | AsyncJobHandle],
         results: Sequence[Any] | None = None,
     ) -> tuple[JobHandle | AsyncJobHandle, ...]:
-        given = list(handles) if isinstance(handles, Sequence) else handles
-        targets = (
-            [h.sync if isinstance(h, AsyncJobHandle) else h for h in given]
-            if isinstance(given, list)
-            else given  # not a sequence: the sync call refuses it
-        )
+        given, targets = _targets(handles)
         refused = await self._lane.call(self.sync.ack_all, targets, results)
         return _as_given(given, targets, refused)
 
@@ -108,6 +103,43 @@ class AsyncTransaction(AsyncTransactionBase):
     async def fail(self, handle: JobHandle | AsyncJobHandle, error: str) -> None:
         target = handle.sync if isinstance(handle, AsyncJobHandle) else handle
         await self._lane.call(self.sync.fail, target, error)
+
+    @documented_as(
+        api.Transaction.retry_all,
+        "Async: awaited, on the transaction's thread; ``handles`` may be ``AsyncJobHandle`` "
+        "values too, and the refused ones come back as given.",
+    )
+    async def retry_all(
+        self,
+        handles: Sequence[JobHandle | AsyncJobHandle],
+        errors: str | Sequence[str],
+        delays: Duration | Sequence[Duration | None] | None = None,
+    ) -> tuple[JobHandle | AsyncJobHandle, ...]:
+        given, targets = _targets(handles)
+        refused = await self._lane.call(self.sync.retry_all, targets, errors, delays)
+        return _as_given(given, targets, refused)
+
+    @documented_as(
+        api.Transaction.fail_all,
+        "Async: awaited, on the transaction's thread; ``handles`` may be ``AsyncJobHandle`` "
+        "values too, and the refused ones come back as given.",
+    )
+    async def fail_all(
+        self, handles: Sequence[JobHandle | AsyncJobHandle], errors: str | Sequence[str]
+    ) -> tuple[JobHandle | AsyncJobHandle, ...]:
+        given, targets = _targets(handles)
+        refused = await self._lane.call(self.sync.fail_all, targets, errors)
+        return _as_given(given, targets, refused)
+
+
+def _targets(handles: Any) -> tuple[Any, Any]:
+    """``handles`` as given (a list, for a sequence) and as the sync call takes them
+    (an ``AsyncJobHandle``'s own handle); not a sequence: as is, for the sync call
+    to refuse."""
+    if not isinstance(handles, Sequence):
+        return handles, handles
+    given = list(handles)
+    return given, [h.sync if isinstance(h, AsyncJobHandle) else h for h in given]
 
 
 def _as_given(given: Any, targets: Any, refused: tuple[JobHandle, ...]) -> tuple[Any, ...]:

@@ -9,9 +9,8 @@ from typing import Any
 from .. import api
 from .._surface import implements
 from ..api import AckAndClaim, JobHandle
-from ..backoff import retry_delay
 from ..constants import MAX_REDRIVE, MAX_SNOOZES
-from ..driver import ERROR_EXHAUSTED, ERROR_SNOOZES, ERROR_UNDECODABLE, Driver, queue_topic
+from ..driver import ERROR_SNOOZES, ERROR_UNDECODABLE, Driver, queue_topic
 from ..errors import InvalidOptions
 from ..names import validate_identifier
 from ..options import EnqueueOpts, Limits, QueueOpts, Unique, check_type, resolve_stamps
@@ -21,7 +20,6 @@ from ..params import (
     Cancel,
     Claim,
     ClaimRef,
-    Complete,
     GetJob,
     Heartbeat,
     ListJobs,
@@ -29,31 +27,29 @@ from ..params import (
     PurgeDeadJobs,
     QueueStatsAt,
     Redrive,
-    Reschedule,
     SetLimits,
     SetPaused,
     Snooze,
     Sweep,
 )
-from ..payload import UndecodablePayload, encode_result
+from ..payload import UndecodablePayload
 from ..stop import StopToken
 from ..timeconv import Duration, duration_seconds
 from ..values import Enqueued, Job, JobDependencies, JobState, QueueStats, SweepResult
 from .checks import (
     MAX_JOB_ID,
-    check_error,
     check_job_id,
     check_limit,
     check_page_limit,
     check_state,
     enqueue_opts,
-    history_error,
     storable_id,
 )
 from .claiming import claim_waiting
 from .context import StoreContext
 from .dependencies import check_after, insert_after, revive_dependents, waits
 from .limits import with_limits
+from .outcomes import acking, burying, failing, retrying
 from .unique import any_new, insert_unique, insert_unique_one
 from .waiting import Deadline
 
@@ -621,65 +617,6 @@ class CoreOutbox(CoreQueue):
 
     def __repr__(self) -> str:
         return f"<Outbox {self._outbox_name!r}>"
-
-
-def acking(ctx: StoreContext, job: Job, result: Any) -> Callable[[Any, int], bool]:
-    """The ack of ``job``'s claim as a unit of work, its result checked first: for a
-    job stamped with a completed retention, the results profile's ``complete`` (it
-    keeps the job and ``result``); for any other, the plain ``ack`` (a result, once
-    checked, is not kept: the job is gone). ``ResultError`` for a result that cannot
-    be stored, ``ProfileUnavailable`` for one on an engine without the profile, both
-    before anything is written. The unit takes the connection and ``now``."""
-    text = None
-    if result is not None:
-        ctx.results()
-        text = encode_result(result)
-    if job.completed_retention_s is None:
-        driver = ctx.driver
-        return lambda c, now: driver.ack(c, ClaimRef(job.id, job.attempts, now))
-    results = ctx.results()
-    return lambda c, now: results.complete(c, Complete(job.id, job.attempts, now, text))
-
-
-def retrying(
-    ctx: StoreContext, job: Job, error: str, delay: Duration | None
-) -> tuple[Callable[[Any, int], bool], bool]:
-    """The retry of ``job``'s claim as a unit of work (as ``acking``), its arguments
-    checked first (``InvalidOptions``, the delay even when the budget is spent): the
-    reschedule after ``delay`` or the backoff curve, or, at the attempt budget, the
-    bury with ``"max attempts exceeded"``; and whether the unit announces the queue
-    (the reschedule does: its waiters are woken once it is written)."""
-    error = check_error(error)
-    explicit = None if delay is None else duration_seconds(delay, "delay")
-    if job.attempts >= job.max_attempts:
-        return burying(ctx, job, ERROR_EXHAUSTED, error), False
-    if explicit is not None:
-        seconds = explicit
-    else:
-        seconds = retry_delay(job.backoff_base_s, job.attempts, ctx.rng)
-    driver = ctx.driver
-    entry = history_error(error)
-
-    def reschedule(c: Any, now: int) -> bool:
-        return driver.reschedule(c, Reschedule(job.id, job.attempts, now, now + seconds, entry))
-
-    return reschedule, True
-
-
-def failing(ctx: StoreContext, job: Job, error: str) -> Callable[[Any, int], bool]:
-    """The fail of ``job``'s claim as a unit of work, ``error`` checked first."""
-    error = check_error(error)
-    return burying(ctx, job, error, error)
-
-
-def burying(
-    ctx: StoreContext, job: Job, last_error: str, error: str | None
-) -> Callable[[Any, int], bool]:
-    """``job``'s claim dead-lettered with ``last_error`` (``error``, if any, kept in
-    its history), as a unit of work: the driver's ``bury`` under the claim."""
-    driver = ctx.driver
-    entry = None if error is None else history_error(error)
-    return lambda c, now: driver.bury(c, Bury(job.id, job.attempts, now, last_error, entry))
 
 
 def _async_ack_hint(ctx: StoreContext, durable: bool) -> Callable[[Any], None] | None:

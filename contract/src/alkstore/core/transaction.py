@@ -8,7 +8,7 @@ from typing import Any
 from .. import _guide, api
 from .._surface import implements
 from ..api import JobHandle, Queue
-from ..driver import ack_claims_of, queue_topic, stream_topic
+from ..driver import queue_topic, stream_topic
 from ..errors import EngineMisconfigured, InvalidOptions, StaleHandle, StoreClosed
 from ..names import outbox_queue_name, validate_name
 from ..options import (
@@ -19,13 +19,26 @@ from ..options import (
     check_type,
     resolve_stamps,
 )
-from ..params import AckClaims, ClaimRef, GetJob, Publish, StreamAppend
+from ..params import GetJob, Publish, StreamAppend
 from ..timeconv import Duration
 from ..values import Enqueued, Job
 from .checks import check_job_id, enqueue_opts, storable_id
 from .context import StoreContext
 from .dependencies import check_after, insert_after, waits
-from .queues import CoreJobHandle, acking, failing, retrying
+from .outcomes import (
+    Burial,
+    Putback,
+    acked_all,
+    acking,
+    buried_all,
+    fail_planned,
+    failing,
+    put_back_all,
+    retry_planned,
+    retrying,
+    written_alone,
+)
+from .queues import CoreJobHandle
 from .unique import insert_unique_one
 
 
@@ -119,55 +132,80 @@ class CoreTransaction:
     ) -> tuple[JobHandle, ...]:
         given = _sequence(handles, "handles")
         each = [None] * len(given) if results is None else _sequence(results, "results")
-        if len(each) != len(given):
-            raise InvalidOptions(
-                f"results must give one result per handle: {len(each)} results "
-                f"for {len(given)} handles"
-            )
+        _check_length(each, given, "results", "result")
         ctx = self._context
         jobs = [self._claim_of(handle, "ack") for handle in given]
         # Every result is checked before anything is written; a result a job keeps
         # goes with that job's own ack, every other ack with the one statement.
         units = [acking(ctx, job, result) for job, result in zip(jobs, each, strict=True)]
         kept = {
-            at: units[at]
+            at
             for at, (job, result) in enumerate(zip(jobs, each, strict=True))
             if result is not None and job.completed_retention_s is not None
         }
         self._check_live()
         now = ctx.now()
-        refused: set[int] = set()
-        named: set[tuple[int, int]] = set()
-        grouped: list[int] = []
-        for at, job in enumerate(jobs):
-            claim = (job.id, job.attempts)
-            if claim in named:
-                refused.add(at)  # named again: acked already, as by a second tx.ack
-                continue
-            named.add(claim)
-            if at not in kept:
-                grouped.append(at)
-            elif not kept[at](self._handle, now):
-                refused.add(at)
-        acked = self._ack_claims([jobs[at] for at in grouped], now)
+        refused, grouped, alone = _named_once(jobs, kept)
+        acked = acked_all(ctx.driver, self._handle, [jobs[at] for at in grouped], now)
         refused.update(at for at in grouped if jobs[at].id not in acked)
+        refused.update(at for at in alone if not units[at](self._handle, now))
         return tuple(given[at] for at in sorted(refused))
 
-    def _ack_claims(self, jobs: list[Job], now: int) -> set[int]:
-        """The ids of ``jobs`` whose claims were valid, each acked: by the engine's one
-        statement (``AckClaimsDriver``) or, without one, an ``ack`` each."""
-        if not jobs:
-            return set()
-        driver = self._context.driver
-        statement = ack_claims_of(driver)
-        if statement is None:
-            return {
-                job.id
-                for job in jobs
-                if driver.ack(self._handle, ClaimRef(job.id, job.attempts, now))
-            }
-        claims = AckClaims([job.id for job in jobs], [job.attempts for job in jobs], now)
-        return set(statement(self._handle, claims))
+    def retry_all(
+        self,
+        handles: Sequence[JobHandle],
+        errors: str | Sequence[str],
+        delays: Duration | Sequence[Duration | None] | None = None,
+    ) -> tuple[JobHandle, ...]:
+        given = _sequence(handles, "handles")
+        each_error = _errors(errors, given)
+        if delays is None or not isinstance(delays, Sequence):  # one delay (or none) for all
+            each_delay: list[Any] = [delays] * len(given)
+        else:
+            each_delay = _sequence(delays, "delays")
+            _check_length(each_delay, given, "delays", "delay")
+        ctx = self._context
+        jobs = [self._claim_of(handle, "retry") for handle in given]
+        plans = [  # every error and delay checked before anything is written
+            retry_planned(ctx, job, error, delay)
+            for job, error, delay in zip(jobs, each_error, each_delay, strict=True)
+        ]
+        return self._written_all(given, jobs, plans)
+
+    def fail_all(
+        self, handles: Sequence[JobHandle], errors: str | Sequence[str]
+    ) -> tuple[JobHandle, ...]:
+        given = _sequence(handles, "handles")
+        each_error = _errors(errors, given)
+        jobs = [self._claim_of(handle, "fail") for handle in given]
+        plans = [fail_planned(job, error) for job, error in zip(jobs, each_error, strict=True)]
+        return self._written_all(given, jobs, plans)
+
+    def _written_all(
+        self, given: list[JobHandle], jobs: list[Job], plans: Sequence[Putback | Burial]
+    ) -> tuple[JobHandle, ...]:
+        """Write ``plans`` (one per claim of ``jobs``): the reschedules in one
+        statement, the burials in another; the handles refused, in order."""
+        self._check_live()
+        driver, now, c = self._context.driver, self._context.now(), self._handle
+        refused, grouped, alone = _named_once(jobs)
+        back: list[tuple[int, Putback]] = []
+        dead: list[tuple[int, Burial]] = []
+        for at in grouped:
+            plan = plans[at]
+            if isinstance(plan, Putback):
+                back.append((at, plan))
+            else:
+                dead.append((at, plan))
+        put = put_back_all(driver, c, [plan for _, plan in back], now)
+        buried = buried_all(driver, c, [plan for _, plan in dead], now)
+        refused.update(at for at, plan in back if plan.job.id not in put)
+        refused.update(at for at, plan in dead if plan.job.id not in buried)
+        refused.update(at for at in alone if not written_alone(driver, plans[at])(c, now))
+        for at, plan in enumerate(plans):
+            if isinstance(plan, Putback) and at not in refused:
+                self._woken.add(queue_topic(plan.job.queue))  # the reschedule announced it
+        return tuple(given[at] for at in sorted(refused))
 
     def retry(self, handle: JobHandle, error: str, delay: Duration | None = None) -> None:
         job = self._claim_of(handle, "retry")
@@ -252,6 +290,50 @@ class CoreTransaction:
     def _finish(self) -> set[str]:
         self._finished = True
         return self._woken
+
+
+def _named_once(
+    jobs: list[Job], alone: set[int] | None = None
+) -> tuple[set[int], list[int], list[int]]:
+    """The places in ``jobs`` of the claims refused for being named again (written
+    as a second ``tx.ack`` would be: not at all), of those the one statement writes
+    (each job once, as its statements expect), and of those written on their own:
+    the places in ``alone``, and a claim of a job the statement already names by
+    another claim (at most one of the two is valid, and the statement's ids could
+    not tell which)."""
+    refused: set[int] = set()
+    named: set[tuple[int, int]] = set()
+    in_statement: set[int] = set()
+    grouped: list[int] = []
+    single: list[int] = []
+    for at, job in enumerate(jobs):
+        claim = (job.id, job.attempts)
+        if claim in named:
+            refused.add(at)
+            continue
+        named.add(claim)
+        if (alone is not None and at in alone) or job.id in in_statement:
+            single.append(at)
+        else:
+            in_statement.add(job.id)
+            grouped.append(at)
+    return refused, grouped, single
+
+
+def _errors(errors: object, given: list[JobHandle]) -> list[Any]:
+    """One error per handle: ``errors`` itself for each when it is one ``str``."""
+    if isinstance(errors, str):
+        return [errors] * len(given)
+    each = _sequence(errors, "errors")
+    _check_length(each, given, "errors", "error")
+    return each
+
+
+def _check_length(each: list[Any], given: list[JobHandle], field: str, one: str) -> None:
+    if len(each) != len(given):
+        raise InvalidOptions(
+            f"{field} must give one {one} per handle: {len(each)} {field} for {len(given)} handles"
+        )
 
 
 def _sequence(value: object, field: str) -> list[Any]:

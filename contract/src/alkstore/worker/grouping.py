@@ -2,10 +2,10 @@
 finished within a short window, written in one transaction, so a busy worker
 commits once per group rather than once per job.
 
-The group's acks are one ``tx.ack_all`` (§3.10: one statement), its retries and
-fails one ``tx.retry`` or ``tx.fail`` each: every outcome guarded by its own claim
-``(id, attempts)``, so a claim that lapsed while its outcome waited is refused
-alone and the others commit. A run's slot stays taken until its group
+The group's acks are one ``tx.ack_all`` (§3.10: one statement), its retries one
+``tx.retry_all`` and its fails one ``tx.fail_all`` (§3.11): every outcome guarded by
+its own claim ``(id, attempts)``, so a claim that lapsed while its outcome waited is
+refused alone and the others commit. A run's slot stays taken until its group
 is written, so a graceful stop's drain waits for the last group, and the
 dispatcher then claims for every freed slot in one batch. A group the store could
 not take is written again outcome by outcome, as §12.9 has it for any outcome.
@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import TypeGuard
 
-from ..api import Store, Transaction
-from ..errors import AlkstoreError, EngineUnavailable, StaleHandle
+from ..api import JobHandle, Store, Transaction
+from ..errors import AlkstoreError, EngineUnavailable
 from .observe import refused
 from .outcomes import Ack, Failed, Outcome, RetryLater
 from .runs import JobRun
@@ -115,13 +115,8 @@ class OutcomeGroups:
             with self._store.transaction() as tx:
                 if _acks_only_without_waiting(group):
                     _commit_without_waiting(tx)  # §12.11: a transaction of acks only
-                acks = [(run, outcome) for run, outcome in group if isinstance(outcome, Ack)]
-                lost = _acked_all(tx, acks)  # one statement for every ack (§3.10)
-                for run, outcome in group:
-                    if isinstance(outcome, Ack):
-                        said.append(refused("ack") if id(run.handle) in lost else "ack")
-                    else:
-                        said.append(_written_in(tx, run, outcome))
+                lost = _refused_in(tx, group)  # a statement per kind (§3.10, §3.11)
+                said = [_said(run, outcome, id(run.handle) in lost) for run, outcome in group]
         except EngineUnavailable as error:
             # The commit may have landed before the error (in doubt): each outcome is
             # written again on its own, refused and confirmed (§12.9) if it did.
@@ -151,36 +146,33 @@ def _commit_without_waiting(tx: Transaction) -> None:
         ask()
 
 
-def _acked_all(tx: Transaction, acks: list[tuple[JobRun, Ack]]) -> set[int]:
-    """Write the acks of a group in ``tx`` with ``tx.ack_all``, one statement, each
-    under its own claim; the ``id`` of each handle refused (its claim lapsed while the
-    ack waited: the transaction carries on without it)."""
-    if not acks:
-        return set()
-    handles = [run.handle for run, _ in acks]
-    results = [outcome.result for _, outcome in acks]
-    return {id(handle) for handle in tx.ack_all(handles, results)}
+def _refused_in(tx: Transaction, group: list[tuple[JobRun, Grouped]]) -> set[int]:
+    """Write the outcomes of ``group`` in ``tx``: its acks with one ``tx.ack_all``, its
+    retries with one ``tx.retry_all``, its fails with one ``tx.fail_all``, each under
+    its own claim; the ``id`` of each handle refused (its claim lapsed while the
+    outcome waited: the transaction carries on without it)."""
+    acks = [(run.handle, o) for run, o in group if isinstance(o, Ack)]
+    retries = [(run.handle, o) for run, o in group if isinstance(o, RetryLater)]
+    fails = [(run.handle, o) for run, o in group if isinstance(o, Failed)]
+    lost: list[JobHandle] = []
+    if acks:
+        lost += tx.ack_all([h for h, _ in acks], [o.result for _, o in acks])
+    if retries:
+        errors, delays = [o.error for _, o in retries], [o.delay_s for _, o in retries]
+        lost += tx.retry_all([h for h, _ in retries], errors, delays)
+    if fails:
+        lost += tx.fail_all([h for h, _ in fails], [o.error for _, o in fails])
+    return {id(handle) for handle in lost}
 
 
-def _written_in(tx: Transaction, run: JobRun, outcome: Grouped) -> str:
-    """Write ``outcome`` for ``run`` in ``tx``; what happened, as ``settle.write``
-    says it (a refusal leaves the transaction usable for the rest of the group)."""
-    handle = run.handle
-    try:
-        match outcome:
-            case Ack(result):
-                tx.ack(handle, result)
-                return "ack"
-            case RetryLater(error, delay_s):
-                tx.retry(handle, error, delay_s)
-                if handle.job.attempts >= handle.job.max_attempts:
-                    return "dead (max attempts exceeded)"
-                return "retry"
-            case Failed(error):
-                tx.fail(handle, error)
-                return "fail"
-    except StaleHandle:
+def _said(run: JobRun, outcome: Grouped, lost: bool) -> str:
+    """What ``outcome`` did, as ``settle.write`` says it: ``lost``, refused."""
+    if lost:
         return refused(_NAMES[type(outcome)])
+    if isinstance(outcome, RetryLater):
+        job = run.handle.job
+        return "dead (max attempts exceeded)" if job.attempts >= job.max_attempts else "retry"
+    return _NAMES[type(outcome)]
 
 
 _NAMES: dict[type, str] = {Ack: "ack", RetryLater: "retry", Failed: "fail"}

@@ -74,6 +74,7 @@ from alkstore.params import (
     AckBatch,
     AckClaims,
     Bury,
+    BuryClaims,
     Cancel,
     Claim,
     ClaimRef,
@@ -86,6 +87,7 @@ from alkstore.params import (
     LockRelease,
     NextWake,
     Reschedule,
+    RescheduleClaims,
     Snooze,
     Sweep,
 )
@@ -574,6 +576,47 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         )
         (acked, _) = execute(c, self._sql.ack_claims, bound).fetchone()
         return [int(job_id) for job_id in acked]
+
+    def reschedule_claims(self, c: PgHandle, params: RescheduleClaims) -> list[int]:
+        if not params.job_ids:
+            return []
+        self._plan_ages.keep_fresh(c)  # see ACK_BATCH
+        entries = [
+            error_entry(attempt, params.now, error)
+            for attempt, error in zip(params.attempts, params.errors, strict=True)
+        ]
+        bound = by_name(
+            params,
+            job_ids=id_array(params.job_ids),
+            attempts=id_array(params.attempts),
+            run_ats=id_array(params.run_ats),
+            entries=entries,
+            wake_channel=self.channel,
+            topic_prefix=queue_topic(""),
+        )
+        (rescheduled, queues, _) = execute(c, self._sql.reschedule_claims, bound).fetchone()
+        c.announced.update(queue_topic(queue) for queue in queues)
+        return [int(job_id) for job_id in rescheduled]
+
+    def bury_claims(self, c: PgHandle, params: BuryClaims) -> list[int]:
+        if not params.job_ids:
+            return []
+        self._plan_ages.keep_fresh(c)  # see ACK_BATCH
+        entries = [
+            None if error is None else error_entry(attempt, params.now, error)
+            for attempt, error in zip(params.attempts, params.errors, strict=True)
+        ]
+        bound = by_name(
+            params,
+            job_ids=id_array(params.job_ids),
+            attempts=id_array(params.attempts),
+            last_errors=list(params.last_errors),
+            entries=entries,
+            wake_channel=self.channel,
+            topic_prefix=queue_topic(""),
+        )
+        (buried, _) = execute(c, self._sql.bury_claims, bound).fetchone()
+        return [int(job_id) for job_id in buried]
 
     # -- finished jobs (the results profile) ---------------------------------------------
     def complete(self, c: PgHandle, params: Complete) -> bool:

@@ -38,12 +38,18 @@ from .columns import (
 
 # -- shared fragments ------------------------------------------------------------
 
-_APPENDED_ERROR = f"""
-    (coalesce(errors, ARRAY[]::text[]) || %(entry)s::text)
+
+def _appended_error(entry: str) -> str:
+    """``errors`` with the entry ``entry`` (``alkstore.rows.error_entry``) appended,
+    the latest ``MAX_ERROR_HISTORY`` kept: a slice of the array, the entries themselves
+    are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)"""
+    return f"""
+    (coalesce(errors, ARRAY[]::text[]) || {entry}::text)
         [greatest(1, cardinality(errors) + 2 - {MAX_ERROR_HISTORY}):]"""
-"""``errors`` with the entry ``%(entry)s`` (``alkstore.rows.error_entry``) appended,
-the latest ``MAX_ERROR_HISTORY`` kept: a slice of the array, the entries themselves
-are never parsed. (``cardinality(NULL)`` is NULL, which ``greatest`` ignores.)"""
+
+
+_APPENDED_ERROR = _appended_error("%(entry)s")
+"""The history with the statement's one ``%(entry)s`` appended."""
 
 
 def _move_to_dead(predicate: str, errors: str = "errors") -> str:
@@ -950,6 +956,58 @@ without a result, a freed slot announced when ``ACK`` would announce it (contrac
 each queue at most once); the ids acked. The claims come as the text of two arrays
 (``binding.id_array``), paired by position; a claim named twice is one row.
 ``deadline > now`` already means "processing", as in ``ACK_BATCH``."""
+
+RESCHEDULE_CLAIMS: Final = f"""
+WITH rescheduled AS (
+    UPDATE {{schema}}.alkstore_jobs AS job
+    SET state = 'pending', run_at = claim.run_at, worker_id = NULL, claimed_at = NULL,
+        deadline = NULL, errors = {_appended_error("claim.entry")}
+      FROM unnest(%(job_ids)s::bigint[], %(attempts)s::integer[], %(run_ats)s::bigint[],
+                  %(entries)s::text[]) AS claim(id, attempts, run_at, entry)
+    WHERE job.id = claim.id AND job.attempts = claim.attempts AND job.deadline > %(now)s
+    RETURNING job.id, job.queue
+), queues AS (
+    SELECT DISTINCT queue FROM rescheduled
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || queue) FROM queues
+)
+SELECT array(SELECT id FROM rescheduled), array(SELECT queue FROM queues),
+       (SELECT count(*) FROM woken)
+"""
+"""``tx.retry_all`` (contract 1.2 §3.11): ``RESCHEDULE`` for many claims, each guarded
+by its own ``(id, attempts)``, each back to pending at its own ``run_at`` with its own
+history entry, and each queue it put a job back in announced once; the ids and the
+queues. The claims come as arrays paired by position (the core names each job once).
+``deadline > now`` already means "processing", as in ``ACK_CLAIMS``."""
+
+BURY_CLAIMS: Final = f"""
+WITH moved AS (
+    DELETE FROM {{schema}}.alkstore_jobs
+     USING unnest(%(job_ids)s::bigint[], %(attempts)s::integer[], %(last_errors)s::text[],
+                  %(entries)s::text[]) AS claim(claim_id, claim_attempts, claim_last_error,
+                                                 claim_entry)
+    WHERE id = claim_id AND attempts = claim_attempts AND deadline > %(now)s
+    RETURNING {MOVED}, errors, {HOLD}, has_dependents, claim_last_error, claim_entry
+), dead AS (
+    INSERT INTO {{schema}}.alkstore_dead_jobs (
+            {MOVED}, errors, {HOLD}, has_dependents, last_error, died_at)
+    SELECT {MOVED},
+           CASE WHEN claim_entry IS NULL THEN errors ELSE {_appended_error("claim_entry")} END,
+           {HOLD_KEPT_DEAD}, has_dependents, claim_last_error, %(now)s
+      FROM moved
+    RETURNING id, queue
+), woken AS (
+    SELECT pg_notify(%(wake_channel)s, %(topic_prefix)s || limits.queue)
+      FROM {{schema}}.alkstore_queue_limits AS limits
+     WHERE limits.queue IN (SELECT queue FROM dead)
+)
+SELECT array(SELECT id FROM dead), (SELECT count(*) FROM woken)
+"""
+"""``tx.fail_all`` (contract 1.2 §3.11, and ``tx.retry_all`` at the attempt budget):
+``BURY_CLAIM`` for many claims, each guarded by its own ``(id, attempts)``, each dead
+with its own ``last_error`` and history entry (none: the history as it was); a limited
+queue whose slots it freed woken once, as ``NOTIFY_IF_LIMITED`` after a ``bury``. The
+dependents' trigger and the unique holds act on each row as on ``BURY_CLAIM``'s."""
 
 ASYNC_COMMIT: Final = "set_config('synchronous_commit', 'off', true)"
 """Appended to an ack's last select (``ACK_ASYNC``, ``COMPLETE_ASYNC``): the statement's
@@ -1866,6 +1924,8 @@ class Statements:
     set_local_async_commit: bytes
     ack_batch: bytes
     ack_claims: bytes
+    reschedule_claims: bytes
+    bury_claims: bytes
     heartbeat: bytes
     reschedule: bytes
     release_claim: bytes
@@ -1964,6 +2024,8 @@ class Statements:
             set_local_async_commit=render(SET_LOCAL_ASYNC_COMMIT, schema),
             ack_batch=render(ACK_BATCH, schema),
             ack_claims=render(ACK_CLAIMS, schema),
+            reschedule_claims=render(RESCHEDULE_CLAIMS, schema),
+            bury_claims=render(BURY_CLAIMS, schema),
             heartbeat=render(HEARTBEAT, schema),
             reschedule=render(RESCHEDULE, schema),
             release_claim=render(RELEASE_CLAIM, schema),

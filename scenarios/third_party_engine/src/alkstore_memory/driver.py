@@ -42,6 +42,7 @@ from alkstore.params import (
     AckBatch,
     AckClaims,
     Bury,
+    BuryClaims,
     Cancel,
     Claim,
     ClaimRef,
@@ -61,6 +62,7 @@ from alkstore.params import (
     Redrive,
     RedriveDependents,
     Reschedule,
+    RescheduleClaims,
     ScheduleAdvance,
     ScheduleLapse,
     ScheduleRenew,
@@ -794,6 +796,27 @@ class MemoryDriver:
         _to_dead(c.tables, row, last_error, now)
         _slot_freed(c, row.queue)
         return True
+
+    def reschedule_claims(self, c: Tx, params: RescheduleClaims) -> list[int]:
+        # tx.retry_all's statement (§3.11): each claim under its own guard, one step
+        # (the transaction holds the store's lock throughout).
+        claims = zip(params.job_ids, params.attempts, params.run_ats, params.errors, strict=True)
+        return [
+            job_id
+            for job_id, attempt, run_at, error in claims
+            if self.reschedule(c, Reschedule(job_id, attempt, params.now, run_at, error))
+        ]
+
+    def bury_claims(self, c: Tx, params: BuryClaims) -> list[int]:
+        # tx.fail_all's statement (§3.11), as reschedule_claims.
+        claims = zip(
+            params.job_ids, params.attempts, params.last_errors, params.errors, strict=True
+        )
+        return [
+            job_id
+            for job_id, attempt, last_error, error in claims
+            if self.bury(c, Bury(job_id, attempt, params.now, last_error, error))
+        ]
 
     def _with_error(self, errors: str | None, attempt: int, at: int, error: str) -> str | None:
         return _with_error(errors, attempt, at, error) if self._error_history else errors
