@@ -33,7 +33,7 @@ from .dependencies import DependencyStatements
 from .key_limits import KeyLimitsStatements
 from .limits import LimitsStatements
 from .locks import LockStatements
-from .many_outcomes import ManyOutcomeStatements
+from .many_outcomes import ManyOutcomeHistories, ManyOutcomeStatements
 from .operations import OperationStatements
 from .periodic import PeriodicStatements
 from .pubsub import PubSubInTransactions, PubSubStatements
@@ -61,6 +61,7 @@ SUITES: tuple[type[SeamTests], ...] = (
     ValidClaimRule,
     QueueWakes,
     ManyOutcomeStatements,
+    ManyOutcomeHistories,
     TransactionRules,
     LockStatements,
     SchedulerStatements,

@@ -10,10 +10,11 @@ import pytest
 
 from alkstore.driver import queue_topic
 from alkstore.options import Limits
-from alkstore.params import Bury, Cancel, ClaimRef, NextWake, SetLimits
+from alkstore.params import Bury, BuryClaims, Cancel, ClaimRef, NextWake, SetLimits
 from alkstore.values import Job
 
 from .base import SeamTests
+from .many_outcomes import bury_claims
 from .support import (
     DEFAULT_STAMPS,
     T0,
@@ -46,6 +47,12 @@ def _ack(driver: SeamDriver, job: Job) -> bool:
 def _bury(driver: SeamDriver, job: Job) -> bool:
     params = Bury(job.id, job.attempts, T0, "broken", "broken")
     return driver.write(lambda c: driver.bury(c, params))
+
+
+def _bury_claims(driver: SeamDriver, job: Job) -> bool:
+    """``tx.fail_all``'s statement (or, without it, the ``bury`` the core runs)."""
+    params = BuryClaims([job.id], [job.attempts], T0, ["broken"], ["broken"])
+    return driver.write(lambda c: bury_claims(driver, c, params)) == [job.id]
 
 
 def _cancel(driver: SeamDriver, job: Job) -> bool:
@@ -109,7 +116,9 @@ class LimitsStatements(SeamTests):
         due = driver.read(lambda c: driver.next_wake_at(c, NextWake(QUEUE, T0)))
         assert due == T0 + 5
 
-    @pytest.mark.parametrize("settle", [_ack, _bury, _cancel], ids=["ack", "bury", "cancel"])
+    @pytest.mark.parametrize(
+        "settle", [_ack, _bury, _bury_claims, _cancel], ids=["ack", "bury", "bury_claims", "cancel"]
+    )
     def test_the_end_of_a_limited_queues_claim_announces_the_queue_while_a_claim_is_held_back(
         self, driver: SeamDriver, other: SeamDriver, settle: Settle
     ) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from alkstore.constants import MAX_ERROR_HISTORY
 from alkstore.driver import bury_claims_of, queue_topic, reschedule_claims_of
 from alkstore.params import Bury, BuryClaims, Reschedule, RescheduleClaims
-from alkstore.values import JobState
+from alkstore.values import JobError, JobState
 
 from .base import SeamTests
 from .support import T0, VISIBILITY_S, SeamDriver, claim, enqueue_one, get_job, watching
@@ -42,6 +43,10 @@ def bury_claims(driver: SeamDriver, c: Any, params: BuryClaims) -> list[int]:
         for job_id, attempt, last_error, error in claims
         if driver.bury(c, Bury(job_id, attempt, params.now, last_error, error))
     ]
+
+
+def _rescheduled(driver: SeamDriver, params: RescheduleClaims) -> list[int]:
+    return driver.write(lambda c: reschedule_claims(driver, c, params))
 
 
 def _claimed(driver: SeamDriver, queue: str, count: int, now: int = T0) -> list[tuple[int, int]]:
@@ -142,3 +147,49 @@ class ManyOutcomeStatements(SeamTests):
         job = get_job(driver, lapsed[0][0])
         assert job is not None
         assert job.state is JobState.PROCESSING
+
+
+class ManyOutcomeHistories(SeamTests):
+    """The error history the many-claims statements write (the ops profile keeps it)."""
+
+    requires = frozenset({"ops"})
+
+    def test_reschedule_claims_and_bury_claims_append_each_claims_own_entry(
+        self, driver: SeamDriver
+    ) -> None:
+        claims = _claimed(driver, "q", 3)
+        ids, attempts = [i for i, _ in claims], [a for _, a in claims]
+        retried = RescheduleClaims(ids[:2], attempts[:2], T0 + 1, [T0 + 1] * 2, ["r1", "r2"])
+        assert sorted(driver.write(lambda c: reschedule_claims(driver, c, retried))) == ids[:2]
+        again = claim(driver, T0 + 2, 2)
+        buried = BuryClaims(
+            [j.id for j in again] + ids[2:],
+            [j.attempts for j in again] + attempts[2:],
+            T0 + 2,
+            ["last"] * 3,
+            ["b1", None, "b3"],
+        )
+        assert len(driver.write(lambda c: bury_claims(driver, c, buried))) == 3
+        histories = {}
+        for job_id in ids:
+            job = get_job(driver, job_id)
+            assert job is not None
+            histories[job_id] = job.errors
+        by_place = {j.id: n for n, j in enumerate(again)}
+        second = {ids[0]: (JobError(1, T0 + 1, "r1"),), ids[1]: (JobError(1, T0 + 1, "r2"),)}
+        for job_id in ids[:2]:
+            entry = ("b1", None)[by_place[job_id]]
+            after = () if entry is None else (JobError(2, T0 + 2, entry),)
+            assert histories[job_id] == second[job_id] + after
+        assert histories[ids[2]] == (JobError(1, T0 + 2, "b3"),)
+
+    def test_reschedule_claims_keeps_the_latest_entries_only(self, driver: SeamDriver) -> None:
+        job_id = enqueue_one(driver, max_attempts=MAX_ERROR_HISTORY + 10)
+        retries = MAX_ERROR_HISTORY + 3
+        for n in range(1, retries + 1):
+            (job,) = claim(driver, T0 + n, 1)
+            params = RescheduleClaims([job_id], [job.attempts], T0 + n, [T0 + n], [f"e{n}"])
+            assert _rescheduled(driver, params) == [job_id]
+        kept = get_job(driver, job_id)
+        assert kept is not None
+        assert [e.error for e in kept.errors] == [f"e{n}" for n in range(4, retries + 1)]

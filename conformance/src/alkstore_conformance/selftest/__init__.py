@@ -61,7 +61,11 @@ from .limits import (
     LimitReadOnceDriver,
     RateWindowShortDriver,
 )
-from .many_outcomes import RetryAllCommitsEachDriver, RetryAllIgnoresDeadlineDriver
+from .many_outcomes import (
+    FailAllIgnoresDeadlineDriver,
+    RetryAllCommitsEachDriver,
+    RetryAllIgnoresDeadlineDriver,
+)
 from .metadata import MetadataDroppedOnRedriveDriver
 from .operations import (
     BatchClaimIgnoresPauseDriver,
@@ -101,7 +105,11 @@ from .results import (
 )
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
-from .tx_outcomes import TxFinishedClaimsCachedStore, TxRetryIgnoresClaimStore
+from .tx_outcomes import (
+    RetryAllWritesAsItChecksStore,
+    TxFinishedClaimsCachedStore,
+    TxRetryIgnoresClaimStore,
+)
 from .unique import (
     CheckThenInsertUniqueDriver,
     PeriodNeverEndsDriver,
@@ -670,6 +678,22 @@ RETRY_ALL_COMMITS_EACH = MutantEngine(
     driver=RetryAllCommitsEachDriver,
 )
 
+RETRY_ALL_WRITES_AS_IT_CHECKS = MutantEngine(
+    "retry-all-writes-as-it-checks",
+    catches="TX-RETRY-ALL-ARGUMENTS",
+    bug="tx.retry_all and tx.fail_all are a loop of tx.retry and tx.fail: a bad delay or "
+    "error in the middle is refused after the claims before it were written, so a "
+    "caller that catches the refusal and commits keeps half the call",
+    store=RetryAllWritesAsItChecksStore,
+)
+FAIL_ALL_IGNORES_DEADLINE = MutantEngine(
+    "fail-all-ignores-deadline",
+    catches="TX-RETRY-ALL-STALE",
+    bug="tx.fail_all's one statement guards each claim by its attempt but not its "
+    "deadline: a claim that lapsed while its fail waited in a worker's group is "
+    "dead-lettered anyway, though another worker may be about to run it",
+    driver=FailAllIgnoresDeadlineDriver,
+)
 TX_RETRY_IGNORES_CLAIM = MutantEngine(
     "tx-retry-ignores-claim",
     catches="TX-RETRY-STALE",
@@ -879,6 +903,8 @@ MUTANTS: dict[str, MutantEngine] = {
         ACK_ALL_COMMITS_EACH,
         RETRY_ALL_IGNORES_DEADLINE,
         RETRY_ALL_COMMITS_EACH,
+        RETRY_ALL_WRITES_AS_IT_CHECKS,
+        FAIL_ALL_IGNORES_DEADLINE,
         TX_RETRY_IGNORES_CLAIM,
         TX_ROLLBACK_KEEPS_CLAIM_FINISHED,
         # the worker registry (contract 1.2)

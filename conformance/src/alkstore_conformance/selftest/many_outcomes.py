@@ -1,16 +1,17 @@
-"""Broken many-claims retries (contract §3.11): a ``tx.retry_all`` whose statement
-checks each claim's attempt but not its deadline, and one that commits each retry
-on its own.
+"""Broken many-claims retries and fails (contract §3.11): a ``tx.retry_all`` or
+``tx.fail_all`` whose statement checks each claim's attempt but not its deadline,
+and a ``tx.retry_all`` that commits each retry on its own.
 
-The reference SQLite driver has no ``reschedule_claims`` (the core writes each
-retry with ``reschedule``); these add the one an engine might write, with its bug.
+The reference SQLite driver has no ``reschedule_claims`` nor ``bury_claims`` (the
+core writes each with ``reschedule`` or ``bury``); these add the one an engine might
+write, with its bug.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from alkstore.params import Reschedule, RescheduleClaims
+from alkstore.params import Bury, BuryClaims, Reschedule, RescheduleClaims
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite.migrations import JOBS
 
@@ -56,3 +57,27 @@ class RetryAllCommitsEachDriver(SqliteDriver):
             if c.in_transaction:
                 commit_and_continue(c)
         return rescheduled
+
+
+class FailAllIgnoresDeadlineDriver(SqliteDriver):
+    """``tx.fail_all``'s statement guards each claim by its id and attempt only: a claim
+    whose deadline passed while its fail waited in a worker's group is dead-lettered
+    anyway."""
+
+    def bury_claims(self, c: sqlite3.Connection, params: BuryClaims) -> list[int]:
+        buried: list[int] = []
+        claims = zip(
+            params.job_ids, params.attempts, params.last_errors, params.errors, strict=True
+        )
+        for job_id, attempt, last_error, error in claims:
+            row = c.execute(
+                f"SELECT deadline FROM {JOBS} WHERE id = ? AND attempts = ? "
+                "AND state = 'processing'",
+                (job_id, attempt),
+            ).fetchone()
+            if row is None:
+                continue
+            now = min(params.now, row[0] - 1)  # the bug: just inside the deadline
+            if self.bury(c, Bury(job_id, attempt, now, last_error, error)):
+                buried.append(job_id)
+        return buried

@@ -1,4 +1,4 @@
-"""Broken claim outcomes in the caller's transaction (contract 1.2 §3.8, §3.9).
+"""Broken claim outcomes in the caller's transaction (contract 1.2 §3.8, §3.9, §3.11).
 
 A hand-rolled "retry this job in my transaction" that looks the job up and puts it
 back if it is processing has lost the claim's guard: a handle whose claim lapsed and
@@ -12,11 +12,16 @@ transaction's outcome of it is refused with ``StaleHandle``, and the job, never
 finished, runs again once the claim lapses. Each outcome of one transaction, and a
 rolled-back outcome followed by the handle's own calls, look right: only a second
 transaction's outcome of a rolled-back claim tells.
+
+A ``tx.retry_all`` or ``tx.fail_all`` written as a loop of ``tx.retry`` or
+``tx.fail`` checks each claim's arguments only when it reaches it: a bad delay or
+error in the middle is refused after the claims before it were written, and a
+caller that catches the refusal and commits keeps half a call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
@@ -110,5 +115,50 @@ class TxFinishedClaimsCachedStore(CoreStore):
     def transaction(self) -> Iterator[CoreTransaction]:
         finished: set[tuple[int, int]] = self.__dict__.setdefault("_claims_finished", set())
         make = partial(_RemembersFinishedClaims, self._context, finished=finished)
+        with _transaction_of(self._context, make) as tx:
+            yield tx
+
+
+class _WritesAsItChecks(CoreTransaction):
+    def retry_all(
+        self,
+        handles: Sequence[JobHandle],
+        errors: str | Sequence[str],
+        delays: Duration | Sequence[Duration | None] | None = None,
+    ) -> tuple[JobHandle, ...]:
+        given = list(handles)
+        each_error = [errors] * len(given) if isinstance(errors, str) else list(errors)
+        if delays is None or not isinstance(delays, Sequence):
+            each_delay: list[Any] = [delays] * len(given)
+        else:
+            each_delay = list(delays)
+        refused: list[JobHandle] = []
+        for handle, error, delay in zip(given, each_error, each_delay, strict=True):
+            try:
+                self.retry(handle, error, delay)  # checked here, after the ones before
+            except StaleHandle:
+                refused.append(handle)
+        return tuple(refused)
+
+    def fail_all(
+        self, handles: Sequence[JobHandle], errors: str | Sequence[str]
+    ) -> tuple[JobHandle, ...]:
+        given = list(handles)
+        each_error = [errors] * len(given) if isinstance(errors, str) else list(errors)
+        refused: list[JobHandle] = []
+        for handle, error in zip(given, each_error, strict=True):
+            try:
+                self.fail(handle, error)
+            except StaleHandle:
+                refused.append(handle)
+        return tuple(refused)
+
+
+class RetryAllWritesAsItChecksStore(CoreStore):
+    """``store.transaction()`` yields the transaction above."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[CoreTransaction]:
+        make = partial(_WritesAsItChecks, self._context)
         with _transaction_of(self._context, make) as tx:
             yield tx

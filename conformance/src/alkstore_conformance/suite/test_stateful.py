@@ -647,6 +647,8 @@ class QueueModelMachine(RuleBasedStateMachine):
         try:
             refused = self._tx_call(tx, outcome)
         except StaleHandle:
+            if verb.endswith("_all"):
+                raise  # a many-claims call returns its refusals (§3.10, §3.11)
             refused = True
         one = verb.removesuffix("_all")  # the model writes one claim either way
         if one == "ack":

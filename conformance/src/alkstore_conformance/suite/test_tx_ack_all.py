@@ -233,7 +233,8 @@ def test_a_transaction_carried_on_past_ack_all_refusals_commits_its_other_writes
 @pytest.mark.property("TX-ACK-ALL-ARGUMENTS")
 def test_ack_all_refuses_results_of_another_length_before_writing(store: Store) -> None:
     handles = _claimed(store, unique_name("all-args"), 2)
-    with pytest.raises(InvalidOptions), store.transaction() as tx:
+    # Caught inside the transaction, which commits: nothing of the call was written.
+    with store.transaction() as tx, pytest.raises(InvalidOptions):
         tx.ack_all(handles, [None])
     assert _states(store, handles) == [JobState.PROCESSING] * 2
 
@@ -241,7 +242,8 @@ def test_ack_all_refuses_results_of_another_length_before_writing(store: Store) 
 @pytest.mark.property("TX-ACK-ALL-ARGUMENTS")
 def test_ack_all_refuses_a_handle_that_is_not_a_job_handle(store: Store) -> None:
     handles = _claimed(store, unique_name("all-args"), 1)
-    with pytest.raises(InvalidOptions), store.transaction() as tx:
+    # Caught inside the transaction, which commits: nothing of the call was written.
+    with store.transaction() as tx, pytest.raises(InvalidOptions):
         tx.ack_all([handles[0], "not a handle"])  # type: ignore[list-item]
     assert _states(store, handles) == [JobState.PROCESSING]
 
@@ -251,6 +253,7 @@ def test_ack_all_refuses_a_handle_that_is_not_a_job_handle(store: Store) -> None
 def test_ack_all_refuses_a_result_that_cannot_be_stored_before_writing(store: Store) -> None:
     opts = QueueOpts(visibility_timeout_s=VISIBILITY_S, completed_retention_s=60)
     handles = _claimed(store, unique_name("all-args"), 2, opts)
-    with pytest.raises(ResultError), store.transaction() as tx:
+    # Caught inside the transaction, which commits: nothing of the call was written.
+    with store.transaction() as tx, pytest.raises(ResultError):
         tx.ack_all(handles, [None, {1, 2}])
     assert _states(store, handles) == [JobState.PROCESSING] * 2

@@ -407,8 +407,10 @@ BAD_CALLS: dict[str, Callable[[Transaction, list[JobHandle]], object]] = {
 def test_bad_arguments_are_refused_before_anything_is_written(
     store: Store, call: Callable[[Transaction, list[JobHandle]], object]
 ) -> None:
+    # The refusal is caught inside the transaction, which then commits: a call that
+    # wrote its first (valid) claim before refusing the next would show here.
     handles = _claimed(store, unique_name("all-args"), 2)
-    with pytest.raises(InvalidOptions), store.transaction() as tx:
+    with store.transaction() as tx, pytest.raises(InvalidOptions):
         call(tx, handles)
     assert _jobs(store, handles) == [HELD] * 2
 
@@ -421,6 +423,6 @@ def test_a_malformed_delay_is_refused_for_a_claim_at_its_budget_too(store: Store
         2,
         QueueOpts(visibility_timeout_s=VISIBILITY_S, max_attempts=1),
     )
-    with pytest.raises(InvalidOptions), store.transaction() as tx:
+    with store.transaction() as tx, pytest.raises(InvalidOptions):
         tx.retry_all(spent, "later", [0, -5])
     assert _jobs(store, spent) == [HELD] * 2
