@@ -22,6 +22,17 @@ def _claims(params: RescheduleClaims) -> list[tuple[int, int, int, str]]:
     return list(zip(params.job_ids, params.attempts, params.run_ats, params.errors, strict=True))
 
 
+def _inside_the_deadline(c: sqlite3.Connection, job_id: int, attempt: int, now: int) -> int | None:
+    """The bug both deadline mutants share: ``now``, or just inside the claim's
+    deadline if that has passed, for a claim still processing on ``attempt``
+    (``None`` for any other): the guard then holds for a lapsed claim."""
+    row = c.execute(
+        f"SELECT deadline FROM {JOBS} WHERE id = ? AND attempts = ? AND state = 'processing'",
+        (job_id, attempt),
+    ).fetchone()
+    return None if row is None else min(now, row[0] - 1)
+
+
 class RetryAllIgnoresDeadlineDriver(SqliteDriver):
     """``tx.retry_all``'s statement guards each claim by its id and attempt only: a claim
     whose deadline passed while its retry waited in a worker's group is put back
@@ -30,15 +41,9 @@ class RetryAllIgnoresDeadlineDriver(SqliteDriver):
     def reschedule_claims(self, c: sqlite3.Connection, params: RescheduleClaims) -> list[int]:
         rescheduled: list[int] = []
         for job_id, attempt, run_at, error in _claims(params):
-            row = c.execute(
-                f"SELECT deadline FROM {JOBS} WHERE id = ? AND attempts = ? "
-                "AND state = 'processing'",
-                (job_id, attempt),
-            ).fetchone()
-            if row is None:
+            now = _inside_the_deadline(c, job_id, attempt, params.now)
+            if now is None:
                 continue
-            # The bug: "now" is taken as just inside the claim's deadline.
-            now = min(params.now, row[0] - 1)
             if self.reschedule(c, Reschedule(job_id, attempt, now, run_at, error)):
                 rescheduled.append(job_id)
         return rescheduled
@@ -70,14 +75,9 @@ class FailAllIgnoresDeadlineDriver(SqliteDriver):
             params.job_ids, params.attempts, params.last_errors, params.errors, strict=True
         )
         for job_id, attempt, last_error, error in claims:
-            row = c.execute(
-                f"SELECT deadline FROM {JOBS} WHERE id = ? AND attempts = ? "
-                "AND state = 'processing'",
-                (job_id, attempt),
-            ).fetchone()
-            if row is None:
+            now = _inside_the_deadline(c, job_id, attempt, params.now)
+            if now is None:
                 continue
-            now = min(params.now, row[0] - 1)  # the bug: just inside the deadline
             if self.bury(c, Bury(job_id, attempt, now, last_error, error)):
                 buried.append(job_id)
         return buried

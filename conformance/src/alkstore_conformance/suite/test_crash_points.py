@@ -303,6 +303,39 @@ ACK_ALL_CLAIMS = 3
 ACK_ALL_VISIBILITY_S = 60
 
 
+def _claimable(store: Store, names: list[str]) -> dict[str, list[int]]:
+    """``ACK_ALL_CLAIMS`` new jobs in each queue of ``names``, their ids in order."""
+    opts = QueueOpts(visibility_timeout_s=ACK_ALL_VISIBILITY_S)
+    return {
+        name: [store.queue(name, opts).enqueue({"n": n}) for n in range(ACK_ALL_CLAIMS)]
+        for name in names
+    }
+
+
+def _claims_as_they_were(
+    store: Store, clock: FakeClock, claimed_at: int, jobs: dict[str, list[int]], where: str
+) -> None:
+    """What a transaction that did not commit leaves of the claims of ``jobs``: each
+    as it was (processing, its first attempt), held until it lapses, then claimable."""
+    found = [store.queue(name).get_job(job_id) for name, ids in jobs.items() for job_id in ids]
+    claims = [(job.state, job.attempts) if job is not None else None for job in found]
+    assert claims == [(JobState.PROCESSING, 1)] * len(found), where
+    held = [store.queue(name).claim_batch("meanwhile", ACK_ALL_CLAIMS) for name in jobs]
+    assert held == [[]] * len(jobs), where
+    clock.set(claimed_at + ACK_ALL_VISIBILITY_S + 1)
+    try:
+        again = {
+            name: sorted(
+                (handle.id, handle.attempts)
+                for handle in store.queue(name).claim_batch("after-crash", ACK_ALL_CLAIMS)
+            )
+            for name in jobs
+        }
+    finally:
+        clock.set(claimed_at)
+    assert again == {name: [(job_id, 2) for job_id in ids] for name, ids in jobs.items()}, where
+
+
 @pytest.mark.requires("sql")
 @pytest.mark.property("TX-ACK-ALL-CRASH-ATOMIC")
 def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_business_write_or_none(
@@ -311,32 +344,14 @@ def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_bus
     store = clocked_store
     claimed_at = int(clock.now())
     jobs: dict[int, dict[str, list[int]]] = {}
-    opts = QueueOpts(visibility_timeout_s=ACK_ALL_VISIBILITY_S)
 
     def names(run: int) -> list[str]:
         return [f"txackall-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
 
-    def reclaimed(run: int) -> dict[str, list[tuple[int, int]]]:
-        """Each queue's claims once the crashed ones lapsed: (id, attempts) in id order."""
-        clock.set(claimed_at + ACK_ALL_VISIBILITY_S + 1)
-        try:
-            return {
-                name: sorted(
-                    (handle.id, handle.attempts)
-                    for handle in store.queue(name).claim_batch("after-crash", ACK_ALL_CLAIMS)
-                )
-                for name in names(run)
-            }
-        finally:
-            clock.set(claimed_at)
-
     with business_table(store) as table:
 
         def argument_for(run: int) -> tuple[list[str], int, str, int]:
-            jobs[run] = {
-                name: [store.queue(name, opts).enqueue({"n": n}) for n in range(ACK_ALL_CLAIMS)]
-                for name in names(run)
-            }
+            jobs[run] = _claimable(store, names(run))
             return (names(run), ACK_ALL_CLAIMS, table, run)
 
         def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
@@ -353,15 +368,7 @@ def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_bus
                 # Committed: the business row, every ack and the next step together.
                 assert (written, acked, following) == (True, len(found), 1), where
                 return
-            # Not committed: every claim as it was, held until it lapses, then claimable.
-            claims = [(job.state, job.attempts) for job in found if job is not None]
-            assert claims == [(JobState.PROCESSING, 1)] * len(found), where
-            held = [
-                store.queue(name).claim_batch("meanwhile", ACK_ALL_CLAIMS) for name in names(run)
-            ]
-            assert held == [[]] * len(ACK_ALL_QUEUES), where
-            again = {name: [(job_id, 2) for job_id in ids] for name, ids in jobs[run].items()}
-            assert reclaimed(run) == again, where
+            _claims_as_they_were(store, clock, claimed_at, jobs[run], where)
 
         crash_at_every_statement(
             engine_ref, crashes.tx_ack_all_with_business_writes, argument_for, check, claimed_at
@@ -379,7 +386,6 @@ def test_a_crash_at_any_statement_of_a_tx_retry_all_and_fail_all_commits_all_of_
     store = clocked_store
     claimed_at = int(clock.now())
     jobs: dict[int, dict[str, list[int]]] = {}
-    opts = QueueOpts(visibility_timeout_s=ACK_ALL_VISIBILITY_S)
 
     def names(run: int) -> list[str]:
         return [f"txretryall-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
@@ -387,10 +393,7 @@ def test_a_crash_at_any_statement_of_a_tx_retry_all_and_fail_all_commits_all_of_
     with business_table(store) as table:
 
         def argument_for(run: int) -> tuple[list[str], int, str, int]:
-            jobs[run] = {
-                name: [store.queue(name, opts).enqueue({"n": n}) for n in range(ACK_ALL_CLAIMS)]
-                for name in names(run)
-            }
+            jobs[run] = _claimable(store, names(run))
             return (names(run), ACK_ALL_CLAIMS, table, run)
 
         def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
@@ -410,27 +413,7 @@ def test_a_crash_at_any_statement_of_a_tx_retry_all_and_fail_all_commits_all_of_
                 expected = Counter({JobState.PENDING: half, JobState.DEAD: len(found) - half})
                 assert (written, states, following) == (True, expected, 1), where
                 return
-            # Not committed: every claim as it was, held until it lapses, then claimable.
-            claims = [(job.state, job.attempts) for job in found if job is not None]
-            assert claims == [(JobState.PROCESSING, 1)] * len(found), where
-            held = [
-                store.queue(name).claim_batch("meanwhile", ACK_ALL_CLAIMS) for name in names(run)
-            ]
-            assert held == [[]] * len(ACK_ALL_QUEUES), where
-            clock.set(claimed_at + ACK_ALL_VISIBILITY_S + 1)
-            try:
-                again = {
-                    name: sorted(
-                        (h.id, h.attempts)
-                        for h in store.queue(name).claim_batch("after-crash", ACK_ALL_CLAIMS)
-                    )
-                    for name in names(run)
-                }
-            finally:
-                clock.set(claimed_at)
-            assert again == {
-                name: [(job_id, 2) for job_id in ids] for name, ids in jobs[run].items()
-            }, where
+            _claims_as_they_were(store, clock, claimed_at, jobs[run], where)
 
         crash_at_every_statement(
             engine_ref,

@@ -585,15 +585,7 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
             error_entry(attempt, params.now, error)
             for attempt, error in zip(params.attempts, params.errors, strict=True)
         ]
-        bound = by_name(
-            params,
-            job_ids=id_array(params.job_ids),
-            attempts=id_array(params.attempts),
-            run_ats=id_array(params.run_ats),
-            entries=entries,
-            wake_channel=self.channel,
-            topic_prefix=queue_topic(""),
-        )
+        bound = self._claims_bound(params, run_ats=id_array(params.run_ats), entries=entries)
         (rescheduled, queues, _) = execute(c, self._sql.reschedule_claims, bound).fetchone()
         c.announced.update(queue_topic(queue) for queue in queues)
         return [int(job_id) for job_id in rescheduled]
@@ -606,17 +598,21 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
             None if error is None else error_entry(attempt, params.now, error)
             for attempt, error in zip(params.attempts, params.errors, strict=True)
         ]
-        bound = by_name(
+        bound = self._claims_bound(params, last_errors=list(params.last_errors), entries=entries)
+        (buried, _) = execute(c, self._sql.bury_claims, bound).fetchone()
+        return [int(job_id) for job_id in buried]
+
+    def _claims_bound(self, params: RescheduleClaims | BuryClaims, **values: Any) -> dict[str, Any]:
+        """A many-claims statement's parameters: the claims as the text of two arrays
+        (``binding.id_array``), the wake channel, and the statement's own ``values``."""
+        return by_name(
             params,
             job_ids=id_array(params.job_ids),
             attempts=id_array(params.attempts),
-            last_errors=list(params.last_errors),
-            entries=entries,
             wake_channel=self.channel,
             topic_prefix=queue_topic(""),
+            **values,
         )
-        (buried, _) = execute(c, self._sql.bury_claims, bound).fetchone()
-        return [int(job_id) for job_id in buried]
 
     # -- finished jobs (the results profile) ---------------------------------------------
     def complete(self, c: PgHandle, params: Complete) -> bool:
