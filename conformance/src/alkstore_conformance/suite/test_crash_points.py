@@ -11,6 +11,7 @@ without the hook report these properties not_applicable.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -336,17 +337,29 @@ def _claims_as_they_were(
     assert again == {name: [(job_id, 2) for job_id in ids] for name, ids in jobs.items()}, where
 
 
-@pytest.mark.requires("sql")
-@pytest.mark.property("TX-ACK-ALL-CRASH-ATOMIC")
-def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_business_write_or_none(
-    engine_ref: EngineRef, clocked_store: Store, clock: FakeClock
+Committed = Callable[[list[Job | None], bool, int, str], bool]
+"""Judges a group's crashed run from its jobs (``None``: gone), whether its business
+row is there and how many next-step jobs it left: ``True`` (having asserted the
+whole of it) if it committed, ``False`` if it left nothing of it."""
+
+
+def _crash_at_every_statement_of_a_group(
+    engine_ref: EngineRef,
+    store: Store,
+    clock: FakeClock,
+    prefix: str,
+    step: Callable[..., None],
+    committed: Committed,
 ) -> None:
-    store = clocked_store
+    """``step`` (a ``crashes`` function: claims of two queues, then one transaction
+    with a business row, the claims' outcomes and the next step's job) crashed at
+    every statement: what committed is ``committed``'s to judge; what did not left
+    every claim as it was."""
     claimed_at = int(clock.now())
     jobs: dict[int, dict[str, list[int]]] = {}
 
     def names(run: int) -> list[str]:
-        return [f"txackall-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
+        return [f"{prefix}-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
 
     with business_table(store) as table:
 
@@ -361,18 +374,33 @@ def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_bus
                 for name, ids in jobs[run].items()
                 for job_id in ids
             ]
-            acked = sum(job is None for job in found)
             written = run in business_ids(store, table)
             following = len(drain(store.queue(f"{names(run)[0]}-next")))
-            if point is None or written or acked or following:
-                # Committed: the business row, every ack and the next step together.
-                assert (written, acked, following) == (True, len(found), 1), where
+            if committed(found, written, following, where):
                 return
+            assert point is not None, f"the run without a crash left nothing {where}"
             _claims_as_they_were(store, clock, claimed_at, jobs[run], where)
 
-        crash_at_every_statement(
-            engine_ref, crashes.tx_ack_all_with_business_writes, argument_for, check, claimed_at
-        )
+        crash_at_every_statement(engine_ref, step, argument_for, check, claimed_at)
+
+
+@pytest.mark.requires("sql")
+@pytest.mark.property("TX-ACK-ALL-CRASH-ATOMIC")
+def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_business_write_or_none(
+    engine_ref: EngineRef, clocked_store: Store, clock: FakeClock
+) -> None:
+    def committed(found: list[Job | None], written: bool, following: int, where: str) -> bool:
+        acked = sum(job is None for job in found)
+        if not (written or acked or following):
+            return False
+        # Committed: the business row, every ack and the next step together.
+        assert (written, acked, following) == (True, len(found), 1), where
+        return True
+
+    step = crashes.tx_ack_all_with_business_writes
+    _crash_at_every_statement_of_a_group(
+        engine_ref, clocked_store, clock, "txackall", step, committed
+    )
 
 
 # -- TX-RETRY-ALL-CRASH-ATOMIC -----------------------------------------------------------
@@ -383,45 +411,21 @@ def test_a_crash_at_any_statement_of_a_tx_ack_all_commits_every_ack_with_the_bus
 def test_a_crash_at_any_statement_of_a_tx_retry_all_and_fail_all_commits_all_of_it_or_none(
     engine_ref: EngineRef, clocked_store: Store, clock: FakeClock
 ) -> None:
-    store = clocked_store
-    claimed_at = int(clock.now())
-    jobs: dict[int, dict[str, list[int]]] = {}
+    def committed(found: list[Job | None], written: bool, following: int, where: str) -> bool:
+        assert all(job is not None for job in found), where  # nothing is ever lost
+        states = Counter(job.state for job in found if job is not None)
+        if not (written or following or set(states) != {JobState.PROCESSING}):
+            return False
+        # Committed: the business row, every retry and fail, the next step.
+        half = len(found) // 2
+        expected = Counter({JobState.PENDING: half, JobState.DEAD: len(found) - half})
+        assert (written, states, following) == (True, expected, 1), where
+        return True
 
-    def names(run: int) -> list[str]:
-        return [f"txretryall-{run}-{suffix}" for suffix in ACK_ALL_QUEUES]
-
-    with business_table(store) as table:
-
-        def argument_for(run: int) -> tuple[list[str], int, str, int]:
-            jobs[run] = _claimable(store, names(run))
-            return (names(run), ACK_ALL_CLAIMS, table, run)
-
-        def check(run: int, point: CrashPoint | None, statements: list[str]) -> None:
-            where = _where(point, statements)
-            found = [
-                store.queue(name).get_job(job_id)
-                for name, ids in jobs[run].items()
-                for job_id in ids
-            ]
-            assert all(job is not None for job in found), where  # nothing is ever lost
-            states = Counter(job.state for job in found if job is not None)
-            written = run in business_ids(store, table)
-            following = len(drain(store.queue(f"{names(run)[0]}-next")))
-            if point is None or written or following or set(states) != {JobState.PROCESSING}:
-                # Committed: the business row, every retry and fail, the next step.
-                half = len(found) // 2
-                expected = Counter({JobState.PENDING: half, JobState.DEAD: len(found) - half})
-                assert (written, states, following) == (True, expected, 1), where
-                return
-            _claims_as_they_were(store, clock, claimed_at, jobs[run], where)
-
-        crash_at_every_statement(
-            engine_ref,
-            crashes.tx_retry_all_and_fail_all_with_business_writes,
-            argument_for,
-            check,
-            claimed_at,
-        )
+    step = crashes.tx_retry_all_and_fail_all_with_business_writes
+    _crash_at_every_statement_of_a_group(
+        engine_ref, clocked_store, clock, "txretryall", step, committed
+    )
 
 
 # -- OPS-REDRIVE-CRASH-ATOMIC ------------------------------------------------------------
