@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NoReturn
 
-from alkstore import JobHandle, QueueConsumer, StopToken, Store, Transaction
+from alkstore import JobHandle, QueueConsumer, QueueOpts, StopToken, Store, Transaction
 
 from ..certify.guide import SQL_CONNECTION, see
 
@@ -19,6 +19,16 @@ _TABLE = re.compile(r"kit_[a-z0-9_]{1,40}")
 
 class Rollback(Exception):
     """Raised inside a transaction so that it rolls back."""
+
+
+def claimed_in_order(store: Store, name: str, count: int, opts: QueueOpts) -> list[JobHandle]:
+    """``count`` new jobs of the queue ``name`` (stamped with ``opts``), claimed in one
+    batch by one worker: every one of them, in id order."""
+    queue = store.queue(name, opts)
+    ids = queue.enqueue_many([{"order": n} for n in range(count)])
+    handles = queue.claim_batch("w1", count)
+    assert sorted(h.id for h in handles) == sorted(ids)
+    return sorted(handles, key=lambda h: h.id)
 
 
 def raise_inside(

@@ -31,6 +31,7 @@ from alkstore_conformance.helpers.common import (
     Rollback,
     business_ids,
     business_table,
+    claimed_in_order,
     native_sql,
     raise_inside,
     unique_name,
@@ -42,11 +43,9 @@ VERBS = ["retry", "fail"]
 
 
 def _claimed(store: Store, name: str, count: int, opts: QueueOpts | None = None) -> list[JobHandle]:
-    queue = store.queue(name, opts or QueueOpts(visibility_timeout_s=VISIBILITY_S))
-    ids = queue.enqueue_many([{"order": n} for n in range(count)])
-    handles = queue.claim_batch("w1", count)
-    assert sorted(h.id for h in handles) == sorted(ids)
-    return sorted(handles, key=lambda h: h.id)
+    return claimed_in_order(
+        store, name, count, opts or QueueOpts(visibility_timeout_s=VISIBILITY_S)
+    )
 
 
 def _jobs(store: Store, handles: Sequence[JobHandle]) -> list[tuple[JobState, int, str | None]]:
