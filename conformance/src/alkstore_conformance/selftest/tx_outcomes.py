@@ -31,7 +31,7 @@ from alkstore.api import JobHandle
 from alkstore.core import CoreStore
 from alkstore.core.context import StoreContext
 from alkstore.core.transaction import CoreTransaction
-from alkstore.errors import StaleHandle
+from alkstore.errors import InvalidOptions, StaleHandle
 from alkstore.timeconv import Duration
 from alkstore.values import Job, JobState
 
@@ -119,6 +119,21 @@ class TxFinishedClaimsCachedStore(CoreStore):
             yield tx
 
 
+def _per_handle(value: Any, given: list[JobHandle], field: str) -> list[Any]:
+    """``value`` once per handle: itself for each when it is not a list or tuple; the
+    lengths are checked up front, as the contract's are (only the values are not)."""
+    each = list(value) if isinstance(value, list | tuple) else [value] * len(given)
+    if len(each) != len(given):
+        raise InvalidOptions(f"{field} must give one per handle")
+    return each
+
+
+def _handles(handles: Any) -> list[JobHandle]:
+    if not isinstance(handles, list | tuple):
+        raise InvalidOptions("handles must be a sequence")
+    return list(handles)
+
+
 class _WritesAsItChecks(CoreTransaction):
     def retry_all(
         self,
@@ -126,12 +141,9 @@ class _WritesAsItChecks(CoreTransaction):
         errors: str | Sequence[str],
         delays: Duration | Sequence[Duration | None] | None = None,
     ) -> tuple[JobHandle, ...]:
-        given = list(handles)
-        each_error = [errors] * len(given) if isinstance(errors, str) else list(errors)
-        if delays is None or not isinstance(delays, Sequence):
-            each_delay: list[Any] = [delays] * len(given)
-        else:
-            each_delay = list(delays)
+        given = _handles(handles)
+        each_error = _per_handle(errors, given, "errors")
+        each_delay = _per_handle(delays, given, "delays")
         refused: list[JobHandle] = []
         for handle, error, delay in zip(given, each_error, each_delay, strict=True):
             try:
@@ -143,10 +155,9 @@ class _WritesAsItChecks(CoreTransaction):
     def fail_all(
         self, handles: Sequence[JobHandle], errors: str | Sequence[str]
     ) -> tuple[JobHandle, ...]:
-        given = list(handles)
-        each_error = [errors] * len(given) if isinstance(errors, str) else list(errors)
+        given = _handles(handles)
         refused: list[JobHandle] = []
-        for handle, error in zip(given, each_error, strict=True):
+        for handle, error in zip(given, _per_handle(errors, given, "errors"), strict=True):
             try:
                 self.fail(handle, error)
             except StaleHandle:
