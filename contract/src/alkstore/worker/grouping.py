@@ -21,7 +21,7 @@ from typing import TypeGuard
 
 from ..api import JobHandle, Store, Transaction
 from ..errors import AlkstoreError, EngineUnavailable
-from .observe import refused
+from .observe import said_of
 from .outcomes import Ack, Failed, Outcome, RetryLater
 from .runs import JobRun
 
@@ -116,7 +116,10 @@ class OutcomeGroups:
                 if _acks_only_without_waiting(group):
                     _commit_without_waiting(tx)  # §12.11: a transaction of acks only
                 lost = _refused_in(tx, group)  # a statement per kind (§3.10, §3.11)
-                said = [_said(run, outcome, id(run.handle) in lost) for run, outcome in group]
+                said = [
+                    said_of(_NAMES[type(outcome)], id(run.handle) not in lost, run.handle)
+                    for run, outcome in group
+                ]
         except EngineUnavailable as error:
             # The commit may have landed before the error (in doubt): each outcome is
             # written again on its own, refused and confirmed (§12.9) if it did.
@@ -163,16 +166,6 @@ def _refused_in(tx: Transaction, group: list[tuple[JobRun, Grouped]]) -> set[int
     if fails:
         lost += tx.fail_all([h for h, _ in fails], [o.error for _, o in fails])
     return {id(handle) for handle in lost}
-
-
-def _said(run: JobRun, outcome: Grouped, lost: bool) -> str:
-    """What ``outcome`` did, as ``settle.write`` says it: ``lost``, refused."""
-    if lost:
-        return refused(_NAMES[type(outcome)])
-    if isinstance(outcome, RetryLater):
-        job = run.handle.job
-        return "dead (max attempts exceeded)" if job.attempts >= job.max_attempts else "retry"
-    return _NAMES[type(outcome)]
 
 
 _NAMES: dict[type, str] = {Ack: "ack", RetryLater: "retry", Failed: "fail"}

@@ -15,6 +15,8 @@ import logging
 from collections.abc import Iterable
 from typing import Final, Protocol, runtime_checkable
 
+from ..api import JobHandle
+from ..constants import MAX_SNOOZES
 from ..values import Job
 
 log = logging.getLogger("alkstore.worker")
@@ -46,6 +48,19 @@ write (``refused("ack")`` is ``"ack refused (claim lost)"``)."""
 def refused(name: str) -> str:
     """The outcome log's words for a write ``name`` refused because its claim was lost."""
     return name + CLAIM_LOST
+
+
+def said_of(name: str, written: bool, handle: JobHandle) -> str:
+    """The outcome log's words for the write ``name`` of ``handle``'s claim, alone or
+    in a group: refused when its claim was lost; a retry or a snooze that spent the
+    job's last attempt or snooze is the job's death."""
+    if not written:
+        return refused(name)
+    if name == "retry" and handle.job.attempts >= handle.job.max_attempts:
+        return "dead (max attempts exceeded)"
+    if name == "snooze" and handle.job.snoozes >= MAX_SNOOZES:
+        return "dead (max snoozes exceeded)"
+    return name
 
 
 _SAID: Final = {

@@ -18,14 +18,14 @@ from functools import partial
 from typing import Any
 
 from ..api import JobHandle, Queue
-from ..constants import MAX_ERROR_LENGTH, MAX_SNOOZES
+from ..constants import MAX_ERROR_LENGTH
 from ..core.checks import check_error
 from ..core.queues import CoreJobHandle
 from ..errors import AlkstoreError, EngineUnavailable
 from ..values import Job, JobState
 from .grouping import Grouped, OutcomeGroups, carried
 from .heartbeats import Heartbeats
-from .observe import CLAIM_LOST, Observers, outcome_label, refused
+from .observe import CLAIM_LOST, Observers, outcome_label, refused, said_of
 from .outcome_log import OutcomeLog
 from .outcomes import RELEASED, Abandoned, Ack, Failed, Outcome, Released, RetryLater, Snoozed
 from .runs import JobRun, RunState
@@ -187,13 +187,7 @@ def _write_once(
             name, written = "release", handle.release()
         case Abandoned():
             return "abandoned", None
-    if not written:
-        return refused(name), None
-    if name == "retry" and handle.job.attempts >= handle.job.max_attempts:
-        return "dead (max attempts exceeded)", None
-    if name == "snooze" and handle.job.snoozes >= MAX_SNOOZES:
-        return "dead (max snoozes exceeded)", None
-    return name, None
+    return said_of(name, written, handle), None
 
 
 class Settler:
