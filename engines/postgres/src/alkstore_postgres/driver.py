@@ -567,14 +567,7 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         if not params.job_ids:
             return []
         self._plan_ages.keep_fresh(c)  # see ACK_BATCH
-        bound = by_name(
-            params,
-            job_ids=id_array(params.job_ids),
-            attempts=id_array(params.attempts),
-            wake_channel=self.channel,
-            topic_prefix=queue_topic(""),
-        )
-        (acked, _) = execute(c, self._sql.ack_claims, bound).fetchone()
+        (acked, _) = execute(c, self._sql.ack_claims, self._claims_bound(params)).fetchone()
         return [int(job_id) for job_id in acked]
 
     def reschedule_claims(self, c: PgHandle, params: RescheduleClaims) -> list[int]:
@@ -602,7 +595,9 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
         (buried, _) = execute(c, self._sql.bury_claims, bound).fetchone()
         return [int(job_id) for job_id in buried]
 
-    def _claims_bound(self, params: RescheduleClaims | BuryClaims, **values: Any) -> dict[str, Any]:
+    def _claims_bound(
+        self, params: AckClaims | RescheduleClaims | BuryClaims, **values: Any
+    ) -> dict[str, Any]:
         """A many-claims statement's parameters: the claims as the text of two arrays
         (``binding.id_array``), the wake channel, and the statement's own ``values``."""
         return by_name(
