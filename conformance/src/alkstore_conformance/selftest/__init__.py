@@ -120,6 +120,7 @@ from .wakes import (
     RedriveUnannouncedDriver,
     ReleaseUnannouncedDriver,
     ResumeUnannouncedDriver,
+    RetryAllUnannouncedDriver,
     SlotFreedUnannouncedDriver,
     TimerIgnoresDeadlinesDriver,
 )
@@ -395,6 +396,13 @@ RELEASE_UNANNOUNCED = MutantEngine(
     bug="wakes carry their topic and release announces none: waiters in other processes "
     "find a released job at their 1 s re-poll",
     driver=ReleaseUnannouncedDriver,
+)
+RETRY_ALL_UNANNOUNCED = MutantEngine(
+    "retry-all-unannounced",
+    catches="WAKE-PROMPT-RETRY-ALL-NOW",
+    bug="wakes carry their topic and tx.retry_all's statement announces none: waiters in "
+    "other processes find a job a worker's group retried at once at their 1 s re-poll",
+    driver=RetryAllUnannouncedDriver,
 )
 TIMER_IGNORES_DEADLINES = MutantEngine(
     "timer-ignores-deadlines",
@@ -904,6 +912,7 @@ MUTANTS: dict[str, MutantEngine] = {
         RETRY_ALL_IGNORES_DEADLINE,
         RETRY_ALL_COMMITS_EACH,
         RETRY_ALL_WRITES_AS_IT_CHECKS,
+        RETRY_ALL_UNANNOUNCED,
         FAIL_ALL_IGNORES_DEADLINE,
         TX_RETRY_IGNORES_CLAIM,
         TX_ROLLBACK_KEEPS_CLAIM_FINISHED,

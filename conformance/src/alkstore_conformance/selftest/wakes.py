@@ -29,6 +29,7 @@ from alkstore.params import (
     NextWake,
     Redrive,
     Reschedule,
+    RescheduleClaims,
     SetPaused,
     Snooze,
     StreamAppend,
@@ -158,6 +159,23 @@ class TopicWakeDriver(SqliteDriver):
             self._announce_job(c, "reschedule", params.job_id)
         return rescheduled
 
+    def reschedule_claims(self, c: sqlite3.Connection, params: RescheduleClaims) -> list[int]:
+        """``tx.retry_all``'s statement (§3.11), as an engine with one writes it: each
+        claim's reschedule, then each queue it put a job back in announced once."""
+        begin_transaction(c)
+        claims = zip(params.job_ids, params.attempts, params.run_ats, params.errors, strict=True)
+        rescheduled = [
+            job_id
+            for job_id, attempt, run_at, error in claims
+            if SqliteDriver.reschedule(  # not this class's: announced below, once
+                self, c, Reschedule(job_id, attempt, params.now, run_at, error)
+            )
+        ]
+        jobs = [self.get_job(c, GetJob(job_id)) for job_id in rescheduled]
+        topics = {queue_topic(job.queue) for job in jobs if job is not None}
+        self._announce(c, "reschedule_claims", sorted(topics))
+        return rescheduled
+
     def snooze(self, c: sqlite3.Connection, params: Snooze) -> bool:
         begin_transaction(c)
         snoozed = super().snooze(c, params)
@@ -185,6 +203,12 @@ class TopicWakeDriver(SqliteDriver):
         if offsets:
             self._announce(c, "stream_append", [stream_topic(params.stream)])
         return offsets
+
+
+class RetryAllUnannouncedDriver(TopicWakeDriver):
+    """``tx.retry_all``'s statement puts the jobs back and tells no other process."""
+
+    forgets = "reschedule_claims"
 
 
 class RedriveUnannouncedDriver(TopicWakeDriver):
