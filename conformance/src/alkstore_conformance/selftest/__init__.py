@@ -106,6 +106,7 @@ from .results import (
 from .scheduler import AdvanceWithoutCompareDriver, NeverSkipsDriver
 from .snooze import SnoozeCountsAttemptDriver, SnoozeUncountedDriver
 from .tx_outcomes import (
+    AckAllCountsJobsStore,
     RetryAllWritesAsItChecksStore,
     TxFinishedClaimsCachedStore,
     TxRetryIgnoresClaimStore,
@@ -702,6 +703,14 @@ FAIL_ALL_IGNORES_DEADLINE = MutantEngine(
     "dead-lettered anyway, though another worker may be about to run it",
     driver=FailAllIgnoresDeadlineDriver,
 )
+ACK_ALL_COUNTS_JOBS = MutantEngine(
+    "ack-all-counts-jobs",
+    catches="TX-RETRY-ALL-STALE",
+    bug="tx.ack_all hands every claim to the one statement and counts a handle acked "
+    "when its job's id comes back: named beside its job's newer claim, a stale claim is "
+    "reported acked, though the statement acked the newer one",
+    store=AckAllCountsJobsStore,
+)
 TX_RETRY_IGNORES_CLAIM = MutantEngine(
     "tx-retry-ignores-claim",
     catches="TX-RETRY-STALE",
@@ -913,6 +922,7 @@ MUTANTS: dict[str, MutantEngine] = {
         RETRY_ALL_COMMITS_EACH,
         RETRY_ALL_WRITES_AS_IT_CHECKS,
         RETRY_ALL_UNANNOUNCED,
+        ACK_ALL_COUNTS_JOBS,
         FAIL_ALL_IGNORES_DEADLINE,
         TX_RETRY_IGNORES_CLAIM,
         TX_ROLLBACK_KEEPS_CLAIM_FINISHED,

@@ -17,6 +17,10 @@ A ``tx.retry_all`` or ``tx.fail_all`` written as a loop of ``tx.retry`` or
 ``tx.fail`` checks each claim's arguments only when it reaches it: a bad delay or
 error in the middle is refused after the claims before it were written, and a
 caller that catches the refusal and commits keeps half a call.
+
+A ``tx.ack_all`` that hands every claim to the engine's one statement and counts a
+handle acked when its job's id comes back reports a stale claim acked when the
+caller also named the job's newer claim: the statement acked the newer one.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from alkstore.api import JobHandle
 from alkstore.core import CoreStore
 from alkstore.core.context import StoreContext
 from alkstore.core.transaction import CoreTransaction
+from alkstore.driver import ack_claims_of
 from alkstore.errors import InvalidOptions, StaleHandle
+from alkstore.params import AckClaims
 from alkstore.timeconv import Duration
 from alkstore.values import Job, JobState
 
@@ -171,5 +177,32 @@ class RetryAllWritesAsItChecksStore(CoreStore):
     @contextmanager
     def transaction(self) -> Iterator[CoreTransaction]:
         make = partial(_WritesAsItChecks, self._context)
+        with _transaction_of(self._context, make) as tx:
+            yield tx
+
+
+class _AcksEveryClaimInOneStatement(CoreTransaction):
+    def ack_all(
+        self, handles: Sequence[JobHandle], results: Sequence[Any] | None = None
+    ) -> tuple[JobHandle, ...]:
+        given = _handles(handles)
+        if results is not None or not given:
+            return super().ack_all(given, results)
+        ctx = self._context
+        jobs = [handle.job for handle in given]
+        claims = AckClaims([j.id for j in jobs], [j.attempts for j in jobs], ctx.now())
+        statement = ack_claims_of(ctx.driver)
+        if statement is None:
+            return super().ack_all(given)
+        acked = set(statement(self._handle, claims))  # the bug: ids, not claims
+        return tuple(handle for handle in given if handle.job.id not in acked)
+
+
+class AckAllCountsJobsStore(CoreStore):
+    """``store.transaction()`` yields the transaction above."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[CoreTransaction]:
+        make = partial(_AcksEveryClaimInOneStatement, self._context)
         with _transaction_of(self._context, make) as tx:
             yield tx
