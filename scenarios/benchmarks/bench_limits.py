@@ -27,7 +27,8 @@ alone, one with the rate alone and one with both (``SPLIT_KINDS``), each beside 
 without limits in the same store, the four sides taking turns of 100 jobs (the order
 reversed every turn), a fresh store per round; each kind's ratio is the median over
 rounds of the unlimited side's time over its own. ``python bench_limits.py ENGINE
-[JOBS]`` runs L1 and its split alone.
+[JOBS] [--durable]`` runs L1 and its split alone (``--durable``: against a throwaway
+PostgreSQL with ``fsync`` on, the way a production server commits).
 """
 
 from __future__ import annotations
@@ -469,9 +470,25 @@ def render_split(rows: list[LimitsRows]) -> list[str]:
 
 
 def main() -> None:
-    """L1 and its split alone on one engine: ``bench_limits.py ENGINE [JOBS]``."""
-    engine = sys.argv[1]
-    jobs = int(sys.argv[2]) if len(sys.argv) > 2 else JOBS_CAP
+    """L1 and its split alone on one engine: ``bench_limits.py ENGINE [JOBS] [--durable]``.
+
+    ``--durable`` (PostgreSQL): against a throwaway cluster with ``fsync`` on, where each
+    side's commits wait for the disk, instead of ``$ALKSTORE_PG_DSN``'s server."""
+    args = [arg for arg in sys.argv[1:] if arg != "--durable"]
+    if len(args) < len(sys.argv) - 1:
+        from alkstore_postgres.testing.server import DSN_ENV, LocalPostgres
+
+        with LocalPostgres(fsync=True) as durable:
+            os.environ[DSN_ENV] = durable.dsn
+            print("a throwaway cluster with fsync on:", durable.dsn)
+            _run_alone(args)
+    else:
+        _run_alone(args)
+
+
+def _run_alone(args: list[str]) -> None:
+    engine = args[0]
+    jobs = int(args[1]) if len(args) > 1 else JOBS_CAP
     provider = alkstore.load_engine(engine)
     plain, limited = never_binding(provider, jobs, ROUNDS)
     ratios = [p[0] / lim[0] for p, lim in zip(plain, limited, strict=True)]
