@@ -33,9 +33,9 @@ PostgreSQL with ``fsync`` on, the way a production server commits).
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
-import sys
 import threading
 import time
 from collections import Counter
@@ -469,26 +469,34 @@ def render_split(rows: list[LimitsRows]) -> list[str]:
     return lines
 
 
-def main() -> None:
-    """L1 and its split alone on one engine: ``bench_limits.py ENGINE [JOBS] [--durable]``.
+def main(argv: list[str] | None = None) -> None:
+    """L1 and its split alone on one engine: ``bench_limits.py ENGINE [JOBS] [--durable]``."""
+    parser = argparse.ArgumentParser(description="L1 and its split alone on one engine.")
+    parser.add_argument("engine", help="an engine name (sqlite, postgresql)")
+    parser.add_argument("jobs", nargs="?", type=int, default=JOBS_CAP, help="jobs a side")
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="PostgreSQL: a throwaway cluster with fsync on, where each side's commits"
+        " wait for the disk, instead of $ALKSTORE_PG_DSN's server",
+    )
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"JOBS must be at least 1, not {args.jobs}")
+    if not args.durable:
+        _run_alone(args.engine, args.jobs)
+        return
+    if args.engine not in ("postgresql", "postgres"):
+        parser.error(f"--durable starts a PostgreSQL cluster; engine {args.engine!r} has none")
+    from alkstore_postgres.testing.server import DSN_ENV, LocalPostgres
 
-    ``--durable`` (PostgreSQL): against a throwaway cluster with ``fsync`` on, where each
-    side's commits wait for the disk, instead of ``$ALKSTORE_PG_DSN``'s server."""
-    args = [arg for arg in sys.argv[1:] if arg != "--durable"]
-    if len(args) < len(sys.argv) - 1:
-        from alkstore_postgres.testing.server import DSN_ENV, LocalPostgres
-
-        with LocalPostgres(fsync=True) as durable:
-            os.environ[DSN_ENV] = durable.dsn
-            print("a throwaway cluster with fsync on:", durable.dsn)
-            _run_alone(args)
-    else:
-        _run_alone(args)
+    with LocalPostgres(fsync=True) as durable:
+        os.environ[DSN_ENV] = durable.dsn
+        print("a throwaway cluster with fsync on:", durable.dsn)
+        _run_alone(args.engine, args.jobs)
 
 
-def _run_alone(args: list[str]) -> None:
-    engine = args[0]
-    jobs = int(args[1]) if len(args) > 1 else JOBS_CAP
+def _run_alone(engine: str, jobs: int) -> None:
     provider = alkstore.load_engine(engine)
     plain, limited = never_binding(provider, jobs, ROUNDS)
     ratios = [p[0] / lim[0] for p, lim in zip(plain, limited, strict=True)]

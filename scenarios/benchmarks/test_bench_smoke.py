@@ -374,3 +374,21 @@ def test_a_quick_group_outcomes_run_writes_each_group_acks_only_and_mixed_both_w
     assert row["mixed_ms"] > 0
     assert row["grouped_ms"] > 0
     assert "per retry/fail beyond an ack: each, grouped" in done.stdout
+
+
+def test_bench_limits_refuses_durable_on_an_engine_without_a_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        bench_limits.main(["sqlite", "--durable"])
+    assert exit_info.value.code == 2
+    assert (
+        "--durable starts a PostgreSQL cluster; engine 'sqlite' has none" in capsys.readouterr().err
+    )
+
+
+def test_bench_limits_refuses_a_job_count_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        bench_limits.main(["sqlite", "0"])
+    assert exit_info.value.code == 2
+    assert "JOBS must be at least 1, not 0" in capsys.readouterr().err
