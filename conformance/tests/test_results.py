@@ -9,6 +9,7 @@ from alkstore_conformance.certify.manifest import load_manifest
 from alkstore_conformance.certify.results import (
     BACKEND_KEY,
     EXAMPLES_KEY,
+    NEEDS_KEY,
     PROPERTY_KEY,
     SEED_KEY,
     TRIAL_KEY,
@@ -207,3 +208,11 @@ def test_the_first_backend_description_is_kept() -> None:
         _with(FakeReport("b", "setup", "passed"), (BACKEND_KEY, {"server": "2"})),
     )
     assert book.backend == {"server": "1"}
+
+
+def test_the_profiles_a_test_needs_reach_its_entry() -> None:
+    reports = _passed("a", OPTIONAL)
+    for report in reports:
+        report.user_properties.append((NEEDS_KEY, ["locks", "transactions"]))
+    (result,) = _book(*reports).results()
+    assert property_entry(result, None)["covering_tests"][0]["needs"] == ["locks", "transactions"]

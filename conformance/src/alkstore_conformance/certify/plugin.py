@@ -38,7 +38,7 @@ from .manifest import PROFILES, Manifest, ManifestError, load_manifest
 from .modes import ModeError, register_hypothesis_profiles, resolve_mode
 from .reporting import Reporter
 from .requirements import masked, notes
-from .results import PROPERTY_KEY, SEED_KEY
+from .results import NEEDS_KEY, PROPERTY_KEY, SEED_KEY
 from .state import KIT_STATE, KitState, kit_state, not_applicable_reason
 
 _WORKER_SEED_KEY = "alkstore_hypothesis_seed"
@@ -358,6 +358,7 @@ def pytest_collection_modifyitems(
         item.user_properties.append((PROPERTY_KEY, property_id))
         item.user_properties.append((SEED_KEY, state.seed))
         needed = needs[item.nodeid]
+        item.user_properties.append((NEEDS_KEY, tuple(dict.fromkeys(needed))))
         missing = [p for p in needed if p not in profiles]
         if missing:
             item.add_marker(pytest.mark.skip(reason=not_applicable_reason(missing[0])))

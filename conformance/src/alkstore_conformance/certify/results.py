@@ -32,9 +32,11 @@ SEED_KEY = "alkstore_seed"
 EXAMPLES_KEY = "alkstore_examples"
 TRIAL_KEY = "alkstore_trial"
 BACKEND_KEY = "alkstore_backend"
+NEEDS_KEY = "alkstore_needs"
 """``user_properties`` keys a worker attaches to each test's reports: the property,
 the run's seed, Hypothesis examples executed, ``{"trial", "of", "seed"}`` of a
-repeated concurrency test, and (once per process) the provider's backend description."""
+repeated concurrency test, (once per process) the provider's backend description, and
+the profiles the test needs."""
 
 CORE_NOT_APPLICABLE = (
     "the queue core is never not_applicable, yet every test of this property was "
@@ -63,6 +65,9 @@ class CaseRecord:
     trial_seed: int | None = None
     not_applicable_because: str | None = None
     """What the engine lacks, when the test was skipped as not_applicable."""
+    needs: tuple[str, ...] = ()
+    """Every profile the test needs: its property's (own and ``requires``), then its
+    ``requires`` marks'."""
 
     def add(self, when: str, outcome: str, duration: float, text: str, skip_reason: str) -> None:
         self.duration_s += duration
@@ -164,6 +169,9 @@ class ResultBook:
         trial = user.get(TRIAL_KEY)
         if isinstance(trial, dict):
             record.trial, record.trial_seed = trial.get("trial"), trial.get("seed")
+        needs = user.get(NEEDS_KEY)
+        if isinstance(needs, (list, tuple)):
+            record.needs = tuple(str(profile) for profile in needs)
         if self.backend is None and isinstance(user.get(BACKEND_KEY), dict):
             self.backend = user[BACKEND_KEY]
         text = report.longreprtext if report.outcome == "failed" else ""
@@ -266,6 +274,7 @@ def _test_entry(test: CaseRecord) -> dict[str, Any]:
         "trial": test.trial,
         "trial_seed": test.trial_seed,
         "not_applicable_because": test.not_applicable_because,
+        "needs": list(test.needs),
     }
 
 
