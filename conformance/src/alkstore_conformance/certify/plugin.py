@@ -27,6 +27,7 @@ from alkstore import CONTRACT_VERSION, ENGINE_GROUP, Capabilities, load_engine
 
 from .. import SUITE_PACKAGE, __version__
 from ..helpers import fixtures
+from ..helpers.processes import preload_for_children
 from ..helpers.trials import TRIAL_FIXTURE, trial_ids
 from ..helpers.via_aio import VIA_AIO, VIA_SYNC, VIAS, not_applicable_via_aio, reaches_aio
 from ..hooks import SERVER_ENV, conformance_server
@@ -199,6 +200,8 @@ def pytest_configure(config: pytest.Config) -> None:
         via=config.getoption("alkstore_via"),
         budgets=budgets,
     )
+    named = name.partition(":")[0] if ":" in name else None
+    preload_for_children(filter(None, (type(provider).__module__, named)))
     config.pluginmanager.register(BudgetKeeper(budgets, manifest), "alkstore_conformance.budget")
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "alkstore_conformance.fixtures")

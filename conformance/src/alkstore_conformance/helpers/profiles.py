@@ -8,7 +8,6 @@ queue holds without knowing job ids.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +16,8 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from alkstore import JobHandle, QueueConsumer
+
+from .processes import child_context
 
 T = TypeVar("T")
 
@@ -141,7 +142,7 @@ def payload_counts(handles: list[JobHandle]) -> Counter[str]:
 
 
 class Children:
-    """Spawned child processes (``processes.child_process`` targets) and the queue
+    """Child processes (``processes.child_process`` targets) and the queue
     they report on: the parent side of the kit's one child-process shape.
 
     A context manager: on exit every child is joined (bounded), and one still
@@ -149,7 +150,7 @@ class Children:
 
     def __init__(self, time_limit_s: float) -> None:
         self.time_limit_s = time_limit_s
-        self.context = multiprocessing.get_context("spawn")
+        self.context = child_context()
         self.results: Any = self.context.Queue()
         self.processes: list[BaseProcess] = []
 
