@@ -180,7 +180,7 @@ def test_the_memory_engine_certifies_with_every_profile_switched_off(
         assert prop["status"] == ("pass" if needs_only_the_core else "not_applicable"), prop["id"]
 
 
-def test_every_test_needing_a_profile_runs_with_only_its_profiles_on(
+def test_the_tests_needing_profiles_are_grouped_by_the_profiles_they_need(
     everything_off: dict[str, Any],
 ) -> None:
     groups = _needing_profiles(everything_off)
