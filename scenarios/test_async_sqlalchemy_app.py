@@ -1,6 +1,6 @@
 """The async SQLAlchemy story on a real PostgreSQL: the app's row and its job commit
 together and roll back together (the engine's ``provision()``: ``$ALKSTORE_PG_DSN``,
-else a throwaway server; a fresh schema dropped afterwards)."""
+else a throwaway server; a schema of its own, emptied or dropped afterwards)."""
 
 from __future__ import annotations
 

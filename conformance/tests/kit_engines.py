@@ -166,6 +166,17 @@ class ReferenceWhoseProvisionFails(ReferenceWithoutLocks):
         raise RuntimeError("the database server is on fire")
 
 
+class ReferenceReusingStores(ReferenceWithoutLocks):
+    """An engine whose ``provision()`` would hand out stores opened before: a test that
+    needs an unopened store must take it from ``provision_unopened()``."""
+
+    def provision(self) -> AbstractContextManager[EngineSpec]:
+        raise AssertionError("provision() reuses stores: a first open needs provision_unopened()")
+
+    def provision_unopened(self) -> AbstractContextManager[EngineSpec]:
+        return self._inner.provision()
+
+
 class DescribedReference(ReferenceWithoutLocks):
     """The reference engine (all of it) with a backend description for the report."""
 

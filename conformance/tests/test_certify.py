@@ -84,6 +84,22 @@ def test_a_full_certification_refuses_a_short_hypothesis_profile(run_in: RunIn) 
     assert "add --reduced for a shorter certification" in output(result)
 
 
+def test_first_open_races_take_their_store_from_provision_unopened(run_in: RunIn) -> None:
+    result = run_in.cli(
+        "run",
+        "--engine",
+        "kit_engines:ReferenceReusingStores",
+        "--property",
+        "STORE-OPEN-IDEMPOTENT",
+        "--report",
+        "report.json",
+        "-n",
+        "0",
+    )
+    assert result.returncode == pytest.ExitCode.OK, output(result)
+    assert _statuses(run_in.report()) == {"STORE-OPEN-IDEMPOTENT": "pass"}
+
+
 def test_a_skip_during_setup_is_an_error_never_a_pass(run_in: RunIn) -> None:
     result = run_in.cli(
         "run",

@@ -69,6 +69,18 @@ server shares between them (a ``NOTIFY`` channel, a directory, a process-wide
 registry). Without the hook the kit takes a second ``provision()``, which is
 on the same server for most engines but need not be: the hook makes it so.
 
+**provision_unopened** (for an engine whose ``provision()`` reuses stores)::
+
+    def provision_unopened(self) -> AbstractContextManager[EngineSpec]:
+        '''Like provision(), but the store has never been opened: its first open
+        builds it.'''
+
+``provision()`` may hand out a store an earlier one emptied (building one can
+cost more than the test that uses it): through the contract it is as empty as a
+new one, but it has been opened before. The races of first opens
+(``STORE-OPEN-IDEMPOTENT``) need a store nobody has opened, and take it from this
+hook; without it they take ``provision()``, whose stores must then all be new.
+
 **hold_write_path** (certifies time limits under contention, contract §8.5)::
 
     def hold_write_path(self, spec: EngineSpec, seconds: float) -> AbstractContextManager[None]:
@@ -125,6 +137,7 @@ NATIVE_CONNECTION_HOOK = "native_connection_factory"
 DESCRIBE_BACKEND_HOOK = "describe_backend"
 DRIVER_WRAPPER_HOOK = "open_with_driver_wrapper"
 PROVISION_BESIDE_HOOK = "provision_beside"
+PROVISION_UNOPENED_HOOK = "provision_unopened"
 HOLD_WRITE_PATH_HOOK = "hold_write_path"
 OUTAGE_SWITCH_HOOK = "outage_switch"
 
@@ -206,6 +219,19 @@ def provision_beside(
     (without it) a second ``provider.provision()``."""
     if isinstance(provider, ProvisionBesideProvider):
         return provider.provision_beside(spec)
+    return provider.provision()
+
+
+@runtime_checkable
+class ProvisionUnopenedProvider(Protocol):
+    def provision_unopened(self) -> AbstractContextManager[EngineSpec]: ...
+
+
+def provision_unopened(provider: EngineProvider) -> AbstractContextManager[EngineSpec]:
+    """A store no process has opened yet: the engine's hook, or (without it)
+    ``provider.provision()``, whose stores are then all new."""
+    if isinstance(provider, ProvisionUnopenedProvider):
+        return provider.provision_unopened()
     return provider.provision()
 
 

@@ -145,6 +145,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires(*profiles): not_applicable unless the engine has these profiles"
     )
+    config.addinivalue_line(
+        "markers", "unopened_store: the test's store is one nobody has opened (first opens)"
+    )
     name = config.getoption("alkstore_engine")
     if name is None:
         return  # inert

@@ -19,7 +19,12 @@ from alkstore.testing import FakeClock
 from ..certify.requirements import provision_note
 from ..certify.results import BACKEND_KEY, TRIAL_KEY
 from ..certify.state import KitState, kit_state, not_applicable_reason
-from ..hooks import NATIVE_CONNECTION_HOOK, describe_backend, native_connection_factory
+from ..hooks import (
+    NATIVE_CONNECTION_HOOK,
+    describe_backend,
+    native_connection_factory,
+    provision_unopened,
+)
 from .trials import Trial, trial_seed
 from .via_aio import VIA_AIO, AioStore, LoopThread, as_store, attachable_via_aio
 
@@ -59,10 +64,14 @@ def engine(request: pytest.FixtureRequest) -> EngineProvider:
 
 @pytest.fixture
 def engine_spec(request: pytest.FixtureRequest, engine: EngineProvider) -> Iterator[EngineSpec]:
-    """A fresh, empty, isolated store, removed after the test."""
+    """A fresh, empty, isolated store, removed after the test: one nobody has opened
+    for a test marked ``unopened_store`` (the engine's ``provision_unopened`` hook)."""
+    unopened = request.node.get_closest_marker("unopened_store") is not None
     with ExitStack() as provisioned:
         try:
-            spec = provisioned.enter_context(engine.provision())
+            spec = provisioned.enter_context(
+                provision_unopened(engine) if unopened else engine.provision()
+            )
         except Exception as exc:
             exc.add_note(provision_note())
             raise

@@ -83,6 +83,7 @@ def test_unknown_scheme_raises_engine_not_found_naming_installed_engines() -> No
 
 
 @pytest.mark.property("STORE-OPEN-IDEMPOTENT")
+@pytest.mark.unopened_store  # the openers race to build it
 @pytest.mark.usefixtures("trial")  # a race: repeated as the mode demands
 def test_threads_open_one_fresh_store_at_once(open_store: StoreFactory) -> None:
     openers = 4
@@ -110,6 +111,7 @@ def test_threads_open_one_fresh_store_at_once(open_store: StoreFactory) -> None:
 
 @pytest.mark.property("STORE-OPEN-IDEMPOTENT")
 @pytest.mark.requires("multi_process")
+@pytest.mark.unopened_store  # the openers race to build it
 @pytest.mark.usefixtures("trial")  # a race: repeated as the mode demands
 def test_processes_open_one_fresh_store_at_once(
     engine_name: str, engine_group: str, engine_spec: EngineSpec, open_store: StoreFactory

@@ -229,15 +229,23 @@ class PostgresEngine:
         return open_store(url, clock=clock, wrap=wrap, **opts)
 
     def provision(self) -> AbstractContextManager[EngineSpec]:
-        """A fresh schema on a server for the conformance kit (``testing.provisioning``):
-        ``$ALKSTORE_PG_DSN``, else a throwaway server; dropped afterwards."""
+        """An empty schema on a server for the conformance kit (``testing.provisioning``):
+        ``$ALKSTORE_PG_DSN``, else a throwaway server; one a finished provision emptied,
+        else a fresh one; emptied for the next or dropped afterwards."""
         from .testing.provisioning import provision  # test infrastructure, loaded on use
 
         return provision()
 
+    def provision_unopened(self) -> AbstractContextManager[EngineSpec]:
+        """The conformance kit's hook for the first-open races: a schema that does not
+        exist yet, so the store's first open builds it."""
+        from .testing.provisioning import provision_unopened
+
+        return provision_unopened()
+
     def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]:
         """The conformance kit's hook for isolation between stores on one server:
-        another fresh schema in the database ``spec`` names, dropped afterwards."""
+        another schema in the database ``spec`` names, as ``provision`` hands out."""
         from .testing.provisioning import provision_beside
 
         return provision_beside(spec)
@@ -270,7 +278,7 @@ class PostgresEngine:
             "server_version": server_version,
             "driver": f"psycopg {psycopg.__version__}",
             "libpq": psycopg.pq.version(),
-            "provisioned": f"schema {spec.opts.get('schema')!s}, dropped afterwards",
+            "provisioned": f"schema {spec.opts.get('schema')!s}, emptied or dropped after use",
         }
 
     def __repr__(self) -> str:

@@ -16,7 +16,6 @@ and one in front of the server for the listener.
 from __future__ import annotations
 
 import atexit
-import secrets
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -31,7 +30,7 @@ from alkstore.engine import EngineSpec
 from ..engine import PostgresEngine, libpq_url
 from .contention import OUTAGE_LIMIT_S, OUTAGE_RECONNECT_MAX_S, OutageSwitch, _cut, _target
 from .pgbouncer import LocalPgBouncer
-from .provisioning import SCHEMA_PREFIX, drop_schema, dsn_as_url, shared_server_dsn
+from .provisioning import dsn_as_url, reused_schema, shared_server_dsn
 from .proxy import HOST, CuttableProxy
 
 _lock = threading.Lock()
@@ -90,6 +89,9 @@ class PgBouncerEngine(PostgresEngine):
     def provision(self) -> AbstractContextManager[EngineSpec]:
         return _provision()
 
+    def provision_unopened(self) -> AbstractContextManager[EngineSpec]:
+        return _provision(fresh=True)
+
     def provision_beside(self, spec: EngineSpec) -> AbstractContextManager[EngineSpec]:
         return _provision()  # the same server and database, another schema
 
@@ -113,12 +115,9 @@ class PgBouncerEngine(PostgresEngine):
 
 
 @contextmanager
-def _provision() -> Iterator[EngineSpec]:
-    schema = SCHEMA_PREFIX + secrets.token_hex(8)
-    try:
+def _provision(*, fresh: bool = False) -> Iterator[EngineSpec]:
+    with reused_schema(shared_server_dsn(), fresh=fresh) as schema:
         yield _spec(schema)
-    finally:
-        drop_schema(shared_server_dsn(), schema)
 
 
 @contextmanager

@@ -1,19 +1,23 @@
-"""``provision()`` for the conformance kit: a fresh schema per store, one server per process.
+"""``provision()`` for the conformance kit: a schema per store, one server per process.
 
 The server is ``$ALKSTORE_PG_DSN`` when set (the nox sessions start one and
 export it); otherwise ONE throwaway server per process, started lazily through
 ``server.provision_server()`` and stopped at interpreter exit. Each
-``provision()`` names a fresh, randomly named schema (the store creates it on
-open) and drops it -- CASCADE -- afterwards; ``provision_beside(spec)`` another
-one in the database of ``spec``. The yielded ``EngineSpec`` is
-plain data, so child processes reopen the same store from it.
+``provision()`` names a schema no other store uses: one a finished
+``provision()`` of this process emptied (``reuse``: building a schema costs some
+200 ms of server CPU), else a fresh name, which the store creates on open.
+Afterwards it is emptied for the next one, or dropped -- CASCADE -- when it is
+not exactly what the migrations build. ``provision_unopened()`` always names a
+fresh schema (the first-open races need one nobody has opened);
+``provision_beside(spec)`` another store in the database of ``spec``. The
+yielded ``EngineSpec`` is plain data, so child processes reopen the same store
+from it.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -25,12 +29,13 @@ from psycopg.conninfo import conninfo_to_dict
 
 from alkstore.engine import EngineSpec
 
+from .reuse import EMPTIED, SCHEMA_PREFIX, new_schema_name
 from .server import DSN_ENV, provision_server
+
+__all__ = ["SCHEMA_PREFIX", "provision", "provision_beside", "provision_unopened"]
 
 _lock = threading.Lock()
 _shared_dsn: str | None = None
-
-SCHEMA_PREFIX = "alkstore_t_"
 
 
 def shared_server_dsn() -> str:
@@ -86,23 +91,36 @@ def drop_schema(dsn: str, schema: str) -> None:
 
 @contextmanager
 def provision() -> Iterator[EngineSpec]:
-    """A fresh, empty, isolated store: yields ``EngineSpec(url, {"schema": ...})``."""
+    """An empty, isolated store: yields ``EngineSpec(url, {"schema": ...})``."""
     dsn = shared_server_dsn()
-    schema = SCHEMA_PREFIX + secrets.token_hex(8)
-    try:
+    with reused_schema(dsn) as schema:
         yield EngineSpec(url=dsn_as_url(dsn), opts={"schema": schema})
-    finally:
-        drop_schema(dsn, schema)
+
+
+@contextmanager
+def provision_unopened() -> Iterator[EngineSpec]:
+    """A store no process has opened: a schema that does not exist yet."""
+    dsn = shared_server_dsn()
+    with reused_schema(dsn, fresh=True) as schema:
+        yield EngineSpec(url=dsn_as_url(dsn), opts={"schema": schema})
 
 
 @contextmanager
 def provision_beside(spec: EngineSpec) -> Iterator[EngineSpec]:
-    """Another fresh schema in the database ``spec`` names: a second store on the same
-    server, sharing its NOTIFY channels' namespace; dropped -- CASCADE -- afterwards."""
+    """Another store in the database ``spec`` names: a second store on the same
+    server, sharing its NOTIFY channels' namespace."""
     from ..engine import libpq_url  # the engine imports this module lazily, on use
 
-    schema = SCHEMA_PREFIX + secrets.token_hex(8)
-    try:
+    with reused_schema(libpq_url(spec.url)) as schema:
         yield EngineSpec(url=spec.url, opts={**spec.opts, "schema": schema})
+
+
+@contextmanager
+def reused_schema(dsn: str, *, fresh: bool = False) -> Iterator[str]:
+    """A schema of the server ``dsn`` for one store (``fresh``: one that does not exist
+    yet), emptied for reuse or dropped afterwards."""
+    schema = new_schema_name() if fresh else EMPTIED.take(dsn)
+    try:
+        yield schema
     finally:
-        drop_schema(libpq_url(spec.url), schema)
+        EMPTIED.give_back(dsn, schema)
