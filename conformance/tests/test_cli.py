@@ -59,7 +59,17 @@ def test_an_unknown_property_is_a_usage_error(run_in: RunIn) -> None:
 
 
 def test_zero_workers_runs_without_xdist() -> None:
-    assert "-n" not in pytest_args(RunOptions(engine="sqlite", workers="0"))
+    args = pytest_args(RunOptions(engine="sqlite", workers="0"))
+    assert "-n" not in args
+    assert "--dist" not in args
+
+
+def test_workers_steal_work_unless_the_run_names_its_own_distribution() -> None:
+    args = pytest_args(RunOptions(engine="sqlite", workers="4"))
+    assert args[args.index("--dist") + 1] == "worksteal"
+    own = pytest_args(RunOptions(engine="sqlite", workers="4"), ["--dist=loadfile"])
+    assert own.count("--dist") == 0
+    assert own[-1] == "--dist=loadfile"
 
 
 def test_run_without_an_engine_is_refused(run_in: RunIn) -> None:

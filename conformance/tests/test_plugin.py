@@ -8,6 +8,8 @@ import pytest
 from kit_runs import RunIn, output
 
 from alkstore_conformance.certify.manifest import ALWAYS_APPLICABLE, load_manifest
+from alkstore_conformance.certify.plugin import _long_first
+from alkstore_conformance.suite.test_stateful import MODEL_SHARDS
 
 PLAIN_TEST = """
 import hypothesis
@@ -226,7 +228,7 @@ def test_capabilities_other_than_the_contracts_dataclass_are_a_usage_error(
 def test_the_tests_of_properties_with_a_time_budget_of_their_own_are_collected_first(
     run_in: RunIn,
 ) -> None:
-    # xdist hands tests out in collection order: a long one starts at once, never last.
+    # One process, one share: the long ones start at once, never last.
     assert load_manifest()["QUEUE-MODEL-AGREEMENT"].time_budget_s is not None
     result = run_in.pytest(
         *("--pyargs", "alkstore_conformance.suite", "--engine", "kit_engines:stub"),
@@ -234,8 +236,49 @@ def test_the_tests_of_properties_with_a_time_budget_of_their_own_are_collected_f
     )
     assert result.returncode == 0, output(result)
     nodeids = [line for line in result.stdout.splitlines() if "::" in line]
-    assert "test_stateful.py::" in nodeids[0], nodeids[:3]
-    rest = [nodeid.partition("::")[0] for nodeid in nodeids[1:]]
+    shards = [nodeid for nodeid in nodeids if "test_stateful.py::TestQueueModelAgreement" in nodeid]
+    assert len(shards) == MODEL_SHARDS
+    assert nodeids[:MODEL_SHARDS] == shards
+    rest = [nodeid.partition("::")[0] for nodeid in nodeids[MODEL_SHARDS:]]
     files = list(dict.fromkeys(rest))
     assert len(files) > 10
     assert files == sorted(files)  # every other test where pytest collected it
+
+
+class _Item:
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+
+def _worksteal_shares(count: int, workers: int) -> list[range]:
+    """The consecutive shares xdist's work-stealing scheduler first deals ``workers``."""
+    shares, start = [], 0
+    for number in range(workers):
+        size = (count - start) // (workers - number)
+        shares.append(range(start, start + size))
+        start += size
+    return shares
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_each_workers_first_share_starts_with_a_long_test(workers: int) -> None:
+    manifest = load_manifest()
+    short = next(pid for pid, prop in manifest.items() if prop.time_budget_s is None)
+    items: list[Any] = [_Item(f"short{n}") for n in range(23)]
+    items[5:5] = [_Item(f"long{n}") for n in range(MODEL_SHARDS)]
+    declared = {
+        item.nodeid: ["QUEUE-MODEL-AGREEMENT" if item.nodeid.startswith("long") else short]
+        for item in items
+    }
+    _long_first(items, declared, manifest, workers)
+    order = [item.nodeid for item in items]
+    assert sorted(order) == sorted(declared)  # nothing lost, nothing twice
+    shares = _worksteal_shares(len(order), workers)
+    heads = [order[share.start] for share in shares]
+    assert all(head.startswith("long") for head in heads), order
+    for share in shares:  # a share's long tests first, then the rest in collection order
+        names = [order[n] for n in share]
+        longs = [name for name in names if name.startswith("long")]
+        assert names[: len(longs)] == longs
+    shorts = [name for name in order if name.startswith("short")]
+    assert shorts == sorted(shorts, key=lambda name: int(name[5:]))

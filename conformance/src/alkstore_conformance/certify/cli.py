@@ -55,7 +55,11 @@ def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
         "no:cacheprovider",
     ]
     if options.workers != "0":
+        # Work-stealing: the plugin puts one long test at the head of each worker's
+        # share, and idle workers take the rest from busy ones (``plugin._long_first``).
         args += ["-n", options.workers]
+        if not any(arg == "--dist" or arg.startswith("--dist=") for arg in extra):
+            args += ["--dist", "worksteal"]
     if options.report is not None:
         args += ["--alkstore-report", str(options.report)]
     if options.server is not None:

@@ -376,23 +376,49 @@ def pytest_collection_modifyitems(
         _keep_selected(config, items, declared, state)
     if state.via == VIA_AIO:
         _keep_reaching_aio(config, items)
-    _long_first(items, declared, state.manifest)
+    _long_first(items, declared, state.manifest, _worker_count(config))
 
 
 def _long_first(
-    items: list[pytest.Item], declared: dict[str, list[str]], manifest: Manifest
+    items: list[pytest.Item],
+    declared: dict[str, list[str]],
+    manifest: Manifest,
+    workers: int,
 ) -> None:
     """The tests of the properties whose manifest entry gives them a time budget of their
-    own (the long ones, longest budget first) ahead of every other test, which keep their
-    collection order. xdist's load scheduling hands tests out in this order: the longest
-    test starts at once beside the rest instead of late, as the run's tail (the stateful
-    model's test, about half of a reduced certification's time behind PgBouncer)."""
+    own (the long ones: the stateful model's shards) each at the head of one worker's
+    share, longest budget first, and every other test in collection order after them.
+
+    The kit's runs schedule work-stealing (``cli``): xdist first deals each of its
+    ``workers`` an equal, consecutive share of the collection (the first worker the
+    first), and idle workers then take from the tail of a busy one's. So every worker
+    starts on one long test at once, and none waits behind another (as one test in
+    front, the model held back the rest of its worker's share: about a minute of a
+    reduced certification's wall time)."""
 
     def budget(item: pytest.Item) -> int:
         ids = declared.get(item.nodeid)
         return 0 if ids is None else manifest[ids[0]].time_budget_s or 0
 
-    items.sort(key=lambda item: -budget(item))  # stable: the rest keep their order
+    ordered = sorted(items, key=lambda item: -budget(item))  # stable: the rest keep order
+    long_ones = [item for item in ordered if budget(item)]
+    rest = iter(ordered[len(long_ones) :])
+    shares: list[list[pytest.Item]] = [[] for _ in range(max(1, workers))]
+    for number, item in enumerate(long_ones):
+        shares[number % len(shares)].append(item)
+    left = len(items)
+    for number, share in enumerate(shares):
+        size = left // (len(shares) - number)  # as xdist's work-stealing deals them out
+        share.extend(next(rest) for _ in range(max(0, size - len(share))))
+        left -= len(share)
+    share.extend(rest)  # what rounding left over, if anything
+    items[:] = [item for share in shares for item in share]
+
+
+def _worker_count(config: pytest.Config) -> int:
+    """How many xdist workers share the run (1 without xdist)."""
+    workerinput = getattr(config, "workerinput", None)
+    return int(workerinput["workercount"]) if workerinput is not None else 1
 
 
 def _keep_reaching_aio(config: pytest.Config, items: list[pytest.Item]) -> None:
