@@ -3,7 +3,6 @@ never collides with another package's test helpers on ``sys.path``)."""
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ import alkstore
 from alkstore import JobHandle, QueueConsumer, StopToken
 from alkstore.core import CoreStore
 from alkstore_postgres import migrations
+from alkstore_postgres.testing.reuse import new_schema_name
 
 VERSIONS = [migration.version for migration in migrations.MIGRATIONS]
 """Every migration's version, in order: a migration slot kept for another line of work
@@ -61,7 +61,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30) -> bool:
 
 
 def fresh_schema_name() -> str:
-    return "alkstore_t_" + secrets.token_hex(6)
+    return new_schema_name()
 
 
 class BackgroundClaim:

@@ -180,6 +180,14 @@ def test_emptied_schemas_are_dropped_when_their_process_exits(
     assert leftovers == (0,)
 
 
+def test_a_store_never_opened_leaves_no_schema_behind(
+    shared_server: str, admin: psycopg.Connection[Any]
+) -> None:
+    with ENGINE.provision_unopened() as spec:
+        schema = spec.opts["schema"]
+    assert not _schema_exists(admin, schema)
+
+
 def test_two_provisioned_stores_are_isolated(shared_server: str) -> None:
     with ENGINE.provision() as first, ENGINE.provision() as second:
         assert first.opts["schema"] != second.opts["schema"]

@@ -24,12 +24,11 @@ from contextlib import ExitStack, contextmanager
 from urllib.parse import quote
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from alkstore.engine import EngineSpec
 
-from .reuse import EMPTIED, SCHEMA_PREFIX, new_schema_name
+from .reuse import EMPTIED, SCHEMA_PREFIX, drop_schemas, new_schema_name
 from .server import DSN_ENV, provision_server
 
 __all__ = ["SCHEMA_PREFIX", "provision", "provision_beside", "provision_unopened"]
@@ -86,7 +85,7 @@ def _url_hosts(host: str, port: str, params: dict[str, str]) -> str:
 
 def drop_schema(dsn: str, schema: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        drop_schemas(conn, schema)
 
 
 @contextmanager

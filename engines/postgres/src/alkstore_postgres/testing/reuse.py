@@ -71,8 +71,9 @@ FROM (
     WHERE c.relnamespace = n.oid AND NOT t.tgisinternal
 ) AS items
 """
-"""One digest of everything the migrations create in a schema; NULL for a schema that
-does not exist. The versions applied are compared apart (``VERSIONS``)."""
+"""One digest of everything the migrations create in a schema (no row for a schema
+that does not exist, NULL for an empty one). The versions applied are compared apart
+(``VERSIONS``)."""
 
 SHAPE_OF_SCHEMA: Final = (
     "SELECT (" + SHAPE + ") FROM pg_catalog.pg_namespace AS n WHERE n.nspname = %(schema)s"
@@ -179,9 +180,10 @@ class EmptiedSchemas:
 
 
 def _shape(conn: psycopg.Connection[Any], schema: str) -> tuple[str, list[int]] | None:
-    [(shape,)] = conn.execute(SHAPE_OF_SCHEMA, {"schema": schema})
-    if shape is None:
+    row = conn.execute(SHAPE_OF_SCHEMA, {"schema": schema}).fetchone()
+    if row is None or row[0] is None:  # no such schema (its store was never opened), or empty
         return None
+    shape: str = row[0]
     try:
         [(versions,)] = conn.execute(sql.SQL(VERSIONS).format(sql.Identifier(schema)))
     except psycopg.errors.UndefinedTable:
