@@ -9,7 +9,8 @@ every round), ``ROUNDS`` rounds; medians of each step's per-round ratio to plain
 
     ALKSTORE_PG_DSN=... python scenarios/benchmarks/bench_postgres_batch_floor.py [ROUNDS]
 
-The server must be on this machine (its backends' CPU is read from ``/proc``).
+The server must be on this machine (its backends' CPU is read from ``/proc``), and
+otherwise idle: the API step counts every client backend of the database.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ class Drain:
     ack: str
     engine_ack: bool = False
     lapse_index: bool = False
+
+    @property
+    def payload_at(self) -> int:
+        """Where a claimed row holds its payload: the engine's claim returns ``Job``'s
+        columns, plain's ``id, attempts, payload``."""
+        return 1 if self.claim is engine_sql.CLAIM_READY else 2
 
 
 PLAIN_CLAIM = plain_sql.PG["claim"]
@@ -182,9 +189,8 @@ def _drain(conn: psycopg.Connection, step: Drain, claim: str, ack: str) -> int:
         rows = conn.execute(claim, claim_params, prepare=True).fetchall()
         if not rows:
             return done
-        payload_at = 1 if step.claim is engine_sql.CLAIM_READY else 2
         for row in rows:
-            json.loads(row[payload_at])
+            json.loads(row[step.payload_at])
         ids = [row[0] for row in rows]
         if step.engine_ack:
             bound = {
