@@ -259,6 +259,15 @@ def main(rounds: int) -> None:
             f" {statistics.median(v.client for v in values):6.2f}us"
             f" {statistics.median(v.server for v in values):6.2f}us   {wall:.2f}x, {cpu:.2f}x"
         )
+    # Issue 28 §4's other reading of "plain psycopg doing the same statements": the
+    # engine's own SQL through bare psycopg, so this ratio is what its Python costs.
+    same = costs[STEPS[-1].label]
+    api = costs[API]
+    wall = statistics.median(s.wall / a.wall for s, a in zip(same, api, strict=True))
+    cpu = statistics.median(s.cpu / a.cpu for s, a in zip(same, api, strict=True))
+    print(
+        f"  the API against the engine's statements through bare psycopg: {wall:.2f}x, {cpu:.2f}x"
+    )
     print(f"load average at end {os.getloadavg()}")
 
 

@@ -114,7 +114,9 @@ def served(request: pytest.FixtureRequest, screenshots: Path) -> Iterator[Served
             sock.close()
 
 
-def _browser(authorization: str | None) -> webdriver.Chrome:
+def _browser(authorization: str | None, scratch: Path) -> webdriver.Chrome:
+    """A headless Chromium whose temporary files go to ``scratch`` (Chromium leaves
+    empty ``org.chromium.Chromium.*`` directories behind in its ``TMPDIR``)."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         # Not a skip: these tests are how a broken page fails the run.
         pytest.fail(
@@ -128,7 +130,8 @@ def _browser(authorization: str | None) -> webdriver.Chrome:
     options.add_argument("--window-size=1280,860")
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     # An explicit driver path: Selenium Manager never runs, so nothing is downloaded.
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    service = Service(executable_path=str(CHROMEDRIVER), env={**os.environ, "TMPDIR": str(scratch)})
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(PAGE_WAIT_S)
     if authorization is not None:
         # Every request of the page (its fetches and its event stream too) carries it.
@@ -140,9 +143,9 @@ def _browser(authorization: str | None) -> webdriver.Chrome:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-    driver = _browser(f"Basic {token}")
+    driver = _browser(f"Basic {token}", tmp_path_factory.mktemp("chromium"))
     try:
         yield driver
     finally:
@@ -298,9 +301,9 @@ def test_a_dead_job_is_redriven_through_the_page(served: Served, browser: WebDri
     assert [job.redriven_from for job in q.jobs("pending")] == [dead]
 
 
-def test_without_credentials_the_dashboard_refuses(served: Served) -> None:
+def test_without_credentials_the_dashboard_refuses(served: Served, tmp_path: Path) -> None:
     served.store.queue("private-queue").enqueue({"n": 1})
-    stranger = _browser(None)
+    stranger = _browser(None, tmp_path)
     try:
         stranger.get(served.url("/"))
         assert "private-queue" not in stranger.page_source
