@@ -17,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -318,6 +319,13 @@ def test_without_credentials_the_dashboard_refuses(served: Served, tmp_path: Pat
         assert statuses == [401]
     finally:
         stranger.quit()
+
+
+def test_a_browser_leaves_nothing_in_the_system_temporary_directory(tmp_path: Path) -> None:
+    system_tmp = Path(tempfile.gettempdir())
+    before = set(system_tmp.glob("org.chromium.Chromium.*"))
+    _browser(None, tmp_path).quit()
+    assert set(system_tmp.glob("org.chromium.Chromium.*")) - before == set()
 
 
 def test_an_xss_payload_shows_as_text(served: Served, browser: WebDriver) -> None:
