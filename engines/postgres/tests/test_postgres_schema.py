@@ -12,12 +12,12 @@ from pg_helpers import ENGINE_TABLES, VERSIONS, StoreFactory
 from psycopg import sql
 
 import alkstore
-from alkstore import EnqueueOpts, QueueOpts, Unique
+from alkstore import EnqueueOpts, Limits, QueueOpts, Unique
 from alkstore.core.unique import payload_key
 from alkstore.testing import FakeClock
 from alkstore_postgres import LATEST_VERSION, SchemaNotMigrated, migrate, migrations
 from alkstore_postgres.migrations import DEAD_PAGES_MIGRATION, KEPT_EDGES_MIGRATION
-from alkstore_postgres.statements import Statements
+from alkstore_postgres.statements import BURY_FIRST_MIGRATION, Statements
 
 NOW = 1_700_000_000
 
@@ -881,6 +881,28 @@ def test_a_schema_before_the_held_back_mark_is_upgraded_and_marks_the_live_claim
             f'SELECT state, held_back FROM "{schema}".alkstore_jobs ORDER BY id'
         ).fetchall()
         assert held == [("processing", True), ("pending", False)]
+    assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
+
+
+def test_a_schema_before_bury_first_is_upgraded_and_its_limited_claim_hands_out_a_released_callback(
+    pg_dsn: str, schema: str, admin: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Migration 22's function buried the exhausted member in the statement of its claim,
+    # whose snapshot missed the fan-in callback that made pending (contract §2.7).
+    before = VERSIONS[VERSIONS.index(BURY_FIRST_MIGRATION) - 1]
+    _migrate_as_release(pg_dsn, schema, monkeypatch, before)
+    clock = FakeClock(1_000)
+    with alkstore.open(pg_dsn, schema=schema, clock=clock) as store:
+        queue = store.queue("q", QueueOpts(max_attempts=1, visibility_timeout_s=5))
+        assert queue.set_limits(Limits(concurrency=5)) is True
+        member = int(queue.enqueue("member"))
+        callback = int(queue.enqueue("callback", EnqueueOpts(after_finished=[member])))
+        claimed = queue.claim("w")
+        assert claimed is not None
+        assert claimed.id == member
+        other = int(queue.enqueue("other"))
+        clock.advance(6)  # the member lapses at its budget
+        assert [h.id for h in queue.claim_batch("w", 2)] == [callback, other]
     assert [version for version, _ in _migrations(admin, schema)] == VERSIONS
 
 

@@ -23,6 +23,7 @@ from .. import SUITE_PACKAGE, __version__
 from ..helpers.via_aio import VIA_SYNC, VIAS
 from ..hooks import SERVER_ENV
 from .budget import DEFAULT_TIME_BUDGET_S
+from .selection import suite_targets
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,12 @@ class RunOptions:
 
 
 def pytest_args(options: RunOptions, extra: Sequence[str] = ()) -> list[str]:
+    # A run of named properties collects only the modules declaring them; a
+    # certification, and a run of profiles, the whole suite.
+    partial = options.properties and not options.profiles and not options.certify
     args = [
         "--pyargs",
-        SUITE_PACKAGE,
+        *(suite_targets(options.properties) if partial else [SUITE_PACKAGE]),
         "--engine",
         options.engine,
         "--engine-group",

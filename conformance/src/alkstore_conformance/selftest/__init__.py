@@ -38,6 +38,7 @@ from .contention import (
 )
 from .cron import GapSkippingStore, PolicyDroppingDriver, ZoneDroppingDriver
 from .dependencies import (
+    ClaimBeforeBuryDriver,
     DeadDependencyLeavesWaitingDriver,
     EdgesOneWayDriver,
     FanInAsDependencyDriver,
@@ -779,6 +780,13 @@ FAN_IN_AS_DEPENDENCY = MutantEngine(
     "callback instead of counting as finished",
     driver=FanInAsDependencyDriver,
 )
+CLAIM_BEFORE_BURY = MutantEngine(
+    "claim-before-bury",
+    catches="DEPS-FAN-IN",
+    bug="a claim chooses its rows before it moves the queue's exhausted claims to dead: "
+    "the fan-in callback that move made pending is left for a later claim",
+    driver=ClaimBeforeBuryDriver,
+)
 EDGES_ONE_WAY = MutantEngine(
     "edges-one-way",
     catches="DEPS-EDGES",
@@ -935,6 +943,7 @@ MUTANTS: dict[str, MutantEngine] = {
         RELEASE_IN_OWN_COMMIT,
         DEAD_DEPENDENCY_LEAVES_WAITING,
         FAN_IN_AS_DEPENDENCY,
+        CLAIM_BEFORE_BURY,
         EDGES_ONE_WAY,
         REDRIVE_LEAVES_DEPENDENTS_DEAD,
         STALE_REVIVAL,

@@ -1,8 +1,9 @@
 """Broken job dependencies (contract 1.2 §18): a dependent released by the first of its
 dependencies' acks, one released in a commit of its own after the ack's, the
 dependents of a dead or cancelled job left waiting for ever, those left dead by a
-redrive of the job they died for, and those two redrives at once leave dead, each
-deciding from a read that misses the other's.
+redrive of the job they died for, those two redrives at once leave dead, each
+deciding from a read that misses the other's, and a fan-in callback a claim's own
+move of its last member made pending, left by that claim.
 
 Each is a bug a hand-rolled workflow table shows: a flag flipped on "a parent
 finished" rather than a count of the parents still running; a "promote the ready
@@ -24,6 +25,7 @@ from typing import Any, TypeVar, cast
 
 from alkstore.params import (
     Cancel,
+    Claim,
     ClaimRef,
     Complete,
     GetJob,
@@ -31,7 +33,7 @@ from alkstore.params import (
     Redrive,
     RedriveDependents,
 )
-from alkstore.values import JobState
+from alkstore.values import Job, JobState
 from alkstore_sqlite import SqliteDriver
 from alkstore_sqlite import statements as sql
 from alkstore_sqlite.migrations import (
@@ -136,6 +138,36 @@ class FanInAsDependencyDriver(SqliteDriver):
         self, c: sqlite3.Connection, params: InsertAfter
     ) -> tuple[list[int], dict[int, JobState | None]]:
         return super().insert_after_jobs(c, replace(params, finished=False))
+
+
+class ClaimBeforeBuryDriver(SqliteDriver):
+    """A claim chooses its rows before it moves its queue's exhausted claims to dead (as
+    one statement whose single snapshot predates its own move would): a fan-in callback
+    that move made pending is left for the next claim, behind a job of lower priority."""
+
+    def claim(self, c: sqlite3.Connection, params: Claim) -> list[Job]:
+        deferred = _BuryDeferred(c)
+        jobs = super().claim(cast(sqlite3.Connection, deferred), params)  # duck-typed
+        for parameters in deferred.buries:
+            c.execute(sql.BURY_EXHAUSTED, parameters)
+        return jobs
+
+
+class _BuryDeferred:
+    """``c``, but ``BURY_EXHAUSTED`` is put off (its parameters kept in ``buries``)."""
+
+    def __init__(self, c: sqlite3.Connection) -> None:
+        self._c = c
+        self.buries: list[Any] = []
+
+    def execute(self, statement: str, parameters: Any = ()) -> sqlite3.Cursor:
+        if statement is sql.BURY_EXHAUSTED:
+            self.buries.append(parameters)
+            return self._c.execute("SELECT 0")
+        return self._c.execute(statement, parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._c, name)
 
 
 class EdgesOneWayDriver(SqliteDriver):

@@ -1122,6 +1122,46 @@ def test_a_fan_in_waiting_for_a_dependent_counts_its_cascaded_death(store: Store
     assert _state(queue, callback) is JobState.PENDING
 
 
+CLAIM_PATHS = {"unlimited": (None, "dependencies"), **BURYING_LIMITS}
+"""Every claim path: the plain claim, and each a limited queue takes."""
+
+
+@pytest.mark.property("DEPS-FAN-IN")
+@pytest.mark.parametrize("batch", [1, 2], ids=["claim", "claim_batch"])
+@pytest.mark.parametrize("limits", sorted(CLAIM_PATHS))
+def test_a_claim_that_buries_the_last_member_hands_out_the_callback_in_claim_order(
+    clocked_store: Store,
+    clock: FakeClock,
+    requires: Callable[[str], None],
+    limits: str,
+    batch: int,
+) -> None:
+    # §2.7: the claim moves the exhausted member to dead before it chooses, so the
+    # callback that move released is among what it chooses from, ahead of a job of
+    # lower priority that was pending all along.
+    chosen, profile = CLAIM_PATHS[limits]
+    requires(profile)
+    queue = clocked_store.queue(
+        unique_name("last-member"), QueueOpts(max_attempts=1, visibility_timeout_s=5)
+    )
+    if chosen is not None:
+        assert queue.set_limits(chosen) is True
+    # In turn (a per-key limit), the key after the last one served goes first: the
+    # member's "a", then the callback's "b", then the other job's "c".
+    key = {"member": "a", "callback": "b", "other": "c"} if profile == "key_limits" else {}
+    member = int(queue.enqueue("member", EnqueueOpts(limit_key=key.get("member"))))
+    callback_opts = EnqueueOpts(after_finished=[member], priority=5, limit_key=key.get("callback"))
+    callback = int(queue.enqueue("callback", callback_opts))
+    assert _claim(queue, member).id == member
+    other = int(queue.enqueue("other", EnqueueOpts(limit_key=key.get("other"))))
+    clock.advance(6)  # the member's claim lapses at its budget
+    if batch == 1:
+        _claim(queue, callback)
+    else:
+        assert [h.id for h in queue.claim_batch("w2", batch)] == [callback, other]
+    assert _job(queue, member).state is JobState.DEAD
+
+
 @pytest.mark.property("DEPS-FAN-IN")
 def test_after_and_after_finished_together_are_refused() -> None:
     with pytest.raises(InvalidOptions, match="after_finished"):

@@ -108,7 +108,7 @@ from .operations import OpsStatements
 from .options import PostgresOptions
 from .plans import PlanAges
 from .profiles import ProfileStatements
-from .statements import Statements
+from .statements import RELEASED_CUE_ID, Statements
 from .watchdog import Watchdog, timed_out
 
 T = TypeVar("T")
@@ -497,13 +497,23 @@ class PostgresDriver(ProfileStatements, OpsStatements, DependencyStatements):
             ready, either = sql.claim_ready, sql.claim
         rows = execute(c, ready, bound, binary=True).fetchall()
         if not rows:
-            rows = execute(c, either, bound, binary=True).fetchall()
+            rows = self._claim_after_burying(c, either, bound)
             if rows and rows[-1][0] is None:  # the queue has a limit: CLAIM left it alone
                 limited = self._claim_limited(c, bound)
                 if limited is None:  # cleared meanwhile: the unlimited claim
-                    limited = execute(c, either, bound, binary=True).fetchall()
+                    limited = self._claim_after_burying(c, either, bound)
                 rows = [r for r in limited if r[0] is not None]
         return claimed_jobs(rows, params.queue, params.worker_id, params.now)
+
+    @staticmethod
+    def _claim_after_burying(c: PgHandle, either: bytes, bound: dict[str, Any]) -> list[Any]:
+        """``CLAIM`` (or ``CLAIM_ONE``), run again while it buried a row with dependents:
+        then it claimed nothing, and the next run's snapshot sees the jobs that made
+        pending (contract §2.7). Each such run buries at least one row, so this ends."""
+        while True:
+            rows = execute(c, either, bound, binary=True).fetchall()
+            if not any(row[0] == RELEASED_CUE_ID for row in rows):
+                return rows
 
     def _claim_limited(self, c: PgHandle, bound: dict[str, Any]) -> list[Any] | None:
         """The claim of a queue with a limit (the limits profile), one statement: the

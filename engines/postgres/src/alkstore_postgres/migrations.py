@@ -30,9 +30,11 @@ from psycopg import sql as pgsql
 from .errors import SchemaNotMigrated
 from .legacy import legacy_version, rename_legacy_layout
 from .statements import (
+    BURY_FIRST_MIGRATION,
     CLAIM_LIMITED_FUNCTION,
     CLAIM_LIMITED_FUNCTION_V19,
     CLAIM_LIMITED_FUNCTION_V21,
+    CLAIM_LIMITED_FUNCTION_V22,
     LIMIT_ROW_RATE_MIGRATION,
     SLOT_WAITED_MIGRATION,
     render,
@@ -1142,7 +1144,19 @@ V22_BURIED_DEPENDENTS = Migration(
         # The claim in turn (a per-key limit or rate) moved its exhausted lapsed rows
         # to the dead table without has_dependents, so the dead table's trigger never
         # settled their dependents: a job waiting on a buried row stayed waiting. The
-        # function made again with the flag carried (statements.CLAIM_LIMITED_FUNCTION).
+        # function made again with the flag carried.
+        CLAIM_LIMITED_FUNCTION_V22,
+    ),
+)
+
+V23_BURY_FIRST = Migration(
+    BURY_FIRST_MIGRATION,
+    "a limited claim buries the exhausted claims before it claims",
+    (
+        # The function buried a queue's exhausted claims in the statement of its claim,
+        # whose snapshot could not see a fan-in callback that move made pending: the
+        # claim left it (contract §2.7). It buries in a statement of its own first
+        # (statements.CLAIM_LIMITED_FUNCTION).
         CLAIM_LIMITED_FUNCTION,
     ),
 )
@@ -1260,6 +1274,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     V20_UNIQUE_BATCH_ORDER,
     V21_SLOT_WAITED,
     V22_BURIED_DEPENDENTS,
+    V23_BURY_FIRST,
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -171,6 +171,17 @@ FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s"""
 """The end of ``CLAIM``: one row of NULLs when the queue has a limit (the driver's cue)."""
 
 
+RELEASED_CUE_ID: Final = 0
+"""The id of ``CLAIM``'s other cue row (no job has it: ids start at 1): it buried a row
+with dependents, so it claimed nothing and the driver runs it again."""
+
+_RELEASED_CUE = f"""
+UNION ALL
+(SELECT {RELEASED_CUE_ID}, {", ".join(["NULL"] * (len(CLAIMED_COLUMNS) - 1))}
+ FROM exhausted WHERE has_dependents LIMIT 1)"""
+"""After ``CLAIM``'s rows: its cue when it buried a row with dependents."""
+
+
 def _claim(
     pick: str,
     guard: str = _NOT_LIMITED,
@@ -179,14 +190,24 @@ def _claim(
     returning: str = _CLAIM_RETURNING,
     recorded: str = "",
     cue: str = _LIMITED_CUE,
+    released_first: bool = False,
 ) -> str:
     """The claim statement; ``pick`` is how its UPDATE takes the chosen rows' ``ctid``,
     ``guard`` what else a candidate row's queue must satisfy, ``slots`` how many rows
     it claims at most, ``returning`` what it gives of them, ``recorded`` more CTEs
-    after ``claimed`` and ``cue`` what follows its rows."""
+    after ``claimed`` and ``cue`` what follows its rows. ``released_first``: when it
+    buries a row with dependents it claims nothing and says so (``_RELEASED_CUE``), as
+    its snapshot cannot see the jobs that move made pending (contract §2.7)."""
+    flagged = ", has_dependents" if released_first else ""
+    wait = (
+        "\n    WHERE NOT EXISTS (SELECT FROM exhausted WHERE has_dependents)"
+        if released_first
+        else ""
+    )
+    released = _RELEASED_CUE if released_first else ""
     return f"""
 WITH exhausted AS (
-    SELECT id FROM {{schema}}.alkstore_jobs
+    SELECT id{flagged} FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
       AND attempts >= max_attempts
     FOR UPDATE SKIP LOCKED
@@ -216,7 +237,7 @@ WITH exhausted AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), chosen AS (
-    SELECT row_at FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) AS candidate
+    SELECT row_at FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) AS candidate{wait}
     ORDER BY priority DESC, run_at, id
     LIMIT {slots}
 ), claimed AS (
@@ -225,11 +246,11 @@ WITH exhausted AS (
     WHERE job.ctid {pick}
     {returning}
 ){recorded}
-SELECT * FROM claimed{cue}
+SELECT * FROM claimed{released}{cue}
 """
 
 
-CLAIM: Final = _claim("= ANY(ARRAY(SELECT row_at FROM chosen))")
+CLAIM: Final = _claim("= ANY(ARRAY(SELECT row_at FROM chosen))", released_first=True)
 """Dead-letter the exhausted lapsed rows and claim, in one statement (one round trip).
 
 First the queue's lapsed claims at their attempt budget move to the dead table
@@ -237,7 +258,11 @@ First the queue's lapsed claims at their attempt budget move to the dead table
 CTEs of this statement, so the move is as atomic as the claim). A row another
 claimer has locked is skipped: that claimer is moving it. Every CTE sees the
 statement's one snapshot, and the claim's lapsed branch takes only rows with
-``attempts < max_attempts``, so the two never touch the same row.
+``attempts < max_attempts``, so the two never touch the same row. That snapshot
+cannot see what the move makes pending (a fan-in callback of a buried member, made
+pending by the dead table's trigger), which contract §2.7 lets this claim hand out:
+so when a buried row has dependents the statement claims nothing and ends with its
+cue (``RELEASED_CUE_ID``), and the driver runs it again, with a fresh snapshot.
 
 Then the claim: each state walks its own partial index in claim order (pending:
 ``alkstore_jobs_pending_claim``; lapsed: ``alkstore_jobs_processing_deadline``) and
@@ -259,7 +284,7 @@ exhausted rows still move). It returns ``alkstore.rows.CLAIMED_COLUMNS``: what t
 claim did not set itself. Prepared, with its plan made again as the table grows: see
 ``CLAIM_ONE``."""
 
-CLAIM_ONE: Final = _claim("= (SELECT row_at FROM chosen)")
+CLAIM_ONE: Final = _claim("= (SELECT row_at FROM chosen)", released_first=True)
 """``CLAIM`` with ``limit`` 1: one row, so a prepared generic plan of it stays a TID
 scan whatever the table's size was when it was planned. (For an array of ``ctid``s
 of unknown length the planner prices a TID scan at ten rows, more than a scan of a
@@ -666,12 +691,39 @@ def _rounds_close() -> str:
 """
 
 
-def _claim_limited_function(*, mark: bool, dependents: bool = True) -> str:
+_BURY_FIRST: Final = f"""
+    -- The queue's exhausted claims go to dead first, in a statement of their own, so
+    -- the claim below (a snapshot of its own) sees the jobs their move made pending:
+    -- a fan-in callback of a buried member is this claim's to hand out (contract §2.7).
+    IF EXISTS ({_in_function(_LAPSED)} AND attempts >= max_attempts) THEN
+        WITH exhausted AS (
+            SELECT id FROM {{schema}}.alkstore_jobs
+            WHERE queue = p_queue AND state = 'processing' AND deadline <= p_now
+              AND attempts >= max_attempts
+            FOR UPDATE SKIP LOCKED
+        ), buried AS (
+            DELETE FROM {{schema}}.alkstore_jobs
+            WHERE id IN (SELECT id FROM exhausted)
+            RETURNING {MOVED}, errors, {HOLD}, has_dependents
+        )
+        INSERT INTO {{schema}}.alkstore_dead_jobs (
+            {MOVED}, errors, {HOLD}, has_dependents, last_error, died_at)
+        SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, has_dependents, p_last_error, p_now
+        FROM buried;
+    END IF;"""
+"""``CLAIM_LIMITED_FUNCTION``'s move of the exhausted claims, before it claims (from
+``BURY_FIRST_MIGRATION``); a row another claimer has locked is left to that one."""
+
+
+def _claim_limited_function(*, mark: bool, dependents: bool = True, bury_first: bool = True) -> str:
     """``CLAIM_LIMITED_FUNCTION``, or (``mark`` false) the function as migration 19 made
     it, without the held-back mark; ``dependents`` false: its claim in turn as
-    migrations 17 to 21 made it (``_claim_in_turn``)."""
+    migrations 17 to 21 made it (``_claim_in_turn``); ``bury_first`` false: as
+    migrations 17 to 22 made it, burying only in its claim's statement, whose snapshot
+    missed a callback that move made pending."""
     rounds_open = _ROUNDS_OPEN if mark else ""
     rounds_close = _rounds_close() if mark else ""
+    bury = _BURY_FIRST if bury_first else ""
     return f"""
 CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
     p_queue text, p_worker_id text, p_now bigint, p_limit integer, p_last_error text)
@@ -719,7 +771,7 @@ BEGIN
                               WHERE queue = p_queue)
         FROM {{schema}}.alkstore_queue_limits AS limits WHERE limits.queue = p_queue
         ON CONFLICT (queue) DO NOTHING;
-    END LOOP;
+    END LOOP;{bury}
     v_keyed := v_per_key IS NOT NULL OR v_rate_per_key IS NOT NULL;
     -- Each statement below takes a snapshot of its own (READ COMMITTED, a VOLATILE
     -- function), after the lock: it sees every claim of the queue committed before.
@@ -799,6 +851,10 @@ $alkstore$
 """
 
 
+BURY_FIRST_MIGRATION: Final = 23
+"""The migration that makes ``CLAIM_LIMITED_FUNCTION`` bury before it claims (the one
+place its number is written)."""
+
 CLAIM_LIMITED_FUNCTION: Final = _claim_limited_function(mark=True)
 """A limited queue's claim in one statement (the limits profile; made by migration 17,
 made again by ``LIMIT_ROW_RATE_MIGRATION`` and ``SLOT_WAITED_MIGRATION``): lock the
@@ -832,6 +888,11 @@ the claims of each version with the function of that version)."""
 CLAIM_LIMITED_FUNCTION_V21: Final = _claim_limited_function(mark=True, dependents=False)
 """The function as migration 21 made it: its claim in turn buried exhausted rows
 without their ``has_dependents`` flag (migration 22 makes it again)."""
+
+CLAIM_LIMITED_FUNCTION_V22: Final = _claim_limited_function(mark=True, bury_first=False)
+"""The function as migration 22 made it: it buried exhausted rows in its claim's own
+statement, whose snapshot missed what that made pending (``BURY_FIRST_MIGRATION``
+makes it again)."""
 
 CALL_CLAIM_LIMITED: Final = f"""
 SELECT {CLAIMED_JOB} FROM {{schema}}.alkstore_claim_limited(
