@@ -1141,6 +1141,8 @@ def test_a_claim_that_buries_the_last_member_hands_out_the_callback_in_claim_ord
     # lower priority that was pending all along.
     chosen, profile = CLAIM_PATHS[limits]
     requires(profile)
+    if chosen is not None:
+        requires("limits")  # every limit is set through the limits profile
     queue = clocked_store.queue(
         unique_name("last-member"), QueueOpts(max_attempts=1, visibility_timeout_s=5)
     )
