@@ -171,6 +171,31 @@ FROM {{schema}}.alkstore_queue_limits WHERE queue = %(queue)s"""
 """The end of ``CLAIM``: one row of NULLs when the queue has a limit (the driver's cue)."""
 
 
+def _exhausted_buried(selected: str = "", flag: str = ", has_dependents") -> str:
+    """The CTEs of a claim's move to dead: ``exhausted``, the queue's lapsed claims at
+    their budget (``id`` and ``selected``; one another claimer has locked is left to
+    it), and ``buried``, them deleted, returning what the dead row keeps (``flag``: the
+    ``has_dependents`` flag, whose trigger settles their dependents)."""
+    return f"""exhausted AS (
+    SELECT id{selected} FROM {{schema}}.alkstore_jobs
+    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
+      AND attempts >= max_attempts
+    FOR UPDATE SKIP LOCKED
+), buried AS (
+    DELETE FROM {{schema}}.alkstore_jobs
+    WHERE id IN (SELECT id FROM exhausted)
+    RETURNING {MOVED}, errors, {HOLD}{flag}
+)"""
+
+
+def _into_dead(flag: str = ", has_dependents") -> str:
+    """The insert of ``_exhausted_buried``'s rows into the dead table."""
+    return f"""INSERT INTO {{schema}}.alkstore_dead_jobs (
+        {MOVED}, errors, {HOLD}{flag}, last_error, died_at)
+    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}{flag}, %(last_error)s, %(now)s
+    FROM buried"""
+
+
 RELEASED_CUE_ID: Final = 0
 """The id of ``CLAIM``'s other cue row (no job has it: ids start at 1): it buried a row
 with dependents, so it claimed nothing and the driver runs it again."""
@@ -206,20 +231,8 @@ def _claim(
     )
     released = _RELEASED_CUE if released_first else ""
     return f"""
-WITH exhausted AS (
-    SELECT id{flagged} FROM {{schema}}.alkstore_jobs
-    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
-      AND attempts >= max_attempts
-    FOR UPDATE SKIP LOCKED
-), buried AS (
-    DELETE FROM {{schema}}.alkstore_jobs
-    WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {MOVED}, errors, {HOLD}, has_dependents
-), dead AS (
-    INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, {HOLD}, has_dependents, last_error, died_at)
-    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, has_dependents, %(last_error)s, %(now)s
-    FROM buried
+WITH {_exhausted_buried(flagged)}, dead AS (
+    {_into_dead()}
 ), ready AS (
     SELECT ctid AS row_at, id, priority, run_at FROM {{schema}}.alkstore_jobs
     WHERE queue = %(queue)s AND state = 'pending' AND run_at <= %(now)s
@@ -494,20 +507,8 @@ def _claim_in_turn(
     left a buried row's dependents waiting)."""
     flag = ", has_dependents" if dependents else ""
     return f"""
-WITH RECURSIVE exhausted AS (
-    SELECT id FROM {{schema}}.alkstore_jobs
-    WHERE queue = %(queue)s AND state = 'processing' AND deadline <= %(now)s
-      AND attempts >= max_attempts
-    FOR UPDATE SKIP LOCKED
-), buried AS (
-    DELETE FROM {{schema}}.alkstore_jobs
-    WHERE id IN (SELECT id FROM exhausted)
-    RETURNING {MOVED}, errors, {HOLD}{flag}
-), dead AS (
-    INSERT INTO {{schema}}.alkstore_dead_jobs (
-        {MOVED}, errors, {HOLD}{flag}, last_error, died_at)
-    SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}{flag}, %(last_error)s, %(now)s
-    FROM buried
+WITH RECURSIVE {_exhausted_buried(flag=flag)}, dead AS (
+    {_into_dead(flag)}
 ), {_PICK_CTES}, claimed AS (
     UPDATE {{schema}}.alkstore_jobs AS job
     {_CLAIM_SET}
@@ -691,28 +692,11 @@ def _rounds_close() -> str:
 """
 
 
-_BURY_FIRST: Final = f"""
-    -- The queue's exhausted claims go to dead first, in a statement of their own, so
-    -- the claim below (a snapshot of its own) sees the jobs their move made pending:
-    -- a fan-in callback of a buried member is this claim's to hand out (contract §2.7).
-    IF EXISTS ({_in_function(_LAPSED)} AND attempts >= max_attempts) THEN
-        WITH exhausted AS (
-            SELECT id FROM {{schema}}.alkstore_jobs
-            WHERE queue = p_queue AND state = 'processing' AND deadline <= p_now
-              AND attempts >= max_attempts
-            FOR UPDATE SKIP LOCKED
-        ), buried AS (
-            DELETE FROM {{schema}}.alkstore_jobs
-            WHERE id IN (SELECT id FROM exhausted)
-            RETURNING {MOVED}, errors, {HOLD}, has_dependents
-        )
-        INSERT INTO {{schema}}.alkstore_dead_jobs (
-            {MOVED}, errors, {HOLD}, has_dependents, last_error, died_at)
-        SELECT {MOVED}, errors, {HOLD_KEPT_DEAD}, has_dependents, p_last_error, p_now
-        FROM buried;
-    END IF;"""
-"""``CLAIM_LIMITED_FUNCTION``'s move of the exhausted claims, before it claims (from
-``BURY_FIRST_MIGRATION``); a row another claimer has locked is left to that one."""
+_BURY_FIRST: Final = _in_function(f"WITH {_exhausted_buried()}\n{_into_dead()}") + ";"
+"""``CLAIM_LIMITED_FUNCTION``'s move of the exhausted claims to dead in a statement of
+its own, before the claim that would have moved them (from ``BURY_FIRST_MIGRATION``):
+that claim's snapshot then sees the jobs the move made pending, a fan-in callback of a
+buried member being the claim's to hand out (contract §2.7)."""
 
 
 def _claim_limited_function(*, mark: bool, dependents: bool = True, bury_first: bool = True) -> str:
@@ -723,7 +707,18 @@ def _claim_limited_function(*, mark: bool, dependents: bool = True, bury_first: 
     missed a callback that move made pending."""
     rounds_open = _ROUNDS_OPEN if mark else ""
     rounds_close = _rounds_close() if mark else ""
-    bury = _BURY_FIRST if bury_first else ""
+    # The keyed claim probes for exhausted claims first; the other claims reach their
+    # move only once they found a lapsed claim, so a claim of a queue with none pays
+    # nothing for it.
+    bury_keyed = (
+        f"""
+        IF EXISTS ({_in_function(_LAPSED)} AND attempts >= max_attempts) THEN
+            {_BURY_FIRST}
+        END IF;"""
+        if bury_first
+        else ""
+    )
+    bury_lapsed = f"\n            {_BURY_FIRST}" if bury_first else ""
     return f"""
 CREATE OR REPLACE FUNCTION {{schema}}.alkstore_claim_limited(
     p_queue text, p_worker_id text, p_now bigint, p_limit integer, p_last_error text)
@@ -771,7 +766,7 @@ BEGIN
                               WHERE queue = p_queue)
         FROM {{schema}}.alkstore_queue_limits AS limits WHERE limits.queue = p_queue
         ON CONFLICT (queue) DO NOTHING;
-    END LOOP;{bury}
+    END LOOP;
     v_keyed := v_per_key IS NOT NULL OR v_rate_per_key IS NOT NULL;
     -- Each statement below takes a snapshot of its own (READ COMMITTED, a VOLATILE
     -- function), after the lock: it sees every claim of the queue committed before.
@@ -805,7 +800,7 @@ BEGIN
         END IF;
         v_rate_room := greatest(0, least(p_limit, v_rate_room));
     END IF;
-    IF v_keyed THEN
+    IF v_keyed THEN{bury_keyed}
         RETURN QUERY {
         _in_function(_claim_in_turn("RETURNING job.*", _RECORD_KEY_STARTS, dependents=dependents))
     };
@@ -817,7 +812,7 @@ BEGIN
         -- Nested, not one condition: a plan of `v_claimed = 0 AND EXISTS (...)` made for
         -- the value at hand is always the cheaper, so PL/pgSQL would plan it every time.
         IF v_claimed = 0 THEN
-          IF EXISTS ({_in_function(_LAPSED)}) THEN
+          IF EXISTS ({_in_function(_LAPSED)}) THEN{bury_lapsed}
             -- Lapsed claims: bury those at their budget, claim pending and lapsed rows.
             RETURN QUERY {
         _in_function(
